@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs every build, test and runtime dependency of Picket from Debian 12's archive.
+# Idempotent: when every package is already present it only checks and exits (no apt-get call).
+set -euo pipefail
+
+PACKAGES=(
+    # build
+    build-essential cmake ninja-build pkg-config ccache clang clang-format libclang-rt-14-dev
+    # libraries
+    libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
+    libpcre2-dev libhyperscan-dev libpcap-dev libsqlite3-dev libyaml-cpp-dev nlohmann-json3-dev
+    libcli11-dev libspdlog-dev libcivetweb-dev civetweb libnetfilter-queue-dev libmnl-dev
+    libbpf-dev libssl-dev zlib1g-dev
+    # tests and benchmarks
+    libgtest-dev libgmock-dev libbenchmark-dev
+    # runtime tools used by the end-to-end tests
+    iproute2 iptables iputils-ping ethtool tcpdump procps python3
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$p")
+    fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+    echo "install-deps: all ${#PACKAGES[@]} packages present"
+    exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+    SUDO="sudo"
+fi
+
+echo "install-deps: installing ${#missing[@]} packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"

@@ -1,0 +1,203 @@
+// Packet capture: every backend sits behind PacketSource, read by exactly one worker thread in
+// batches of views into the backend's own buffers (zero copy), released after the verdict.
+// Offline files and libpcap live capture are read by one reader thread that dispatches each
+// packet to a worker queue by a symmetric flow hash (Dispatcher); AF_PACKET gives each worker
+// its own TPACKET_V3 ring in a fanout group. Setup functions throw CaptureError.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace picket::sensor::capture {
+
+class CaptureError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// Link types are libpcap's DLT values (DLT_EN10MB=1, DLT_RAW=12/14, DLT_LINUX_SLL=113,
+// DLT_LINUX_SLL2=276, DLT_NULL=0, DLT_LOOP=108; LINKTYPE_RAW=101 maps to DLT_RAW).
+struct RawPacket {
+    const uint8_t* data = nullptr;
+    uint32_t caplen = 0;   // bytes present at data
+    uint32_t wirelen = 0;  // original length on the wire
+    int64_t ts_ns = 0;     // capture time, ns since the epoch
+    int linktype = 1;
+    uint64_t pcap_cnt = 0;  // 1-based index in the input (offline), 0 when unknown
+};
+
+enum class Verdict : uint8_t { kAccept = 0, kDrop = 1 };
+
+inline constexpr uint32_t kMaxBatch = 64;
+
+struct Batch {
+    RawPacket pkts[kMaxBatch];
+    Verdict verdict[kMaxBatch];  // inline backends read these on release(); passive ignore them
+    uint32_t count = 0;
+    uint64_t cookie = 0;  // private to the source (e.g. which ring block to give back)
+};
+
+enum class ReadResult : uint8_t {
+    kOk,       // batch.count >= 1
+    kTimeout,  // nothing arrived within the timeout; call again
+    kEof,      // offline input finished and drained; no more packets will come
+    kError,    // fatal; error() says what
+};
+
+struct CaptureStats {
+    uint64_t packets = 0;  // packets the capture layer saw (kernel_packets)
+    uint64_t drops = 0;    // lost before a worker got them (ring full, queue overflow)
+};
+
+class PacketSource {
+public:
+    virtual ~PacketSource() = default;
+    // Fills batch with 1..kMaxBatch packets. Views stay valid until release(batch).
+    virtual ReadResult next_batch(Batch& batch, int timeout_ms) = 0;
+    virtual void release(Batch& batch) = 0;
+    // Cumulative since open. Called by the owning worker only (kernel counters reset on read,
+    // so the source accumulates them).
+    virtual CaptureStats stats() = 0;
+    virtual std::string error() const = 0;
+};
+
+// ---------------------------------------------------------------------------------------
+// BPF
+
+enum class BpfMode : uint8_t { kKernel, kUser };
+
+// A compiled tcpdump-style filter. Empty expression = accept all.
+class BpfFilter {
+public:
+    BpfFilter() = default;
+    // Throws CaptureError("bad BPF expression 'EXPR': <libpcap's message>").
+    BpfFilter(const std::string& expression, int linktype, uint32_t snaplen = 262144);
+    BpfFilter(BpfFilter&&) noexcept;
+    BpfFilter& operator=(BpfFilter&&) noexcept;
+    ~BpfFilter();
+
+    bool empty() const { return expression_.empty(); }
+    const std::string& expression() const { return expression_; }
+    int linktype() const { return linktype_; }
+    // User-space evaluation; true = keep the packet.
+    bool matches(const RawPacket& p) const;
+    // The compiled program (struct bpf_program*), for SO_ATTACH_FILTER / pcap_setfilter.
+    const void* program() const;
+
+private:
+    std::string expression_;
+    int linktype_ = 1;
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// ---------------------------------------------------------------------------------------
+// Offline files and libpcap live: read by one reader thread.
+
+// Reads pcap and pcapng files (any link type libpcap reads) one after the other. Paths may be
+// files or directories (their regular files, sorted by name). Not thread-safe; the reader
+// thread owns it.
+class PcapFileReader {
+public:
+    // Throws CaptureError naming the path when a file cannot be opened or is not a capture.
+    explicit PcapFileReader(std::vector<std::string> paths);
+    ~PcapFileReader();
+    // kOk: p is filled, valid until the next call. kEof: all files done. kError: a file is
+    // truncated or corrupt: error() names the file and byte offset; packets before it were
+    // returned. Reading does not continue past an error.
+    ReadResult next(RawPacket& p);
+    std::string error() const { return error_; }
+    // Kernel-mode BPF on a file: libpcap applies it while reading (pcap_setfilter).
+    void set_filter(const BpfFilter& filter);
+    uint64_t packets_read() const { return packets_read_; }
+    uint64_t bytes_read() const { return bytes_read_; }
+    uint64_t packets_filtered() const;  // rejected by set_filter's program
+    const std::vector<std::string>& files() const { return files_; }
+
+private:
+    bool open_next();
+    std::vector<std::string> files_;
+    size_t next_file_ = 0;
+    void* pcap_ = nullptr;  // pcap_t*
+    std::string current_;
+    std::string error_;
+    uint64_t packets_read_ = 0;
+    uint64_t bytes_read_ = 0;
+    uint64_t filtered_ = 0;
+    const BpfFilter* filter_ = nullptr;
+};
+
+// libpcap live capture on one interface (read by the reader thread, then dispatched).
+class PcapLiveReader {
+public:
+    // Throws CaptureError("interface 'X': <reason>") for an unknown interface, no permission...
+    PcapLiveReader(const std::string& iface, uint32_t snaplen, int buffer_mb, bool promisc);
+    ~PcapLiveReader();
+    ReadResult next(RawPacket& p, int timeout_ms);
+    void set_filter(const BpfFilter& filter);  // kernel mode: pcap_setfilter
+    CaptureStats stats();                      // pcap_stats: ps_recv, ps_drop + ps_ifdrop
+    int linktype() const;
+    std::string error() const { return error_; }
+
+private:
+    void* pcap_ = nullptr;
+    std::string iface_;
+    std::string error_;
+    uint64_t pcap_cnt_ = 0;
+};
+
+// Symmetric hash used to pick a worker: the same for both directions of a flow and for every
+// fragment of a datagram. Returns any 32-bit value; the dispatcher takes it modulo workers.
+using DispatchHash = uint32_t (*)(const RawPacket& p);
+
+// One single-producer single-consumer byte ring per worker, holding copies of the packets
+// (the reader's buffer is reused on its next read). Lock-free; no allocation after start.
+class Dispatcher {
+public:
+    // queue_bytes: ring size per worker. blocking: offline mode waits when a queue is full
+    // (no loss); live mode drops and counts (capture.kernel_drops includes them).
+    Dispatcher(uint32_t workers, size_t queue_bytes, DispatchHash hash, bool blocking);
+    ~Dispatcher();
+    // Reader thread only. Returns false if the packet was dropped (queue full, non-blocking).
+    bool push(const RawPacket& p);
+    // Reader thread: no more packets; workers' sources return kEof once drained.
+    void finish();
+    // Ask a blocked push() to give up (shutdown).
+    void abort();
+    // The per-worker consumer end; owned by the dispatcher, used by worker i only.
+    PacketSource& source(uint32_t worker);
+    uint64_t dropped() const;
+    uint64_t dispatched(uint32_t worker) const;
+
+private:
+    struct Queue;
+    std::vector<std::unique_ptr<Queue>> queues_;
+    DispatchHash hash_;
+    bool blocking_;
+    std::atomic<bool> aborted_{false};
+};
+
+// ---------------------------------------------------------------------------------------
+// AF_PACKET, TPACKET_V3: one ring per worker, all in one fanout group (hash + defrag), so the
+// kernel sends both directions of a flow to the same worker.
+
+struct AfPacketOptions {
+    std::string iface;
+    uint16_t fanout_id = 0;  // 0 = derive from the process id
+    uint32_t block_size = 1 << 20;
+    uint32_t block_count = 32;
+    uint32_t frame_size = 2048;
+    uint32_t block_timeout_ms = 10;
+    bool promisc = true;
+    const BpfFilter* kernel_filter = nullptr;  // attached with SO_ATTACH_FILTER when set
+};
+
+// Throws CaptureError("interface 'X': ...") on unknown interface or socket errors.
+std::unique_ptr<PacketSource> open_afpacket(const AfPacketOptions& options);
+
+}  // namespace picket::sensor::capture

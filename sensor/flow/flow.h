@@ -1,0 +1,120 @@
+// Per-worker flow table. Both directions of a connection map to one Flow (the key is
+// normalised, the hash symmetric); key = protocol, both addresses and ports, VLAN. Timeouts
+// per protocol and state (packet time), a memcap with emergency mode (shorter timeouts, then
+// eviction of the least recently used flow), a 64-bit flow_id unique across workers, and
+// per-direction packet and byte counters. Only the owning worker touches its table; flows come
+// from a pool sized from the memcap, so the steady state allocates nothing.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "common/counter.h"
+#include "common/stats.h"
+#include "sensor/decode/decode.h"
+
+namespace picket::sensor::flow {
+
+struct FlowKey {
+    decode::Address addr[2];  // addr[0] <= addr[1] (normalised), ports follow their address
+    uint16_t port[2] = {0, 0};
+    uint16_t vlan = 0;
+    uint8_t proto = 0;
+    bool operator==(const FlowKey& o) const;
+};
+
+// Builds the normalised key; *to_server_side tells whether p's source is addr[0].
+FlowKey make_key(const decode::Packet& p, bool* src_is_first);
+uint32_t hash_key(const FlowKey& k);  // symmetric by construction of the key
+
+enum class Direction : uint8_t { kToServer = 0, kToClient = 1 };
+
+enum class FlowState : uint8_t { kNew, kEstablished, kClosed };
+
+struct Flow {
+    FlowKey key;
+    uint64_t flow_id = 0;
+    // The initiator: the source of the first packet seen (the client).
+    decode::Address client_addr, server_addr;
+    uint16_t client_port = 0, server_port = 0;
+    uint8_t proto = 0;
+    FlowState state = FlowState::kNew;
+    uint8_t tcp_flags_seen[2] = {0, 0};  // OR of TCP flags per direction
+    int64_t first_ts_ns = 0;
+    int64_t last_ts_ns = 0;
+    uint64_t pkts[2] = {0, 0};   // indexed by Direction
+    uint64_t bytes[2] = {0, 0};  // wire bytes per direction
+    // Later layers (stream, app-layer, detect) hang their per-flow state here; the table
+    // calls on_free(flow) before recycling a flow.
+    void* user[4] = {nullptr, nullptr, nullptr, nullptr};
+
+    // Internal to the table (hash chain, LRU list); not for users.
+    Flow* hnext = nullptr;
+    Flow* lru_prev = nullptr;
+    Flow* lru_next = nullptr;
+    uint32_t bucket = 0;
+};
+
+struct FlowTimeouts {
+    // Seconds, Suricata's defaults (flow-timeouts: new / established / closed, and the
+    // emergency values used while the table is over its memcap).
+    uint32_t tcp_new = 60, tcp_established = 600, tcp_closed = 60;
+    uint32_t udp_new = 30, udp_established = 300;
+    uint32_t icmp_new = 30, icmp_established = 300;
+    uint32_t other_new = 30, other_established = 300;
+    uint32_t emergency_new = 10, emergency_established = 100, emergency_closed = 20;
+};
+
+struct FlowConfig {
+    uint64_t memcap = 128ULL * 1024 * 1024;  // bytes; the flow pool is memcap / sizeof(Flow)
+    uint32_t hash_size = 65536;              // buckets
+    FlowTimeouts timeouts;
+    // Emergency mode ends once active flows fall below this share of the pool (percent).
+    uint32_t emergency_recovery = 30;
+    uint16_t worker_id = 0;  // mixed into flow_id so ids are unique across workers
+};
+
+struct FlowCounters {
+    Counter created, timed_out, evicted, closed_pruned;
+    Counter tcp, udp, icmpv4, icmpv6, other;  // flows created per protocol
+    Counter memcap_drops;     // packets that got no flow: pool exhausted, nothing evictable
+    Counter emergency_entered;
+    Counter active;           // gauge
+    Counter memuse;           // gauge, bytes of flows in use
+};
+
+class FlowTable {
+public:
+    explicit FlowTable(const FlowConfig& config);
+    ~FlowTable();
+    FlowTable(const FlowTable&) = delete;
+    FlowTable& operator=(const FlowTable&) = delete;
+
+    // Finds or creates p's flow, updates its counters, timestamps and state, and sets *dir.
+    // nullptr when the memcap is reached and no flow could be evicted (counted). Packets
+    // without an IP layer get no flow.
+    Flow* lookup(const decode::Packet& p, Direction* dir);
+    // Expires flows idle past their timeout (packet time), at most max_flows per call;
+    // returns how many were removed.
+    size_t expire(int64_t now_ns, size_t max_flows = SIZE_MAX);
+    // Called for every flow removed (timeout, eviction, shutdown), before its slot is reused.
+    void set_on_free(std::function<void(Flow&)> cb);
+    // Removes every flow (end of an offline run), calling on_free for each.
+    void clear();
+
+    size_t active() const;
+    bool emergency() const;
+    const FlowCounters& counters() const { return counters_; }
+    // "flow.active", "flow.total" (created), "flow.tcp", "flow.udp", "flow.icmpv4",
+    // "flow.icmpv6", "flow.timed_out", "flow.evicted", "flow.memcap_drops", "flow.emerg_mode_entered",
+    // "flow.memuse".
+    void export_stats(StatsSnapshot& out) const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+    FlowCounters counters_;
+};
+
+}  // namespace picket::sensor::flow
