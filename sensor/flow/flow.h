@@ -21,10 +21,14 @@ struct FlowKey {
     uint16_t port[2] = {0, 0};
     uint16_t vlan = 0;
     uint8_t proto = 0;
+    // 4 or 6: an IPv4 flow and an IPv6 flow whose addresses are the same v4-mapped bytes
+    // (::ffff:a.b.c.d) are different flows.
+    uint8_t ip_version = 0;
     bool operator==(const FlowKey& o) const;
 };
 
-// Builds the normalised key; *to_server_side tells whether p's source is addr[0].
+// Builds the normalised key; *src_is_first tells whether p's source is addr[0]. ICMP echo
+// request/reply use ports {icmp_id, icmp_id}, other ICMP {type, code}; non-TCP/UDP/ICMP 0.
 FlowKey make_key(const decode::Packet& p, bool* src_is_first);
 uint32_t hash_key(const FlowKey& k);  // symmetric by construction of the key
 
@@ -54,6 +58,8 @@ struct Flow {
     Flow* lru_prev = nullptr;
     Flow* lru_next = nullptr;
     uint32_t bucket = 0;
+    uint8_t lru_class = 0;        // which timeout list (protocol group x state) holds it
+    bool client_is_first = true;  // client_addr == key.addr[0] (direction without compares)
 };
 
 struct FlowTimeouts {
@@ -73,19 +79,26 @@ struct FlowConfig {
     // Emergency mode ends once active flows fall below this share of the pool (percent).
     uint32_t emergency_recovery = 30;
     uint16_t worker_id = 0;  // mixed into flow_id so ids are unique across workers
+    // Seed of the bucket hash (against crafted collisions); 0 = pick one at random.
+    uint64_t hash_seed = 0;
 };
+
+// Bounds applied to FlowConfig: the pool never exceeds kMaxFlowPool flows whatever the memcap,
+// and hash_size is rounded up to a power of two within [1, kMaxHashSize].
+inline constexpr size_t kMaxFlowPool = size_t{1} << 22;
+inline constexpr uint32_t kMaxHashSize = uint32_t{1} << 24;
 
 struct FlowCounters {
     Counter created, timed_out, evicted, closed_pruned;
     Counter tcp, udp, icmpv4, icmpv6, other;  // flows created per protocol
-    Counter memcap_drops;     // packets that got no flow: pool exhausted, nothing evictable
+    Counter memcap_drops;  // packets that got no flow: pool exhausted, nothing evictable
     Counter emergency_entered;
-    Counter active;           // gauge
-    Counter memuse;           // gauge, bytes of flows in use
+    Counter active;  // gauge
+    Counter memuse;  // gauge, bytes of flows in use
 };
 
 class FlowTable {
-public:
+  public:
     explicit FlowTable(const FlowConfig& config);
     ~FlowTable();
     FlowTable(const FlowTable&) = delete;
@@ -98,20 +111,26 @@ public:
     // Expires flows idle past their timeout (packet time), at most max_flows per call;
     // returns how many were removed.
     size_t expire(int64_t now_ns, size_t max_flows = SIZE_MAX);
-    // Called for every flow removed (timeout, eviction, shutdown), before its slot is reused.
+    // Called for every flow removed (timeout, eviction, recycle, clear()), before its slot is
+    // reused. The callback must not call back into the table. The destructor does not call it:
+    // call clear() first if later layers keep state in Flow::user.
     void set_on_free(std::function<void(Flow&)> cb);
     // Removes every flow (end of an offline run), calling on_free for each.
     void clear();
 
     size_t active() const;
     bool emergency() const;
+    size_t pool_size() const;     // flows the memcap allows (the preallocated pool)
+    size_t bucket_count() const;  // hash_size after rounding
     const FlowCounters& counters() const { return counters_; }
     // "flow.active", "flow.total" (created), "flow.tcp", "flow.udp", "flow.icmpv4",
-    // "flow.icmpv6", "flow.timed_out", "flow.evicted", "flow.memcap_drops", "flow.emerg_mode_entered",
-    // "flow.memuse".
+    // "flow.icmpv6", "flow.timed_out", "flow.evicted", "flow.memcap_drops",
+    // "flow.emerg_mode_entered", "flow.memuse"; also "flow.other" (flows of other IP protocols) and
+    // "flow.tcp_reuse" (closed TCP flows recycled by a new SYN, Suricata's name). Values are added
+    // to out, so per-worker tables can export into one snapshot.
     void export_stats(StatsSnapshot& out) const;
 
-private:
+  private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
     FlowCounters counters_;
