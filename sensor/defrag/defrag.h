@@ -26,6 +26,15 @@ enum class OverlapPolicy : uint8_t {
 // "solaris" -> first, "bsd-right" -> last); returns false for anything else.
 bool parse_policy(const char* name, OverlapPolicy* out);
 
+// Memory accounting for the memcap and the defrag.memuse gauge: a datagram in reassembly
+// costs kDefragTrackerBytes; each fragment held costs kDefragFragBytes plus its data in
+// kDefragChunkBytes chunks of kDefragChunkDataBytes payload each; the header kept from the
+// offset-0 fragment (IPv4 header, IPv6 unfragmentable part) is stored in chunks too.
+inline constexpr uint32_t kDefragTrackerBytes = 128;
+inline constexpr uint32_t kDefragFragBytes = 32;
+inline constexpr uint32_t kDefragChunkBytes = 256;
+inline constexpr uint32_t kDefragChunkDataBytes = 252;
+
 struct DefragConfig {
     OverlapPolicy policy = OverlapPolicy::kBsd;
     int64_t timeout_ns = 60LL * 1000000000;  // Suricata default 60 s
@@ -36,13 +45,14 @@ struct DefragConfig {
 
 struct DefragCounters {
     Counter ipv4_fragments, ipv4_reassembled, ipv6_fragments, ipv6_reassembled;
-    Counter timeouts;        // trackers expired before completion
-    Counter memcap_drops;    // fragments dropped because the memcap was reached
-    Counter overlaps;        // fragments that overlapped data already held
-    Counter too_many_frags;  // datagrams abandoned for exceeding max_frags_per_tracker
-    Counter invalid;         // reassembled datagram would exceed 65535 bytes, bad offsets...
-    Counter trackers_active; // gauge
-    Counter memuse;          // gauge, bytes
+    Counter timeouts;         // trackers expired before completion
+    Counter memcap_drops;     // fragments dropped because the memcap was reached
+    Counter overlaps;         // fragments that overlapped data already held
+    Counter too_many_frags;   // datagrams abandoned for exceeding max_frags_per_tracker
+    Counter invalid;          // reassembled datagram would exceed 65535 bytes, bad offsets...
+    Counter tracker_drops;    // fragments dropped because all max_trackers were in use
+    Counter trackers_active;  // gauge
+    Counter memuse;           // gauge, bytes
 };
 
 enum class DefragResult : uint8_t {
@@ -68,7 +78,8 @@ public:
     const DefragCounters& counters() const { return counters_; }
     // "defrag.ipv4.fragments", "defrag.ipv4.reassembled", "defrag.ipv6.fragments",
     // "defrag.ipv6.reassembled", "defrag.timeouts", "defrag.memcap_drops", "defrag.overlaps",
-    // "defrag.max_frag_hits", "defrag.invalid", "defrag.trackers", "defrag.memuse".
+    // "defrag.max_frag_hits", "defrag.invalid", "defrag.trackers", "defrag.memuse",
+    // "defrag.max_trackers_reached".
     void export_stats(StatsSnapshot& out) const;
 
 private:
