@@ -122,11 +122,20 @@ void Config::set(std::string_view assignment) {
     if (parsed.IsNull() && !value.empty()) {
         parsed = YAML::Node(value);
     }
-    auto parts = split_key(key);
-    for (const auto& p : parts) {
-        if (p.empty()) {
+    for (const auto& part : split_key(key)) {
+        if (part.empty()) {
             throw ConfigError("--set " + std::string(assignment) + ": empty part in key '" + key +
                               "'");
+        }
+    }
+    set_value(key, parsed);
+}
+
+void Config::set_value(std::string_view key, const YAML::Node& value) {
+    auto parts = split_key(key);
+    for (const auto& part : parts) {
+        if (part.empty()) {
+            throw ConfigError("config key '" + std::string(key) + "': empty part");
         }
     }
     // yaml-cpp's Node::operator= writes through to the referenced node, so handles are
@@ -140,7 +149,7 @@ void Config::set(std::string_view assignment) {
         }
         chain.push_back(child);
     }
-    chain.back()[parts.back()] = parsed;
+    chain.back()[parts.back()] = value;
 }
 
 YAML::Node Config::find(std::string_view key) const {

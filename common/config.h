@@ -29,6 +29,8 @@ public:
     // Applies "a.b.c=value"; the value is parsed as YAML (so lists and numbers work).
     // Throws ConfigError when the text has no '=' or an empty key.
     void set(std::string_view assignment);
+    // Sets one key to a value as given (no YAML parsing: paths and expressions stay intact).
+    void set_value(std::string_view key, const YAML::Node& value);
 
     bool has(std::string_view key) const;
     std::string get_string(std::string_view key, std::string_view def) const;

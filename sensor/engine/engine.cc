@@ -1,1 +1,426 @@
-// placeholder
+#include "sensor/engine/engine.h"
+
+#include <pcap/dlt.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <thread>
+
+#include "common/counter.h"
+#include "common/log.h"
+#include "common/time_util.h"
+#include "sensor/output/output.h"
+
+namespace picket::sensor::engine {
+namespace {
+
+constexpr int kPollTimeoutMs = 100;
+constexpr int64_t kTimerIntervalNs = 1000000000;  // flow/defrag expiry once per second
+
+uint32_t hash_raw(const capture::RawPacket& p) {
+    return decode::dispatch_hash(p.linktype, p.data, p.caplen);
+}
+
+// Link types a capture may carry; user-mode BPF keeps one compiled program per type.
+constexpr int kLinkTypes[] = {DLT_EN10MB, DLT_RAW, DLT_LINUX_SLL, DLT_NULL, DLT_LOOP, 276};
+
+}  // namespace
+
+struct Engine::Worker {
+    Worker(uint32_t worker_id, const SensorConfig& c)
+        : id(worker_id), decode(c.decode), defrag(c.defrag), flows(flow_config(c, worker_id)) {}
+
+    static flow::FlowConfig flow_config(const SensorConfig& c, uint32_t worker_id) {
+        flow::FlowConfig f = c.flow;
+        // The memcap is the sensor's; each worker's table gets its share.
+        f.memcap = c.flow.memcap / c.workers;
+        f.worker_id = static_cast<uint16_t>(worker_id);
+        return f;
+    }
+
+    uint32_t id;
+    capture::PacketSource* source = nullptr;
+    std::unique_ptr<capture::PacketSource> own_source;
+    decode::DecodeContext decode;
+    defrag::Defragmenter defrag;
+    flow::FlowTable flows;
+    const std::map<int, capture::BpfFilter>* user_bpf = nullptr;
+
+    Counter packets, bytes, bpf_filtered, no_flow, reassembled_inspected;
+    Counter cap_packets, cap_drops;  // copied from the source's own stats (AF_PACKET)
+    capture::Batch batch;
+    std::string error;
+    std::thread thread;
+};
+
+struct Engine::Output {
+    std::unique_ptr<output::EveWriter> eve;
+    int64_t last_ns = 0;
+    std::vector<uint64_t> last_pkts, last_bytes;
+    uint64_t last_total_pkts = 0, last_total_bytes = 0;
+    std::map<int, capture::BpfFilter> user_filters;
+};
+
+Engine::Engine(SensorConfig config) : config_(std::move(config)), output_(new Output) {
+    const auto& c = config_;
+    if (!c.bpf.empty()) {
+        // Compile once for Ethernet up front so a bad expression fails at start-up with
+        // libpcap's message, whatever the mode.
+        bpf_ = std::make_unique<capture::BpfFilter>(c.bpf, DLT_EN10MB, c.snaplen);
+        if (c.bpf_mode == capture::BpfMode::kUser) {
+            for (int lt : kLinkTypes) {
+                try {
+                    output_->user_filters.emplace(lt, capture::BpfFilter(c.bpf, lt, c.snaplen));
+                } catch (const capture::CaptureError&) {
+                    // The expression names a layer this link type lacks; such frames pass.
+                }
+            }
+        }
+    }
+
+    for (uint32_t i = 0; i < c.workers; ++i) {
+        workers_.push_back(std::make_unique<Worker>(i, c));
+        if (!output_->user_filters.empty()) {
+            workers_.back()->user_bpf = &output_->user_filters;
+        }
+    }
+
+    switch (c.mode) {
+        case CaptureMode::kPcapFile: {
+            file_reader_ = std::make_unique<capture::PcapFileReader>(c.pcap_paths);
+            if (bpf_ && c.bpf_mode == capture::BpfMode::kKernel) {
+                file_reader_->set_filter(*bpf_);
+            }
+            dispatcher_ = std::make_unique<capture::Dispatcher>(c.workers, c.queue_bytes,
+                                                                &hash_raw, /*blocking=*/true);
+            break;
+        }
+        case CaptureMode::kPcapLive: {
+            live_reader_ = std::make_unique<capture::PcapLiveReader>(
+                c.iface, c.snaplen, static_cast<int>(c.pcap_buffer_bytes >> 20), c.promisc);
+            if (bpf_ && c.bpf_mode == capture::BpfMode::kKernel) {
+                live_reader_->set_filter(*bpf_);
+            }
+            dispatcher_ = std::make_unique<capture::Dispatcher>(c.workers, c.queue_bytes,
+                                                                &hash_raw, /*blocking=*/false);
+            break;
+        }
+        case CaptureMode::kAfPacket: {
+            capture::AfPacketOptions opts = c.afpacket;
+            opts.iface = c.iface;
+            if (opts.fanout_id == 0) {
+                opts.fanout_id = static_cast<uint16_t>(getpid() & 0xffff);
+            }
+            if (bpf_ && c.bpf_mode == capture::BpfMode::kKernel) {
+                opts.kernel_filter = bpf_.get();
+            }
+            for (auto& w : workers_) {
+                w->own_source = capture::open_afpacket(opts);
+            }
+            break;
+        }
+    }
+    for (auto& w : workers_) {
+        w->source = w->own_source ? w->own_source.get() : &dispatcher_->source(w->id);
+    }
+
+    if (c.eve_enabled) {
+        output_->eve = std::make_unique<output::EveWriter>(c.log_dir + "/" + c.eve_filename);
+    }
+}
+
+Engine::~Engine() {
+    stop();
+    for (auto& w : workers_) {
+        if (w->thread.joinable()) {
+            w->thread.join();
+        }
+    }
+}
+
+void Engine::stop() {
+    stop_.store(true, std::memory_order_relaxed);
+    if (dispatcher_) {
+        dispatcher_->abort();
+    }
+}
+
+void Engine::worker_main(Worker& w) {
+    const bool offline = config_.mode == CaptureMode::kPcapFile;
+    int64_t last_timer_ns = 0;
+    int64_t now_ns = 0;
+    decode::Packet p;
+    while (!stop_.load(std::memory_order_relaxed)) {
+        capture::ReadResult r = w.source->next_batch(w.batch, kPollTimeoutMs);
+        if (r == capture::ReadResult::kEof) {
+            break;
+        }
+        if (r == capture::ReadResult::kError) {
+            w.error = w.source->error();
+            break;
+        }
+        if (r == capture::ReadResult::kOk) {
+            for (uint32_t i = 0; i < w.batch.count; ++i) {
+                const capture::RawPacket& raw = w.batch.pkts[i];
+                w.batch.verdict[i] = capture::Verdict::kAccept;
+                ++w.packets;
+                w.bytes += raw.wirelen;
+                now_ns = raw.ts_ns > now_ns ? raw.ts_ns : now_ns;
+                if (w.user_bpf != nullptr) {
+                    auto it = w.user_bpf->find(raw.linktype);
+                    if (it != w.user_bpf->end() && !it->second.matches(raw)) {
+                        ++w.bpf_filtered;
+                        continue;
+                    }
+                }
+                p.pcap_cnt = raw.pcap_cnt;
+                decode::DecodeResult dr = decode::decode_packet(
+                    w.decode, raw.linktype, raw.data, raw.caplen, raw.wirelen, raw.ts_ns, p);
+                if (dr == decode::DecodeResult::kInvalid) {
+                    continue;
+                }
+                if (dr == decode::DecodeResult::kFragment) {
+                    const uint8_t* dgram = nullptr;
+                    uint32_t dgram_len = 0;
+                    if (w.defrag.process(p, &dgram, &dgram_len) !=
+                        defrag::DefragResult::kReassembled) {
+                        continue;
+                    }
+                    if (decode::decode_reassembled(w.decode, dgram, dgram_len, p) ==
+                        decode::DecodeResult::kInvalid) {
+                        continue;
+                    }
+                    ++w.reassembled_inspected;
+                }
+                if (p.ip_version == 0) {
+                    continue;
+                }
+                flow::Direction dir;
+                if (w.flows.lookup(p, &dir) == nullptr) {
+                    ++w.no_flow;
+                }
+            }
+            w.source->release(w.batch);
+        } else if (!offline) {
+            // Idle live capture: let time advance for the timers.
+            now_ns = std::max(now_ns, wall_clock_ns());
+        }
+        if (now_ns - last_timer_ns >= kTimerIntervalNs) {
+            if (last_timer_ns != 0) {
+                w.flows.expire(now_ns);
+                w.defrag.expire(now_ns);
+            }
+            last_timer_ns = now_ns;
+            if (w.own_source) {
+                capture::CaptureStats cs = w.source->stats();
+                w.cap_packets.set(cs.packets);
+                w.cap_drops.set(cs.drops);
+            }
+        }
+    }
+    if (w.own_source) {
+        capture::CaptureStats cs = w.source->stats();
+        w.cap_packets.set(cs.packets);
+        w.cap_drops.set(cs.drops);
+    }
+    workers_done_.fetch_add(1);
+}
+
+void Engine::reader_main() {
+    capture::RawPacket p;
+    if (file_reader_) {
+        while (!stop_.load(std::memory_order_relaxed)) {
+            capture::ReadResult r = file_reader_->next(p);
+            if (r == capture::ReadResult::kOk) {
+                dispatcher_->push(p);
+                reader_packets_.store(file_reader_->packets_read(), std::memory_order_relaxed);
+                continue;
+            }
+            if (r == capture::ReadResult::kError) {
+                reader_error_ = file_reader_->error();
+            }
+            break;
+        }
+        reader_packets_.store(file_reader_->packets_read(), std::memory_order_relaxed);
+        reader_filtered_.store(file_reader_->packets_filtered(), std::memory_order_relaxed);
+    } else if (live_reader_) {
+        while (!stop_.load(std::memory_order_relaxed)) {
+            capture::ReadResult r = live_reader_->next(p, kPollTimeoutMs);
+            if (r == capture::ReadResult::kOk) {
+                dispatcher_->push(p);
+            } else if (r == capture::ReadResult::kError) {
+                reader_error_ = live_reader_->error();
+                break;
+            }
+        }
+    }
+    dispatcher_->finish();
+}
+
+StatsSnapshot Engine::collect_stats() const {
+    StatsSnapshot s;
+    uint64_t cap_packets = 0, cap_drops = 0, filtered = 0;
+    for (const auto& w : workers_) {
+        StatsSnapshot ws;
+        w->decode.export_stats(ws);
+        w->defrag.export_stats(ws);
+        w->flows.export_stats(ws);
+        s.merge(ws);
+        cap_packets += w->cap_packets.get();
+        cap_drops += w->cap_drops.get();
+        filtered += w->bpf_filtered.get();
+    }
+    if (config_.mode == CaptureMode::kPcapFile) {
+        cap_packets = reader_packets_.load(std::memory_order_relaxed);
+        filtered += reader_filtered_.load(std::memory_order_relaxed);
+    }
+    if (dispatcher_) {
+        cap_drops += dispatcher_->dropped();
+    }
+    s.set("capture.kernel_packets", cap_packets);
+    s.set("capture.kernel_drops", cap_drops);
+    s.set("capture.bpf_filtered", filtered);
+    return s;
+}
+
+void Engine::write_stats_event(bool final_event) {
+    auto& o = *output_;
+    int64_t now = monotonic_ns();
+    double interval = static_cast<double>(now - o.last_ns) / 1e9;
+    if (interval <= 0) {
+        interval = 1e-9;
+    }
+    output::Rates rates;
+    rates.interval_sec = interval;
+    uint64_t total_pkts = 0, total_bytes = 0;
+    o.last_pkts.resize(workers_.size());
+    o.last_bytes.resize(workers_.size());
+    for (size_t i = 0; i < workers_.size(); ++i) {
+        uint64_t pk = workers_[i]->packets.get();
+        uint64_t by = workers_[i]->bytes.get();
+        output::WorkerRate wr;
+        wr.worker = static_cast<uint32_t>(i);
+        wr.packets = pk;
+        wr.bytes = by;
+        wr.pkts_per_sec = static_cast<double>(pk - o.last_pkts[i]) / interval;
+        wr.mbit_per_sec = static_cast<double>(by - o.last_bytes[i]) * 8 / 1e6 / interval;
+        rates.workers.push_back(wr);
+        o.last_pkts[i] = pk;
+        o.last_bytes[i] = by;
+        total_pkts += pk;
+        total_bytes += by;
+    }
+    rates.pkts_per_sec = static_cast<double>(total_pkts - o.last_total_pkts) / interval;
+    rates.mbit_per_sec = static_cast<double>(total_bytes - o.last_total_bytes) * 8 / 1e6 / interval;
+    o.last_total_pkts = total_pkts;
+    o.last_total_bytes = total_bytes;
+    o.last_ns = now;
+    if (o.eve) {
+        StatsSnapshot s = collect_stats();
+        o.eve->write(output::make_stats_event(wall_clock_ns(), (now - start_ns_) / 1000000000, s,
+                                              rates));
+        o.eve->flush();
+    }
+    (void)final_event;
+}
+
+void Engine::stats_main() {
+    const int64_t interval_ns = static_cast<int64_t>(config_.stats_interval_sec * 1e9);
+    int64_t next = monotonic_ns() + interval_ns;
+    while (!stop_.load(std::memory_order_relaxed) && workers_done_.load() < workers_.size()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        if (monotonic_ns() >= next) {
+            write_stats_event(false);
+            next += interval_ns;
+        }
+    }
+}
+
+RunResult Engine::run() {
+    start_ns_ = monotonic_ns();
+    output_->last_ns = start_ns_;
+    for (auto& w : workers_) {
+        Worker* wp = w.get();
+        w->thread = std::thread([this, wp] { worker_main(*wp); });
+    }
+    std::thread reader;
+    if (dispatcher_) {
+        reader = std::thread([this] { reader_main(); });
+    }
+    std::thread stats([this] { stats_main(); });
+    if (reader.joinable()) {
+        reader.join();
+    }
+    for (auto& w : workers_) {
+        w->thread.join();
+    }
+    stats.join();
+
+    RunResult result;
+    result.elapsed_sec = static_cast<double>(monotonic_ns() - start_ns_) / 1e9;
+    write_stats_event(true);
+    result.stats = collect_stats();
+    if (file_reader_) {
+        result.files = static_cast<uint32_t>(file_reader_->files().size());
+    }
+    if (!reader_error_.empty()) {
+        result.exit_code = 1;
+        result.error = reader_error_;
+    }
+    for (auto& w : workers_) {
+        if (!w->error.empty() && result.error.empty()) {
+            result.exit_code = 1;
+            result.error = "worker " + std::to_string(w->id) + ": " + w->error;
+        }
+    }
+    return result;
+}
+
+std::string format_summary(const RunResult& r, uint32_t workers) {
+    const auto& s = r.stats;
+    double secs = r.elapsed_sec > 0 ? r.elapsed_sec : 1e-9;
+    uint64_t pkts = s.get("decoder.pkts");
+    uint64_t bytes = s.get("decoder.bytes");
+    char buf[2048];
+    std::snprintf(
+        buf, sizeof(buf),
+        "summary: %llu packets, %llu bytes in %.3f s with %u worker%s: %.0f packets/s, %.1f "
+        "Mbit/s\n"
+        "  capture: %llu packets, %llu dropped, %llu filtered by BPF\n"
+        "  decoder: ipv4 %llu, ipv6 %llu, tcp %llu, udp %llu, icmpv4 %llu, icmpv6 %llu, "
+        "vlan %llu, arp %llu, invalid %llu\n"
+        "  defrag: ipv4 %llu fragments / %llu reassembled, ipv6 %llu / %llu, %llu timeouts, "
+        "%llu memcap drops\n"
+        "  flow: %llu created, %llu active at end, %llu timed out, %llu evicted, %llu memcap "
+        "drops\n",
+        static_cast<unsigned long long>(pkts), static_cast<unsigned long long>(bytes), secs,
+        workers, workers == 1 ? "" : "s", static_cast<double>(pkts) / secs,
+        static_cast<double>(bytes) * 8 / 1e6 / secs,
+        static_cast<unsigned long long>(s.get("capture.kernel_packets")),
+        static_cast<unsigned long long>(s.get("capture.kernel_drops")),
+        static_cast<unsigned long long>(s.get("capture.bpf_filtered")),
+        static_cast<unsigned long long>(s.get("decoder.ipv4")),
+        static_cast<unsigned long long>(s.get("decoder.ipv6")),
+        static_cast<unsigned long long>(s.get("decoder.tcp")),
+        static_cast<unsigned long long>(s.get("decoder.udp")),
+        static_cast<unsigned long long>(s.get("decoder.icmpv4")),
+        static_cast<unsigned long long>(s.get("decoder.icmpv6")),
+        static_cast<unsigned long long>(s.get("decoder.vlan")),
+        static_cast<unsigned long long>(s.get("decoder.arp")),
+        static_cast<unsigned long long>(s.get("decoder.invalid")),
+        static_cast<unsigned long long>(s.get("defrag.ipv4.fragments")),
+        static_cast<unsigned long long>(s.get("defrag.ipv4.reassembled")),
+        static_cast<unsigned long long>(s.get("defrag.ipv6.fragments")),
+        static_cast<unsigned long long>(s.get("defrag.ipv6.reassembled")),
+        static_cast<unsigned long long>(s.get("defrag.timeouts")),
+        static_cast<unsigned long long>(s.get("defrag.memcap_drops")),
+        static_cast<unsigned long long>(s.get("flow.total")),
+        static_cast<unsigned long long>(s.get("flow.active")),
+        static_cast<unsigned long long>(s.get("flow.timed_out")),
+        static_cast<unsigned long long>(s.get("flow.evicted")),
+        static_cast<unsigned long long>(s.get("flow.memcap_drops")));
+    return buf;
+}
+
+}  // namespace picket::sensor::engine
