@@ -57,7 +57,8 @@ struct CaptureStats {
 class PacketSource {
 public:
     virtual ~PacketSource() = default;
-    // Fills batch with 1..kMaxBatch packets. Views stay valid until release(batch).
+    // Fills batch with 1..kMaxBatch packets. Views stay valid until release(batch). A worker
+    // may hold several batches, but releases them in the order it got them.
     virtual ReadResult next_batch(Batch& batch, int timeout_ms) = 0;
     virtual void release(Batch& batch) = 0;
     // Cumulative since open. Called by the owning worker only (kernel counters reset on read,
@@ -74,7 +75,7 @@ enum class BpfMode : uint8_t { kKernel, kUser };
 // A compiled tcpdump-style filter. Empty expression = accept all.
 class BpfFilter {
 public:
-    BpfFilter() = default;
+    BpfFilter();  // accept-all; out of line because Impl is incomplete here
     // Throws CaptureError("bad BPF expression 'EXPR': <libpcap's message>").
     BpfFilter(const std::string& expression, int linktype, uint32_t snaplen = 262144);
     BpfFilter(BpfFilter&&) noexcept;
@@ -112,11 +113,15 @@ public:
     // returned. Reading does not continue past an error.
     ReadResult next(RawPacket& p);
     std::string error() const { return error_; }
-    // Kernel-mode BPF on a file: libpcap applies it while reading (pcap_setfilter).
+    // Kernel-mode BPF on a file. There is no kernel for a file: libpcap would run the program
+    // in user space inside its read loop, so the reader runs the same program itself
+    // (pcap_offline_filter) and can count what it rejects. Recompiled from the expression for
+    // a file of another link type. The filter must outlive the reader. Rejected packets still
+    // take a pcap_cnt (pcap_cnt = frame number in the input, as in Wireshark).
     void set_filter(const BpfFilter& filter);
-    uint64_t packets_read() const { return packets_read_; }
-    uint64_t bytes_read() const { return bytes_read_; }
-    uint64_t packets_filtered() const;  // rejected by set_filter's program
+    uint64_t packets_read() const { return packets_read_; }  // including filtered ones
+    uint64_t bytes_read() const { return bytes_read_; }      // caplen sum, same packets
+    uint64_t packets_filtered() const;                       // rejected by set_filter's program
     const std::vector<std::string>& files() const { return files_; }
 
 private:
@@ -130,6 +135,11 @@ private:
     uint64_t bytes_read_ = 0;
     uint64_t filtered_ = 0;
     const BpfFilter* filter_ = nullptr;
+    BpfFilter relinked_;                 // filter_ recompiled for a file of another link type
+    const BpfFilter* active_ = nullptr;  // the program applied to the current file
+    int linktype_ = 1;                   // pcap_datalink of the current file
+    int64_t offset_ = 0;                 // byte offset in the current file after the last record
+    uint64_t file_packets_ = 0;          // packets read from the current file
 };
 
 // libpcap live capture on one interface (read by the reader thread, then dispatched).
@@ -149,6 +159,11 @@ private:
     std::string iface_;
     std::string error_;
     uint64_t pcap_cnt_ = 0;
+    // pcap_stats counters are 32-bit: accumulate deltas so totals survive a wrap.
+    uint32_t last_recv_ = 0;
+    uint32_t last_drop_ = 0;
+    uint64_t total_recv_ = 0;
+    uint64_t total_drop_ = 0;
 };
 
 // Symmetric hash used to pick a worker: the same for both directions of a flow and for every

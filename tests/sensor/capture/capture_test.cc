@@ -1,0 +1,480 @@
+#include <gtest/gtest.h>
+#include <pcap/pcap.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "sensor/capture/capture.h"
+#include "tests/sensor/capture/test_frames.h"
+
+namespace picket::sensor::capture {
+namespace {
+
+using testing::eth_udp;
+using testing::ipv4_udp;
+namespace fs = std::filesystem;
+
+class TempDir {
+public:
+    TempDir() {
+        char tmpl[] = "/tmp/picket-capture-XXXXXX";
+        path_ = mkdtemp(tmpl);
+    }
+    ~TempDir() { fs::remove_all(path_); }
+    std::string file(const std::string& name) const { return path_ + "/" + name; }
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_;
+};
+
+RawPacket view(const std::vector<uint8_t>& f) {
+    RawPacket p;
+    p.data = f.data();
+    p.caplen = static_cast<uint32_t>(f.size());
+    p.wirelen = p.caplen;
+    return p;
+}
+
+// Writes frames with pcap_dump; frame i gets timestamp 1700000000 + i seconds, i microseconds.
+void write_pcap(const std::string& path, int linktype,
+                const std::vector<std::vector<uint8_t>>& fs) {
+    pcap_t* dead = pcap_open_dead(linktype, 65535);
+    pcap_dumper_t* d = pcap_dump_open(dead, path.c_str());
+    ASSERT_NE(d, nullptr) << pcap_geterr(dead);
+    for (size_t i = 0; i < fs.size(); ++i) {
+        pcap_pkthdr h{};
+        h.ts.tv_sec = static_cast<time_t>(1700000000 + i);
+        h.ts.tv_usec = static_cast<suseconds_t>(i);
+        h.caplen = static_cast<uint32_t>(fs[i].size());
+        h.len = h.caplen;
+        pcap_dump(reinterpret_cast<u_char*>(d), &h, fs[i].data());
+    }
+    pcap_dump_close(d);
+    pcap_close(dead);
+}
+
+std::string payload_of(const RawPacket& p, size_t link_header) {
+    const size_t off = link_header + 28;
+    return std::string(reinterpret_cast<const char*>(p.data + off), p.caplen - off);
+}
+
+// ---------------------------------------------------------------------------------------
+// BPF
+
+TEST(BpfFilter, CompilesAndExposesProgram) {
+    BpfFilter f("udp port 9999", DLT_EN10MB);
+    EXPECT_FALSE(f.empty());
+    EXPECT_EQ(f.expression(), "udp port 9999");
+    EXPECT_EQ(f.linktype(), DLT_EN10MB);
+    ASSERT_NE(f.program(), nullptr);
+    EXPECT_GT(static_cast<const bpf_program*>(f.program())->bf_len, 0u);
+}
+
+TEST(BpfFilter, BadExpressionMessage) {
+    try {
+        BpfFilter f("udp prot 9999", DLT_EN10MB);
+        FAIL() << "no exception";
+    } catch (const CaptureError& e) {
+        EXPECT_STREQ(
+            e.what(),
+            "bad BPF expression 'udp prot 9999': can't parse filter expression: syntax error");
+    }
+}
+
+TEST(BpfFilter, EmptyAcceptsAll) {
+    BpfFilter f;
+    const auto frame = eth_udp(1, 2, "x");
+    EXPECT_TRUE(f.empty());
+    EXPECT_EQ(f.program(), nullptr);
+    EXPECT_TRUE(f.matches(view(frame)));
+}
+
+TEST(BpfFilter, MatchesCraftedFrames) {
+    BpfFilter f("udp port 9999", DLT_EN10MB);
+    const auto hit_dst = eth_udp(1234, 9999, "a");
+    const auto hit_src = eth_udp(9999, 53, "b");
+    const auto miss = eth_udp(1234, 9998, "c");
+    EXPECT_TRUE(f.matches(view(hit_dst)));
+    EXPECT_TRUE(f.matches(view(hit_src)));
+    EXPECT_FALSE(f.matches(view(miss)));
+
+    BpfFilter raw("udp dst port 53", DLT_RAW);
+    const auto raw_hit = ipv4_udp(1000, 53, "q");
+    const auto raw_miss = ipv4_udp(53, 1000, "q");
+    RawPacket p = view(raw_hit);
+    p.linktype = DLT_RAW;
+    EXPECT_TRUE(raw.matches(p));
+    EXPECT_FALSE(raw.matches(view(raw_miss)));
+}
+
+TEST(BpfFilter, MoveKeepsProgram) {
+    BpfFilter a("udp port 9999", DLT_EN10MB);
+    BpfFilter b(std::move(a));
+    const auto hit = eth_udp(1234, 9999, "a");
+    EXPECT_TRUE(b.matches(view(hit)));
+    BpfFilter c;
+    c = std::move(b);
+    EXPECT_EQ(c.expression(), "udp port 9999");
+    EXPECT_FALSE(c.matches(view(eth_udp(1, 2, "z"))));
+}
+
+// ---------------------------------------------------------------------------------------
+// PcapFileReader
+
+TEST(PcapFileReader, ReadsFilesAndDirectoryInNameOrder) {
+    TempDir dir;
+    fs::create_directory(dir.file("d"));
+    write_pcap(dir.file("d/b.pcap"), DLT_EN10MB, {eth_udp(1, 2, "b0"), eth_udp(1, 2, "b1")});
+    write_pcap(dir.file("d/a.pcap"), DLT_EN10MB,
+               {eth_udp(1, 2, "a0"), eth_udp(1, 2, "a1"), eth_udp(1, 2, "a2")});
+    write_pcap(dir.file("d/c.pcap"), DLT_RAW, {ipv4_udp(1, 2, "c0")});
+    write_pcap(dir.file("first.pcap"), DLT_EN10MB, {eth_udp(1, 2, "f0")});
+
+    PcapFileReader r({dir.file("first.pcap"), dir.file("d")});
+    const std::vector<std::string> want_files = {dir.file("first.pcap"), dir.file("d/a.pcap"),
+                                                 dir.file("d/b.pcap"), dir.file("d/c.pcap")};
+    EXPECT_EQ(r.files(), want_files);
+
+    std::vector<std::string> payloads;
+    std::vector<uint64_t> cnts;
+    std::vector<int> linktypes;
+    std::vector<int64_t> ts;
+    RawPacket p;
+    ReadResult rc;
+    while ((rc = r.next(p)) == ReadResult::kOk) {
+        payloads.push_back(payload_of(p, p.linktype == DLT_EN10MB ? 14 : 0));
+        cnts.push_back(p.pcap_cnt);
+        linktypes.push_back(p.linktype);
+        ts.push_back(p.ts_ns);
+    }
+    EXPECT_EQ(rc, ReadResult::kEof);
+    EXPECT_EQ(r.error(), "");
+    EXPECT_EQ(payloads, (std::vector<std::string>{"f0", "a0", "a1", "a2", "b0", "b1", "c0"}));
+    EXPECT_EQ(cnts, (std::vector<uint64_t>{1, 2, 3, 4, 5, 6, 7}));
+    EXPECT_EQ(linktypes, (std::vector<int>{DLT_EN10MB, DLT_EN10MB, DLT_EN10MB, DLT_EN10MB,
+                                           DLT_EN10MB, DLT_EN10MB, DLT_RAW}));
+    EXPECT_EQ(ts[2], 1700000001LL * 1000000000 + 1000);  // a1: second record of its file
+    EXPECT_EQ(r.packets_read(), 7u);
+    EXPECT_EQ(r.bytes_read(), 6u * (14 + 28 + 2) + (28 + 2));
+    EXPECT_EQ(r.next(p), ReadResult::kEof);
+}
+
+TEST(PcapFileReader, FilterRecompiledPerLinkTypeAndCounted) {
+    TempDir dir;
+    write_pcap(dir.file("a.pcap"), DLT_EN10MB,
+               {eth_udp(1, 9999, "e0"), eth_udp(1, 80, "e1"), eth_udp(9999, 1, "e2")});
+    write_pcap(dir.file("b.pcap"), DLT_RAW, {ipv4_udp(1, 80, "r0"), ipv4_udp(1, 9999, "r1")});
+    PcapFileReader r({dir.path()});
+    BpfFilter f("udp port 9999", DLT_EN10MB);
+    r.set_filter(f);
+    std::vector<std::string> payloads;
+    std::vector<uint64_t> cnts;
+    RawPacket p;
+    while (r.next(p) == ReadResult::kOk) {
+        payloads.push_back(payload_of(p, p.linktype == DLT_EN10MB ? 14 : 0));
+        cnts.push_back(p.pcap_cnt);
+    }
+    EXPECT_EQ(r.error(), "");
+    EXPECT_EQ(payloads, (std::vector<std::string>{"e0", "e2", "r1"}));
+    EXPECT_EQ(cnts, (std::vector<uint64_t>{1, 3, 5}));
+    EXPECT_EQ(r.packets_read(), 5u);
+    EXPECT_EQ(r.packets_filtered(), 2u);
+}
+
+void put_le32(std::string& s, uint32_t v) {
+    for (int i = 0; i < 4; ++i) {
+        s.push_back(static_cast<char>(v >> (8 * i)));
+    }
+}
+
+TEST(PcapFileReader, ReadsPcapng) {
+    TempDir dir;
+    std::string f;
+    // Section header block: type, length, byte-order magic, version 1.0, section length -1.
+    put_le32(f, 0x0A0D0D0A);
+    put_le32(f, 28);
+    put_le32(f, 0x1A2B3C4D);
+    put_le32(f, 0x00000001);
+    put_le32(f, 0xffffffff);
+    put_le32(f, 0xffffffff);
+    put_le32(f, 28);
+    // Interface description block: Ethernet, snaplen 65535, default microsecond resolution.
+    put_le32(f, 1);
+    put_le32(f, 20);
+    put_le32(f, DLT_EN10MB);
+    put_le32(f, 65535);
+    put_le32(f, 20);
+    const std::vector<std::vector<uint8_t>> frames = {eth_udp(5, 6, "ng0"), eth_udp(5, 6, "ng-1")};
+    const uint64_t ts_us[2] = {1700000000123456ULL, 1700000001000001ULL};
+    for (size_t i = 0; i < frames.size(); ++i) {
+        const uint32_t len = static_cast<uint32_t>(frames[i].size());
+        const uint32_t padded = (len + 3) & ~3u;
+        put_le32(f, 6);
+        put_le32(f, 32 + padded);
+        put_le32(f, 0);
+        put_le32(f, static_cast<uint32_t>(ts_us[i] >> 32));
+        put_le32(f, static_cast<uint32_t>(ts_us[i]));
+        put_le32(f, len);
+        put_le32(f, len + 100);  // original length larger: a snapped packet
+        f.append(reinterpret_cast<const char*>(frames[i].data()), len);
+        f.append(padded - len, '\0');
+        put_le32(f, 32 + padded);
+    }
+    std::ofstream(dir.file("x.pcapng"), std::ios::binary) << f;
+
+    PcapFileReader r({dir.file("x.pcapng")});
+    RawPacket p;
+    ASSERT_EQ(r.next(p), ReadResult::kOk);
+    EXPECT_EQ(payload_of(p, 14), "ng0");
+    EXPECT_EQ(p.caplen, frames[0].size());
+    EXPECT_EQ(p.wirelen, frames[0].size() + 100);
+    EXPECT_EQ(p.ts_ns, 1700000000123456000LL);
+    EXPECT_EQ(p.linktype, DLT_EN10MB);
+    EXPECT_EQ(p.pcap_cnt, 1u);
+    ASSERT_EQ(r.next(p), ReadResult::kOk);
+    EXPECT_EQ(payload_of(p, 14), "ng-1");
+    EXPECT_EQ(p.ts_ns, 1700000001000001000LL);
+    EXPECT_EQ(p.pcap_cnt, 2u);
+    EXPECT_EQ(r.next(p), ReadResult::kEof);
+}
+
+TEST(PcapFileReader, TruncatedFileReturnsPacketsThenError) {
+    TempDir dir;
+    // Three 60-byte frames: 24-byte file header, then records of 16 + 60 = 76 bytes.
+    const std::string pad(60 - 14 - 28, 'p');
+    write_pcap(dir.file("t.pcap"), DLT_EN10MB,
+               {eth_udp(1, 2, pad), eth_udp(1, 2, pad), eth_udp(1, 2, pad)});
+    ASSERT_EQ(fs::file_size(dir.file("t.pcap")), 24u + 3 * 76);
+    fs::resize_file(dir.file("t.pcap"), 24 + 2 * 76 + 38);  // last record cut in half
+
+    PcapFileReader r({dir.file("t.pcap")});
+    RawPacket p;
+    EXPECT_EQ(r.next(p), ReadResult::kOk);
+    EXPECT_EQ(r.next(p), ReadResult::kOk);
+    EXPECT_EQ(p.pcap_cnt, 2u);
+    EXPECT_EQ(r.next(p), ReadResult::kError);
+    EXPECT_EQ(r.error(), dir.file("t.pcap") +
+                             ": truncated or corrupt capture at byte offset 176 after packet 2: "
+                             "truncated dump file; tried to read 60 captured bytes, only got 22");
+    EXPECT_EQ(r.next(p), ReadResult::kError);  // reading does not continue past an error
+    EXPECT_EQ(r.packets_read(), 2u);
+}
+
+TEST(PcapFileReader, GarbageFileNamed) {
+    TempDir dir;
+    std::ofstream(dir.file("junk.pcap")) << "this is not a capture file, just some text.\n";
+    try {
+        PcapFileReader r({dir.file("junk.pcap")});
+        FAIL() << "no exception";
+    } catch (const CaptureError& e) {
+        EXPECT_EQ(std::string(e.what()), dir.file("junk.pcap") + ": unknown file format");
+    }
+}
+
+TEST(PcapFileReader, MissingFileNamed) {
+    TempDir dir;
+    try {
+        PcapFileReader r({dir.file("nope.pcap")});
+        FAIL() << "no exception";
+    } catch (const CaptureError& e) {
+        EXPECT_EQ(std::string(e.what()), dir.file("nope.pcap") + ": No such file or directory");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Dispatcher
+
+constexpr size_t kMinQueue = 4 * (262144 + 32);
+
+uint32_t hash_first_payload_byte(const RawPacket& p) {
+    return p.data[0];
+}
+
+// Packet i: byte 0 = i % 7 (picks the worker), bytes 1..8 = i, then a length that varies.
+std::vector<uint8_t> dispatch_packet(uint64_t i) {
+    std::vector<uint8_t> d(9 + (i * 37) % 1500);
+    d[0] = static_cast<uint8_t>(i % 7);
+    std::memcpy(&d[1], &i, 8);
+    for (size_t k = 9; k < d.size(); ++k) {
+        d[k] = static_cast<uint8_t>(i + k);
+    }
+    return d;
+}
+
+TEST(Dispatcher, RejectsTooSmallQueue) {
+    EXPECT_THROW(Dispatcher(2, kMinQueue - 64, hash_first_payload_byte, true), CaptureError);
+    EXPECT_THROW(Dispatcher(0, kMinQueue, hash_first_payload_byte, true), CaptureError);
+}
+
+TEST(Dispatcher, BlockingDeliversEveryPacketOnceInOrderOnItsWorker) {
+    constexpr uint32_t kWorkers = 3;
+    constexpr uint64_t kPackets = 60000;  // ~45 MB through 1 MB rings: they fill many times
+    Dispatcher d(kWorkers, kMinQueue, hash_first_payload_byte, true);
+    std::vector<std::vector<uint64_t>> seen(kWorkers);
+    std::atomic<uint64_t> bad{0};
+    std::vector<std::thread> workers;
+    for (uint32_t w = 0; w < kWorkers; ++w) {
+        workers.emplace_back([&, w] {
+            PacketSource& src = d.source(w);
+            Batch b;
+            uint64_t batches = 0;
+            for (;;) {
+                const ReadResult rc = src.next_batch(b, 50);
+                if (rc == ReadResult::kEof) {
+                    break;
+                }
+                if (rc != ReadResult::kOk) {
+                    continue;
+                }
+                for (uint32_t k = 0; k < b.count; ++k) {
+                    uint64_t i;
+                    std::memcpy(&i, b.pkts[k].data + 1, 8);
+                    const auto want = dispatch_packet(i);
+                    if (b.pkts[k].caplen != want.size() || b.pkts[k].wirelen != want.size() + 4 ||
+                        b.pkts[k].pcap_cnt != i + 1 || b.pkts[k].ts_ns != static_cast<int64_t>(i) ||
+                        std::memcmp(b.pkts[k].data, want.data(), want.size()) != 0) {
+                        ++bad;
+                    }
+                    seen[w].push_back(i);
+                }
+                src.release(b);
+                if (++batches % 200 == 0) {  // let the producer find the ring full
+                    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+                }
+            }
+        });
+    }
+    for (uint64_t i = 0; i < kPackets; ++i) {
+        const auto data = dispatch_packet(i);
+        RawPacket p;
+        p.data = data.data();
+        p.caplen = static_cast<uint32_t>(data.size());
+        p.wirelen = p.caplen + 4;
+        p.ts_ns = static_cast<int64_t>(i);
+        p.pcap_cnt = i + 1;
+        ASSERT_TRUE(d.push(p));
+    }
+    d.finish();
+    for (auto& t : workers) {
+        t.join();
+    }
+    EXPECT_EQ(bad.load(), 0u);
+    EXPECT_EQ(d.dropped(), 0u);
+    uint64_t total = 0;
+    for (uint32_t w = 0; w < kWorkers; ++w) {
+        std::vector<uint64_t> want;
+        for (uint64_t i = 0; i < kPackets; ++i) {
+            if ((i % 7) % kWorkers == w) {
+                want.push_back(i);
+            }
+        }
+        EXPECT_EQ(seen[w], want) << "worker " << w;
+        EXPECT_EQ(d.dispatched(w), want.size());
+        const CaptureStats st = d.source(w).stats();
+        EXPECT_EQ(st.packets, want.size());
+        EXPECT_EQ(st.drops, 0u);
+        total += seen[w].size();
+    }
+    EXPECT_EQ(total, kPackets);
+}
+
+TEST(Dispatcher, NonBlockingCountsDropsExactly) {
+    Dispatcher d(1, kMinQueue, nullptr, false);
+    std::vector<uint8_t> data(1000, 0xab);
+    RawPacket p;
+    p.data = data.data();
+    p.caplen = 1000;
+    p.wirelen = 1000;
+    // Each record is 32 + 1008 bytes; 1008 of them fit in 1048704 bytes, 384 bytes remain.
+    uint64_t accepted = 0;
+    for (int i = 0; i < 2000; ++i) {
+        p.pcap_cnt = static_cast<uint64_t>(i + 1);
+        accepted += d.push(p) ? 1 : 0;
+    }
+    EXPECT_EQ(accepted, 1008u);
+    EXPECT_EQ(d.dropped(), 992u);
+    EXPECT_EQ(d.source(0).stats().packets, 1008u);
+    EXPECT_EQ(d.source(0).stats().drops, 992u);
+
+    PacketSource& src = d.source(0);
+    Batch b;
+    std::vector<uint64_t> cnts;
+    while (src.next_batch(b, 0) == ReadResult::kOk) {
+        EXPECT_LE(b.count, kMaxBatch);
+        for (uint32_t k = 0; k < b.count; ++k) {
+            cnts.push_back(b.pkts[k].pcap_cnt);
+        }
+        src.release(b);
+    }
+    ASSERT_EQ(cnts.size(), 1008u);
+    EXPECT_EQ(cnts.front(), 1u);
+    EXPECT_EQ(cnts.back(), 1008u);
+
+    // The next record does not fit before the end: a padding record wraps it to the start.
+    data[0] = 0x11;
+    p.pcap_cnt = 5000;
+    ASSERT_TRUE(d.push(p));
+    ASSERT_EQ(src.next_batch(b, 0), ReadResult::kOk);
+    ASSERT_EQ(b.count, 1u);
+    EXPECT_EQ(b.pkts[0].pcap_cnt, 5000u);
+    EXPECT_EQ(b.pkts[0].caplen, 1000u);
+    EXPECT_EQ(b.pkts[0].data[0], 0x11);
+    EXPECT_EQ(b.pkts[0].data[999], 0xab);
+    src.release(b);
+    EXPECT_EQ(src.next_batch(b, 5), ReadResult::kTimeout);
+    d.finish();
+    EXPECT_EQ(src.next_batch(b, 5), ReadResult::kEof);
+}
+
+TEST(Dispatcher, AbortUnblocksPush) {
+    Dispatcher d(1, kMinQueue, nullptr, true);
+    std::vector<uint8_t> data(200000, 1);
+    RawPacket p;
+    p.data = data.data();
+    p.caplen = 200000;
+    p.wirelen = 200000;
+    for (int i = 0; i < 5; ++i) {
+        ASSERT_TRUE(d.push(p));  // 5 x 200032 bytes fit, the sixth does not
+    }
+    std::thread stopper([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        d.abort();
+    });
+    EXPECT_FALSE(d.push(p));
+    stopper.join();
+    EXPECT_EQ(d.dropped(), 1u);
+}
+
+// ---------------------------------------------------------------------------------------
+// AF_PACKET and live capture: errors that need no traffic (the namespace test has the rest).
+
+TEST(AfPacket, UnknownInterface) {
+    AfPacketOptions o;
+    o.iface = "picket-nope0";
+    try {
+        open_afpacket(o);
+        FAIL() << "no exception";
+    } catch (const CaptureError& e) {
+        EXPECT_STREQ(e.what(), "interface 'picket-nope0': no such interface");
+    }
+}
+
+TEST(PcapLiveReader, UnknownInterface) {
+    if (geteuid() != 0) {
+        GTEST_SKIP() << "needs root (libpcap checks permission before the interface)";
+    }
+    try {
+        PcapLiveReader r("picket-nope0", 1500, 1, false);
+        FAIL() << "no exception";
+    } catch (const CaptureError& e) {
+        EXPECT_STREQ(e.what(), "interface 'picket-nope0': no such interface");
+    }
+}
+
+}  // namespace
+}  // namespace picket::sensor::capture
