@@ -14,6 +14,18 @@
 
 namespace picket::sensor::decode {
 
+// libpcap link types (DLT_* / LINKTYPE_*) that decode_packet understands.
+inline constexpr int kDltNull = 0;         // BSD loopback, 4-byte family in host byte order
+inline constexpr int kDltEn10mb = 1;       // Ethernet
+inline constexpr int kDltRaw = 12;         // raw IP (most platforms)
+inline constexpr int kDltRawOpenBsd = 14;  // raw IP (OpenBSD's DLT_RAW value)
+inline constexpr int kLinktypeRaw = 101;   // raw IP as written in pcap files
+inline constexpr int kDltLoop = 108;       // OpenBSD loopback, family in network byte order
+inline constexpr int kDltLinuxSll = 113;   // Linux cooked capture v1 (16-byte header)
+inline constexpr int kDltIpv4 = 228;
+inline constexpr int kDltIpv6 = 229;
+inline constexpr int kDltLinuxSll2 = 276;  // Linux cooked capture v2 (20-byte header)
+
 // 16 bytes; IPv4 is stored v4-mapped (::ffff:a.b.c.d) so that a v4 and a v6 address never
 // compare equal and one key type serves both families.
 struct Address {
@@ -48,10 +60,10 @@ enum PacketFlags : uint32_t {
     kFlagIcmpv4 = 1u << 5,
     kFlagIcmpv6 = 1u << 6,
     kFlagArp = 1u << 7,
-    kFlagFragment = 1u << 8,     // an IPv4/IPv6 fragment: defrag must see it; no L4 decoded
-    kFlagReassembled = 1u << 9,  // decoded from a datagram that defrag rebuilt
-    kFlagInvalid = 1u << 10,     // a decode event made the packet unusable past some layer
-    kFlagBadChecksum = 1u << 11, // IP or L4 checksum validated and wrong
+    kFlagFragment = 1u << 8,      // an IPv4/IPv6 fragment: defrag must see it; no L4 decoded
+    kFlagReassembled = 1u << 9,   // decoded from a datagram that defrag rebuilt
+    kFlagInvalid = 1u << 10,      // a decode event made the packet unusable past some layer
+    kFlagBadChecksum = 1u << 11,  // IP or L4 checksum validated and wrong
     kFlagIpv4Options = 1u << 12,
 };
 
@@ -77,19 +89,19 @@ struct Packet {
     uint32_t l3_len = 0;
     uint16_t ip_hdr_len = 0;  // IPv4 IHL*4; IPv6 40 + extension headers before L4
     Address src, dst;
-    uint8_t proto = 0;  // transport protocol (after IPv6 extension headers)
-    uint8_t ttl = 0;    // IPv4 TTL / IPv6 hop limit
-    uint8_t tos = 0;    // IPv4 TOS / IPv6 traffic class
-    uint16_t ip_id = 0; // IPv4 identification
+    uint8_t proto = 0;   // transport protocol (after IPv6 extension headers)
+    uint8_t ttl = 0;     // IPv4 TTL / IPv6 hop limit
+    uint8_t tos = 0;     // IPv4 TOS / IPv6 traffic class
+    uint16_t ip_id = 0;  // IPv4 identification
 
     // Fragments (kFlagFragment). For IPv6, frag_prev_nh_offset is the offset from l3 of the
     // byte holding the Next Header value that named the Fragment header, and
     // frag_unfrag_len the length of the unfragmentable part (IPv6 header + extension
     // headers before the Fragment header): defrag copies that prefix, patches the byte with
     // frag_next_header and appends the reassembled data.
-    uint32_t frag_id = 0;        // IPv4 id, IPv6 identification
-    uint32_t frag_offset = 0;    // in bytes
-    bool frag_more = false;      // MF flag
+    uint32_t frag_id = 0;      // IPv4 id, IPv6 identification
+    uint32_t frag_offset = 0;  // in bytes
+    bool frag_more = false;    // MF flag
     uint8_t frag_next_header = 0;
     uint16_t frag_prev_nh_offset = 0;
     uint16_t frag_unfrag_len = 0;
@@ -106,8 +118,8 @@ struct Packet {
     uint32_t tcp_seq = 0;
     uint32_t tcp_ack = 0;
     uint16_t tcp_window = 0;
-    uint16_t tcp_mss = 0;      // 0 = option absent
-    uint8_t tcp_wscale = 0xff; // 0xff = option absent
+    uint16_t tcp_mss = 0;       // 0 = option absent
+    uint8_t tcp_wscale = 0xff;  // 0xff = option absent
     bool tcp_sack_permitted = false;
     bool tcp_has_timestamp = false;
     uint32_t tcp_tsval = 0;
@@ -126,55 +138,55 @@ struct Packet {
 
 // Decoder events; names follow Suricata's decoder.event.* where one exists. The X-macro keeps
 // the enum and its names in one list.
-#define PICKET_DECODE_EVENTS(X)                              \
-    X(kEthernetPktTooSmall, "ethernet.pkt_too_small")        \
-    X(kVlanHeaderTooSmall, "vlan.header_too_small")          \
-    X(kVlanTooManyLayers, "vlan.too_many_layers")            \
-    X(kSllPktTooSmall, "sll.pkt_too_small")                  \
-    X(kNullPktTooSmall, "null.pkt_too_small")                \
-    X(kNullUnsupportedType, "null.unsupported_type")         \
-    X(kUnknownLinkType, "link.unsupported_type")             \
-    X(kIpv4PktTooSmall, "ipv4.pkt_too_small")                \
-    X(kIpv4HlenTooSmall, "ipv4.hlen_too_small")              \
+#define PICKET_DECODE_EVENTS(X)                                  \
+    X(kEthernetPktTooSmall, "ethernet.pkt_too_small")            \
+    X(kVlanHeaderTooSmall, "vlan.header_too_small")              \
+    X(kVlanTooManyLayers, "vlan.too_many_layers")                \
+    X(kSllPktTooSmall, "sll.pkt_too_small")                      \
+    X(kNullPktTooSmall, "null.pkt_too_small")                    \
+    X(kNullUnsupportedType, "null.unsupported_type")             \
+    X(kUnknownLinkType, "link.unsupported_type")                 \
+    X(kIpv4PktTooSmall, "ipv4.pkt_too_small")                    \
+    X(kIpv4HlenTooSmall, "ipv4.hlen_too_small")                  \
     X(kIpv4IplenSmallerThanHlen, "ipv4.iplen_smaller_than_hlen") \
-    X(kIpv4TruncPkt, "ipv4.trunc_pkt")                       \
-    X(kIpv4WrongIpVersion, "ipv4.wrong_ip_version")          \
-    X(kIpv4OptInvalid, "ipv4.opt_invalid")                   \
-    X(kIpv4OptInvalidLen, "ipv4.opt_invalid_len")            \
-    X(kIpv4OptMalformed, "ipv4.opt_malformed")               \
-    X(kIpv4OptDuplicate, "ipv4.opt_duplicate")               \
-    X(kIpv4OptUnknown, "ipv4.opt_unknown")                   \
-    X(kIpv4FragPktTooLarge, "ipv4.frag_pkt_too_large")       \
-    X(kIpv4ChecksumInvalid, "ipv4.checksum_invalid")         \
-    X(kIpv6PktTooSmall, "ipv6.pkt_too_small")                \
-    X(kIpv6TruncPkt, "ipv6.trunc_pkt")                       \
-    X(kIpv6TruncExthdr, "ipv6.trunc_exthdr")                 \
-    X(kIpv6WrongIpVersion, "ipv6.wrong_ip_version")          \
-    X(kIpv6ExthdrDupeFh, "ipv6.exthdr_dupl_fh")              \
-    X(kIpv6ExthdrDupeHh, "ipv6.exthdr_dupl_hh")              \
-    X(kIpv6HopoptsNotFirst, "ipv6.hopopts_not_first")        \
-    X(kIpv6FragPktTooLarge, "ipv6.frag_pkt_too_large")       \
-    X(kIpv6FragInvalidLength, "ipv6.frag_invalid_length")    \
-    X(kIpv6ZeroLenPadn, "ipv6.zero_len_padn")                \
-    X(kTcpPktTooSmall, "tcp.pkt_too_small")                  \
-    X(kTcpHlenTooSmall, "tcp.hlen_too_small")                \
-    X(kTcpInvalidOptlen, "tcp.invalid_optlen")               \
-    X(kTcpOptInvalidLen, "tcp.opt_invalid_len")              \
-    X(kTcpOptDuplicate, "tcp.opt_duplicate")                 \
-    X(kTcpChecksumInvalid, "tcp.checksum_invalid")           \
-    X(kUdpPktTooSmall, "udp.pkt_too_small")                  \
-    X(kUdpHlenTooSmall, "udp.hlen_too_small")                \
-    X(kUdpHlenInvalid, "udp.hlen_invalid")                   \
-    X(kUdpLenInvalid, "udp.len_invalid")                     \
-    X(kUdpChecksumInvalid, "udp.checksum_invalid")           \
-    X(kIcmpv4PktTooSmall, "icmpv4.pkt_too_small")            \
-    X(kIcmpv4UnknownType, "icmpv4.unknown_type")             \
-    X(kIcmpv4UnknownCode, "icmpv4.unknown_code")             \
-    X(kIcmpv4ChecksumInvalid, "icmpv4.checksum_invalid")     \
-    X(kIcmpv6PktTooSmall, "icmpv6.pkt_too_small")            \
-    X(kIcmpv6UnknownType, "icmpv6.unknown_type")             \
-    X(kIcmpv6UnknownCode, "icmpv6.unknown_code")             \
-    X(kIcmpv6ChecksumInvalid, "icmpv6.checksum_invalid")     \
+    X(kIpv4TruncPkt, "ipv4.trunc_pkt")                           \
+    X(kIpv4WrongIpVersion, "ipv4.wrong_ip_version")              \
+    X(kIpv4OptInvalid, "ipv4.opt_invalid")                       \
+    X(kIpv4OptInvalidLen, "ipv4.opt_invalid_len")                \
+    X(kIpv4OptMalformed, "ipv4.opt_malformed")                   \
+    X(kIpv4OptDuplicate, "ipv4.opt_duplicate")                   \
+    X(kIpv4OptUnknown, "ipv4.opt_unknown")                       \
+    X(kIpv4FragPktTooLarge, "ipv4.frag_pkt_too_large")           \
+    X(kIpv4ChecksumInvalid, "ipv4.checksum_invalid")             \
+    X(kIpv6PktTooSmall, "ipv6.pkt_too_small")                    \
+    X(kIpv6TruncPkt, "ipv6.trunc_pkt")                           \
+    X(kIpv6TruncExthdr, "ipv6.trunc_exthdr")                     \
+    X(kIpv6WrongIpVersion, "ipv6.wrong_ip_version")              \
+    X(kIpv6ExthdrDupeFh, "ipv6.exthdr_dupl_fh")                  \
+    X(kIpv6ExthdrDupeHh, "ipv6.exthdr_dupl_hh")                  \
+    X(kIpv6HopoptsNotFirst, "ipv6.hopopts_not_first")            \
+    X(kIpv6FragPktTooLarge, "ipv6.frag_pkt_too_large")           \
+    X(kIpv6FragInvalidLength, "ipv6.frag_invalid_length")        \
+    X(kIpv6ZeroLenPadn, "ipv6.zero_len_padn")                    \
+    X(kTcpPktTooSmall, "tcp.pkt_too_small")                      \
+    X(kTcpHlenTooSmall, "tcp.hlen_too_small")                    \
+    X(kTcpInvalidOptlen, "tcp.invalid_optlen")                   \
+    X(kTcpOptInvalidLen, "tcp.opt_invalid_len")                  \
+    X(kTcpOptDuplicate, "tcp.opt_duplicate")                     \
+    X(kTcpChecksumInvalid, "tcp.checksum_invalid")               \
+    X(kUdpPktTooSmall, "udp.pkt_too_small")                      \
+    X(kUdpHlenTooSmall, "udp.hlen_too_small")                    \
+    X(kUdpHlenInvalid, "udp.hlen_invalid")                       \
+    X(kUdpLenInvalid, "udp.len_invalid")                         \
+    X(kUdpChecksumInvalid, "udp.checksum_invalid")               \
+    X(kIcmpv4PktTooSmall, "icmpv4.pkt_too_small")                \
+    X(kIcmpv4UnknownType, "icmpv4.unknown_type")                 \
+    X(kIcmpv4UnknownCode, "icmpv4.unknown_code")                 \
+    X(kIcmpv4ChecksumInvalid, "icmpv4.checksum_invalid")         \
+    X(kIcmpv6PktTooSmall, "icmpv6.pkt_too_small")                \
+    X(kIcmpv6UnknownType, "icmpv6.unknown_type")                 \
+    X(kIcmpv6UnknownCode, "icmpv6.unknown_code")                 \
+    X(kIcmpv6ChecksumInvalid, "icmpv6.checksum_invalid")         \
     X(kArpPktTooSmall, "arp.pkt_too_small")
 
 enum class DecodeEvent : uint16_t {
