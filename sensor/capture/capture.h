@@ -140,6 +140,15 @@ private:
     int linktype_ = 1;                   // pcap_datalink of the current file
     int64_t offset_ = 0;                 // byte offset in the current file after the last record
     uint64_t file_packets_ = 0;          // packets read from the current file
+    // Classic pcap files are mapped and parsed in place (no stdio copy per packet); pcapng
+    // goes through libpcap.
+    bool open_mapped(const std::string& path);
+    ReadResult next_mapped(RawPacket& p);
+    void unmap();
+    const uint8_t* map_ = nullptr;
+    size_t map_len_ = 0;
+    bool swapped_ = false;  // file written on a machine of the other byte order
+    bool nsec_ = false;     // nanosecond timestamps (magic 0xa1b23c4d)
 };
 
 // libpcap live capture on one interface (read by the reader thread, then dispatched).

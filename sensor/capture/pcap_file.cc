@@ -1,8 +1,13 @@
 #include "sensor/capture/capture.h"
 
+#include <fcntl.h>
 #include <pcap/pcap.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <system_error>
@@ -62,6 +67,28 @@ std::vector<std::string> expand(const std::vector<std::string>& paths) {
     return files;
 }
 
+constexpr uint32_t kMagicUsec = 0xa1b2c3d4;
+constexpr uint32_t kMagicNsec = 0xa1b23c4d;
+constexpr uint32_t kMaxCaplen = 262144;  // libpcap's limit for every link type we decode
+constexpr size_t kFileHeaderLen = 24;
+constexpr size_t kRecordHeaderLen = 16;
+
+uint32_t load32(const uint8_t* p, bool swapped) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return swapped ? __builtin_bswap32(v) : v;
+}
+
+// The pcap header stores a LINKTYPE_ value; the few that differ from the DLT_ value libpcap
+// reports are mapped (only LINKTYPE_RAW matters for what we decode).
+int linktype_to_dlt(uint32_t linktype) {
+    uint32_t lt = linktype & 0xffff;  // upper bits carry FCS information
+    if (lt == 101) {
+        return DLT_RAW;
+    }
+    return static_cast<int>(lt);
+}
+
 }  // namespace
 
 PcapFileReader::PcapFileReader(std::vector<std::string> paths) : files_(expand(paths)) {
@@ -77,6 +104,7 @@ PcapFileReader::PcapFileReader(std::vector<std::string> paths) : files_(expand(p
 }
 
 PcapFileReader::~PcapFileReader() {
+    unmap();
     if (pcap_ != nullptr) {
         pcap_close(static_cast<pcap_t*>(pcap_));
     }
@@ -86,7 +114,7 @@ void PcapFileReader::set_filter(const BpfFilter& filter) {
     filter_ = filter.empty() ? nullptr : &filter;
     active_ = nullptr;
     relinked_ = BpfFilter();
-    if (pcap_ != nullptr && filter_ != nullptr) {
+    if ((pcap_ != nullptr || map_ != nullptr) && filter_ != nullptr) {
         if (filter_->linktype() == linktype_) {
             active_ = filter_;
         } else {
@@ -100,23 +128,119 @@ uint64_t PcapFileReader::packets_filtered() const {
     return filtered_;
 }
 
+void PcapFileReader::unmap() {
+    if (map_ != nullptr) {
+        munmap(const_cast<uint8_t*>(map_), map_len_);
+        map_ = nullptr;
+        map_len_ = 0;
+    }
+}
+
+bool PcapFileReader::open_mapped(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return false;
+    }
+    struct stat st {};
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        static_cast<size_t>(st.st_size) < kFileHeaderLen) {
+        ::close(fd);
+        return false;
+    }
+    uint8_t hdr[kFileHeaderLen];
+    if (::pread(fd, hdr, sizeof(hdr), 0) != static_cast<ssize_t>(sizeof(hdr))) {
+        ::close(fd);
+        return false;
+    }
+    uint32_t magic;
+    std::memcpy(&magic, hdr, 4);
+    bool swapped = false;
+    if (magic == __builtin_bswap32(kMagicUsec) || magic == __builtin_bswap32(kMagicNsec)) {
+        swapped = true;
+        magic = __builtin_bswap32(magic);
+    }
+    if (magic != kMagicUsec && magic != kMagicNsec) {
+        ::close(fd);
+        return false;  // pcapng or something libpcap should judge
+    }
+    void* m = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    ::close(fd);
+    if (m == MAP_FAILED) {
+        return false;
+    }
+    madvise(m, static_cast<size_t>(st.st_size), MADV_SEQUENTIAL);
+    map_ = static_cast<const uint8_t*>(m);
+    map_len_ = static_cast<size_t>(st.st_size);
+    swapped_ = swapped;
+    nsec_ = magic == kMagicNsec;
+    linktype_ = linktype_to_dlt(load32(hdr + 20, swapped));
+    offset_ = kFileHeaderLen;
+    return true;
+}
+
+// Same checks and messages as libpcap's pcap reader, so errors read alike on both paths.
+ReadResult PcapFileReader::next_mapped(RawPacket& p) {
+    const size_t off = static_cast<size_t>(offset_);
+    if (off == map_len_) {
+        return ReadResult::kEof;
+    }
+    const size_t left = map_len_ - off;
+    if (left < kRecordHeaderLen) {
+        error_ = current_ + ": truncated or corrupt capture at byte offset " +
+                 std::to_string(offset_) + " after packet " + std::to_string(file_packets_) +
+                 ": truncated dump file; tried to read " + std::to_string(kRecordHeaderLen) +
+                 " header bytes, only got " + std::to_string(left);
+        return ReadResult::kError;
+    }
+    const uint8_t* rec = map_ + off;
+    const uint32_t sec = load32(rec, swapped_);
+    const uint32_t frac = load32(rec + 4, swapped_);
+    const uint32_t caplen = load32(rec + 8, swapped_);
+    const uint32_t wirelen = load32(rec + 12, swapped_);
+    if (caplen > kMaxCaplen) {
+        error_ = current_ + ": truncated or corrupt capture at byte offset " +
+                 std::to_string(offset_) + " after packet " + std::to_string(file_packets_) +
+                 ": invalid packet capture length " + std::to_string(caplen) +
+                 ", bigger than maximum of " + std::to_string(kMaxCaplen);
+        return ReadResult::kError;
+    }
+    if (left - kRecordHeaderLen < caplen) {
+        error_ = current_ + ": truncated or corrupt capture at byte offset " +
+                 std::to_string(offset_) + " after packet " + std::to_string(file_packets_) +
+                 ": truncated dump file; tried to read " + std::to_string(caplen) +
+                 " captured bytes, only got " + std::to_string(left - kRecordHeaderLen);
+        return ReadResult::kError;
+    }
+    p.data = rec + kRecordHeaderLen;
+    p.caplen = caplen;
+    p.wirelen = wirelen < caplen ? caplen : wirelen;
+    p.ts_ns = static_cast<int64_t>(sec) * 1000000000 +
+              (nsec_ ? static_cast<int64_t>(frac) : static_cast<int64_t>(frac) * 1000);
+    p.linktype = linktype_;
+    offset_ = static_cast<int64_t>(off + kRecordHeaderLen + caplen);
+    return ReadResult::kOk;
+}
+
 bool PcapFileReader::open_next() {
     if (pcap_ != nullptr) {
         pcap_close(static_cast<pcap_t*>(pcap_));
         pcap_ = nullptr;
     }
+    unmap();
     if (next_file_ >= files_.size()) {
         return false;
     }
     current_ = files_[next_file_++];
-    pcap_t* p = open_file(current_, error_);
-    if (p == nullptr) {
-        return false;
-    }
-    pcap_ = p;
-    linktype_ = pcap_datalink(p);
-    offset_ = std::ftell(pcap_file(p));
     file_packets_ = 0;
+    if (!open_mapped(current_)) {
+        pcap_t* p = open_file(current_, error_);
+        if (p == nullptr) {
+            return false;
+        }
+        pcap_ = p;
+        linktype_ = pcap_datalink(p);
+        offset_ = std::ftell(pcap_file(p));
+    }
     active_ = nullptr;
     if (filter_ != nullptr) {
         if (filter_->linktype() == linktype_) {
@@ -139,10 +263,30 @@ ReadResult PcapFileReader::next(RawPacket& p) {
         return ReadResult::kError;
     }
     for (;;) {
-        if (pcap_ == nullptr) {
+        if (pcap_ == nullptr && map_ == nullptr) {
             if (!open_next()) {
                 return error_.empty() ? ReadResult::kEof : ReadResult::kError;
             }
+        }
+        if (map_ != nullptr) {
+            ReadResult r = next_mapped(p);
+            if (r == ReadResult::kEof) {
+                unmap();
+                continue;
+            }
+            if (r == ReadResult::kError) {
+                unmap();
+                return r;
+            }
+            ++file_packets_;
+            ++packets_read_;
+            bytes_read_ += p.caplen;
+            p.pcap_cnt = packets_read_;
+            if (active_ != nullptr && !active_->matches(p)) {
+                ++filtered_;
+                continue;
+            }
+            return ReadResult::kOk;
         }
         auto* handle = static_cast<pcap_t*>(pcap_);
         pcap_pkthdr* hdr = nullptr;
