@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
     int workers = 0;
     bool verbose = false;
     app.add_option("-r", pcaps, "read packets from pcap/pcapng FILE or every file of DIR")
-        ->type_name("FILE|DIR");
+        ->type_name("FILE|DIR")
+        ->allow_extra_args(false);
     app.add_option("-i", iface, "capture live on interface IFACE")->type_name("IFACE");
     app.add_option("-c", config_path, "sensor configuration (YAML)")->type_name("sensor.yaml");
     app.add_option("-l", log_dir, "log directory; eve.json is written there")->type_name("DIR");
@@ -48,7 +49,8 @@ int main(int argc, char** argv) {
     app.add_option("-k", checksum, "checksum validation: all (check) or none")
         ->check(CLI::IsMember({"all", "none"}));
     app.add_option("--set", sets, "override a configuration key: --set KEY=VALUE")
-        ->type_name("KEY=VALUE");
+        ->type_name("KEY=VALUE")
+        ->allow_extra_args(false);
     app.add_flag("-v", verbose, "verbose logging");
     app.add_option("bpf", bpf_words, "BPF filter expression, as with tcpdump")
         ->type_name("EXPRESSION");
