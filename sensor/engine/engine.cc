@@ -140,6 +140,8 @@ Engine::~Engine() {
 }
 
 void Engine::stop() {
+    // Called from a signal handler too: only lock-free atomic stores here; the stats thread
+    // notices the flag within its wait slice.
     stop_.store(true, std::memory_order_relaxed);
     if (dispatcher_) {
         dispatcher_->abort();
@@ -224,7 +226,11 @@ void Engine::worker_main(Worker& w) {
         w.cap_packets.set(cs.packets);
         w.cap_drops.set(cs.drops);
     }
-    workers_done_.fetch_add(1);
+    {
+        std::lock_guard<std::mutex> lock(done_mu_);
+        workers_done_.fetch_add(1);
+    }
+    done_cv_.notify_all();
 }
 
 void Engine::reader_main() {
@@ -262,11 +268,11 @@ StatsSnapshot Engine::collect_stats() const {
     StatsSnapshot s;
     uint64_t cap_packets = 0, cap_drops = 0, filtered = 0;
     for (const auto& w : workers_) {
-        StatsSnapshot ws;
-        w->decode.export_stats(ws);
-        w->defrag.export_stats(ws);
-        w->flows.export_stats(ws);
-        s.merge(ws);
+        // Every worker exports into the same snapshot: the modules add, and the decoder
+        // derives decoder.avg_pkt_size / max_pkt_size from what is already there.
+        w->decode.export_stats(s);
+        w->defrag.export_stats(s);
+        w->flows.export_stats(s);
         cap_packets += w->cap_packets.get();
         cap_drops += w->cap_drops.get();
         filtered += w->bpf_filtered.get();
@@ -328,10 +334,16 @@ void Engine::write_stats_event(bool final_event) {
 void Engine::stats_main() {
     const int64_t interval_ns = static_cast<int64_t>(config_.stats_interval_sec * 1e9);
     int64_t next = monotonic_ns() + interval_ns;
+    std::unique_lock<std::mutex> lock(done_mu_);
     while (!stop_.load(std::memory_order_relaxed) && workers_done_.load() < workers_.size()) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        int64_t wait_ns = std::min<int64_t>(next - monotonic_ns(), 50000000);
+        if (wait_ns > 0) {
+            done_cv_.wait_for(lock, std::chrono::nanoseconds(wait_ns));
+        }
         if (monotonic_ns() >= next) {
+            lock.unlock();
             write_stats_event(false);
+            lock.lock();
             next += interval_ns;
         }
     }

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
@@ -89,6 +91,9 @@ private:
     std::unique_ptr<Output> output_;
     std::atomic<bool> stop_{false};
     std::atomic<uint32_t> workers_done_{0};
+    // Wakes the stats thread when the last worker ends (or on stop), so a run ends at once.
+    std::mutex done_mu_;
+    std::condition_variable done_cv_;
     std::string reader_error_;
     std::atomic<uint64_t> reader_packets_{0};
     std::atomic<uint64_t> reader_filtered_{0};
