@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "tools/trafficgen/generator.h"
 
@@ -301,8 +302,9 @@ private:
     std::map<std::string, Frag> frags_;
 };
 
+// CTest runs each test case as its own process, two at a time: the pid keeps their files apart.
 std::string temp_path(const std::string& name) {
-    return ::testing::TempDir() + "/trafficgen_" + name + ".pcap";
+    return ::testing::TempDir() + "/trafficgen_" + std::to_string(getpid()) + "_" + name + ".pcap";
 }
 
 std::vector<uint8_t> slurp(const std::string& path) {
