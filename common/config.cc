@@ -100,8 +100,8 @@ Config Config::load_string(std::string_view yaml, std::string source_name) {
         }
         c.root_ = n;
     } catch (const YAML::Exception& e) {
-        throw ConfigError(c.source_ + ":" + std::to_string(e.mark.line + 1) + ": bad YAML: " +
-                          e.msg);
+        throw ConfigError(c.source_ + ":" + std::to_string(e.mark.line + 1) +
+                          ": bad YAML: " + e.msg);
     }
     return c;
 }

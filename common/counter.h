@@ -13,7 +13,9 @@ public:
     Counter(const Counter&) = delete;
     Counter& operator=(const Counter&) = delete;
 
-    void add(uint64_t n) { v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
+    void add(uint64_t n) {
+        v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    }
     Counter& operator++() {
         add(1);
         return *this;

@@ -23,8 +23,12 @@ const char* level_name(Level l) {
 }
 }  // namespace
 
-void set_level(Level level) { g_level.store(level); }
-Level level() { return g_level.load(); }
+void set_level(Level level) {
+    g_level.store(level);
+}
+Level level() {
+    return g_level.load();
+}
 
 void write(Level level, std::string_view message) {
     if (level < g_level.load()) {

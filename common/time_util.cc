@@ -1,7 +1,7 @@
 #include "common/time_util.h"
 
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 
 namespace picket {
 

@@ -97,8 +97,8 @@ int main(int argc, char** argv) {
             size_t pos = 0;
             while (pos < list.size()) {
                 size_t comma = list.find(',', pos);
-                worker_counts.push_back(static_cast<uint32_t>(
-                    std::atoi(list.substr(pos, comma - pos).c_str())));
+                worker_counts.push_back(
+                    static_cast<uint32_t>(std::atoi(list.substr(pos, comma - pos).c_str())));
                 pos = comma == std::string::npos ? list.size() : comma + 1;
             }
         } else if (a.rfind("--", 0) == 0) {
@@ -125,8 +125,9 @@ int main(int argc, char** argv) {
             for (size_t i = 0; i < worker_counts.size(); ++i) {
                 Figure f = pipeline(file, worker_counts[i]);
                 if (f.packets != b.packets) {
-                    std::fprintf(stderr, "pipeline_bench: %s: pipeline saw %llu packets, bare "
-                                         "read %llu\n",
+                    std::fprintf(stderr,
+                                 "pipeline_bench: %s: pipeline saw %llu packets, bare "
+                                 "read %llu\n",
                                  file.c_str(), static_cast<unsigned long long>(f.packets),
                                  static_cast<unsigned long long>(b.packets));
                     return 1;
@@ -140,9 +141,10 @@ int main(int argc, char** argv) {
         std::printf("%s: %llu packets, %.1f MB, median of %d rounds\n", name.c_str(),
                     static_cast<unsigned long long>(last.packets),
                     static_cast<double>(last.bytes) / 1e6, rounds);
-        std::printf("  %-28s %12.0f packets/s %8.2f Gbit/s\n", "bare libpcap read (baseline)",
-                    base, median(bare_gbps));
-        std::string line = "pipeline: file=" + name + " bare_pps=" + std::to_string(static_cast<long long>(base));
+        std::printf("  %-28s %12.0f packets/s %8.2f Gbit/s\n", "bare libpcap read (baseline)", base,
+                    median(bare_gbps));
+        std::string line =
+            "pipeline: file=" + name + " bare_pps=" + std::to_string(static_cast<long long>(base));
         for (size_t i = 0; i < worker_counts.size(); ++i) {
             double m = median(pps[i]);
             char label[64];

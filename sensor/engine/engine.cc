@@ -92,8 +92,8 @@ Engine::Engine(SensorConfig config) : config_(std::move(config)), output_(new Ou
             if (bpf_ && c.bpf_mode == capture::BpfMode::kKernel) {
                 file_reader_->set_filter(*bpf_);
             }
-            dispatcher_ = std::make_unique<capture::Dispatcher>(c.workers, c.queue_bytes,
-                                                                &hash_raw, /*blocking=*/true);
+            dispatcher_ = std::make_unique<capture::Dispatcher>(c.workers, c.queue_bytes, &hash_raw,
+                                                                /*blocking=*/true);
             break;
         }
         case CaptureMode::kPcapLive: {
@@ -102,8 +102,8 @@ Engine::Engine(SensorConfig config) : config_(std::move(config)), output_(new Ou
             if (bpf_ && c.bpf_mode == capture::BpfMode::kKernel) {
                 live_reader_->set_filter(*bpf_);
             }
-            dispatcher_ = std::make_unique<capture::Dispatcher>(c.workers, c.queue_bytes,
-                                                                &hash_raw, /*blocking=*/false);
+            dispatcher_ = std::make_unique<capture::Dispatcher>(c.workers, c.queue_bytes, &hash_raw,
+                                                                /*blocking=*/false);
             break;
         }
         case CaptureMode::kAfPacket: {
@@ -324,8 +324,8 @@ void Engine::write_stats_event(bool final_event) {
     o.last_ns = now;
     if (o.eve) {
         StatsSnapshot s = collect_stats();
-        o.eve->write(output::make_stats_event(wall_clock_ns(), (now - start_ns_) / 1000000000, s,
-                                              rates));
+        o.eve->write(
+            output::make_stats_event(wall_clock_ns(), (now - start_ns_) / 1000000000, s, rates));
         o.eve->flush();
     }
     (void)final_event;

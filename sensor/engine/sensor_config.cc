@@ -23,8 +23,9 @@ SensorConfig load_sensor_config(const Config& c) {
     } else if (!s.iface.empty()) {
         s.mode = mode == "pcap" ? CaptureMode::kPcapLive : CaptureMode::kAfPacket;
     } else {
-        throw ConfigError("no input: give pcap files with -r or an interface with -i "
-                          "(capture.interface)");
+        throw ConfigError(
+            "no input: give pcap files with -r or an interface with -i "
+            "(capture.interface)");
     }
 
     std::string workers = c.get_string("workers", "auto");
@@ -52,8 +53,9 @@ SensorConfig load_sensor_config(const Config& c) {
     s.pcap_buffer_bytes = c.get_size("capture.buffer-size", 32ULL << 20);
     s.queue_bytes = c.get_size("capture.queue-size", 8ULL << 20);
     if (s.queue_bytes < (2ULL << 20)) {
-        throw ConfigError(c.source() + ": capture.queue-size: must be at least 2mb (a ring "
-                                       "must hold several maximum-size packets)");
+        throw ConfigError(c.source() +
+                          ": capture.queue-size: must be at least 2mb (a ring "
+                          "must hold several maximum-size packets)");
     }
     s.bpf = c.get_string("capture.bpf-filter", "");
     s.bpf_mode = c.get_choice("capture.bpf-mode", "kernel", {"kernel", "user"}) == "user"
@@ -62,7 +64,8 @@ SensorConfig load_sensor_config(const Config& c) {
 
     s.afpacket.iface = s.iface;
     s.afpacket.promisc = s.promisc;
-    s.afpacket.fanout_id = static_cast<uint16_t>(c.get_int("capture.afpacket.fanout-id", 0, 0, 65535));
+    s.afpacket.fanout_id =
+        static_cast<uint16_t>(c.get_int("capture.afpacket.fanout-id", 0, 0, 65535));
     s.afpacket.block_size =
         static_cast<uint32_t>(c.get_size("capture.afpacket.block-size", 1ULL << 20));
     s.afpacket.block_count =
@@ -76,8 +79,9 @@ SensorConfig load_sensor_config(const Config& c) {
 
     std::string policy = c.get_string("defrag.policy", "bsd");
     if (!defrag::parse_policy(policy.c_str(), &s.defrag.policy)) {
-        throw ConfigError(c.source() + ": defrag.policy: expected one of first, last, bsd, "
-                                       "linux, windows, solaris, bsd-right, got '" +
+        throw ConfigError(c.source() +
+                          ": defrag.policy: expected one of first, last, bsd, "
+                          "linux, windows, solaris, bsd-right, got '" +
                           policy + "'");
     }
     s.defrag.timeout_ns = static_cast<int64_t>(c.get_seconds("defrag.timeout", 60) * 1e9);

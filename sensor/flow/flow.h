@@ -98,7 +98,7 @@ struct FlowCounters {
 };
 
 class FlowTable {
-  public:
+public:
     explicit FlowTable(const FlowConfig& config);
     ~FlowTable();
     FlowTable(const FlowTable&) = delete;
@@ -130,7 +130,7 @@ class FlowTable {
     // to out, so per-worker tables can export into one snapshot.
     void export_stats(StatsSnapshot& out) const;
 
-  private:
+private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
     FlowCounters counters_;

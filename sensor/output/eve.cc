@@ -15,8 +15,8 @@ nlohmann::json nest_stats(const StatsSnapshot& stats) {
         size_t start = 0;
         while (true) {
             size_t dot = name.find('.', start);
-            std::string part = name.substr(start, dot == std::string::npos ? std::string::npos
-                                                                            : dot - start);
+            std::string part =
+                name.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
             if (dot == std::string::npos) {
                 if (cur->contains(part) && (*cur)[part].is_object()) {
                     (*cur)[part]["_value"] = value;
@@ -78,6 +78,8 @@ void EveWriter::write(const nlohmann::json& event) {
     std::fwrite(line.data(), 1, line.size(), file_);
 }
 
-void EveWriter::flush() { std::fflush(file_); }
+void EveWriter::flush() {
+    std::fflush(file_);
+}
 
 }  // namespace picket::sensor::output

@@ -59,7 +59,8 @@ TEST(ConfigTest, ChoiceListsAllowedWords) {
         c.get_choice("mode", "pcap", {"pcap", "afpacket"});
         FAIL();
     } catch (const ConfigError& e) {
-        EXPECT_EQ(std::string(e.what()), "s.yaml:1: mode: expected one of pcap, afpacket, got 'turbo'");
+        EXPECT_EQ(std::string(e.what()),
+                  "s.yaml:1: mode: expected one of pcap, afpacket, got 'turbo'");
     }
 }
 

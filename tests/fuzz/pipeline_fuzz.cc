@@ -51,9 +51,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         ts += 300000000;  // 0.3 s per packet: timeouts fire within a few packets
 
         decode::Packet p;
-        decode::DecodeResult r = decode::decode_packet(
-            ctx, linktype, frame.data(), static_cast<uint32_t>(frame.size()),
-            static_cast<uint32_t>(frame.size()), ts, p);
+        decode::DecodeResult r =
+            decode::decode_packet(ctx, linktype, frame.data(), static_cast<uint32_t>(frame.size()),
+                                  static_cast<uint32_t>(frame.size()), ts, p);
         if (r == decode::DecodeResult::kInvalid) {
             continue;
         }
