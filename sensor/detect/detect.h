@@ -1,0 +1,121 @@
+// Detection: loads Suricata 7 / Snort 2.9 rules, compiles them into an immutable DetectEngine
+// (rules grouped by protocol, direction and port; one Hyperscan database per group and
+// inspection buffer; rules without a usable fast pattern in a short per-group list), and
+// matches packets against it. The engine is built on a control thread and shared read-only by
+// all workers; each worker owns a DetectWorker (Hyperscan scratch, PCRE2 match data,
+// thresholds' hot state) tied to that engine generation.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/counter.h"
+#include "common/stats.h"
+#include "sensor/decode/decode.h"
+#include "sensor/flow/flow.h"
+
+namespace picket::sensor::detect {
+
+struct Rule;
+class FlowbitRegistry;
+
+struct DetectConfig {
+    std::vector<std::string> rule_files;
+    // vars.address-groups / vars.port-groups from sensor.yaml; Suricata's defaults are
+    // used for any that is not given (HOME_NET, EXTERNAL_NET, HTTP_PORTS, ...).
+    std::map<std::string, std::string> address_vars;
+    std::map<std::string, std::string> port_vars;
+    std::string classification_file;  // "" = none (alerts get no category)
+    std::string reference_file;
+    std::string threshold_file;       // threshold.config: suppress, threshold, event_filter
+    bool pcre_jit = true;
+    uint32_t packet_alert_max = 15;   // alerts kept per packet (Suricata's packet-alert-max)
+};
+
+struct RuleDiagnostic {
+    std::string file;
+    uint32_t line = 0;
+    uint32_t sid = 0;     // 0 when the sid could not be read
+    std::string reason;   // e.g. "unknown keyword 'lua'"
+    std::string category; // summary bucket: "unknown keyword", "bad pcre", "duplicate sid", ...
+    std::string to_string() const;  // "file:line sid N: reason"
+};
+
+struct LoadSummary {
+    uint32_t files = 0;
+    uint32_t rules_seen = 0;  // enabled rule lines
+    uint32_t loaded = 0;
+    uint32_t skipped = 0;
+    std::map<std::string, uint32_t> skipped_by_reason;
+    std::vector<RuleDiagnostic> diagnostics;
+    double parse_ms = 0;
+    double compile_ms = 0;
+    uint64_t memory_bytes = 0;  // compiled databases + rule structures (estimate)
+    uint32_t groups = 0;
+    uint32_t hs_databases = 0;
+    uint32_t no_fast_pattern_rules = 0;
+    // Several lines; the last is exactly "rules: N loaded, M skipped".
+    std::string to_string() const;
+};
+
+enum class AlertAction : uint8_t { kAllowed, kBlocked };
+
+// One alert as handed from a worker to the output thread. Rule pointers stay valid while the
+// engine generation that produced them lives (the output thread holds a reference).
+struct AlertRecord {
+    const Rule* rule = nullptr;
+    AlertAction action = AlertAction::kAllowed;
+    uint64_t tx_id = 0;
+};
+
+class DetectEngine {
+public:
+    // Loads, checks and compiles. Never throws for bad rules (they are skipped and
+    // diagnosed); throws std::runtime_error for unreadable rule files or config files.
+    static std::shared_ptr<const DetectEngine> load(const DetectConfig& config,
+                                                    std::shared_ptr<FlowbitRegistry> flowbits,
+                                                    LoadSummary* summary);
+    ~DetectEngine();
+    uint32_t rule_count() const;
+    const DetectConfig& config() const;
+    struct Impl;
+    const Impl& impl() const { return *impl_; }
+
+private:
+    DetectEngine();
+    std::unique_ptr<Impl> impl_;
+};
+
+// Counters a worker keeps about detection ("detect.alert", ...).
+struct DetectCounters {
+    Counter alerts;          // detect.alert
+    Counter alerts_dropped;  // detect.alert_queue_overflow (output queue full)
+    Counter alerts_suppressed;
+    Counter prefilter_candidates;
+    Counter rules_evaluated;
+};
+
+class DetectWorker {
+public:
+    explicit DetectWorker(std::shared_ptr<const DetectEngine> engine);
+    ~DetectWorker();
+    // Inspects one decoded packet (with its flow, or nullptr). Fills `out` with up to
+    // packet_alert_max alerts, in Suricata's order (action priority, then sid), and returns
+    // how many. Applies flowbits, thresholds and noalert. No allocation in steady state.
+    uint32_t inspect(const decode::Packet& p, flow::Flow* f, flow::Direction dir,
+                     AlertRecord* out, uint32_t out_cap);
+    const DetectEngine& engine() const { return *engine_; }
+    DetectCounters& counters() { return counters_; }
+    void export_stats(StatsSnapshot& out) const;
+
+private:
+    std::shared_ptr<const DetectEngine> engine_;
+    struct Scratch;
+    std::unique_ptr<Scratch> scratch_;
+    DetectCounters counters_;
+};
+
+}  // namespace picket::sensor::detect

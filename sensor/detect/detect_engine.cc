@@ -1,0 +1,1 @@
+// DetectEngine and DetectWorker: written by the lead (compiler, Hyperscan prefilter, inspect).

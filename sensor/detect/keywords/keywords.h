@@ -1,0 +1,68 @@
+// Parse functions of every rule keyword, one file each under keywords/ (the file that parses a
+// keyword also evaluates it). registry.cc lists them by name; nothing registers itself.
+// Signature and conventions: see KeywordParseFn in sensor/detect/rule.h.
+#pragma once
+
+#include "sensor/detect/rule.h"
+
+namespace picket::sensor::detect::keywords {
+
+#define PICKET_KEYWORD(fn) \
+    bool fn(ParseState& st, std::string_view value, bool has_value, std::string* error)
+
+// Meta (meta.cc): msg sid rev gid classtype priority reference metadata target.
+PICKET_KEYWORD(parse_msg);
+PICKET_KEYWORD(parse_sid);
+PICKET_KEYWORD(parse_rev);
+PICKET_KEYWORD(parse_gid);
+PICKET_KEYWORD(parse_classtype);
+PICKET_KEYWORD(parse_priority);
+PICKET_KEYWORD(parse_reference);
+PICKET_KEYWORD(parse_metadata);
+PICKET_KEYWORD(parse_target);
+
+// Payload (one file each): content and its modifiers, pcre, byte_*, isdataat, bsize, dsize.
+PICKET_KEYWORD(parse_content);
+PICKET_KEYWORD(parse_uricontent);  // content on http.uri
+PICKET_KEYWORD(parse_nocase);
+PICKET_KEYWORD(parse_offset);
+PICKET_KEYWORD(parse_depth);
+PICKET_KEYWORD(parse_distance);
+PICKET_KEYWORD(parse_within);
+PICKET_KEYWORD(parse_startswith);
+PICKET_KEYWORD(parse_endswith);
+PICKET_KEYWORD(parse_fast_pattern);
+PICKET_KEYWORD(parse_rawbytes);
+PICKET_KEYWORD(parse_pcre);
+PICKET_KEYWORD(parse_byte_test);
+PICKET_KEYWORD(parse_byte_jump);
+PICKET_KEYWORD(parse_byte_extract);
+PICKET_KEYWORD(parse_byte_math);
+PICKET_KEYWORD(parse_isdataat);
+PICKET_KEYWORD(parse_bsize);
+PICKET_KEYWORD(parse_dsize);  // a HeaderOption (payload size of the packet)
+
+// Header and flow (one file each).
+PICKET_KEYWORD(parse_flow);
+PICKET_KEYWORD(parse_flowbits);
+PICKET_KEYWORD(parse_noalert);
+PICKET_KEYWORD(parse_flags);
+PICKET_KEYWORD(parse_ttl);
+PICKET_KEYWORD(parse_tos);
+PICKET_KEYWORD(parse_id);
+PICKET_KEYWORD(parse_ip_proto);
+PICKET_KEYWORD(parse_sameip);
+PICKET_KEYWORD(parse_fragbits);
+PICKET_KEYWORD(parse_seq);
+PICKET_KEYWORD(parse_ack);
+PICKET_KEYWORD(parse_window);
+PICKET_KEYWORD(parse_itype);
+PICKET_KEYWORD(parse_icode);
+PICKET_KEYWORD(parse_icmp_id);
+PICKET_KEYWORD(parse_icmp_seq);
+PICKET_KEYWORD(parse_threshold);
+PICKET_KEYWORD(parse_detection_filter);
+
+#undef PICKET_KEYWORD
+
+}  // namespace picket::sensor::detect::keywords

@@ -1,0 +1,291 @@
+// The rule model shared inside sensor/detect: what the parser builds, what the keyword files
+// parse into and evaluate, and what the compiler groups. Not a public header: other modules
+// use detect.h. A Rule is built on the control thread and immutable once compiled; evaluators
+// are const and keep per-worker state in the MatchContext they are given.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sensor/decode/decode.h"
+#include "sensor/flow/flow.h"
+
+namespace picket::sensor::detect {
+
+// ---------------------------------------------------------------------------------------
+// Inspection buffers. One table row per buffer: its Suricata sticky-buffer name(s), its Snort
+// 2.9 content-modifier name (content:"x"; http_uri;) if any, and the app-layer protocol that
+// fills it. Buffers whose filler does not exist yet still parse and compile; they never match
+// until the app layer provides them.
+enum class BufferId : uint8_t {
+    kPacket,  // the packet's payload (pkt_data); also the default buffer of content
+    kHttpUri,
+    kHttpUriRaw,
+    kHttpMethod,
+    kHttpRequestLine,
+    kHttpProtocol,
+    kHttpHeader,
+    kHttpHeaderRaw,
+    kHttpHeaderNames,
+    kHttpCookie,
+    kHttpUserAgent,
+    kHttpHost,
+    kHttpHostRaw,
+    kHttpContentType,
+    kHttpContentLen,
+    kHttpReferer,
+    kHttpRequestBody,
+    kHttpStatCode,
+    kHttpStatMsg,
+    kHttpResponseLine,
+    kHttpResponseBody,  // http.response_body, file.data / file_data on HTTP
+    kHttpStart,
+    kHttpLocation,
+    kHttpServer,
+    kHttpAccept,
+    kHttpAcceptEnc,
+    kHttpAcceptLang,
+    kHttpConnection,
+    kDnsQuery,
+    kTlsSni,
+    kTlsCertSubject,
+    kTlsCertIssuer,
+    kTlsCertSerial,
+    kTlsCerts,
+    kJa3Hash,
+    kJa3String,
+    kJa3sHash,
+    kCount
+};
+inline constexpr size_t kNumBuffers = static_cast<size_t>(BufferId::kCount);
+
+enum class AppProto : uint8_t { kUnknown, kHttp, kDns, kTls, kSmtp, kFtp, kSmb, kSsh, kDcerpc };
+
+struct BufferDef {
+    BufferId id;
+    const char* name;         // canonical sticky name, e.g. "http.uri"
+    const char* alias;        // other sticky spelling, e.g. "http_uri" (Suricata 5) or nullptr
+    const char* modifier;     // Snort-style content modifier, e.g. "http_uri", or nullptr
+    AppProto app;             // protocol that fills it (kUnknown for kPacket)
+};
+// Every buffer, indexed by BufferId.
+const BufferDef& buffer_def(BufferId id);
+// Looks up a sticky buffer keyword ("http.uri", "http_uri" as sticky where Suricata accepts it,
+// "file.data", "file_data", "pkt_data"); false when name is not a buffer.
+bool find_sticky_buffer(std::string_view name, BufferId* out);
+// Looks up a content modifier ("http_uri", "http_raw_uri", "http_client_body", ...).
+bool find_buffer_modifier(std::string_view name, BufferId* out);
+
+// ---------------------------------------------------------------------------------------
+// Header: addresses and ports.
+
+struct IpRange {  // inclusive, in the 16-byte v4-mapped space of decode::Address
+    decode::Address lo, hi;
+};
+// A set such as [10.0.0.0/8,!10.1.0.0/16] or any. Negation is resolved at parse time into
+// included ranges minus excluded ranges.
+struct AddressSet {
+    bool any = true;
+    std::vector<IpRange> include;
+    std::vector<IpRange> exclude;
+    bool contains(const decode::Address& a) const;
+};
+struct PortRange {
+    uint16_t lo = 0, hi = 65535;
+};
+struct PortSet {
+    bool any = true;
+    std::vector<PortRange> include;
+    std::vector<PortRange> exclude;
+    bool contains(uint16_t port) const;
+};
+
+enum class Action : uint8_t { kAlert, kDrop, kReject, kPass };
+
+// Rule protocol as written in the header. ip matches every IP packet; tcp/udp/icmp by L4
+// (icmp matches ICMPv4 and ICMPv6, as in Suricata); app-layer names imply their transport
+// and additionally require the flow's app protocol.
+struct ProtoSpec {
+    enum L4 : uint8_t { kIp, kTcp, kUdp, kIcmp } l4 = kIp;
+    bool tcp_pkt_only = false;     // tcp-pkt: packets only, never the reassembled stream
+    bool tcp_stream_only = false;  // tcp-stream
+    AppProto app = AppProto::kUnknown;
+    int8_t ip_version = 0;  // ipv4 / ipv6 headers restrict; 0 = both
+};
+
+// ---------------------------------------------------------------------------------------
+// Evaluation contexts (built per packet by the engine; evaluators only read them, apart from
+// the scratch members documented as writable).
+
+struct FlowbitStore;  // per-flow bits, defined by the engine (flow user slot)
+
+struct PacketContext {
+    const decode::Packet* p = nullptr;
+    const flow::Flow* flow = nullptr;  // nullptr: no flow (e.g. non-IP or memcap)
+    flow::Direction dir = flow::Direction::kToServer;
+    bool established = false;  // TCP handshake seen both ways / UDP flow seen both ways
+    bool from_stream = false;  // payload is reassembled stream data (stream issue)
+    FlowbitStore* flowbits = nullptr;
+    AppProto app = AppProto::kUnknown;  // flow's detected app protocol
+};
+
+// Per-worker scratch owned by the engine generation, handed to payload evaluation.
+struct PayloadScratch;
+
+// ---------------------------------------------------------------------------------------
+// Options. Keyword files subclass these; identical options are shared by the compiler through
+// hash()/equals() (Snort's ips_option convention).
+
+class HeaderOption {
+public:
+    virtual ~HeaderOption() = default;
+    virtual const char* keyword() const = 0;
+    virtual bool match(const PacketContext& pc) const = 0;
+    virtual uint64_t hash() const = 0;
+    virtual bool equals(const HeaderOption& other) const = 0;
+};
+
+// Payload options are evaluated in order on one buffer by the content inspection engine
+// (content_inspect.h); their concrete interface lives there.
+class PayloadOption {
+public:
+    virtual ~PayloadOption() = default;
+    virtual const char* keyword() const = 0;
+    virtual uint64_t hash() const = 0;
+    virtual bool equals(const PayloadOption& other) const = 0;
+};
+
+// The payload options of one buffer, in rule order.
+struct BufferMatch {
+    BufferId buffer = BufferId::kPacket;
+    std::vector<std::unique_ptr<PayloadOption>> options;
+};
+
+// A content string as the compiler sees it, for fast-pattern selection and Hyperscan.
+struct ContentInfo {
+    std::string bytes;
+    bool nocase = false;
+    bool negated = false;
+    bool fast_pattern = false;       // fast_pattern given
+    bool fast_pattern_only = false;  // fast_pattern:only
+    bool has_chop = false;           // fast_pattern:offset,length given
+    uint16_t chop_offset = 0, chop_length = 0;
+    // Absolute constraints when the content is not relative (for prefilter bounds).
+    bool relative = false;
+    int32_t offset = 0;
+    int32_t depth = 0;  // 0 = none
+};
+
+enum class FlowbitCmd : uint8_t { kSet, kUnset, kToggle, kIsset, kIsnotset, kNoalert };
+struct FlowbitOp {
+    FlowbitCmd cmd;
+    std::vector<uint32_t> bits;  // interned ids; isset a|b = any, a&b = all
+    bool any_of = false;         // '|' form
+};
+
+enum class ThresholdType : uint8_t { kLimit, kThreshold, kBoth, kDetectionFilter };
+enum class TrackBy : uint8_t { kSrc, kDst, kRule, kBoth };
+struct ThresholdSpec {
+    ThresholdType type = ThresholdType::kLimit;
+    TrackBy track = TrackBy::kSrc;
+    uint32_t count = 1;
+    uint32_t seconds = 60;
+};
+
+// flow: keyword summary, also used by the compiler to place a rule in a direction group.
+enum FlowFlags : uint16_t {
+    kFlowToServer = 1 << 0,
+    kFlowToClient = 1 << 1,
+    kFlowEstablished = 1 << 2,
+    kFlowNotEstablished = 1 << 3,
+    kFlowStateless = 1 << 4,
+    kFlowOnlyStream = 1 << 5,
+    kFlowNoStream = 1 << 6,
+    kFlowOnlyFrag = 1 << 7,
+    kFlowNoFrag = 1 << 8,
+};
+
+struct Rule {
+    // Identity and meta.
+    uint32_t gid = 1;
+    uint32_t sid = 0;
+    uint32_t rev = 0;
+    std::string msg;
+    std::string classtype;  // short name
+    std::string category;   // description from classification.config ("" if none)
+    int priority = 3;       // from priority:, else the classtype's, else 3
+    bool priority_set = false;
+    std::vector<std::pair<std::string, std::string>> references;  // (system, id)
+    std::vector<std::string> metadata;                             // "key value" entries
+    enum class Target : uint8_t { kNone, kSrc, kDst } target = Target::kNone;
+
+    // Header.
+    Action action = Action::kAlert;
+    ProtoSpec proto;
+    AddressSet src, dst;
+    PortSet sport, dport;
+    bool bidirectional = false;  // <>
+
+    // Options.
+    uint16_t flow_flags = 0;
+    std::vector<std::unique_ptr<HeaderOption>> header_options;
+    std::vector<BufferMatch> buffers;  // at most one entry per BufferId, in first-use order
+    std::vector<ContentInfo> contents; // every content of the rule, for the compiler
+    std::vector<FlowbitOp> flowbits;
+    bool noalert = false;
+    bool has_threshold = false;
+    ThresholdSpec threshold;
+    bool has_detection_filter = false;
+    ThresholdSpec detection_filter;
+    bool ip_only = false;  // set by the compiler: no payload, no L4 header options
+
+    // Source.
+    std::string file;
+    uint32_t line = 0;
+    std::string text;
+};
+
+// ---------------------------------------------------------------------------------------
+// Parsing. Keywords are registered by name in one explicit list (keywords/registry.cc); each
+// keyword file provides its parse function, which appends to the rule under construction.
+
+class FlowbitRegistry;  // interns flowbit names; outlives engines (engine-owned)
+
+struct VarTable;  // address and port variables ($HOME_NET, $HTTP_PORTS), see parser.h
+
+struct ParseState {
+    Rule* rule = nullptr;
+    // Current sticky buffer for payload keywords (pkt_data / kPacket until one is set).
+    BufferId sticky = BufferId::kPacket;
+    // The payload option list currently being appended to, and its last content, so that
+    // modifiers (nocase, depth, http_uri, fast_pattern, ...) apply to the previous content.
+    BufferMatch* current = nullptr;
+    PayloadOption* last_content = nullptr;
+    // byte_extract / byte_math result names declared so far (usable by later options).
+    std::vector<std::string> byte_vars;
+    FlowbitRegistry* flowbits = nullptr;
+    const VarTable* vars = nullptr;
+    bool pcre_jit = true;  // compile pcre with PCRE2 JIT
+
+    // Returns the list for buffer id, creating it at the end when new.
+    BufferMatch& list_for(BufferId id);
+};
+
+// value: the text after ':' with surrounding spaces trimmed (and the quotes kept as written,
+// the parser unescapes nothing); has_value: whether ':' was present. On failure set *error to
+// a short reason naming the problem ("depth: must be a positive number, got 'x'").
+using KeywordParseFn = bool (*)(ParseState& st, std::string_view value, bool has_value,
+                                std::string* error);
+
+struct KeywordDef {
+    const char* name;
+    KeywordParseFn parse;
+};
+
+// The registry: every supported keyword. nullptr when unknown.
+const KeywordDef* find_keyword(std::string_view name);
+
+}  // namespace picket::sensor::detect
