@@ -14,7 +14,7 @@ PACKAGES=(
     # tests and benchmarks
     libgtest-dev libgmock-dev libbenchmark-dev
     # runtime tools used by the end-to-end tests
-    iproute2 iptables iputils-ping ethtool tcpdump procps python3
+    iproute2 iptables iputils-ping ethtool tcpdump procps python3 python3-yaml
 )
 
 missing=()

@@ -24,6 +24,29 @@ void on_signal(int) {
 
 constexpr int kExitUsage = 2;
 
+// -T: load and compile the rules, print every diagnostic and the summary, exit 1 when any
+// rule was skipped.
+int check_rules(const picket::sensor::engine::SensorConfig& sc) {
+    using namespace picket::sensor;
+    if (sc.detect.rule_files.empty()) {
+        std::fprintf(stderr, "picket-sensor: -T: no rule files (give -S FILE or rule-files)\n");
+        return kExitUsage;
+    }
+    try {
+        detect::LoadSummary summary;
+        auto engine = detect::DetectEngine::load(sc.detect, nullptr, &summary);
+        for (const auto& d : summary.diagnostics) {
+            std::fprintf(stderr, "%s\n", d.to_string().c_str());
+        }
+        std::fputs(summary.to_string().c_str(), stdout);
+        std::fputc('\n', stdout);
+        return summary.skipped == 0 ? 0 : 1;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "picket-sensor: error: %s\n", e.what());
+        return 1;
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -36,6 +59,9 @@ int main(int argc, char** argv) {
     std::vector<std::string> sets, bpf_words;
     int workers = 0;
     bool verbose = false;
+    bool test_rules = false;
+    std::string exclusive_rules;
+    std::vector<std::string> extra_rules;
     app.add_option("-r", pcaps, "read packets from pcap/pcapng FILE or every file of DIR")
         ->type_name("FILE|DIR")
         ->allow_extra_args(false);
@@ -51,6 +77,14 @@ int main(int argc, char** argv) {
     app.add_option("--set", sets, "override a configuration key: --set KEY=VALUE")
         ->type_name("KEY=VALUE")
         ->allow_extra_args(false);
+    app.add_option("-S", exclusive_rules, "load only the rules of FILE (ignores rule-files)")
+        ->type_name("FILE");
+    app.add_option("-s", extra_rules, "load the rules of FILE as well (repeatable)")
+        ->type_name("FILE")
+        ->allow_extra_args(false);
+    app.add_flag("-T", test_rules,
+                 "check the configuration and rules, print the load summary, and exit "
+                 "(non-zero when a rule was skipped)");
     app.add_flag("-v", verbose, "verbose logging");
     app.add_option("bpf", bpf_words, "BPF filter expression, as with tcpdump")
         ->type_name("EXPRESSION");
@@ -72,7 +106,7 @@ int main(int argc, char** argv) {
     if (verbose) {
         log::set_level(log::Level::kDebug);
     }
-    if (pcaps.empty() && iface.empty()) {
+    if (pcaps.empty() && iface.empty() && !test_rules) {
         std::fprintf(stderr, "picket-sensor: no input: give -r FILE or -i IFACE\n");
         return kExitUsage;
     }
@@ -112,10 +146,19 @@ int main(int argc, char** argv) {
         for (const auto& s : sets) {
             config.set(s);
         }
-        sc = sensor::engine::load_sensor_config(config);
+        sc = sensor::engine::load_sensor_config(config, /*require_input=*/!test_rules);
+        if (!exclusive_rules.empty()) {
+            sc.detect.rule_files = {exclusive_rules};
+        }
+        for (const auto& f : extra_rules) {
+            sc.detect.rule_files.push_back(f);
+        }
     } catch (const ConfigError& e) {
         std::fprintf(stderr, "picket-sensor: config error: %s\n", e.what());
         return kExitUsage;
+    }
+    if (test_rules) {
+        return check_rules(sc);
     }
     struct stat st {};
     if (stat(sc.log_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -126,6 +169,14 @@ int main(int argc, char** argv) {
 
     try {
         sensor::engine::Engine engine(sc);
+        if (engine.detecting()) {
+            const auto& summary = engine.load_summary();
+            for (const auto& d : summary.diagnostics) {
+                std::fprintf(stderr, "%s\n", d.to_string().c_str());
+            }
+            std::fputs(summary.to_string().c_str(), stdout);
+            std::fputc('\n', stdout);
+        }
         g_engine = &engine;
         std::signal(SIGINT, on_signal);
         std::signal(SIGTERM, on_signal);

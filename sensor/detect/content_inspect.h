@@ -3,23 +3,62 @@
 // order with Suricata's relative-matching semantics, including backtracking: when a later
 // relative option fails after the first occurrence of an earlier content, the next
 // occurrence is tried. Internal to sensor/detect; called by DetectWorker on a worker thread.
+//
+// Notes (payload keywords, see keywords/payload.h for the option classes):
+// - inspect_buffer follows Suricata 7's DetectEngineContentInspection: options are evaluated
+//   recursively from cursor 0; a content (or pcre) that matched but whose following options
+//   failed is retried at its next occurrence (search restarts at match start + 1) only when a
+//   following option bounds the window (within, or any relative pcre/byte_*/isdataat; for a
+//   pcre also distance). Whether a later option depends on an earlier one is computed at
+//   inspection time from the final option list, so modifiers that move a content to another
+//   buffer after the fact (http_uri) cannot leave stale flags.
+// - Each evaluation is limited to PayloadScratch::recursion_limit steps (Suricata's
+//   inspection_recursion_limit, 3000); hitting it fails the buffer and bumps
+//   recursion_limit_hits.
+// - byte_extract / byte_math values live in PayloadScratch::byte_values, indexed by the
+//   position of the name in ParseState::byte_vars; they persist across inspect_buffer calls
+//   of the same rule so a variable extracted in one buffer can be used by a later one.
+// - Rule::contents is NOT filled by the keyword parsers (modifiers arrive later): the
+//   compiler walks Rule::buffers and calls get_content_info().
+// - dce options, pcre flags O and the pcre capture-to-variable forms are rejected as
+//   unsupported.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 
+#include "common/counter.h"
 #include "sensor/detect/rule.h"
+
+struct pcre2_real_match_data_8;
+struct pcre2_real_match_context_8;
+struct pcre2_real_jit_stack_8;
 
 namespace picket::sensor::detect {
 
 // Per-worker scratch: PCRE2 match data and JIT stack, byte_extract variables, recursion
 // bookkeeping. Created once per worker and engine generation; reused for every packet.
-struct PayloadScratch;
+struct PayloadScratch {
+    static constexpr uint32_t kMaxByteVars = 32;  // byte_extract + byte_math names per rule
+    uint64_t byte_values[kMaxByteVars] = {};
+    pcre2_real_match_data_8* match_data = nullptr;
+    pcre2_real_match_context_8* match_context = nullptr;
+    pcre2_real_jit_stack_8* jit_stack = nullptr;
+    uint32_t recursion_limit = 3000;    // Suricata's detect.inspection-recursion-limit
+    uint32_t last_recursion_count = 0;  // steps used by the last inspect_buffer
+    Counter recursion_limit_hits;       // evaluations stopped by the limit
+    Counter pcre_errors;                // pcre2 match errors other than "no match"
+    ~PayloadScratch();
+};
 struct PayloadScratchDeleter {
     void operator()(PayloadScratch* s) const;
 };
 using PayloadScratchPtr = std::unique_ptr<PayloadScratch, PayloadScratchDeleter>;
 PayloadScratchPtr make_payload_scratch();
+
+// True for content options; fills *out (bytes, nocase, negation, fast_pattern, and the
+// absolute offset/depth window when the content is not relative and uses no variable).
+bool get_content_info(const PayloadOption& opt, ContentInfo* out);
 
 // True when every option of m matches data[0, len). No allocation.
 bool inspect_buffer(const BufferMatch& m, const uint8_t* data, uint32_t len,

@@ -50,7 +50,10 @@ struct LoadSummary {
     uint32_t loaded = 0;
     uint32_t skipped = 0;
     std::map<std::string, uint32_t> skipped_by_reason;
-    std::vector<RuleDiagnostic> diagnostics;
+    std::vector<RuleDiagnostic> diagnostics;  // one per skipped rule
+    // Rules that loaded with a caveat, and threshold.config problems, as "warning: ..." text
+    // ("a.rules:3 sid 10: flowbit 'x' is checked but never set").
+    std::vector<std::string> warnings;
     double parse_ms = 0;
     double compile_ms = 0;
     uint64_t memory_bytes = 0;  // compiled databases + rule structures (estimate)
@@ -67,8 +70,19 @@ enum class AlertAction : uint8_t { kAllowed, kBlocked };
 // engine generation that produced them lives (the output thread holds a reference).
 struct AlertRecord {
     const Rule* rule = nullptr;
+    uint32_t rule_index = 0;  // into DetectEngine::rule_infos()
     AlertAction action = AlertAction::kAllowed;
+    bool drop_rule = false;   // the rule's action is drop or reject
     uint64_t tx_id = 0;
+};
+
+// What the output side needs to know of a rule, without the rule model.
+struct RuleInfo {
+    uint32_t gid = 1, sid = 0, rev = 0;
+    std::string msg;
+    std::string category;
+    int priority = 3;
+    std::vector<std::string> metadata;  // "key value" entries
 };
 
 class DetectEngine {
@@ -81,6 +95,8 @@ public:
     ~DetectEngine();
     uint32_t rule_count() const;
     const DetectConfig& config() const;
+    // One entry per loaded rule, indexed like AlertRecord::rule_index.
+    std::vector<RuleInfo> rule_infos() const;
     struct Impl;
     const Impl& impl() const { return *impl_; }
 
@@ -108,6 +124,9 @@ public:
     uint32_t inspect(const decode::Packet& p, flow::Flow* f, flow::Direction dir,
                      AlertRecord* out, uint32_t out_cap);
     const DetectEngine& engine() const { return *engine_; }
+    // Gives back the per-flow state detection attached to f (flowbits); the flow table's
+    // on_free callback calls it before a flow is recycled.
+    void release_flow(flow::Flow& f);
     DetectCounters& counters() { return counters_; }
     void export_stats(StatsSnapshot& out) const;
 

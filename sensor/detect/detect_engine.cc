@@ -1,1 +1,635 @@
-// DetectEngine and DetectWorker: written by the lead (compiler, Hyperscan prefilter, inspect).
+// DetectEngine (compile) and DetectWorker (match).
+//
+// Compilation: rules are grouped by transport (tcp, udp, icmp, other IP) and destination
+// port. A group is the set of rules that can match a packet to that port: the rules whose
+// destination ports contain it (for `<>` rules, also their source ports) plus every rule with
+// "any" destination port. Ports whose port-specific rule lists are equal share one group, so
+// there are few groups. Each group gets one Hyperscan literal database for the packet buffer,
+// built from the fast pattern of each rule (deduplicated patterns, each mapping to the rules
+// that chose it), and a short list of rules without a usable fast pattern, checked on every
+// packet of the group. Buffers that no layer fills yet (HTTP, DNS, TLS until the app layer
+// exists) get no database: their rules load but stay inactive.
+//
+// Matching (per worker, per packet): group lookup, one hs_scan over the payload, candidates
+// = matched patterns' rules + the group's always-check rules, verified in a fixed order
+// (flowbit setters before checkers, then rule order) with the full option chain.
+#include "sensor/detect/detect.h"
+
+#include <hs/hs.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "sensor/detect/content_inspect.h"
+#include "sensor/detect/flowbits.h"
+#include "sensor/detect/parser.h"
+#include "sensor/detect/rule.h"
+#include "sensor/detect/threshold.h"
+
+namespace picket::sensor::detect {
+namespace {
+
+enum ProtoClass : uint8_t { kClassTcp, kClassUdp, kClassIcmp, kClassOther, kNumClasses };
+
+constexpr uint32_t kNoGroup = UINT32_MAX;
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+        .count();
+}
+
+// Which transport classes a rule can apply to.
+uint8_t class_mask(const Rule& r) {
+    switch (r.proto.l4) {
+        case ProtoSpec::kTcp:
+            return 1u << kClassTcp;
+        case ProtoSpec::kUdp:
+            return 1u << kClassUdp;
+        case ProtoSpec::kIcmp:
+            return 1u << kClassIcmp;
+        case ProtoSpec::kIp:
+            break;
+    }
+    if (r.proto.app == AppProto::kDns) {
+        return (1u << kClassTcp) | (1u << kClassUdp);
+    }
+    return 0x0f;
+}
+
+// "any" with exclusions (e.g. !80) is still port-specific: it misses some ports.
+bool ports_are_specific(const PortSet& s) { return !s.any || !s.exclude.empty(); }
+
+// Ports are only meaningful for TCP and UDP; for ICMP and other IP one group holds all.
+bool class_has_ports(int c) { return c == kClassTcp || c == kClassUdp; }
+
+// Rank of an action in Suricata's default action order (pass, drop, reject, alert).
+int action_rank(Action a) {
+    switch (a) {
+        case Action::kPass:
+            return 0;
+        case Action::kDrop:
+            return 1;
+        case Action::kReject:
+            return 2;
+        case Action::kAlert:
+            return 3;
+    }
+    return 3;
+}
+
+struct FastPattern {
+    BufferId buffer = BufferId::kPacket;
+    std::string bytes;
+    bool nocase = false;
+};
+
+// Picks the rule's fast pattern: an explicit fast_pattern wins; otherwise the longest
+// non-negated content (ties: the first). Returns false when the rule has no usable content.
+bool choose_fast_pattern(const Rule& r, FastPattern* out) {
+    bool found = false;
+    bool found_explicit = false;
+    size_t best_len = 0;
+    for (const auto& bm : r.buffers) {
+        for (const auto& opt : bm.options) {
+            ContentInfo ci;
+            if (!get_content_info(*opt, &ci) || ci.negated || ci.bytes.empty()) {
+                continue;
+            }
+            std::string bytes = ci.bytes;
+            if (ci.has_chop && ci.chop_offset < bytes.size()) {
+                bytes = bytes.substr(ci.chop_offset, ci.chop_length);
+            }
+            if (found_explicit && !ci.fast_pattern) {
+                continue;
+            }
+            bool take = !found || (ci.fast_pattern && !found_explicit) || bytes.size() > best_len;
+            if (take) {
+                out->buffer = bm.buffer;
+                out->bytes = bytes;
+                out->nocase = ci.nocase;
+                best_len = bytes.size();
+                found = true;
+                found_explicit = found_explicit || ci.fast_pattern;
+            }
+        }
+    }
+    return found;
+}
+
+// A buffer the sensor can fill today. App-layer buffers join when their parsers exist.
+bool buffer_available(BufferId id) { return id == BufferId::kPacket; }
+
+struct PatternKey {
+    std::string bytes;
+    bool nocase;
+    bool operator==(const PatternKey& o) const { return nocase == o.nocase && bytes == o.bytes; }
+};
+struct PatternKeyHash {
+    size_t operator()(const PatternKey& k) const {
+        return std::hash<std::string>()(k.bytes) ^ (k.nocase ? 0x9e3779b97f4a7c15ULL : 0);
+    }
+};
+
+}  // namespace
+
+// One compiled group: the rules that can match packets of one transport class and port.
+struct Group {
+    hs_database_t* db = nullptr;                 // packet-buffer prefilter, may be null
+    std::vector<std::vector<uint32_t>> pattern_rules;  // pattern id -> rule indices
+    std::vector<uint32_t> always;                // rules checked on every packet (sorted)
+    uint32_t rule_count = 0;
+};
+
+struct DetectEngine::Impl {
+    DetectConfig config;
+    std::shared_ptr<FlowbitRegistry> flowbits;
+    std::vector<std::unique_ptr<Rule>> rules;  // in evaluation order
+    std::vector<Group> groups;
+    // Group per transport class and destination port (TCP/UDP), or one per class.
+    std::vector<uint32_t> port_group[kNumClasses];
+    uint32_t class_group[kNumClasses] = {kNoGroup, kNoGroup, kNoGroup, kNoGroup};
+    mutable std::unique_ptr<ThresholdTable> thresholds;  // shared, locked on the match path
+    size_t max_group_rules = 0;
+    uint64_t memory = 0;
+
+    ~Impl() {
+        for (auto& g : groups) {
+            if (g.db != nullptr) {
+                hs_free_database(g.db);
+            }
+        }
+    }
+
+    uint32_t group_for(const decode::Packet& p) const {
+        int c = kClassOther;
+        if (p.has(decode::kFlagTcp)) {
+            c = kClassTcp;
+        } else if (p.has(decode::kFlagUdp)) {
+            c = kClassUdp;
+        } else if (p.has(decode::kFlagIcmpv4) || p.has(decode::kFlagIcmpv6)) {
+            c = kClassIcmp;
+        }
+        if (class_has_ports(c)) {
+            return port_group[c][p.dport];
+        }
+        return class_group[c];
+    }
+};
+
+DetectEngine::DetectEngine() : impl_(new Impl) {}
+DetectEngine::~DetectEngine() = default;
+uint32_t DetectEngine::rule_count() const { return static_cast<uint32_t>(impl_->rules.size()); }
+const DetectConfig& DetectEngine::config() const { return impl_->config; }
+
+std::vector<RuleInfo> DetectEngine::rule_infos() const {
+    std::vector<RuleInfo> out(impl_->rules.size());
+    for (const auto& r : impl_->rules) {
+        RuleInfo& i = out[r->index];
+        i.gid = r->gid;
+        i.sid = r->sid;
+        i.rev = r->rev;
+        i.msg = r->msg;
+        i.category = r->category;
+        i.priority = r->priority;
+        i.metadata = r->metadata;
+    }
+    return out;
+}
+
+namespace {
+
+// Builds the group for one set of rule indices.
+void build_group(const std::vector<std::unique_ptr<Rule>>& rules,
+                 const std::vector<FastPattern>& fps, const std::vector<bool>& has_fp,
+                 const std::vector<uint32_t>& members, Group& g, uint64_t* memory,
+                 std::string* error) {
+    std::unordered_map<PatternKey, uint32_t, PatternKeyHash> ids;
+    std::vector<const PatternKey*> order;
+    g.rule_count = static_cast<uint32_t>(members.size());
+    for (uint32_t ri : members) {
+        if (!has_fp[ri] || !buffer_available(fps[ri].buffer)) {
+            // No fast pattern, or its buffer is not filled yet: such rules can still match
+            // on header options alone only when they have no content at all.
+            if (!has_fp[ri]) {
+                g.always.push_back(ri);
+            }
+            continue;
+        }
+        PatternKey key{fps[ri].bytes, fps[ri].nocase};
+        auto it = ids.find(key);
+        if (it == ids.end()) {
+            it = ids.emplace(key, static_cast<uint32_t>(g.pattern_rules.size())).first;
+            g.pattern_rules.emplace_back();
+            order.push_back(&it->first);
+        }
+        g.pattern_rules[it->second].push_back(ri);
+    }
+    std::sort(g.always.begin(), g.always.end());
+    if (order.empty()) {
+        return;
+    }
+    std::vector<const char*> exprs;
+    std::vector<size_t> lens;
+    std::vector<unsigned> flags, hs_ids;
+    for (size_t i = 0; i < order.size(); ++i) {
+        exprs.push_back(order[i]->bytes.data());
+        lens.push_back(order[i]->bytes.size());
+        flags.push_back(HS_FLAG_SINGLEMATCH | (order[i]->nocase ? HS_FLAG_CASELESS : 0));
+        hs_ids.push_back(static_cast<unsigned>(i));
+    }
+    hs_compile_error_t* err = nullptr;
+    if (hs_compile_lit_multi(exprs.data(), flags.data(), hs_ids.data(), lens.data(),
+                             static_cast<unsigned>(exprs.size()), HS_MODE_BLOCK, nullptr, &g.db,
+                             &err) != HS_SUCCESS) {
+        *error = std::string("hyperscan: ") + (err != nullptr ? err->message : "compile failed");
+        hs_free_compile_error(err);
+        g.db = nullptr;
+        return;
+    }
+    size_t size = 0;
+    hs_database_size(g.db, &size);
+    *memory += size;
+}
+
+bool rule_sets_flowbits(const Rule& r) {
+    for (const auto& op : r.flowbits) {
+        if (op.cmd == FlowbitCmd::kSet || op.cmd == FlowbitCmd::kUnset ||
+            op.cmd == FlowbitCmd::kToggle) {
+            return true;
+        }
+    }
+    return false;
+}
+
+}  // namespace
+
+std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& config,
+                                                       std::shared_ptr<FlowbitRegistry> flowbits,
+                                                       LoadSummary* summary) {
+    std::shared_ptr<DetectEngine> engine(new DetectEngine());
+    Impl& d = *engine->impl_;
+    d.config = config;
+    d.flowbits = flowbits ? std::move(flowbits) : std::make_shared<FlowbitRegistry>();
+
+    VarTable vars = VarTable::suricata_defaults();
+    for (const auto& [k, v] : config.address_vars) {
+        vars.address[k] = v;
+    }
+    for (const auto& [k, v] : config.port_vars) {
+        vars.port[k] = v;
+    }
+    ClassificationTable classes;
+    if (!config.classification_file.empty()) {
+        classes = ClassificationTable::load(config.classification_file);
+    }
+    ParseEnv env;
+    env.vars = &vars;
+    env.classifications = &classes;
+    env.flowbits = d.flowbits.get();
+    env.pcre_jit = config.pcre_jit;
+    LoadedRules loaded = load_rule_files(config.rule_files, env);
+    LoadSummary sum = std::move(loaded.summary);
+
+    // Evaluation order: flowbit setters first (so a bit set by one rule is visible to a
+    // checker on the same packet), then file order. Stable.
+    std::stable_partition(loaded.rules.begin(), loaded.rules.end(),
+                          [](const std::unique_ptr<Rule>& r) { return rule_sets_flowbits(*r); });
+    d.rules = std::move(loaded.rules);
+    for (size_t i = 0; i < d.rules.size(); ++i) {
+        d.rules[i]->index = static_cast<uint32_t>(i);
+    }
+
+    auto t0 = std::chrono::steady_clock::now();
+    const size_t n = d.rules.size();
+    std::vector<FastPattern> fps(n);
+    std::vector<bool> has_fp(n, false);
+    for (size_t i = 0; i < n; ++i) {
+        has_fp[i] = choose_fast_pattern(*d.rules[i], &fps[i]);
+        if (!has_fp[i]) {
+            ++sum.no_fast_pattern_rules;
+        }
+    }
+
+    // Group building per transport class.
+    std::map<std::vector<uint32_t>, uint32_t> group_ids;
+    std::string hs_error;
+    auto group_of = [&](std::vector<uint32_t> members) {
+        std::sort(members.begin(), members.end());
+        auto it = group_ids.find(members);
+        if (it != group_ids.end()) {
+            return it->second;
+        }
+        uint32_t id = static_cast<uint32_t>(d.groups.size());
+        d.groups.emplace_back();
+        build_group(d.rules, fps, has_fp, members, d.groups.back(), &d.memory, &hs_error);
+        d.max_group_rules = std::max(d.max_group_rules, members.size());
+        group_ids.emplace(std::move(members), id);
+        return id;
+    };
+    for (int c = 0; c < kNumClasses; ++c) {
+        std::vector<uint32_t> any_port;
+        std::vector<std::vector<uint32_t>> by_port;
+        if (class_has_ports(c)) {
+            by_port.resize(65536);
+        }
+        for (uint32_t i = 0; i < n; ++i) {
+            const Rule& r = *d.rules[i];
+            if ((class_mask(r) & (1u << c)) == 0) {
+                continue;
+            }
+            if (!class_has_ports(c) || (!ports_are_specific(r.dport) &&
+                                        !(r.bidirectional && ports_are_specific(r.sport)))) {
+                any_port.push_back(i);
+                continue;
+            }
+            if (r.bidirectional && (!ports_are_specific(r.dport) || !ports_are_specific(r.sport))) {
+                any_port.push_back(i);
+                continue;
+            }
+            auto add_port = [&](uint32_t port) {
+                if (by_port[port].empty() || by_port[port].back() != i) {
+                    by_port[port].push_back(i);
+                }
+            };
+            auto add_ports = [&](const PortSet& ps) {
+                if (!ps.any && ps.exclude.empty()) {
+                    for (const auto& rg : ps.include) {
+                        for (uint32_t port = rg.lo; port <= rg.hi; ++port) {
+                            add_port(port);
+                        }
+                    }
+                    return;
+                }
+                for (uint32_t port = 0; port < 65536; ++port) {
+                    if (ps.contains(static_cast<uint16_t>(port))) {
+                        add_port(port);
+                    }
+                }
+            };
+            add_ports(r.dport);
+            if (r.bidirectional) {
+                add_ports(r.sport);
+            }
+        }
+        if (!class_has_ports(c)) {
+            d.class_group[c] = group_of(any_port);
+            continue;
+        }
+        d.port_group[c].assign(65536, kNoGroup);
+        std::map<std::vector<uint32_t>, uint32_t> local;  // specific list -> group
+        for (uint32_t port = 0; port < 65536; ++port) {
+            auto it = local.find(by_port[port]);
+            if (it == local.end()) {
+                std::vector<uint32_t> members = any_port;
+                members.insert(members.end(), by_port[port].begin(), by_port[port].end());
+                it = local.emplace(by_port[port], group_of(std::move(members))).first;
+            }
+            d.port_group[c][port] = it->second;
+        }
+    }
+    if (!hs_error.empty()) {
+        throw std::runtime_error(hs_error);
+    }
+
+    std::vector<const Rule*> rule_ptrs;
+    for (const auto& r : d.rules) {
+        rule_ptrs.push_back(r.get());
+    }
+    d.thresholds = std::make_unique<ThresholdTable>();
+    if (!config.threshold_file.empty()) {
+        std::vector<std::string> errors;
+        d.thresholds->load_config(config.threshold_file, vars, &errors);
+        sum.warnings.insert(sum.warnings.end(), errors.begin(), errors.end());
+    }
+    for (auto& w : d.thresholds->bind(rule_ptrs)) {
+        sum.warnings.push_back(std::move(w));
+    }
+    for (auto& w : flowbit_warnings(rule_ptrs, d.flowbits.get())) {
+        sum.warnings.push_back(std::move(w));
+    }
+
+    sum.compile_ms = ms_since(t0);
+    sum.groups = static_cast<uint32_t>(d.groups.size());
+    for (const auto& g : d.groups) {
+        sum.hs_databases += g.db != nullptr ? 1 : 0;
+    }
+    d.memory += n * sizeof(Rule);
+    for (int c = 0; c < kNumClasses; ++c) {
+        d.memory += d.port_group[c].size() * sizeof(uint32_t);
+    }
+    sum.memory_bytes = d.memory;
+    if (summary != nullptr) {
+        *summary = std::move(sum);
+    }
+    return engine;
+}
+
+// ---------------------------------------------------------------------------------------
+
+struct DetectWorker::Scratch {
+    hs_scratch_t* hs = nullptr;
+    PayloadScratchPtr payload;
+    std::vector<uint32_t> candidates;
+    std::vector<uint8_t> seen;  // per rule index: candidate already listed
+    // One engine generation per worker today; when reload arrives the pool moves beside the
+    // flow table (flowbits.h), since flows outlive a generation.
+    FlowbitPool bit_pool;
+
+    explicit Scratch(uint32_t registry_size)
+        : bit_pool(FlowbitPool::bits_for(registry_size)) {}
+    ~Scratch() {
+        if (hs != nullptr) {
+            hs_free_scratch(hs);
+        }
+    }
+};
+
+DetectWorker::DetectWorker(std::shared_ptr<const DetectEngine> engine)
+    : engine_(std::move(engine)),
+      scratch_(new Scratch(engine_->impl().flowbits->size())) {
+    const auto& d = engine_->impl();
+    for (const auto& g : d.groups) {
+        if (g.db != nullptr && hs_alloc_scratch(g.db, &scratch_->hs) != HS_SUCCESS) {
+            throw std::runtime_error("hyperscan: cannot allocate scratch");
+        }
+    }
+    scratch_->payload = make_payload_scratch();
+    scratch_->candidates.reserve(d.max_group_rules + 16);
+    scratch_->seen.assign(d.rules.size(), 0);
+}
+
+DetectWorker::~DetectWorker() = default;
+
+namespace {
+
+struct ScanContext {
+    const Group* group;
+    std::vector<uint32_t>* candidates;
+    std::vector<uint8_t>* seen;
+};
+
+int on_hs_match(unsigned int id, unsigned long long, unsigned long long, unsigned int,
+                void* ctx) {
+    auto* sc = static_cast<ScanContext*>(ctx);
+    for (uint32_t ri : sc->group->pattern_rules[id]) {
+        if (!(*sc->seen)[ri]) {
+            (*sc->seen)[ri] = 1;
+            sc->candidates->push_back(ri);
+        }
+    }
+    return 0;
+}
+
+bool addresses_match(const Rule& r, const decode::Packet& p) {
+    if (r.src.contains(p.src) && r.dst.contains(p.dst) && r.sport.contains(p.sport) &&
+        r.dport.contains(p.dport)) {
+        return true;
+    }
+    return r.bidirectional && r.src.contains(p.dst) && r.dst.contains(p.src) &&
+           r.sport.contains(p.dport) && r.dport.contains(p.sport);
+}
+
+bool proto_matches(const Rule& r, const decode::Packet& p, AppProto app) {
+    if (r.proto.ip_version != 0 && r.proto.ip_version != p.ip_version) {
+        return false;
+    }
+    if (r.proto.app != AppProto::kUnknown && r.proto.app != app) {
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+uint32_t DetectWorker::inspect(const decode::Packet& p, flow::Flow* f, flow::Direction dir,
+                               AlertRecord* out, uint32_t out_cap) {
+    const auto& d = engine_->impl();
+    if (d.groups.empty() || p.ip_version == 0) {
+        return 0;
+    }
+    uint32_t gid = d.group_for(p);
+    if (gid == kNoGroup) {
+        return 0;
+    }
+    const Group& g = d.groups[gid];
+    Scratch& s = *scratch_;
+    s.candidates.clear();
+    for (uint32_t ri : g.always) {
+        s.seen[ri] = 1;
+        s.candidates.push_back(ri);
+    }
+    if (g.db != nullptr && p.payload_len > 0) {
+        ScanContext sc{&g, &s.candidates, &s.seen};
+        hs_scan(g.db, reinterpret_cast<const char*>(p.payload), p.payload_len, 0, s.hs,
+                on_hs_match, &sc);
+    }
+    counters_.prefilter_candidates += s.candidates.size();
+    std::sort(s.candidates.begin(), s.candidates.end());
+
+    FlowbitStore* bits = flowbits_of(f);
+    PacketContext pc;
+    pc.p = &p;
+    pc.flow = f;
+    pc.dir = dir;
+    pc.established = f != nullptr && f->state == flow::FlowState::kEstablished;
+    pc.flowbits = bits;
+    pc.app = AppProto::kUnknown;
+
+    uint32_t n = 0;
+    bool passed = false;
+    for (uint32_t ri : s.candidates) {
+        s.seen[ri] = 0;
+        if (passed) {
+            continue;
+        }
+        const Rule& r = *d.rules[ri];
+        ++counters_.rules_evaluated;
+        if (!proto_matches(r, p, pc.app) || !addresses_match(r, p)) {
+            continue;
+        }
+        bool ok = true;
+        for (const auto& h : r.header_options) {
+            if (!h->match(pc)) {
+                ok = false;
+                break;
+            }
+        }
+        for (size_t b = 0; ok && b < r.buffers.size(); ++b) {
+            const BufferMatch& bm = r.buffers[b];
+            if (bm.buffer != BufferId::kPacket) {
+                ok = false;  // the app layer does not fill this buffer yet
+                break;
+            }
+            ok = inspect_buffer(bm, p.payload, p.payload_len, pc, *s.payload);
+        }
+        if (!ok) {
+            continue;
+        }
+        // Thresholds decide first: kNone means "as if the rule had not matched" (threshold
+        // below its count, detection_filter not reached), so its flowbits do not apply either.
+        ThresholdResult tr = ThresholdResult::kAlert;
+        if (r.action != Action::kPass && d.thresholds->applies(r)) {
+            tr = d.thresholds->check(r, p.src, p.dst, p.ts_ns);
+            if (tr == ThresholdResult::kNone) {
+                continue;
+            }
+        }
+        // Flowbit actions apply whether or not the rule alerts.
+        if (f != nullptr && has_flowbit_actions(r)) {
+            bits = flowbits_acquire(*f, s.bit_pool);
+            pc.flowbits = bits;
+            if (bits != nullptr) {
+                apply_flowbit_actions(r, *bits);
+            }
+        }
+        if (r.action == Action::kPass) {
+            // A pass rule stops inspection of this packet and discards its other alerts.
+            passed = true;
+            n = 0;
+            continue;
+        }
+        if (r.noalert) {
+            continue;
+        }
+        if (tr == ThresholdResult::kSilent) {
+            ++counters_.alerts_suppressed;
+            continue;
+        }
+        if (n < out_cap) {
+            out[n].rule = &r;
+            out[n].rule_index = r.index;
+            out[n].drop_rule = r.action == Action::kDrop || r.action == Action::kReject;
+            out[n].action = AlertAction::kAllowed;
+            out[n].tx_id = 0;
+            ++n;
+        }
+    }
+    // Suricata's order: action rank, then rule order.
+    std::sort(out, out + n, [](const AlertRecord& a, const AlertRecord& b) {
+        int ra = action_rank(a.rule->action), rb = action_rank(b.rule->action);
+        if (ra != rb) {
+            return ra < rb;
+        }
+        return a.rule->sid < b.rule->sid;
+    });
+    counters_.alerts += n;
+    return n;
+}
+
+void DetectWorker::release_flow(flow::Flow& f) {
+    flowbits_release(f, scratch_->bit_pool);
+}
+
+void DetectWorker::export_stats(StatsSnapshot& out) const {
+    out.add("detect.alert", counters_.alerts.get());
+    out.add("detect.rules_evaluated", counters_.rules_evaluated.get());
+    out.add("detect.prefilter_candidates", counters_.prefilter_candidates.get());
+    out.add("detect.alert_queue_overflow", counters_.alerts_dropped.get());
+    out.add("detect.alerts_suppressed", counters_.alerts_suppressed.get());
+}
+
+}  // namespace picket::sensor::detect

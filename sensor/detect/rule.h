@@ -241,6 +241,7 @@ struct Rule {
     bool has_detection_filter = false;
     ThresholdSpec detection_filter;
     bool ip_only = false;  // set by the compiler: no payload, no L4 header options
+    uint32_t index = 0;    // position in the engine's rule list, set by the compiler
 
     // Source.
     std::string file;

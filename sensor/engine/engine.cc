@@ -28,8 +28,20 @@ constexpr int kLinkTypes[] = {DLT_EN10MB, DLT_RAW, DLT_LINUX_SLL, DLT_NULL, DLT_
 }  // namespace
 
 struct Engine::Worker {
-    Worker(uint32_t worker_id, const SensorConfig& c)
-        : id(worker_id), decode(c.decode), defrag(c.defrag), flows(flow_config(c, worker_id)) {}
+    Worker(uint32_t worker_id, const SensorConfig& c,
+           const std::shared_ptr<const detect::DetectEngine>& engine)
+        : id(worker_id), decode(c.decode), defrag(c.defrag), flows(flow_config(c, worker_id)) {
+        if (engine) {
+            detect = std::make_unique<detect::DetectWorker>(engine);
+            alerts = std::make_unique<output::AlertQueue>(c.alert_queue_bytes);
+            alert_buf.resize(c.detect.packet_alert_max);
+            flows.set_on_free([this](flow::Flow& f) { detect->release_flow(f); });
+        }
+    }
+    ~Worker() {
+        // Detection state hangs on flows: give it back while the DetectWorker still exists.
+        flows.clear();
+    }
 
     static flow::FlowConfig flow_config(const SensorConfig& c, uint32_t worker_id) {
         flow::FlowConfig f = c.flow;
@@ -49,6 +61,9 @@ struct Engine::Worker {
 
     Counter packets, bytes, bpf_filtered, no_flow, reassembled_inspected;
     Counter cap_packets, cap_drops;  // copied from the source's own stats (AF_PACKET)
+    std::unique_ptr<detect::DetectWorker> detect;
+    std::unique_ptr<output::AlertQueue> alerts;
+    std::vector<detect::AlertRecord> alert_buf;
     capture::Batch batch;
     std::string error;
     std::thread thread;
@@ -56,6 +71,10 @@ struct Engine::Worker {
 
 struct Engine::Output {
     std::unique_ptr<output::EveWriter> eve;
+    std::unique_ptr<output::FastLogWriter> fast;
+    std::unique_ptr<output::AlertSink> sink;
+    std::vector<output::AlertMeta> metas;  // by Rule::index
+    std::vector<output::AlertQueue*> queues;
     int64_t last_ns = 0;
     std::vector<uint64_t> last_pkts, last_bytes;
     uint64_t last_total_pkts = 0, last_total_bytes = 0;
@@ -79,8 +98,12 @@ Engine::Engine(SensorConfig config) : config_(std::move(config)), output_(new Ou
         }
     }
 
+    if (!c.detect.rule_files.empty()) {
+        detect_ = detect::DetectEngine::load(c.detect, nullptr, &load_summary_);
+        detect_loaded_ns_ = wall_clock_ns();
+    }
     for (uint32_t i = 0; i < c.workers; ++i) {
-        workers_.push_back(std::make_unique<Worker>(i, c));
+        workers_.push_back(std::make_unique<Worker>(i, c, detect_));
         if (!output_->user_filters.empty()) {
             workers_.back()->user_bpf = &output_->user_filters;
         }
@@ -127,6 +150,81 @@ Engine::Engine(SensorConfig config) : config_(std::move(config)), output_(new Ou
 
     if (c.eve_enabled) {
         output_->eve = std::make_unique<output::EveWriter>(c.log_dir + "/" + c.eve_filename);
+    }
+    if (detect_) {
+        build_alert_output();
+    }
+}
+
+void Engine::build_alert_output() {
+    auto& o = *output_;
+    const std::vector<detect::RuleInfo> rules = detect_->rule_infos();
+    o.metas.resize(rules.size());
+    for (size_t i = 0; i < rules.size(); ++i) {
+        const detect::RuleInfo& r = rules[i];
+        output::AlertMeta& m = o.metas[i];
+        m.gid = r.gid;
+        m.sid = r.sid;
+        m.rev = r.rev;
+        m.signature = r.msg;
+        m.category = r.category;
+        m.severity = r.priority;
+        for (const auto& entry : r.metadata) {
+            size_t sp = entry.find(' ');
+            m.metadata.emplace_back(entry.substr(0, sp),
+                                    sp == std::string::npos ? "" : entry.substr(sp + 1));
+        }
+    }
+    if (config_.fast_log_enabled) {
+        o.fast = std::make_unique<output::FastLogWriter>(config_.log_dir + "/" +
+                                                         config_.fast_log_filename);
+    }
+    output::AlertOutputOptions opts;
+    opts.payload = config_.alert_payload;
+    opts.payload_printable = config_.alert_payload_printable;
+    opts.packet = config_.alert_packet;
+    if (!config_.iface.empty()) {
+        opts.interfaces.push_back(config_.iface);
+    }
+    o.sink = std::make_unique<output::AlertSink>(o.eve.get(), o.fast.get(), opts);
+    for (auto& w : workers_) {
+        o.queues.push_back(w->alerts.get());
+    }
+}
+
+void Engine::emit_alerts(Worker& w, const decode::Packet& p, const flow::Flow* f,
+                         flow::Direction dir, uint32_t n) {
+    for (uint32_t i = 0; i < n; ++i) {
+        const detect::AlertRecord& a = w.alert_buf[i];
+        output::AlertEvent ev;
+        ev.ts_ns = p.ts_ns;
+        ev.flow_id = f != nullptr ? f->flow_id : 0;
+        ev.pcap_cnt = p.pcap_cnt;
+        ev.meta = &output_->metas[a.rule_index];
+        ev.src = p.src;
+        ev.dst = p.dst;
+        ev.linktype = p.linktype;
+        ev.sport = p.sport;
+        ev.dport = p.dport;
+        ev.vlan_count = p.vlan_count;
+        ev.vlan_id[0] = p.vlan_id[0];
+        ev.vlan_id[1] = p.vlan_id[1];
+        ev.in_iface = config_.iface.empty() ? output::kNoInterface : 0;
+        ev.ip_version = p.ip_version;
+        ev.proto = p.proto;
+        ev.icmp_type = p.icmp_type;
+        ev.icmp_code = p.icmp_code;
+        ev.direction = f == nullptr ? output::AlertDirection::kUnknown
+                       : dir == flow::Direction::kToServer ? output::AlertDirection::kToServer
+                                                           : output::AlertDirection::kToClient;
+        ev.action = a.action == detect::AlertAction::kBlocked ? output::AlertAction::kBlocked
+                                                              : output::AlertAction::kAllowed;
+        ev.origin = p.has(decode::kFlagReassembled) ? output::PacketOrigin::kDefrag
+                                                    : output::PacketOrigin::kWire;
+        ev.drop_rule = a.drop_rule;
+        if (!w.alerts->push(ev, p.data, p.caplen, p.payload, p.payload_len)) {
+            ++w.detect->counters().alerts_dropped;
+        }
     }
 }
 
@@ -198,9 +296,17 @@ void Engine::worker_main(Worker& w) {
                 if (p.ip_version == 0) {
                     continue;
                 }
-                flow::Direction dir;
-                if (w.flows.lookup(p, &dir) == nullptr) {
+                flow::Direction dir = flow::Direction::kToServer;
+                flow::Flow* f = w.flows.lookup(p, &dir);
+                if (f == nullptr) {
                     ++w.no_flow;
+                }
+                if (w.detect) {
+                    uint32_t n = w.detect->inspect(p, f, dir, w.alert_buf.data(),
+                                                   static_cast<uint32_t>(w.alert_buf.size()));
+                    if (n != 0) {
+                        emit_alerts(w, p, f, dir, n);
+                    }
                 }
             }
             w.source->release(w.batch);
@@ -273,6 +379,9 @@ StatsSnapshot Engine::collect_stats() const {
         w->decode.export_stats(s);
         w->defrag.export_stats(s);
         w->flows.export_stats(s);
+        if (w->detect) {
+            w->detect->export_stats(s);
+        }
         cap_packets += w->cap_packets.get();
         cap_drops += w->cap_drops.get();
         filtered += w->bpf_filtered.get();
@@ -322,11 +431,25 @@ void Engine::write_stats_event(bool final_event) {
     o.last_total_pkts = total_pkts;
     o.last_total_bytes = total_bytes;
     o.last_ns = now;
+    if (o.sink) {
+        o.sink->drain(o.queues);
+    }
     if (o.eve) {
         StatsSnapshot s = collect_stats();
-        o.eve->write(
-            output::make_stats_event(wall_clock_ns(), (now - start_ns_) / 1000000000, s, rates));
+        nlohmann::json ev =
+            output::make_stats_event(wall_clock_ns(), (now - start_ns_) / 1000000000, s, rates);
+        if (detect_) {
+            ev["stats"]["detect"]["engines"] = nlohmann::json::array(
+                {{{"id", 0},
+                  {"last_reload", format_eve_timestamp(detect_loaded_ns_)},
+                  {"rules_loaded", load_summary_.loaded},
+                  {"rules_failed", load_summary_.skipped}}});
+        }
+        o.eve->write(ev);
         o.eve->flush();
+    }
+    if (o.fast) {
+        o.fast->flush();
     }
     (void)final_event;
 }
@@ -334,9 +457,16 @@ void Engine::write_stats_event(bool final_event) {
 void Engine::stats_main() {
     const int64_t interval_ns = static_cast<int64_t>(config_.stats_interval_sec * 1e9);
     int64_t next = monotonic_ns() + interval_ns;
+    // The output thread: drains alert queues every few milliseconds, writes stats events.
+    const int64_t slice_ns = output_->sink ? 5000000 : 50000000;
     std::unique_lock<std::mutex> lock(done_mu_);
     while (!stop_.load(std::memory_order_relaxed) && workers_done_.load() < workers_.size()) {
-        int64_t wait_ns = std::min<int64_t>(next - monotonic_ns(), 50000000);
+        if (output_->sink) {
+            lock.unlock();
+            output_->sink->drain(output_->queues);
+            lock.lock();
+        }
+        int64_t wait_ns = std::min<int64_t>(next - monotonic_ns(), slice_ns);
         if (wait_ns > 0) {
             done_cv_.wait_for(lock, std::chrono::nanoseconds(wait_ns));
         }

@@ -18,6 +18,7 @@
 #include "sensor/capture/capture.h"
 #include "sensor/decode/decode.h"
 #include "sensor/defrag/defrag.h"
+#include "sensor/detect/detect.h"
 #include "sensor/flow/flow.h"
 
 namespace picket::sensor::engine {
@@ -43,11 +44,21 @@ struct SensorConfig {
     decode::DecodeOptions decode;
     defrag::DefragConfig defrag;
     flow::FlowConfig flow;
+
+    // Detection: on when at least one rule file is configured (rule-files, -S, -s).
+    detect::DetectConfig detect;
+    bool fast_log_enabled = true;
+    std::string fast_log_filename = "fast.log";
+    bool alert_payload = true;            // outputs.eve.alert.payload (base64)
+    bool alert_payload_printable = true;  // outputs.eve.alert.payload-printable
+    bool alert_packet = true;             // outputs.eve.alert.packet (base64)
+    uint64_t alert_queue_bytes = 4ULL << 20;  // worker -> output thread, per worker
 };
 
 // Reads the sensor settings from a Config (sensor.yaml + --set overrides). Throws ConfigError
 // naming the key for bad values.
-SensorConfig load_sensor_config(const Config& config);
+// require_input: false for rule checking (-T), which needs no packets.
+SensorConfig load_sensor_config(const Config& config, bool require_input = true);
 
 struct RunResult {
     int exit_code = 0;  // 0 ok; 1 capture error (e.g. a truncated file) after what was readable
@@ -72,6 +83,9 @@ public:
     void stop();
     // Sum of every worker's counters and the capture stats, as named in EVE stats.
     StatsSnapshot collect_stats() const;
+    // The rule load of this engine (empty when no rules are configured).
+    const detect::LoadSummary& load_summary() const { return load_summary_; }
+    bool detecting() const { return detect_ != nullptr; }
     const SensorConfig& config() const { return config_; }
 
 private:
@@ -80,6 +94,9 @@ private:
     void reader_main();
     void stats_main();
     void write_stats_event(bool final_event);
+    void build_alert_output();
+    void emit_alerts(Worker& w, const decode::Packet& p, const flow::Flow* f,
+                     flow::Direction dir, uint32_t n);
 
     SensorConfig config_;
     std::vector<std::unique_ptr<Worker>> workers_;
@@ -98,6 +115,9 @@ private:
     std::atomic<uint64_t> reader_packets_{0};
     std::atomic<uint64_t> reader_filtered_{0};
     int64_t start_ns_ = 0;
+    std::shared_ptr<const detect::DetectEngine> detect_;
+    detect::LoadSummary load_summary_;
+    int64_t detect_loaded_ns_ = 0;
 };
 
 // Human-readable end-of-run summary (offline runs print it).

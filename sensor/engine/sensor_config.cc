@@ -11,7 +11,7 @@ uint32_t to_u32_seconds(double s) {
 
 }  // namespace
 
-SensorConfig load_sensor_config(const Config& c) {
+SensorConfig load_sensor_config(const Config& c, bool require_input) {
     SensorConfig s;
 
     // Input. Offline files win over an interface, as with suricata -r.
@@ -22,7 +22,7 @@ SensorConfig load_sensor_config(const Config& c) {
         s.mode = CaptureMode::kPcapFile;
     } else if (!s.iface.empty()) {
         s.mode = mode == "pcap" ? CaptureMode::kPcapLive : CaptureMode::kAfPacket;
-    } else {
+    } else if (require_input) {
         throw ConfigError(
             "no input: give pcap files with -r or an interface with -i "
             "(capture.interface)");
@@ -111,6 +111,48 @@ SensorConfig load_sensor_config(const Config& c) {
     t.emergency_established =
         secs("flow-timeouts.tcp.emergency-established", t.emergency_established);
     t.emergency_closed = secs("flow-timeouts.tcp.emergency-closed", t.emergency_closed);
+
+    // Detection, with Suricata's key names.
+    std::string rule_path = c.get_string("default-rule-path", "");
+    for (const auto& f : c.get_string_list("rule-files")) {
+        s.detect.rule_files.push_back(f.empty() || f[0] == '/' || rule_path.empty()
+                                          ? f
+                                          : rule_path + "/" + f);
+    }
+    s.detect.classification_file = c.get_string("classification-file", "");
+    s.detect.reference_file = c.get_string("reference-config-file", "");
+    s.detect.threshold_file = c.get_string("threshold-file", "");
+    s.detect.pcre_jit = c.get_bool("detect.pcre-jit", true);
+    // 0 means "the default", as in Suricata.
+    s.detect.packet_alert_max =
+        static_cast<uint32_t>(c.get_int("packet-alert-max", 15, 0, 1000));
+    if (s.detect.packet_alert_max == 0) {
+        s.detect.packet_alert_max = 15;
+    }
+    if (c.root()["vars"] && c.root()["vars"].IsMap()) {
+        const YAML::Node vars = c.root()["vars"];
+        for (const char* group : {"address-groups", "port-groups"}) {
+            const YAML::Node g = vars[group];
+            if (!g || !g.IsMap()) {
+                continue;
+            }
+            for (const auto& kv : g) {
+                std::string key = kv.first.as<std::string>();
+                std::string value = c.get_string(std::string("vars.") + group + "." + key, "");
+                if (std::string(group) == "address-groups") {
+                    s.detect.address_vars[key] = value;
+                } else {
+                    s.detect.port_vars[key] = value;
+                }
+            }
+        }
+    }
+    s.fast_log_enabled = c.get_bool("outputs.fast.enabled", true);
+    s.fast_log_filename = c.get_string("outputs.fast.filename", "fast.log");
+    s.alert_payload = c.get_bool("outputs.eve.alert.payload", true);
+    s.alert_payload_printable = c.get_bool("outputs.eve.alert.payload-printable", true);
+    s.alert_packet = c.get_bool("outputs.eve.alert.packet", true);
+    s.alert_queue_bytes = c.get_size("outputs.alert-queue-size", 4ULL << 20);
     return s;
 }
 

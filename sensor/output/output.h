@@ -2,16 +2,26 @@
 // Suricata's field layout, so tools that read Suricata's eve.json read ours. Stats events
 // nest the flat dotted counter names ("decoder.event.ipv4.trunc_pkt") into objects. One
 // writer thread owns an EveWriter (the stats/output thread); workers never write to it.
+// Alerts travel from each worker to the output thread through that worker's AlertQueue
+// (single producer, single consumer, lock-free); the output thread renders them as EVE
+// "alert" events (append_alert_json) and fast.log lines (FastLogWriter).
 #pragma once
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "common/counter.h"
 #include "common/stats.h"
+#include "sensor/decode/decode.h"
 
 namespace picket::sensor::output {
 
@@ -48,12 +58,226 @@ public:
     EveWriter& operator=(const EveWriter&) = delete;
 
     void write(const nlohmann::json& event);
+    // Appends one already-rendered JSON object (no trailing newline) and a newline.
+    void write_line(std::string_view json) {
+        std::fwrite(json.data(), 1, json.size(), file_);
+        std::fputc('\n', file_);
+    }
     void flush();
     const std::string& path() const { return path_; }
 
 private:
     std::string path_;
     FILE* file_ = nullptr;
+};
+
+// ---------------------------------------------------------------------------------------
+// Alerts
+
+// What the output needs to know about a rule, rendered once when the engine is built and
+// owned by that engine generation (the output thread holds a reference to the generation
+// while it drains). The output module does not know sensor/detect: the engine converts.
+struct AlertMeta {
+    uint32_t gid = 1;
+    uint32_t sid = 0;
+    uint32_t rev = 0;
+    std::string signature;  // msg
+    std::string category;   // classification description ("" = none)
+    int severity = 3;       // priority
+    // metadata keyword pairs in rule order; rendered as {"key": ["v1", "v2"], ...}, keys in
+    // order of first appearance.
+    std::vector<std::pair<std::string, std::string>> metadata;
+};
+
+enum class AlertDirection : uint8_t { kUnknown, kToServer, kToClient };
+enum class AlertAction : uint8_t { kAllowed, kBlocked };
+// Suricata's pkt_src: where the packet that alerted came from.
+enum class PacketOrigin : uint8_t { kWire, kDefrag, kStreamFlowTimeout, kStreamDetectLog };
+
+inline constexpr uint16_t kNoInterface = 0xffff;
+inline constexpr uint32_t kDefaultAlertBytesMax = 65535;
+
+// One alert as pushed by a worker. packet/payload are views: on push they point at the
+// worker's packet, inside a drained record they point into the queue's ring (valid during
+// the drain callback only). Trivially copyable: the queue copies it by memcpy.
+struct AlertEvent {
+    int64_t ts_ns = 0;
+    uint64_t flow_id = 0;   // 0 = no flow: "flow_id" omitted
+    uint64_t pcap_cnt = 0;  // 0 = live capture: "pcap_cnt" omitted
+    uint64_t tx_id = 0;
+    const AlertMeta* meta = nullptr;
+    const char* app_proto =
+        nullptr;  // static string ("http", "dns", "tls", "failed"); null = unknown
+    const uint8_t* packet = nullptr;   // the whole frame from the link layer
+    const uint8_t* payload = nullptr;  // L4 payload (or the stream chunk that matched)
+    uint32_t packet_len = 0;
+    uint32_t payload_len = 0;
+    decode::Address src, dst;
+    int32_t linktype = 1;  // packet_info.linktype
+    uint16_t sport = 0;
+    uint16_t dport = 0;
+    uint16_t vlan_id[2] = {0, 0};
+    uint16_t in_iface = kNoInterface;  // index into AlertOutputOptions::interfaces
+    uint8_t vlan_count = 0;
+    uint8_t ip_version = 4;  // 4 or 6; 0 = not IP (fast.log prints the raw-packet form)
+    uint8_t proto = 0;       // IP protocol number
+    uint8_t icmp_type = 0;
+    uint8_t icmp_code = 0;
+    AlertDirection direction = AlertDirection::kUnknown;
+    AlertAction action = AlertAction::kAllowed;
+    PacketOrigin origin = PacketOrigin::kWire;
+    bool has_tx_id = false;
+    bool stream = false;     // payload is reassembled stream data ("stream": 1)
+    bool drop_rule = false;  // a drop rule that did not drop (IDS mode): fast.log "[wDrop] "
+};
+
+// Per-worker alert queue: one single-producer (the worker) single-consumer (the output
+// thread) byte ring of variable-length records, like capture's Dispatcher rings. No lock and
+// no allocation after construction; push never blocks.
+class AlertQueue {
+public:
+    // ring_bytes is rounded down to 64 and must hold at least two records of the largest size
+    // (bytes_max packet + bytes_max payload); throws std::invalid_argument otherwise.
+    explicit AlertQueue(size_t ring_bytes = 4u << 20, uint32_t bytes_max = kDefaultAlertBytesMax);
+    ~AlertQueue();
+    AlertQueue(const AlertQueue&) = delete;
+    AlertQueue& operator=(const AlertQueue&) = delete;
+
+    // Producer. Copies ev plus up to bytes_max bytes of the packet and of the payload (the
+    // event's own packet/payload pointers are ignored). Returns false, and counts an
+    // overflow, when the ring has no room; the caller bumps detect.alert_queue_overflow.
+    bool push(const AlertEvent& ev, const uint8_t* packet, uint32_t packet_len,
+              const uint8_t* payload, uint32_t payload_len);
+
+    // Consumer. Calls f(const AlertEvent&) for each record, oldest first (at most max of
+    // them), with packet/payload pointing into the ring; returns how many were delivered.
+    template <typename F>
+    size_t drain(F&& f, size_t max = SIZE_MAX);
+
+    // Bytes one record takes in the ring (header + event + data, padded).
+    static size_t record_bytes(uint32_t packet_len, uint32_t payload_len);
+    size_t capacity() const { return size_; }
+    uint32_t bytes_max() const { return bytes_max_; }
+    uint64_t pushed() const { return pushed_.get(); }
+    uint64_t overflows() const { return overflows_.get(); }
+
+private:
+    struct RecordHeader {
+        uint32_t size;  // whole record, multiple of kAlign; kind kPad = filler up to the end
+        uint32_t kind;
+        uint64_t reserved;
+    };
+    static constexpr size_t kAlign = 16;
+    static constexpr uint32_t kEvent = 1;
+    static constexpr uint32_t kPad = 2;
+    static_assert(sizeof(RecordHeader) == 16);
+
+    const size_t size_;
+    const uint32_t bytes_max_;
+    uint8_t* const buf_;
+
+    // Positions are byte counts since construction; offset = position % size_.
+    alignas(64) std::atomic<uint64_t> head_{0};  // written by the producer only
+    uint64_t cached_tail_ = 0;
+    Counter pushed_;
+    Counter overflows_;
+
+    alignas(64) std::atomic<uint64_t> tail_{0};  // written by the consumer only
+    uint64_t cached_head_ = 0;
+};
+
+template <typename F>
+size_t AlertQueue::drain(F&& f, size_t max) {
+    uint64_t pos = tail_.load(std::memory_order_relaxed);
+    if (pos == cached_head_) {
+        cached_head_ = head_.load(std::memory_order_acquire);
+    }
+    size_t n = 0;
+    while (pos != cached_head_ && n < max) {
+        const uint8_t* at = buf_ + pos % size_;
+        RecordHeader h;
+        std::memcpy(&h, at, sizeof(h));
+        if (h.kind == kEvent) {
+            AlertEvent ev;
+            std::memcpy(&ev, at + sizeof(RecordHeader), sizeof(AlertEvent));
+            const uint8_t* data = at + sizeof(RecordHeader) + sizeof(AlertEvent);
+            ev.packet = ev.packet_len != 0 ? data : nullptr;
+            ev.payload = ev.payload_len != 0 ? data + ev.packet_len : nullptr;
+            f(static_cast<const AlertEvent&>(ev));
+            ++n;
+        }
+        pos += h.size;
+        if (pos == cached_head_) {
+            cached_head_ = head_.load(std::memory_order_acquire);
+        }
+    }
+    tail_.store(pos, std::memory_order_release);
+    return n;
+}
+
+struct AlertOutputOptions {
+    // Suricata's outputs.eve-log.types.alert options; Suricata's defaults.
+    bool payload = false;            // "payload": base64 of the payload
+    bool payload_printable = false;  // "payload_printable": non-printables as '.'
+    bool packet = false;             // "packet" (base64) + "packet_info": {"linktype"}
+    bool rule_metadata = true;       // "alert.metadata"
+    // Names for AlertEvent::in_iface ("in_iface" is logged for live capture only).
+    std::vector<std::string> interfaces;
+};
+
+// Appends the EVE alert object for ev to out (one line, no newline), field-compatible with
+// Suricata 7's eve.json. Reuses out's capacity: no allocation once out is large enough.
+void append_alert_json(const AlertEvent& ev, const AlertOutputOptions& options, std::string& out);
+
+// An address as Suricata prints it: IPv4 dotted quad, IPv6 as eight 4-digit lowercase hex
+// groups without zero compression ("fe80:0000:0000:0000:020c:29ff:faf2:ab42"). buf must hold
+// 46 bytes; returns buf.
+const char* format_address(const decode::Address& a, char* buf);
+
+// IANA keyword as Suricata prints it ("TCP", "UDP", "ICMP", "IPV6-ICMP", ...) or null.
+const char* proto_name(uint8_t proto);
+
+// fast.log, Suricata's/Snort's one-line alert format:
+// 01/02/2024-03:04:05.123456  [**] [1:2000001:3] msg [**] [Classification: c] [Priority: 1]
+// {TCP} 10.0.0.1:1234 -> 10.0.0.2:80
+// Times are UTC (Suricata uses local time; run it with TZ=UTC to compare).
+class FastLogWriter {
+public:
+    // Opens (appends to) path; throws std::runtime_error naming the path on failure.
+    explicit FastLogWriter(const std::string& path);
+    ~FastLogWriter();
+    FastLogWriter(const FastLogWriter&) = delete;
+    FastLogWriter& operator=(const FastLogWriter&) = delete;
+
+    void write(const AlertEvent& ev);
+    void flush();
+    const std::string& path() const { return path_; }
+    // Appends the line for ev, with its newline, to out.
+    static void format(const AlertEvent& ev, std::string& out);
+
+private:
+    std::string path_;
+    FILE* file_ = nullptr;
+    std::string line_;
+};
+
+// The output thread's alert sink: renders each drained alert to eve.json and/or fast.log.
+class AlertSink {
+public:
+    // Either writer may be null (that output is off). The writers must outlive the sink.
+    AlertSink(EveWriter* eve, FastLogWriter* fast, AlertOutputOptions options);
+    void write(const AlertEvent& ev);
+    // Drains every queue (up to max_per_queue records each); returns alerts written.
+    size_t drain(const std::vector<AlertQueue*>& queues, size_t max_per_queue = SIZE_MAX);
+    uint64_t written() const { return written_; }
+    const AlertOutputOptions& options() const { return options_; }
+
+private:
+    EveWriter* eve_;
+    FastLogWriter* fast_;
+    AlertOutputOptions options_;
+    std::string json_;
+    uint64_t written_ = 0;
 };
 
 }  // namespace picket::sensor::output

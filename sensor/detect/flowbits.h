@@ -1,0 +1,154 @@
+// Flowbits: names interned once into dense ids (FlowbitRegistry, shared by every engine
+// generation so that flow state survives a reload), a per-flow bitset (FlowbitStore) handed
+// out by a per-worker pool (FlowbitPool) and hung on Flow::user[kFlowbitsUserSlot], and the
+// rule-side helpers: applying a matched rule's set/unset/toggle, and load-time warnings.
+// Threads: the registry is used by the control thread (rule loading; it locks); a pool and the
+// stores it handed out belong to one worker and are never shared.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/counter.h"
+#include "sensor/detect/rule.h"
+#include "sensor/flow/flow.h"
+
+namespace picket::sensor::detect {
+
+// Interns flowbit names ("ET.http.binary") into ids 0, 1, 2, ... Thread-safe. Ids are never
+// reused or removed, so a flow's bits keep their meaning across rule reloads.
+class FlowbitRegistry {
+public:
+    uint32_t intern(std::string_view name);
+    bool find(std::string_view name, uint32_t* id) const;
+    std::string name(uint32_t id) const;  // "" for an unknown id
+    uint32_t size() const;
+
+private:
+    mutable std::mutex mu_;
+    std::deque<std::string> names_;  // stable storage for the map's keys
+    std::unordered_map<std::string_view, uint32_t> ids_;
+};
+
+// The bits of one flow. Ids at or above capacity() read as unset and cannot be set (a store
+// from before a reload that added names; see FlowbitPool::grow_bits).
+struct FlowbitStore {
+    uint64_t* words = nullptr;
+    uint32_t nwords = 0;
+    FlowbitStore* next_free = nullptr;  // pool bookkeeping
+    uint32_t chunk = 0;                 // pool bookkeeping: index of the owning chunk
+
+    uint32_t capacity() const { return nwords * 64; }
+    bool test(uint32_t id) const {
+        return id < capacity() && (words[id >> 6] & (uint64_t{1} << (id & 63))) != 0;
+    }
+    void set(uint32_t id) {
+        if (id < capacity()) {
+            words[id >> 6] |= uint64_t{1} << (id & 63);
+        }
+    }
+    void unset(uint32_t id) {
+        if (id < capacity()) {
+            words[id >> 6] &= ~(uint64_t{1} << (id & 63));
+        }
+    }
+    void toggle(uint32_t id) {
+        if (id < capacity()) {
+            words[id >> 6] ^= uint64_t{1} << (id & 63);
+        }
+    }
+    void clear();
+};
+
+struct FlowbitPoolCounters {
+    Counter acquired;   // stores handed out
+    Counter exhausted;  // acquire() refused: max_stores in use
+    Counter in_use;     // gauge
+};
+
+// Per-worker pool of fixed-size stores. Memory is allocated in chunks of `chunk` stores the
+// first time the pool grows to a new high-water mark and is reused afterwards, so the steady
+// state allocates nothing; at most max_stores stores exist. Not thread-safe: one worker.
+//
+// Lead's API: create one pool per worker, living as long as its flow table (not per engine
+// generation), with nbits = FlowbitPool::bits_for(registry.size()). For each packet, set
+// PacketContext::flowbits = flowbits_of(flow). When a matched rule has actions
+// (has_flowbit_actions), call flowbits_acquire(flow, pool) and, if not nullptr,
+// apply_flowbit_actions(rule, *store). In the flow table's on_free callback call
+// flowbits_release(flow, pool). After a reload whose registry grew past pool.nbits(), call
+// pool.grow_bits(bits_for(registry.size())) on the worker: new stores get the new size; older
+// ones keep working for the ids they cover and are retired (not reused) when released; a
+// chunk whose stores are all retired is freed.
+class FlowbitPool {
+public:
+    explicit FlowbitPool(uint32_t nbits, size_t max_stores = size_t{1} << 20, size_t chunk = 256);
+    FlowbitPool(const FlowbitPool&) = delete;
+    FlowbitPool& operator=(const FlowbitPool&) = delete;
+    ~FlowbitPool();
+
+    // A zeroed store, or nullptr when max_stores are in use (counted in exhausted).
+    FlowbitStore* acquire();
+    void release(FlowbitStore* s);
+    void grow_bits(uint32_t nbits);
+    uint32_t nbits() const { return nwords_ * 64; }
+    const FlowbitPoolCounters& counters() const { return counters_; }
+
+    // Capacity for a registry of n names: rounded up to 64 with at least 64 bits of headroom,
+    // so that small rule updates do not need grow_bits.
+    static uint32_t bits_for(uint32_t n) { return ((n + 63) / 64 + 1) * 64; }
+
+private:
+    struct Chunk {
+        std::unique_ptr<FlowbitStore[]> stores;
+        std::unique_ptr<uint64_t[]> words;
+        size_t size = 0;
+        size_t live = 0;  // stores not retired (only counted down after a grow)
+    };
+    bool add_chunk();
+    void retire(FlowbitStore* s);
+
+    uint32_t nwords_;
+    size_t max_stores_;
+    size_t chunk_;
+    size_t total_ = 0;  // stores in live chunks
+    FlowbitStore* free_ = nullptr;
+    std::vector<Chunk> chunks_;
+    FlowbitPoolCounters counters_;
+};
+
+// The name detect_engine.cc's first draft uses.
+using FlowbitStorePool = FlowbitPool;
+
+// Flow::user slot that holds the flow's FlowbitStore* (nullptr = no bit ever set).
+inline constexpr size_t kFlowbitsUserSlot = 0;
+
+inline FlowbitStore* flowbits_of(const flow::Flow* f) {
+    return f == nullptr ? nullptr : static_cast<FlowbitStore*>(f->user[kFlowbitsUserSlot]);
+}
+// The flow's store, acquiring one from pool on first use; nullptr if the pool is exhausted.
+FlowbitStore* flowbits_acquire(flow::Flow& f, FlowbitPool& pool);
+// Returns the flow's store (if any) to pool and clears the slot.
+void flowbits_release(flow::Flow& f, FlowbitPool& pool);
+
+// True when r has set/unset/toggle operations.
+bool has_flowbit_actions(const Rule& r);
+// Applies r's set/unset/toggle operations in rule order (conditions are ignored: they are
+// HeaderOptions). Call after r matched. No allocation.
+void apply_flowbit_actions(const Rule& r, FlowbitStore& s);
+// Evaluates one isset/isnotset operation against s (nullptr = no bit set).
+bool flowbit_condition(const FlowbitOp& op, const FlowbitStore* s);
+
+// Load-time check: every bit some rule checks (isset/isnotset) but no rule sets, unsets or
+// toggles yields one warning naming the first checking rule, e.g.
+// "a.rules:3 sid 10: flowbit 'x' is checked but never set". Names come from reg when given,
+// else "#<id>". Rules that load with such bits still load (Suricata warns too).
+std::vector<std::string> flowbit_warnings(const std::vector<const Rule*>& rules,
+                                          const FlowbitRegistry* reg = nullptr);
+
+}  // namespace picket::sensor::detect

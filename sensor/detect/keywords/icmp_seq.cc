@@ -1,0 +1,25 @@
+// icmp_seq: ICMP sequence number, exact value; only ICMP messages that carry one, as icmp_id.
+#include "sensor/detect/keywords/keywords.h"
+
+#include "sensor/detect/keywords/header_util.h"
+
+namespace picket::sensor::detect::keywords {
+
+namespace {
+
+bool get_icmp_seq(const decode::Packet& p, uint64_t* out) {
+    if (!icmp_has_id_seq(p)) {
+        return false;
+    }
+    *out = p.icmp_seq;
+    return true;
+}
+
+}  // namespace
+
+bool parse_icmp_seq(ParseState& st, std::string_view value, bool has_value, std::string* error) {
+    return add_exact_option(st, "icmp_seq", value, has_value, 65535, false, false, get_icmp_seq,
+                            error);
+}
+
+}  // namespace picket::sensor::detect::keywords

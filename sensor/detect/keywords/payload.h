@@ -1,0 +1,305 @@
+// Internal to the payload keywords (content, pcre, byte_*, isdataat, bsize) and the content
+// inspection engine: the concrete PayloadOption classes, their parsed values and their
+// per-option evaluation. Parsing happens on the control thread; the eval/search members are
+// const, allocation-free and called by inspect_buffer() on a worker thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sensor/detect/content_inspect.h"
+#include "sensor/detect/rule.h"
+
+struct pcre2_real_code_8;
+
+namespace picket::sensor::detect::payload {
+
+enum class Kind : uint8_t {
+    kContent,
+    kPcre,
+    kByteTest,
+    kByteJump,
+    kByteExtract,
+    kByteMath,
+    kIsdataat,
+    kBsize
+};
+
+// FNV-1a style combiner for hash().
+struct Hasher {
+    uint64_t h = 1469598103934665603ull;
+    Hasher& add(uint64_t v) {
+        for (int i = 0; i < 8; ++i) {
+            h ^= (v >> (i * 8)) & 0xff;
+            h *= 1099511628211ull;
+        }
+        return *this;
+    }
+    Hasher& add(std::string_view s) {
+        for (unsigned char c : s) {
+            h ^= c;
+            h *= 1099511628211ull;
+        }
+        return add(s.size());
+    }
+};
+
+// A number, or a byte_extract / byte_math variable (index into PayloadScratch::byte_values).
+struct VarValue {
+    int64_t value = 0;
+    int16_t var = -1;
+    bool is_var() const { return var >= 0; }
+    int64_t get(const PayloadScratch& s) const {
+        return var >= 0 ? static_cast<int64_t>(s.byte_values[var]) : value;
+    }
+    bool operator==(const VarValue&) const = default;
+};
+
+// Evaluation state passed to the simple (non-backtracking) options.
+struct EvalInput {
+    const uint8_t* data;
+    uint32_t len;
+    PayloadScratch& scratch;
+};
+
+class PayloadOp : public PayloadOption {
+public:
+    explicit PayloadOp(Kind k) : kind_(k) {}
+    Kind kind() const { return kind_; }
+    // Relative to the previous match (distance/within, R, relative).
+    virtual bool relative() const = 0;
+    // A relative option that bounds the window after the previous match, so that a later
+    // occurrence of the previous content may succeed where the first failed (Suricata's
+    // DETECT_CONTENT_WITHIN_NEXT): every relative option except a content with only distance.
+    virtual bool bounds_previous() const { return relative(); }
+
+private:
+    Kind kind_;
+};
+
+// ---------------------------------------------------------------------------------------
+// content / uricontent (content.cc)
+class ContentOption final : public PayloadOp {
+public:
+    ContentOption() : PayloadOp(Kind::kContent) {}
+    const char* keyword() const override { return "content"; }
+    uint64_t hash() const override;
+    bool equals(const PayloadOption& other) const override;
+    bool relative() const override { return p.has_distance || p.has_within; }
+    bool bounds_previous() const override { return p.has_within; }
+
+    // Finds the pattern in hay[0, n): the start index, or -1. No allocation.
+    int64_t search(const uint8_t* hay, uint32_t n) const;
+    // Rebuilds the search tables after the pattern or nocase changed (parse time).
+    void prepare();
+
+    struct Params {
+        std::string pattern;  // raw bytes
+        bool negated = false;
+        bool nocase = false;
+        bool rawbytes = false;
+        bool startswith = false;
+        bool endswith = false;
+        bool fast_pattern = false;
+        bool fast_pattern_only = false;
+        bool has_chop = false;
+        uint16_t chop_offset = 0, chop_length = 0;
+        bool has_offset = false, has_depth = false, has_distance = false, has_within = false;
+        VarValue offset, depth, distance, within;  // depth as written (relative to offset)
+        bool operator==(const Params&) const = default;
+    } p;
+
+private:
+    std::string folded_;        // pattern lowered when nocase
+    uint32_t shift_[256] = {};  // Horspool bad-character shifts
+};
+
+// ---------------------------------------------------------------------------------------
+// pcre (pcre.cc)
+class PcreOption final : public PayloadOp {
+public:
+    PcreOption() : PayloadOp(Kind::kPcre) {}
+    ~PcreOption() override;
+    const char* keyword() const override { return "pcre"; }
+    uint64_t hash() const override;
+    bool equals(const PayloadOption& other) const override;
+    bool relative() const override { return relative_; }
+
+    // Runs the regex on data[0,len) from `from` (absolute), starting the search at
+    // `start` (absolute, >= from). On match sets *mstart/*mend (absolute). Negation is
+    // not applied here.
+    bool exec(const uint8_t* data, uint32_t len, uint32_t from, uint32_t start, PayloadScratch& s,
+              uint32_t* mstart, uint32_t* mend) const;
+
+    std::string source;  // the value as written, e.g. "/a+b/iR"
+    bool negated = false;
+    bool relative_ = false;
+    uint32_t compile_options = 0;
+    bool jit = false;
+    pcre2_real_code_8* code = nullptr;
+};
+
+// ---------------------------------------------------------------------------------------
+// Number extraction shared by byte_test / byte_jump / byte_extract / byte_math.
+enum class NumBase : uint8_t { kNone, kHex, kDec, kOct };
+struct Extract {
+    VarValue nbytes;
+    VarValue offset;
+    bool relative = false;
+    bool little = false;
+    NumBase base = NumBase::kNone;  // kNone: binary
+    bool has_bitmask = false;
+    uint64_t bitmask = 0;
+    bool operator==(const Extract&) const = default;
+    void hash(Hasher& h) const;
+};
+// Reads the number at the option's position. *end receives the absolute index after the
+// bytes read. False when out of bounds or (string form) not a number.
+bool extract_number(const Extract& e, const EvalInput& in, uint32_t cursor, uint64_t* value,
+                    uint32_t* end, uint32_t* start = nullptr);
+uint64_t apply_bitmask(const Extract& e, uint64_t v);
+// Parses "hex"/"dec"/"oct".
+bool parse_base(std::string_view s, NumBase* out);
+// Max string digits for a base (Suricata's limits).
+uint32_t max_string_bytes(NumBase b);
+// Trailing flags shared by byte_test / byte_jump / byte_extract (relative, big, little,
+// string, hex, dec, oct, bitmask N, dce -> error); unknown tokens go to *rest.
+bool parse_common_flags(const char* kw, std::vector<std::string_view>& toks, Extract* ex,
+                        bool* is_string, std::vector<std::string_view>* rest, std::string* error);
+bool check_nbytes(const char* kw, const Extract& ex, uint32_t max_binary, std::string* error);
+
+class ByteTestOption final : public PayloadOp {
+public:
+    ByteTestOption() : PayloadOp(Kind::kByteTest) {}
+    const char* keyword() const override { return "byte_test"; }
+    uint64_t hash() const override;
+    bool equals(const PayloadOption& other) const override;
+    bool relative() const override { return p.ex.relative; }
+    bool eval(const EvalInput& in, uint32_t cursor) const;
+    enum class Op : uint8_t { kLt, kGt, kEq, kLe, kGe, kAnd, kXor };
+    struct Params {
+        Extract ex;
+        Op op = Op::kEq;
+        bool negated = false;
+        VarValue value;
+        bool operator==(const Params&) const = default;
+    } p;
+};
+
+class ByteJumpOption final : public PayloadOp {
+public:
+    ByteJumpOption() : PayloadOp(Kind::kByteJump) {}
+    const char* keyword() const override { return "byte_jump"; }
+    uint64_t hash() const override;
+    bool equals(const PayloadOption& other) const override;
+    bool relative() const override { return p.ex.relative; }
+    // On success sets *new_cursor.
+    bool eval(const EvalInput& in, uint32_t cursor, uint32_t* new_cursor) const;
+    struct Params {
+        Extract ex;
+        uint32_t multiplier = 1;
+        bool align = false;
+        bool from_beginning = false;
+        bool from_end = false;
+        int32_t post_offset = 0;
+        bool operator==(const Params&) const = default;
+    } p;
+};
+
+class ByteExtractOption final : public PayloadOp {
+public:
+    ByteExtractOption() : PayloadOp(Kind::kByteExtract) {}
+    const char* keyword() const override { return "byte_extract"; }
+    uint64_t hash() const override;
+    bool equals(const PayloadOption& other) const override;
+    bool relative() const override { return p.ex.relative; }
+    bool eval(const EvalInput& in, uint32_t cursor, uint32_t* new_cursor) const;
+    struct Params {
+        Extract ex;
+        uint32_t multiplier = 1;
+        uint32_t align = 0;  // 0, 2 or 4
+        std::string name;
+        int16_t var = 0;
+        bool operator==(const Params&) const = default;
+    } p;
+};
+
+class ByteMathOption final : public PayloadOp {
+public:
+    ByteMathOption() : PayloadOp(Kind::kByteMath) {}
+    const char* keyword() const override { return "byte_math"; }
+    uint64_t hash() const override;
+    bool equals(const PayloadOption& other) const override;
+    bool relative() const override { return p.ex.relative; }
+    bool eval(const EvalInput& in, uint32_t cursor, uint32_t* new_cursor) const;
+    enum class Op : uint8_t { kAdd, kSub, kMul, kDiv, kShl, kShr };
+    struct Params {
+        Extract ex;
+        Op op = Op::kAdd;
+        VarValue rvalue;
+        std::string name;
+        int16_t var = 0;
+        bool operator==(const Params&) const = default;
+    } p;
+};
+
+// isdataat (isdataat.cc): returns 1 match, 0 no match, -1 no match and stop.
+class IsdataatOption final : public PayloadOp {
+public:
+    IsdataatOption() : PayloadOp(Kind::kIsdataat) {}
+    const char* keyword() const override { return "isdataat"; }
+    uint64_t hash() const override;
+    bool equals(const PayloadOption& other) const override;
+    bool relative() const override { return p.relative; }
+    int eval(const EvalInput& in, uint32_t cursor) const;
+    struct Params {
+        VarValue n;
+        bool negated = false;
+        bool relative = false;
+        bool operator==(const Params&) const = default;
+    } p;
+};
+
+// Unsigned comparison used by bsize and dsize: N, =N, !N, <N, <=N, >N, >=N, N<>M / N-M
+// (exclusive range, as Suricata's DetectU64Match).
+struct UintCmp {
+    enum class Op : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe, kRange } op = Op::kEq;
+    uint64_t a = 0, b = 0;
+    bool match(uint64_t v) const;
+    bool operator==(const UintCmp&) const = default;
+};
+bool parse_uint_cmp(std::string_view s, uint64_t max, UintCmp* out);
+bool valid_var_name(std::string_view s);
+
+class BsizeOption final : public PayloadOp {
+public:
+    BsizeOption() : PayloadOp(Kind::kBsize) {}
+    const char* keyword() const override { return "bsize"; }
+    uint64_t hash() const override;
+    bool equals(const PayloadOption& other) const override;
+    bool relative() const override { return false; }
+    UintCmp cmp;
+};
+
+// ---------------------------------------------------------------------------------------
+// Parse helpers shared by the keyword files.
+
+std::string_view trim(std::string_view s);
+// Splits on ',' (no quoting), trimming each part.
+std::vector<std::string_view> split_args(std::string_view s);
+bool parse_int(std::string_view s, int64_t* out);
+// Looks up a byte variable declared earlier in the rule; -1 when unknown.
+int find_byte_var(const ParseState& st, std::string_view name);
+// A number in [lo, hi] or the name of a declared byte variable.
+bool parse_var_value(const ParseState& st, std::string_view s, int64_t lo, int64_t hi,
+                     VarValue* out);
+// Declares (or reuses) a byte variable; false when too many.
+bool declare_byte_var(ParseState& st, std::string_view name, int16_t* index);
+// Appends opt to the current sticky list (creating it) and returns the raw pointer.
+PayloadOp* append_option(ParseState& st, std::unique_ptr<PayloadOp> opt);
+// Appends to the list of another buffer without changing st.current.
+PayloadOp* append_option_to(ParseState& st, BufferId id, std::unique_ptr<PayloadOp> opt);
+
+}  // namespace picket::sensor::detect::payload

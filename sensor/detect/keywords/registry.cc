@@ -1,0 +1,82 @@
+// The keyword registry: every supported rule keyword by name, in one greppable list (no
+// static-initialiser registration). Sticky buffers and content modifiers are not keywords:
+// they live in the buffer table (buffers.cc). Keywords Suricata knows but Picket does not
+// support are listed in parser.cc so that they get a distinct diagnostic.
+#include <string_view>
+
+#include "sensor/detect/keywords/keywords.h"
+#include "sensor/detect/rule.h"
+
+namespace picket::sensor::detect {
+namespace {
+
+using namespace keywords;
+
+constexpr KeywordDef kKeywords[] = {
+    // Meta (meta.cc).
+    {"msg", parse_msg},
+    {"sid", parse_sid},
+    {"rev", parse_rev},
+    {"gid", parse_gid},
+    {"classtype", parse_classtype},
+    {"priority", parse_priority},
+    {"reference", parse_reference},
+    {"metadata", parse_metadata},
+    {"target", parse_target},
+    // Payload.
+    {"content", parse_content},
+    {"uricontent", parse_uricontent},
+    {"nocase", parse_nocase},
+    {"offset", parse_offset},
+    {"depth", parse_depth},
+    {"distance", parse_distance},
+    {"within", parse_within},
+    {"startswith", parse_startswith},
+    {"endswith", parse_endswith},
+    {"fast_pattern", parse_fast_pattern},
+    {"rawbytes", parse_rawbytes},
+    {"pcre", parse_pcre},
+    {"byte_test", parse_byte_test},
+    {"byte_jump", parse_byte_jump},
+    {"byte_extract", parse_byte_extract},
+    {"byte_math", parse_byte_math},
+    {"isdataat", parse_isdataat},
+    {"bsize", parse_bsize},
+    {"dsize", parse_dsize},
+    // Header and flow.
+    {"flow", parse_flow},
+    {"flowbits", parse_flowbits},
+    {"noalert", parse_noalert},
+    {"flags", parse_flags},
+    {"tcp.flags", parse_flags},  // Suricata 7's canonical name; flags is its alias
+    {"ttl", parse_ttl},
+    {"tos", parse_tos},
+    {"id", parse_id},
+    {"ip_proto", parse_ip_proto},
+    {"sameip", parse_sameip},
+    {"fragbits", parse_fragbits},
+    {"seq", parse_seq},
+    {"tcp.seq", parse_seq},
+    {"ack", parse_ack},
+    {"tcp.ack", parse_ack},
+    {"window", parse_window},
+    {"itype", parse_itype},
+    {"icode", parse_icode},
+    {"icmp_id", parse_icmp_id},
+    {"icmp_seq", parse_icmp_seq},
+    {"threshold", parse_threshold},
+    {"detection_filter", parse_detection_filter},
+};
+
+}  // namespace
+
+const KeywordDef* find_keyword(std::string_view name) {
+    for (const KeywordDef& k : kKeywords) {
+        if (name == k.name) {
+            return &k;
+        }
+    }
+    return nullptr;
+}
+
+}  // namespace picket::sensor::detect

@@ -1,0 +1,137 @@
+// threshold: type limit|threshold|both, track by_src|by_dst|by_rule|by_both, count N, seconds M
+// detection_filter: track by_src|by_dst|by_rule|by_both, count N, seconds M
+// Pairs in any order, each exactly once. At most one of each per rule, and as in Suricata a
+// rule cannot have both. The runtime lives in sensor/detect/threshold.h.
+#include "sensor/detect/keywords/keywords.h"
+
+#include "sensor/detect/keywords/header_util.h"
+
+namespace picket::sensor::detect::keywords {
+
+namespace {
+
+bool parse_spec(const char* kw, std::string_view value, bool has_value, bool want_type,
+                ThresholdSpec* out, std::string* error) {
+    std::string_view s = unquote(value);
+    const std::string k(kw);
+    if (!has_value || s.empty()) {
+        *error = k + ": a value is required";
+        return false;
+    }
+    ThresholdSpec spec;
+    bool have_type = false, have_track = false, have_count = false, have_seconds = false;
+    while (true) {
+        size_t comma = s.find(',');
+        std::string_view item = trim(s.substr(0, comma));
+        size_t sp = item.find_first_of(" \t");
+        std::string_view name = item.substr(0, sp);
+        std::string_view arg =
+            sp == std::string_view::npos ? std::string_view() : trim(item.substr(sp));
+        bool* seen = nullptr;
+        if (name == "type" && want_type) {
+            seen = &have_type;
+            if (arg == "limit") {
+                spec.type = ThresholdType::kLimit;
+            } else if (arg == "threshold") {
+                spec.type = ThresholdType::kThreshold;
+            } else if (arg == "both") {
+                spec.type = ThresholdType::kBoth;
+            } else {
+                *error = k + ": invalid type '" + std::string(arg) +
+                         "' (expected limit, threshold or both)";
+                return false;
+            }
+        } else if (name == "track") {
+            seen = &have_track;
+            if (arg == "by_src") {
+                spec.track = TrackBy::kSrc;
+            } else if (arg == "by_dst") {
+                spec.track = TrackBy::kDst;
+            } else if (arg == "by_rule") {
+                spec.track = TrackBy::kRule;
+            } else if (arg == "by_both") {
+                spec.track = TrackBy::kBoth;
+            } else {
+                *error = k + ": invalid track '" + std::string(arg) +
+                         "' (expected by_src, by_dst, by_rule or by_both)";
+                return false;
+            }
+        } else if (name == "count" || name == "seconds") {
+            const bool is_count = name == "count";
+            seen = is_count ? &have_count : &have_seconds;
+            uint64_t v = 0;
+            if (!parse_decimal(arg, UINT32_MAX, &v) || (is_count && v == 0)) {
+                *error = k + ": invalid " + std::string(name) + " '" + std::string(arg) + "'";
+                return false;
+            }
+            (is_count ? spec.count : spec.seconds) = static_cast<uint32_t>(v);
+        } else {
+            *error = k + ": unknown option '" + std::string(name) + "'";
+            return false;
+        }
+        if (*seen) {
+            *error = k + ": '" + std::string(name) + "' given twice";
+            return false;
+        }
+        *seen = true;
+        if (comma == std::string_view::npos) {
+            break;
+        }
+        s = s.substr(comma + 1);
+    }
+    const char* missing = want_type && !have_type ? "type"
+                          : !have_track           ? "track"
+                          : !have_count           ? "count"
+                          : !have_seconds         ? "seconds"
+                                                  : nullptr;
+    if (missing != nullptr) {
+        *error = k + ": missing '" + missing + "'";
+        return false;
+    }
+    if (!want_type) {
+        spec.type = ThresholdType::kDetectionFilter;
+    }
+    *out = spec;
+    return true;
+}
+
+}  // namespace
+
+bool parse_threshold(ParseState& st, std::string_view value, bool has_value, std::string* error) {
+    if (st.rule->has_threshold) {
+        *error = "threshold: only one threshold per rule";
+        return false;
+    }
+    if (st.rule->has_detection_filter) {
+        *error = "threshold: cannot be combined with detection_filter";
+        return false;
+    }
+    ThresholdSpec spec;
+    if (!parse_spec("threshold", value, has_value, true, &spec, error)) {
+        return false;
+    }
+    st.rule->threshold = spec;
+    st.rule->has_threshold = true;
+    return true;
+}
+
+bool parse_detection_filter(ParseState& st, std::string_view value, bool has_value,
+                            std::string* error) {
+    if (st.rule->has_detection_filter) {
+        *error = "detection_filter: only one detection_filter per rule";
+        return false;
+    }
+    if (st.rule->has_threshold) {
+        *error = "detection_filter: cannot be combined with threshold";
+        return false;
+    }
+    ThresholdSpec spec;
+    if (!parse_spec("detection_filter", value, has_value, false, &spec, error)) {
+        return false;
+    }
+    st.rule->detection_filter = spec;
+    st.rule->has_detection_filter = true;
+    return true;
+}
+
+}  // namespace picket::sensor::detect::keywords

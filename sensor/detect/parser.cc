@@ -1,0 +1,833 @@
+// Rule parsing (header + options), classification/reference config files, and the rule file
+// loader with its diagnostics and summary. Control thread only.
+#include "sensor/detect/parser.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <unordered_map>
+#include <utility>
+
+namespace picket::sensor::detect {
+namespace {
+
+// Keywords (and sticky buffers) Suricata 7 or Snort 2.9 know that Picket does not implement.
+// A rule using one is skipped as "unsupported keyword", which an operator reads differently
+// from a typo ("unknown keyword").
+// clang-format off
+constexpr const char* kUnsupported[] = {
+    // Lua, variables, tagging, reputation, datasets, misc engine features.
+    "lua", "luajit", "xbits", "flowint", "flowvar", "pktvar", "hostbits", "tag", "iprep",
+    "dataset", "datarep", "geoip", "bypass", "replace", "prefilter", "requires", "config",
+    "rpc", "ftpbounce", "stream_size", "ipopts", "fragoffset", "urilen", "asn1", "entropy",
+    "absent", "l3_proto", "pkthdr", "flow.age", "flow.pkts", "flow.bytes",
+    "tcp.mss", "tcp.hdr", "udp.hdr", "ipv4.hdr", "ipv6.hdr", "icmpv4.hdr", "icmpv6.hdr",
+    "icmpv6.mtu", "ipv4-csum", "tcpv4-csum", "tcpv6-csum", "udpv4-csum", "udpv6-csum",
+    "icmpv4-csum", "icmpv6-csum", "app-layer-protocol", "app-layer-event", "app-layer-state",
+    "decode-event", "stream-event", "engine-event",
+    // Decoders and transforms.
+    "base64_decode", "base64_data", "dotprefix", "to_md5", "to_sha1", "to_sha256",
+    "strip_whitespace", "compress_whitespace", "url_decode", "xor", "pcrexform",
+    "header_lowercase", "strip_pseudo_headers", "to_lowercase", "to_uppercase", "from_base64",
+    // Files.
+    "filestore", "filemagic", "file.magic", "filename", "file.name", "fileext", "filemd5",
+    "filesha1", "filesha256", "filesize",
+    // HTTP buffers without a filler here.
+    "http.request_header", "http.response_header", "http_request_header",
+    "http_response_header", "http_raw_cookie", "http2.frametype", "http2.errorcode",
+    "http2.priority", "http2.window", "http2.size_update", "http2.settings",
+    "http2.header_name", "http2.header",
+    // TLS / SSH.
+    "tls.version", "tls.subject", "tls.issuerdn", "tls_cert_notbefore", "tls_cert_notafter",
+    "tls_cert_expired", "tls_cert_valid", "tls.fingerprint", "tls.cert_fingerprint",
+    "tls_cert_fingerprint", "tls.store", "tls.random", "tls.random_time", "tls.random_bytes",
+    "tls.subjectaltname", "tls.alpn", "ssl_version", "ssl_state", "ja3s.string", "ja4.hash",
+    "ssh_proto", "ssh.proto", "ssh.protoversion", "ssh.softwareversion", "ssh_software",
+    "ssh.software", "ssh.hassh", "ssh.hassh.string", "ssh.hassh.server",
+    "ssh.hassh.server.string",
+    // DNS and other application layers.
+    "dns.opcode", "dns.answer.name", "dns.query.name", "dns.rrtype", "smb.named_pipe",
+    "smb.share", "smb.ntlmssp_user", "smb.ntlmssp_domain", "smb.version", "dcerpc.iface",
+    "dcerpc.opnum", "dcerpc.stub_data", "dce_iface", "dce_opnum", "dce_stub_data",
+    "krb5_msg_type", "krb5_cname", "krb5_sname", "krb5_err_code", "krb5.ticket_encryption",
+    "sip.method", "sip.uri", "sip.request_line", "sip.stat_code", "sip.stat_msg",
+    "sip.response_line", "sip.protocol", "snmp.version", "snmp.community", "snmp.pdu_type",
+    "snmp.usm", "mqtt.type", "mqtt.flags", "mqtt.qos", "mqtt.connect.clientid",
+    "mqtt.publish.topic", "mqtt.publish.message", "rfb.name", "rfb.secresult", "rfb.sectype",
+    "dhcp.leasetime", "modbus", "dnp3_func", "dnp3_ind", "dnp3_obj", "dnp3_data",
+    "enip_command", "cip_service", "ftpdata_command", "nfs_procedure", "nfs.version",
+    "ike.init_spi", "ike.resp_spi", "ike.chosen_sa_attribute", "ike.exchtype", "ike.vendor",
+    "ike.key_exchange_payload", "ike.nonce_payload", "quic.sni", "quic.ua", "quic.version",
+    "quic.cyu.hash", "quic.cyu.string", "bittorrent-dht.node_id", "pgsql.query", "frame",
+    "smtp.helo", "smtp.mail_from", "smtp.rcpt_to", "email.from", "email.subject", "email.to",
+    "email.cc",
+    // Snort 2.9 only.
+    "http_encode", "resp", "react", "session", "logto", "activates", "activated_by", "count",
+    "sd_pattern", "file_type", "file_group", "protected_content", "hash", "length",
+    "stream_reassemble", "cvs", "gtp_type", "gtp_info", "gtp_version", "sip_method",
+    "sip_stat_code", "sip_header", "sip_body", "appid", "service", "soid",
+};
+
+constexpr const char* kUnsupportedProtocols[] = {
+    "http2", "ftp-data", "sctp", "nfs", "ntp", "dhcp", "krb5", "snmp", "sip", "rfb", "mqtt",
+    "rdp", "modbus", "dnp3", "enip", "ike", "ikev2", "quic", "tftp", "imap", "pop3",
+    "bittorrent-dht", "telnet", "pgsql", "ldap", "websocket", "pkthdr", "nntp", "irc",
+    "ssl", "doh2", "template",
+};
+// clang-format on
+
+bool is_unsupported(std::string_view name) {
+    for (const char* u : kUnsupported) {
+        if (name == u) {
+            return true;
+        }
+    }
+    return false;
+}
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() &&
+           (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n')) {
+        s.remove_prefix(1);
+    }
+    while (!s.empty() &&
+           (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
+        s.remove_suffix(1);
+    }
+    return s;
+}
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    for (char& c : out) {
+        if (c >= 'A' && c <= 'Z') {
+            c = static_cast<char>(c - 'A' + 'a');
+        }
+    }
+    return out;
+}
+
+struct RawOption {
+    std::string_view key;
+    std::string_view value;
+    bool has_value = false;
+};
+
+// Parse failure: category + reason.
+struct Failure {
+    std::string category;
+    std::string reason;
+};
+
+bool is_blank(char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+// Splits the text between '(' and ')' into options. An unquoted value ends at the first
+// unescaped ';'. A value that starts with '"' (or '!"') is quoted: it ends at a '"' that is
+// followed by ';' (blanks allowed) or the end, so ';' needs no escape inside quotes, and a bare
+// '"' inside a pattern (pcre:"/["']x/") is tolerated as Suricata tolerates it. '\' escapes the
+// next character. The parser unescapes nothing: keywords get their value as written.
+bool split_options(std::string_view body, std::vector<RawOption>* out, Failure* f) {
+    const size_t n = body.size();
+    size_t pos = 0;
+    while (true) {
+        while (pos < n && is_blank(body[pos])) {
+            ++pos;
+        }
+        if (pos >= n) {
+            return true;
+        }
+        if (body[pos] == ';') {
+            *f = {"syntax", "empty option (';;')"};
+            return false;
+        }
+        const size_t key_start = pos;
+        while (pos < n && body[pos] != ':' && body[pos] != ';') {
+            ++pos;
+        }
+        RawOption o;
+        o.key = trim(body.substr(key_start, pos - key_start));
+        const bool key_ok = !o.key.empty() && std::all_of(o.key.begin(), o.key.end(), [](char c) {
+            return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                   c == '_' || c == '.' || c == '-';
+        });
+        if (!key_ok) {
+            size_t end = body.find(';', key_start);
+            end = std::min({end, n, key_start + 40});
+            *f = {"syntax",
+                  "bad option '" + std::string(body.substr(key_start, end - key_start)) + "'"};
+            return false;
+        }
+        if (pos < n && body[pos] == ':') {
+            ++pos;
+            o.has_value = true;
+            size_t q = pos;
+            while (q < n && is_blank(body[q])) {
+                ++q;
+            }
+            if (q < n && body[q] == '!') {
+                ++q;
+                while (q < n && is_blank(body[q])) {
+                    ++q;
+                }
+            }
+            size_t value_end = n;
+            size_t next = n;
+            if (q < n && body[q] == '"') {
+                bool closed = false;
+                for (size_t i = q + 1; i < n; ++i) {
+                    if (body[i] == '\\') {
+                        ++i;
+                        continue;
+                    }
+                    if (body[i] != '"') {
+                        continue;
+                    }
+                    size_t j = i + 1;
+                    while (j < n && is_blank(body[j])) {
+                        ++j;
+                    }
+                    if (j == n || body[j] == ';') {
+                        value_end = i + 1;
+                        next = j;
+                        closed = true;
+                        break;
+                    }
+                }
+                if (!closed) {
+                    *f = {"syntax",
+                          "unterminated quoted value in option '" + std::string(o.key) + "'"};
+                    return false;
+                }
+            } else {
+                size_t i = pos;
+                while (i < n && body[i] != ';') {
+                    i += body[i] == '\\' ? 2 : 1;
+                }
+                value_end = std::min(i, n);
+                next = value_end;
+            }
+            o.value = trim(body.substr(pos, value_end - pos));
+            pos = next;
+        }
+        out->push_back(o);
+        if (pos < n) {
+            ++pos;  // the ';'
+        }
+    }
+}
+
+// Splits the header on blanks outside [...] (address lists may contain spaces).
+std::vector<std::string_view> split_header(std::string_view h) {
+    std::vector<std::string_view> out;
+    int depth = 0;
+    size_t start = std::string_view::npos;
+    for (size_t i = 0; i <= h.size(); ++i) {
+        const char c = i < h.size() ? h[i] : ' ';
+        const bool blank = c == ' ' || c == '\t';
+        if (blank && depth <= 0) {
+            if (start != std::string_view::npos) {
+                out.push_back(h.substr(start, i - start));
+                start = std::string_view::npos;
+            }
+            continue;
+        }
+        if (start == std::string_view::npos) {
+            start = i;
+        }
+        if (c == '[') {
+            ++depth;
+        } else if (c == ']') {
+            --depth;
+        }
+    }
+    return out;
+}
+
+bool parse_action(std::string_view a, Action* out) {
+    if (a == "alert") {
+        *out = Action::kAlert;
+    } else if (a == "drop") {
+        *out = Action::kDrop;
+    } else if (a == "reject" || a == "rejectsrc" || a == "rejectdst" || a == "rejectboth") {
+        *out = Action::kReject;
+    } else if (a == "pass") {
+        *out = Action::kPass;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+// Protocol of the header. dns and dcerpc run over TCP and UDP: l4 stays kIp and the app
+// protocol restricts (the compiler places such rules in both the TCP and UDP groups).
+bool parse_proto(std::string_view name, ProtoSpec* p, Failure* f) {
+    const std::string n = lower(name);
+    using L = ProtoSpec::L4;
+    struct Entry {
+        const char* name;
+        L l4;
+        AppProto app;
+        int8_t ipv;
+    };
+    static constexpr Entry kProtos[] = {
+        {"ip", L::kIp, AppProto::kUnknown, 0},       {"ipv4", L::kIp, AppProto::kUnknown, 4},
+        {"ip4", L::kIp, AppProto::kUnknown, 4},      {"ipv6", L::kIp, AppProto::kUnknown, 6},
+        {"ip6", L::kIp, AppProto::kUnknown, 6},      {"tcp", L::kTcp, AppProto::kUnknown, 0},
+        {"tcp-pkt", L::kTcp, AppProto::kUnknown, 0}, {"tcp-stream", L::kTcp, AppProto::kUnknown, 0},
+        {"udp", L::kUdp, AppProto::kUnknown, 0},     {"icmp", L::kIcmp, AppProto::kUnknown, 0},
+        {"icmpv4", L::kIcmp, AppProto::kUnknown, 4}, {"icmpv6", L::kIcmp, AppProto::kUnknown, 6},
+        {"http", L::kTcp, AppProto::kHttp, 0},       {"http1", L::kTcp, AppProto::kHttp, 0},
+        {"tls", L::kTcp, AppProto::kTls, 0},         {"smtp", L::kTcp, AppProto::kSmtp, 0},
+        {"ftp", L::kTcp, AppProto::kFtp, 0},         {"ssh", L::kTcp, AppProto::kSsh, 0},
+        {"smb", L::kTcp, AppProto::kSmb, 0},         {"dns", L::kIp, AppProto::kDns, 0},
+        {"dcerpc", L::kIp, AppProto::kDcerpc, 0},
+    };
+    for (const Entry& e : kProtos) {
+        if (n == e.name) {
+            *p = ProtoSpec{};
+            p->l4 = e.l4;
+            p->app = e.app;
+            p->ip_version = e.ipv;
+            p->tcp_pkt_only = n == "tcp-pkt";
+            p->tcp_stream_only = n == "tcp-stream";
+            return true;
+        }
+    }
+    for (const char* u : kUnsupportedProtocols) {
+        if (n == u) {
+            *f = {"unsupported protocol", "unsupported protocol '" + std::string(name) + "'"};
+            return false;
+        }
+    }
+    *f = {"bad header", "unknown protocol '" + std::string(name) + "'"};
+    return false;
+}
+
+const VarTable* vars_of(const ParseEnv& env) {
+    static const VarTable kDefaultVars = VarTable::suricata_defaults();
+    return env.vars != nullptr ? env.vars : &kDefaultVars;
+}
+
+bool parse_header(std::string_view header, const VarTable* vars, Rule* r, Failure* f) {
+    const std::vector<std::string_view> t = split_header(header);
+    if (t.size() != 7) {
+        *f = {"bad header", "header has " + std::to_string(t.size()) +
+                                " fields, expected 'action proto src sport -> dst dport'"};
+        return false;
+    }
+    if (!parse_action(lower(t[0]), &r->action)) {
+        *f = {"bad header", "unknown action '" + std::string(t[0]) + "'"};
+        return false;
+    }
+    if (!parse_proto(t[1], &r->proto, f)) {
+        return false;
+    }
+    if (t[4] == "->") {
+        r->bidirectional = false;
+    } else if (t[4] == "<>") {
+        r->bidirectional = true;
+    } else {
+        *f = {"bad header", "bad direction '" + std::string(t[4]) + "' (expected -> or <>)"};
+        return false;
+    }
+    std::string err;
+    if (!parse_address_spec(t[2], vars, &r->src, &err) ||
+        !parse_address_spec(t[5], vars, &r->dst, &err)) {
+        *f = {"bad address", err};
+        return false;
+    }
+    if (!parse_port_spec(t[3], vars, &r->sport, &err) ||
+        !parse_port_spec(t[6], vars, &r->dport, &err)) {
+        *f = {"bad port", err};
+        return false;
+    }
+    return true;
+}
+
+// content:"x"; http_uri; moves the content to the modifier's buffer (Snort 2.9 semantics).
+// The next plain content goes back to the sticky buffer (the packet unless one was set), not
+// to http_uri: that is what Snort and Suricata do with `content:"a"; http_uri; content:"b";`.
+bool apply_modifier(ParseState& st, std::string_view name, BufferId id, Failure* f) {
+    const std::string kw(name);
+    if (st.last_content == nullptr) {
+        *f = {"bad " + kw, kw + ": no preceding content"};
+        return false;
+    }
+    BufferMatch* from = nullptr;
+    for (BufferMatch& m : st.rule->buffers) {
+        if (!m.options.empty() && m.options.back().get() == st.last_content) {
+            from = &m;
+            break;
+        }
+    }
+    if (from == nullptr) {
+        *f = {"bad " + kw, kw + ": must follow its content and that content's modifiers"};
+        return false;
+    }
+    if (from->buffer == id) {
+        return true;  // repeated modifier
+    }
+    if (from->buffer != BufferId::kPacket) {
+        *f = {"bad " + kw, kw + ": content is already in " + buffer_def(from->buffer).name};
+        return false;
+    }
+    std::unique_ptr<PayloadOption> moved = std::move(from->options.back());
+    from->options.pop_back();
+    st.list_for(id).options.push_back(std::move(moved));
+    st.current = &st.list_for(st.sticky);
+    return true;
+}
+
+std::string keyword_error(std::string_view kw, const std::string& error) {
+    const std::string prefix = std::string(kw) + ":";
+    if (error.compare(0, prefix.size(), prefix) == 0) {
+        return error;
+    }
+    return prefix + " " + (error.empty() ? std::string("invalid") : error);
+}
+
+uint32_t sid_for_diagnostics(const std::vector<RawOption>& opts) {
+    for (const RawOption& o : opts) {
+        if (lower(o.key) == "sid") {
+            uint64_t v = 0;
+            std::string_view s = trim(o.value);
+            if (s.empty() || s.size() > 10) {
+                return 0;
+            }
+            for (char c : s) {
+                if (c < '0' || c > '9') {
+                    return 0;
+                }
+                v = v * 10 + static_cast<uint64_t>(c - '0');
+            }
+            return v > UINT32_MAX ? 0 : static_cast<uint32_t>(v);
+        }
+    }
+    return 0;
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
+    }
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    if (in.bad()) {
+        throw std::runtime_error(path + ": cannot open: read error");
+    }
+    return ss.str();
+}
+
+// Calls fn(line_number, trimmed_line) for each non-blank, non-comment line.
+template <typename Fn>
+void for_each_config_line(std::string_view text, Fn fn) {
+    uint32_t line_no = 0;
+    size_t pos = 0;
+    while (pos <= text.size()) {
+        size_t nl = text.find('\n', pos);
+        if (nl == std::string_view::npos) {
+            nl = text.size();
+        }
+        ++line_no;
+        std::string_view line = trim(text.substr(pos, nl - pos));
+        pos = nl + 1;
+        if (!line.empty() && line.front() != '#') {
+            fn(line_no, line);
+        }
+        if (nl == text.size()) {
+            break;
+        }
+    }
+}
+
+// "config NAME: rest" -> rest; false when the line is not that directive.
+bool config_directive(std::string_view line, std::string_view name, std::string_view* rest) {
+    if (line.substr(0, 6) != "config") {
+        return false;
+    }
+    std::string_view s = trim(line.substr(6));
+    if (s.substr(0, name.size()) != name) {
+        return false;
+    }
+    s = trim(s.substr(name.size()));
+    if (s.empty() || s.front() != ':') {
+        return false;
+    }
+    *rest = trim(s.substr(1));
+    return true;
+}
+
+}  // namespace
+
+BufferMatch& ParseState::list_for(BufferId id) {
+    // At most one list per buffer: reserving them all up front keeps st.current and other
+    // BufferMatch pointers valid while keywords add lists.
+    if (rule->buffers.capacity() < kNumBuffers) {
+        rule->buffers.reserve(kNumBuffers);
+    }
+    for (BufferMatch& m : rule->buffers) {
+        if (m.buffer == id) {
+            return m;
+        }
+    }
+    rule->buffers.emplace_back();
+    rule->buffers.back().buffer = id;
+    return rule->buffers.back();
+}
+
+std::unique_ptr<Rule> parse_rule(std::string_view text, const ParseEnv& env, RuleDiagnostic* diag) {
+    text = trim(text);
+    auto rule = std::make_unique<Rule>();
+    rule->file = env.file;
+    rule->line = env.line;
+    rule->text = std::string(text);
+    rule->buffers.reserve(kNumBuffers);
+
+    diag->file = env.file;
+    diag->line = env.line;
+    diag->sid = 0;
+    diag->reason.clear();
+    diag->category.clear();
+    auto fail = [&](const Failure& f) {
+        diag->category = f.category;
+        diag->reason = f.reason;
+        return nullptr;
+    };
+
+    const size_t open = text.find('(');
+    if (open == std::string_view::npos) {
+        return fail({"syntax", "missing '(' before the options"});
+    }
+    const size_t close = text.rfind(')');
+    if (close == std::string_view::npos || close < open) {
+        return fail({"syntax", "unterminated option list (missing ')')"});
+    }
+    if (!trim(text.substr(close + 1)).empty()) {
+        return fail({"syntax", "unexpected text after ')'"});
+    }
+
+    Failure f;
+    std::vector<RawOption> opts;
+    if (!split_options(text.substr(open + 1, close - open - 1), &opts, &f)) {
+        return fail(f);
+    }
+    diag->sid = sid_for_diagnostics(opts);
+
+    if (!parse_header(text.substr(0, open), vars_of(env), rule.get(), &f)) {
+        return fail(f);
+    }
+
+    ParseState st;
+    st.rule = rule.get();
+    st.flowbits = env.flowbits;
+    st.vars = vars_of(env);
+    st.pcre_jit = env.pcre_jit;
+    st.current = &st.list_for(BufferId::kPacket);
+
+    std::string error;
+    for (const RawOption& o : opts) {
+        const std::string key = lower(o.key);
+        BufferId id;
+        if (find_sticky_buffer(key, &id)) {
+            if (o.has_value) {
+                return fail({"bad " + key, key + ": takes no value"});
+            }
+            st.sticky = id;
+            st.current = &st.list_for(id);
+            st.last_content = nullptr;
+            continue;
+        }
+        if (find_buffer_modifier(key, &id)) {
+            if (o.has_value) {
+                return fail({"bad " + key, key + ": takes no value"});
+            }
+            if (!apply_modifier(st, key, id, &f)) {
+                return fail(f);
+            }
+            continue;
+        }
+        if (const KeywordDef* kw = find_keyword(key)) {
+            error.clear();
+            if (!kw->parse(st, o.value, o.has_value, &error)) {
+                return fail({"bad " + key, keyword_error(key, error)});
+            }
+            continue;
+        }
+        if (is_unsupported(key)) {
+            return fail({"unsupported keyword", "unsupported keyword '" + key + "'"});
+        }
+        return fail({"unknown keyword", "unknown keyword '" + std::string(o.key) + "'"});
+    }
+
+    if (rule->sid == 0) {
+        return fail({"missing sid", "rule has no sid"});
+    }
+    diag->sid = rule->sid;
+
+    if (!rule->classtype.empty() && env.classifications != nullptr &&
+        !env.classifications->entries.empty()) {
+        const Classification* c = env.classifications->find(rule->classtype);
+        if (c == nullptr) {
+            return fail({"unknown classtype", "unknown classtype '" + rule->classtype + "'"});
+        }
+        rule->category = c->description;
+        if (!rule->priority_set) {
+            rule->priority = c->priority;
+        }
+    }
+
+    // Lists left empty (the initial packet list, a list emptied by content modifiers, a
+    // sticky buffer with nothing after it) would make the rule require a buffer it never
+    // inspects.
+    std::erase_if(rule->buffers, [](const BufferMatch& m) { return m.options.empty(); });
+    return rule;
+}
+
+// ---------------------------------------------------------------------------------------
+// classification.config / reference.config
+
+const Classification* ClassificationTable::find(std::string_view name) const {
+    auto it = entries.find(name);
+    return it == entries.end() ? nullptr : &it->second;
+}
+
+ClassificationTable parse_classification_config(std::string_view text, std::string_view file,
+                                                std::vector<std::string>* errors) {
+    ClassificationTable t;
+    for_each_config_line(text, [&](uint32_t line_no, std::string_view line) {
+        auto err = [&](const std::string& why) {
+            if (errors != nullptr) {
+                errors->push_back(std::string(file) + ":" + std::to_string(line_no) + ": " + why);
+            }
+        };
+        std::string_view rest;
+        if (!config_directive(line, "classification", &rest)) {
+            err("expected 'config classification: name,description,priority'");
+            return;
+        }
+        const size_t first = rest.find(',');
+        const size_t last = rest.rfind(',');
+        if (first == std::string_view::npos || first == last) {
+            err("expected 'name,description,priority', got '" + std::string(rest) + "'");
+            return;
+        }
+        Classification c;
+        c.name = std::string(trim(rest.substr(0, first)));
+        c.description = std::string(trim(rest.substr(first + 1, last - first - 1)));
+        std::string_view prio = trim(rest.substr(last + 1));
+        int p = 0;
+        const bool digits =
+            !prio.empty() && prio.size() <= 3 &&
+            std::all_of(prio.begin(), prio.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+        if (digits) {
+            p = std::stoi(std::string(prio));
+        }
+        if (c.name.empty() || !digits) {
+            err("expected 'name,description,priority', got '" + std::string(rest) + "'");
+            return;
+        }
+        c.priority = p;
+        t.entries[c.name] = std::move(c);
+    });
+    return t;
+}
+
+ClassificationTable load_classification_file(const std::string& path,
+                                             std::vector<std::string>* errors) {
+    return parse_classification_config(read_file(path), path, errors);
+}
+
+ClassificationTable ClassificationTable::load(const std::string& path,
+                                              std::vector<std::string>* errors) {
+    return load_classification_file(path, errors);
+}
+
+ReferenceTable parse_reference_config(std::string_view text, std::string_view file,
+                                      std::vector<std::string>* errors) {
+    ReferenceTable t;
+    for_each_config_line(text, [&](uint32_t line_no, std::string_view line) {
+        std::string_view rest;
+        size_t sp = std::string_view::npos;
+        if (config_directive(line, "reference", &rest)) {
+            sp = rest.find_first_of(" \t");
+        }
+        if (sp == std::string_view::npos) {
+            if (errors != nullptr) {
+                errors->push_back(std::string(file) + ":" + std::to_string(line_no) +
+                                  ": expected 'config reference: system url'");
+            }
+            return;
+        }
+        t.url_prefix[std::string(rest.substr(0, sp))] = std::string(trim(rest.substr(sp)));
+    });
+    return t;
+}
+
+ReferenceTable load_reference_file(const std::string& path, std::vector<std::string>* errors) {
+    return parse_reference_config(read_file(path), path, errors);
+}
+
+// ---------------------------------------------------------------------------------------
+// Diagnostics and the loader.
+
+std::string RuleDiagnostic::to_string() const {
+    return file + ":" + std::to_string(line) + " sid " + std::to_string(sid) + ": " + reason;
+}
+
+std::string LoadSummary::to_string() const {
+    std::ostringstream o;
+    o << "rule files: " << files << ", rules seen: " << rules_seen << "\n";
+    std::vector<std::pair<std::string, uint32_t>> reasons(skipped_by_reason.begin(),
+                                                          skipped_by_reason.end());
+    std::stable_sort(reasons.begin(), reasons.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    for (const auto& [reason, n] : reasons) {
+        o << "  skipped (" << reason << "): " << n << "\n";
+    }
+    char times[160];
+    std::snprintf(times, sizeof(times), "parse %.1f ms, compile %.1f ms, memory %.1f MiB\n",
+                  parse_ms, compile_ms, static_cast<double>(memory_bytes) / (1024.0 * 1024.0));
+    o << times;
+    o << "groups " << groups << ", hyperscan databases " << hs_databases
+      << ", rules without fast pattern " << no_fast_pattern_rules << "\n";
+    o << "rules: " << loaded << " loaded, " << skipped << " skipped";
+    return o.str();
+}
+
+RuleLoader::RuleLoader(ParseEnv env) : env_(std::move(env)) {}
+
+void RuleLoader::add_file(const std::string& path) {
+    add_text(read_file(path), path);
+}
+
+void RuleLoader::add_text(std::string_view text, std::string_view file) {
+    const auto t0 = std::chrono::steady_clock::now();
+    ++out_.summary.files;
+    ParseEnv env = env_;
+    env.file = std::string(file);
+
+    std::string rule_text;
+    uint32_t rule_line = 0;
+    bool continuing = false;
+    uint32_t line_no = 0;
+    size_t pos = 0;
+    auto flush = [&]() {
+        continuing = false;
+        ++out_.summary.rules_seen;
+        env.line = rule_line;
+        RuleDiagnostic d;
+        std::unique_ptr<Rule> r = parse_rule(rule_text, env, &d);
+        if (r) {
+            out_.rules.push_back(std::move(r));
+        } else {
+            ++out_.summary.skipped;
+            ++out_.summary.skipped_by_reason[d.category];
+            out_.summary.diagnostics.push_back(std::move(d));
+        }
+        rule_text.clear();
+    };
+    while (pos < text.size()) {
+        size_t nl = text.find('\n', pos);
+        if (nl == std::string_view::npos) {
+            nl = text.size();
+        }
+        ++line_no;
+        std::string_view raw = text.substr(pos, nl - pos);
+        pos = nl + 1;
+        std::string_view piece;
+        if (!continuing) {
+            // Blank lines and comments (including commented-out, i.e. disabled, rules).
+            piece = trim(raw);
+            if (piece.empty() || piece.front() == '#') {
+                continue;
+            }
+            rule_line = line_no;
+            continuing = true;
+        } else {
+            // A continuation line is kept as written: its leading blanks may be inside a
+            // quoted value.
+            piece = raw;
+            while (!piece.empty() &&
+                   (piece.back() == '\r' || piece.back() == ' ' || piece.back() == '\t')) {
+                piece.remove_suffix(1);
+            }
+        }
+        // A trailing '\' joins the next line (the backslash and the newline are dropped).
+        if (!piece.empty() && piece.back() == '\\') {
+            rule_text.append(piece.substr(0, piece.size() - 1));
+            continue;
+        }
+        rule_text.append(piece);
+        flush();
+    }
+    if (continuing) {
+        flush();  // file ended inside a continued rule
+    }
+    parse_ms_ +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+LoadedRules RuleLoader::finish() {
+    // Duplicate (gid, sid): Suricata keeps the higher rev, the first one on a tie.
+    std::unordered_map<uint64_t, size_t> first;
+    std::vector<bool> dropped(out_.rules.size(), false);
+    auto diagnose = [&](const Rule& lost, const Rule& kept) {
+        RuleDiagnostic d;
+        d.file = lost.file;
+        d.line = lost.line;
+        d.sid = lost.sid;
+        d.category = "duplicate sid";
+        d.reason = "duplicate sid (gid " + std::to_string(lost.gid) + " rev " +
+                   std::to_string(lost.rev) + "), keeping rev " + std::to_string(kept.rev) +
+                   " from " + kept.file + ":" + std::to_string(kept.line);
+        out_.summary.diagnostics.push_back(std::move(d));
+        ++out_.summary.skipped;
+        ++out_.summary.skipped_by_reason["duplicate sid"];
+    };
+    for (size_t i = 0; i < out_.rules.size(); ++i) {
+        const Rule& r = *out_.rules[i];
+        const uint64_t key = (static_cast<uint64_t>(r.gid) << 32) | r.sid;
+        auto [it, inserted] = first.emplace(key, i);
+        if (inserted) {
+            continue;
+        }
+        const Rule& old = *out_.rules[it->second];
+        if (r.rev > old.rev) {
+            dropped[it->second] = true;
+            diagnose(old, r);
+            it->second = i;
+        } else {
+            dropped[i] = true;
+            diagnose(r, old);
+        }
+    }
+    std::vector<std::unique_ptr<Rule>> kept;
+    kept.reserve(out_.rules.size());
+    for (size_t i = 0; i < out_.rules.size(); ++i) {
+        if (!dropped[i]) {
+            kept.push_back(std::move(out_.rules[i]));
+        }
+    }
+    out_.rules = std::move(kept);
+    out_.summary.loaded = static_cast<uint32_t>(out_.rules.size());
+    out_.summary.parse_ms = parse_ms_;
+    return std::move(out_);
+}
+
+LoadedRules load_rule_files(const std::vector<std::string>& files, const ParseEnv& env) {
+    RuleLoader loader(env);
+    for (const std::string& f : files) {
+        loader.add_file(f);
+    }
+    return loader.finish();
+}
+
+}  // namespace picket::sensor::detect

@@ -1,0 +1,742 @@
+#include "sensor/detect/threshold.h"
+
+#include "sensor/detect/parser.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace picket::sensor::detect {
+
+namespace {
+
+constexpr uint32_t kNil = UINT32_MAX;
+constexpr int64_t kNsPerSec = 1000000000;
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) {
+        s.remove_prefix(1);
+    }
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+        s.remove_suffix(1);
+    }
+    return s;
+}
+
+bool parse_u32(std::string_view s, uint32_t* out) {
+    if (s.empty() || s.size() > 10) {
+        return false;
+    }
+    uint64_t v = 0;
+    for (char c : s) {
+        if (c < '0' || c > '9') {
+            return false;
+        }
+        v = v * 10 + static_cast<uint64_t>(c - '0');
+    }
+    if (v > UINT32_MAX) {
+        return false;
+    }
+    *out = static_cast<uint32_t>(v);
+    return true;
+}
+
+// Splits "a, b c, [x,y]" at top-level commas (brackets nest).
+std::vector<std::string_view> split_top(std::string_view s) {
+    std::vector<std::string_view> out;
+    int depth = 0;
+    size_t start = 0;
+    for (size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '[') {
+            ++depth;
+        } else if (s[i] == ']') {
+            --depth;
+        } else if (s[i] == ',' && depth == 0) {
+            out.push_back(trim(s.substr(start, i - start)));
+            start = i + 1;
+        }
+    }
+    out.push_back(trim(s.substr(start)));
+    return out;
+}
+
+bool cidr_range(std::string_view text, IpRange* out) {
+    std::string t(text);
+    int prefix = -1;
+    size_t slash = t.find('/');
+    if (slash != std::string::npos) {
+        uint32_t p = 0;
+        if (!parse_u32(std::string_view(t).substr(slash + 1), &p)) {
+            return false;
+        }
+        prefix = static_cast<int>(p);
+        t.resize(slash);
+    }
+    decode::Address a;
+    uint8_t buf[16];
+    if (inet_pton(AF_INET, t.c_str(), buf) == 1) {
+        if (prefix > 32) {
+            return false;
+        }
+        a = decode::Address::from_v4(buf);
+        prefix = prefix < 0 ? 128 : 96 + prefix;
+    } else if (inet_pton(AF_INET6, t.c_str(), buf) == 1) {
+        if (prefix > 128) {
+            return false;
+        }
+        a = decode::Address::from_v6(buf);
+        prefix = prefix < 0 ? 128 : prefix;
+    } else {
+        return false;
+    }
+    IpRange r{a, a};
+    for (int bit = prefix; bit < 128; ++bit) {
+        uint8_t m = static_cast<uint8_t>(0x80 >> (bit % 8));
+        r.lo.b[bit / 8] &= static_cast<uint8_t>(~m);
+        r.hi.b[bit / 8] |= m;
+    }
+    *out = r;
+    return true;
+}
+
+bool in_range(const IpRange& r, const decode::Address& a) {
+    return !(a < r.lo) && !(r.hi < a);
+}
+
+bool parse_addr_list(std::string_view text, const AddressVars* vars, bool negated, int depth,
+                     std::vector<IpRange>* include, std::vector<IpRange>* exclude,
+                     std::string* error) {
+    text = trim(text);
+    if (depth > 16) {
+        *error = "address variables nest too deep at '" + std::string(text) + "'";
+        return false;
+    }
+    if (text.empty()) {
+        *error = "empty address";
+        return false;
+    }
+    if (text[0] == '!') {
+        return parse_addr_list(text.substr(1), vars, !negated, depth + 1, include, exclude, error);
+    }
+    if (text[0] == '[') {
+        if (text.back() != ']') {
+            *error = "unbalanced '[' in '" + std::string(text) + "'";
+            return false;
+        }
+        for (std::string_view part : split_top(text.substr(1, text.size() - 2))) {
+            if (!parse_addr_list(part, vars, negated, depth + 1, include, exclude, error)) {
+                return false;
+            }
+        }
+        return true;
+    }
+    if (text[0] == '$') {
+        std::string name(text.substr(1));  // NOLINT: map key lookup by std::string
+        auto it = vars == nullptr ? AddressVars::const_iterator() : vars->find(name);
+        if (vars == nullptr || it == vars->end()) {
+            *error = "unknown variable '$" + name + "'";
+            return false;
+        }
+        return parse_addr_list(it->second, vars, negated, depth + 1, include, exclude, error);
+    }
+    std::vector<IpRange>* dst = negated ? exclude : include;
+    if (text == "any") {
+        decode::Address lo, hi;
+        std::memset(hi.b, 0xff, sizeof(hi.b));
+        dst->push_back(IpRange{lo, hi});
+        return true;
+    }
+    IpRange r;
+    if (!cidr_range(text, &r)) {
+        *error = "invalid address '" + std::string(text) + "'";
+        return false;
+    }
+    dst->push_back(r);
+    return true;
+}
+
+std::string where(const std::string& file, uint32_t line) {
+    std::string w = file;
+    w += ':';
+    w += std::to_string(line);
+    w += ": ";
+    return w;
+}
+
+bool parse_track(std::string_view v, TrackBy* out) {
+    if (v == "by_src") {
+        *out = TrackBy::kSrc;
+    } else if (v == "by_dst") {
+        *out = TrackBy::kDst;
+    } else if (v == "by_rule") {
+        *out = TrackBy::kRule;
+    } else if (v == "by_both") {
+        *out = TrackBy::kBoth;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+// One logical line (continuations joined, comment stripped). Returns "" on success.
+std::string parse_line(std::string_view line, const AddressVars* vars, const std::string& file,
+                       uint32_t lineno, ThresholdConfig* out) {
+    size_t sp = line.find_first_of(" \t");
+    std::string_view kind = line.substr(0, sp);
+    std::string_view rest = sp == std::string_view::npos ? std::string_view() : line.substr(sp);
+    if (kind == "rate_filter") {
+        return "rate_filter is not supported";
+    }
+    const bool is_suppress = kind == "suppress";
+    if (!is_suppress && kind != "threshold" && kind != "event_filter") {
+        return "unknown directive '" + std::string(kind) +
+               "' (expected suppress, threshold, event_filter or rate_filter)";
+    }
+    std::map<std::string, std::string, std::less<>> kv;
+    for (std::string_view item : split_top(rest)) {
+        size_t s2 = item.find_first_of(" \t");
+        if (item.empty() || s2 == std::string_view::npos) {
+            return "malformed option '" + std::string(item) + "' (expected 'name value')";
+        }
+        std::string key(item.substr(0, s2));
+        if (kv.count(key) != 0) {
+            return "'" + key + "' given twice";
+        }
+        kv[key] = std::string(trim(item.substr(s2)));
+    }
+    const std::set<std::string_view> allowed =
+        is_suppress
+            ? std::set<std::string_view>{"gen_id", "sig_id", "track", "ip"}
+            : std::set<std::string_view>{"gen_id", "sig_id", "type", "track", "count", "seconds"};
+    for (const auto& [k, v] : kv) {
+        if (allowed.count(k) == 0) {
+            return "unknown option '" + k + "' for " + std::string(kind);
+        }
+    }
+    uint32_t gid = 0, sid = 0;
+    if (kv.count("gen_id") == 0 || kv.count("sig_id") == 0) {
+        return std::string(kind) + " needs gen_id and sig_id";
+    }
+    if (!parse_u32(kv["gen_id"], &gid)) {
+        return "invalid gen_id '" + kv["gen_id"] + "'";
+    }
+    if (!parse_u32(kv["sig_id"], &sid)) {
+        return "invalid sig_id '" + kv["sig_id"] + "'";
+    }
+    if (sid != 0 && gid == 0) {
+        return "sig_id " + std::to_string(sid) + " needs a gen_id other than 0";
+    }
+    if (is_suppress) {
+        SuppressEntry e;
+        e.gid = gid;
+        e.sid = sid;
+        e.file = file;
+        e.line = lineno;
+        const bool has_track = kv.count("track") != 0, has_ip = kv.count("ip") != 0;
+        if (has_track != has_ip) {
+            return "suppress needs both track and ip, or neither";
+        }
+        if (has_track) {
+            const std::string& t = kv["track"];
+            if (t == "by_src") {
+                e.track = SuppressTrack::kSrc;
+            } else if (t == "by_dst") {
+                e.track = SuppressTrack::kDst;
+            } else if (t == "by_either") {
+                e.track = SuppressTrack::kEither;
+            } else {
+                return "invalid track '" + t + "' for suppress (expected by_src, by_dst or " +
+                       "by_either)";
+            }
+            std::string err;
+            if (!parse_suppress_addresses(kv["ip"], vars, &e.include, &e.exclude, &err)) {
+                return "ip: " + err;
+            }
+        }
+        out->suppress.push_back(std::move(e));
+        return "";
+    }
+    ThresholdEntry e;
+    e.gid = gid;
+    e.sid = sid;
+    e.file = file;
+    e.line = lineno;
+    for (const char* need : {"type", "track", "count", "seconds"}) {
+        if (kv.count(need) == 0) {
+            return std::string(kind) + " needs " + need;
+        }
+    }
+    const std::string& type = kv["type"];
+    if (type == "limit") {
+        e.spec.type = ThresholdType::kLimit;
+    } else if (type == "threshold") {
+        e.spec.type = ThresholdType::kThreshold;
+    } else if (type == "both") {
+        e.spec.type = ThresholdType::kBoth;
+    } else {
+        return "invalid type '" + type + "' (expected limit, threshold or both)";
+    }
+    if (!parse_track(kv["track"], &e.spec.track)) {
+        return "invalid track '" + kv["track"] + "' (expected by_src, by_dst, by_rule or by_both)";
+    }
+    if (!parse_u32(kv["count"], &e.spec.count) || e.spec.count == 0) {
+        return "invalid count '" + kv["count"] + "'";
+    }
+    if (!parse_u32(kv["seconds"], &e.spec.seconds)) {
+        return "invalid seconds '" + kv["seconds"] + "'";
+    }
+    out->thresholds.push_back(std::move(e));
+    return "";
+}
+
+}  // namespace
+
+bool SuppressEntry::contains(const decode::Address& a) const {
+    bool in = false;
+    for (const IpRange& r : include) {
+        if (in_range(r, a)) {
+            in = true;
+            break;
+        }
+    }
+    if (!in) {
+        return false;
+    }
+    for (const IpRange& r : exclude) {
+        if (in_range(r, a)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool parse_suppress_addresses(std::string_view text, const AddressVars* address_vars,
+                              std::vector<IpRange>* include, std::vector<IpRange>* exclude,
+                              std::string* error) {
+    include->clear();
+    exclude->clear();
+    if (!parse_addr_list(text, address_vars, false, 0, include, exclude, error)) {
+        return false;
+    }
+    if (include->empty()) {
+        // Only negations ("!10.0.0.0/8"): everything else.
+        decode::Address lo, hi;
+        std::memset(hi.b, 0xff, sizeof(hi.b));
+        include->push_back(IpRange{lo, hi});
+    }
+    return true;
+}
+
+bool parse_threshold_config(std::string_view text, const std::string& file,
+                            const AddressVars* address_vars, ThresholdConfig* out,
+                            std::vector<std::string>* errors) {
+    bool ok = true;
+    uint32_t lineno = 0;
+    std::string logical;
+    uint32_t logical_start = 0;
+    while (!text.empty() || !logical.empty()) {
+        std::string_view raw;
+        if (text.empty()) {
+            raw = "";
+        } else {
+            size_t nl = text.find('\n');
+            raw = text.substr(0, nl);
+            text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+            ++lineno;
+        }
+        std::string_view line = trim(raw);
+        if (logical.empty()) {
+            logical_start = lineno;
+        }
+        const bool cont = !line.empty() && line.back() == '\\' && !text.empty();
+        if (cont) {
+            line.remove_suffix(1);
+        }
+        logical.append(line);
+        if (cont) {
+            logical += ' ';
+            continue;
+        }
+        std::string_view l = trim(logical);
+        if (!l.empty() && l[0] != '#') {
+            std::string err = parse_line(l, address_vars, file, logical_start, out);
+            if (!err.empty()) {
+                errors->push_back(where(file, logical_start) + err);
+                ok = false;
+            }
+        }
+        logical.clear();
+        if (text.empty()) {
+            break;
+        }
+    }
+    return ok;
+}
+
+bool load_threshold_config(const std::string& path, const AddressVars* address_vars,
+                           ThresholdConfig* out, std::vector<std::string>* errors) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        errors->push_back(path + ": cannot read");
+        return false;
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return parse_threshold_config(ss.str(), path, address_vars, out, errors);
+}
+
+// ---------------------------------------------------------------------------------------
+// Runtime
+
+struct ThresholdTable::Item {
+    enum Kind : uint8_t { kSuppressAll, kSuppress, kCount } kind = kCount;
+    const SuppressEntry* suppress = nullptr;
+    ThresholdSpec spec;
+};
+
+struct ThresholdTable::RuleItems {
+    std::vector<Item> items;
+};
+
+namespace {
+
+struct Entry {
+    uint32_t gid = 0, sid = 0;
+    uint8_t slot = 0;
+    decode::Address a, b;
+    uint64_t hash = 0;
+    int64_t tv1 = 0;
+    uint32_t count = 0;
+    uint32_t hnext = kNil, prev = kNil, next = kNil;
+};
+
+uint64_t key_hash(uint32_t gid, uint32_t sid, uint8_t slot, const decode::Address& a,
+                  const decode::Address& b) {
+    uint64_t h = 0xcbf29ce484222325ULL ^ (uint64_t{gid} << 32 | sid) ^ (uint64_t{slot} << 56);
+    uint64_t w[4];
+    std::memcpy(w, a.b, 16);
+    std::memcpy(w + 2, b.b, 16);
+    for (uint64_t x : w) {
+        h ^= x;
+        h *= 0x9e3779b97f4a7c15ULL;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+}  // namespace
+
+struct alignas(64) ThresholdTable::Stripe {
+    std::mutex mu;
+    std::vector<Entry> entries;
+    std::vector<uint32_t> buckets;
+    uint32_t free_head = kNil;
+    uint32_t lru_head = kNil;  // most recently used
+    uint32_t lru_tail = kNil;
+    Counter in_use;
+    Counter evictions;
+
+    void lru_unlink(uint32_t i) {
+        Entry& e = entries[i];
+        (e.prev == kNil ? lru_head : entries[e.prev].next) = e.next;
+        (e.next == kNil ? lru_tail : entries[e.next].prev) = e.prev;
+        e.prev = e.next = kNil;
+    }
+    void lru_push_front(uint32_t i) {
+        Entry& e = entries[i];
+        e.prev = kNil;
+        e.next = lru_head;
+        if (lru_head != kNil) {
+            entries[lru_head].prev = i;
+        }
+        lru_head = i;
+        if (lru_tail == kNil) {
+            lru_tail = i;
+        }
+    }
+    uint32_t find(uint64_t h, uint32_t gid, uint32_t sid, uint8_t slot, const decode::Address& a,
+                  const decode::Address& b) {
+        for (uint32_t i = buckets[h & (buckets.size() - 1)]; i != kNil; i = entries[i].hnext) {
+            const Entry& e = entries[i];
+            if (e.hash == h && e.gid == gid && e.sid == sid && e.slot == slot && e.a == a &&
+                e.b == b) {
+                return i;
+            }
+        }
+        return kNil;
+    }
+    uint32_t insert(uint64_t h, uint32_t gid, uint32_t sid, uint8_t slot, const decode::Address& a,
+                    const decode::Address& b) {
+        uint32_t i = free_head;
+        if (i != kNil) {
+            free_head = entries[i].hnext;
+            in_use.set(in_use.get() + 1);
+        } else {
+            // Evict the least recently used entry of this stripe.
+            i = lru_tail;
+            lru_unlink(i);
+            uint32_t* link = &buckets[entries[i].hash & (buckets.size() - 1)];
+            while (*link != i) {
+                link = &entries[*link].hnext;
+            }
+            *link = entries[i].hnext;
+            ++evictions;
+        }
+        Entry& e = entries[i];
+        e.gid = gid;
+        e.sid = sid;
+        e.slot = slot;
+        e.a = a;
+        e.b = b;
+        e.hash = h;
+        uint32_t& head = buckets[h & (buckets.size() - 1)];
+        e.hnext = head;
+        head = i;
+        lru_push_front(i);
+        return i;
+    }
+};
+
+ThresholdTable::ThresholdTable(ThresholdConfig config, ThresholdOptions options)
+    : config_(std::move(config)), options_(options) {
+    nstripes_ = std::max<uint32_t>(1, options_.stripes);
+    per_stripe_ = static_cast<uint32_t>(std::max<size_t>(1, options_.max_entries / nstripes_));
+    stripes_ = std::make_unique<Stripe[]>(nstripes_);
+    size_t nb = 1;
+    while (nb < per_stripe_) {
+        nb <<= 1;
+    }
+    for (uint32_t s = 0; s < nstripes_; ++s) {
+        Stripe& st = stripes_[s];
+        st.entries.resize(per_stripe_);
+        st.buckets.assign(nb, kNil);
+        for (uint32_t i = 0; i < per_stripe_; ++i) {
+            st.entries[i].hnext = i + 1 < per_stripe_ ? i + 1 : kNil;
+        }
+        st.free_head = 0;
+    }
+}
+
+ThresholdTable::~ThresholdTable() = default;
+
+std::vector<std::string> ThresholdTable::bind(const std::vector<const Rule*>& rules) {
+    std::vector<std::string> warnings;
+    rules_.clear();
+    std::set<std::pair<uint32_t, uint32_t>> known;
+    for (const Rule* r : rules) {
+        known.emplace(r->gid, r->sid);
+    }
+    auto applies_to = [](uint32_t gid, uint32_t sid, const Rule& r) {
+        return (gid == 0 && sid == 0) || (sid == 0 && gid == r.gid) ||
+               (gid == r.gid && sid == r.sid);
+    };
+    for (const SuppressEntry& s : config_.suppress) {
+        if (s.sid != 0 && known.count({s.gid, s.sid}) == 0) {
+            warnings.push_back(where(s.file, s.line) + "suppress for unknown rule " +
+                               std::to_string(s.gid) + ":" + std::to_string(s.sid));
+        }
+    }
+    for (const ThresholdEntry& t : config_.thresholds) {
+        if (t.sid != 0 && known.count({t.gid, t.sid}) == 0) {
+            warnings.push_back(where(t.file, t.line) + "threshold for unknown rule " +
+                               std::to_string(t.gid) + ":" + std::to_string(t.sid));
+        }
+    }
+    for (const Rule* r : rules) {
+        auto items = std::make_unique<RuleItems>();
+        for (const SuppressEntry& s : config_.suppress) {
+            if (applies_to(s.gid, s.sid, *r)) {
+                Item it;
+                it.kind = s.track == SuppressTrack::kNone ? Item::kSuppressAll : Item::kSuppress;
+                it.suppress = &s;
+                items->items.push_back(it);
+            }
+        }
+        bool specific = false;
+        for (const ThresholdEntry& t : config_.thresholds) {
+            if (t.sid != 0 && t.gid == r->gid && t.sid == r->sid) {
+                specific = true;
+                Item it;
+                it.spec = t.spec;
+                items->items.push_back(it);
+            }
+        }
+        const bool own = r->has_threshold || r->has_detection_filter;
+        // A specific config threshold replaces the rule's own threshold or detection_filter
+        // (Suricata's override); wildcard ones never apply to a rule with its own.
+        if (!specific && own) {
+            Item it;
+            it.spec = r->has_threshold ? r->threshold : r->detection_filter;
+            items->items.push_back(it);
+        } else if (!specific) {
+            for (const ThresholdEntry& t : config_.thresholds) {
+                if (t.sid == 0 && applies_to(t.gid, t.sid, *r)) {
+                    Item it;
+                    it.spec = t.spec;
+                    items->items.push_back(it);
+                }
+            }
+        }
+        if (!items->items.empty()) {
+            rules_.emplace(r, std::move(items));
+        }
+    }
+    return warnings;
+}
+
+bool ThresholdTable::applies(const Rule& r) const {
+    return rules_.count(&r) != 0;
+}
+
+bool ThresholdTable::load_config(const std::string& path, const VarTable& vars,
+                                 std::vector<std::string>* errors) {
+    return load_threshold_config(path, &vars.address, &config_, errors);
+}
+
+ThresholdResult ThresholdTable::check(const Rule& r, const decode::Address& src,
+                                      const decode::Address& dst, int64_t ts_ns) {
+    auto it = rules_.find(&r);
+    if (it == rules_.end()) {
+        if (!r.has_threshold && !r.has_detection_filter) {
+            return ThresholdResult::kAlert;
+        }
+        Item own;
+        own.spec = r.has_threshold ? r.threshold : r.detection_filter;
+        return run(r, own, 0, src, dst, ts_ns);
+    }
+    const std::vector<Item>& items = it->second->items;
+    for (size_t i = 0; i < items.size(); ++i) {
+        ThresholdResult res = run(r, items[i], static_cast<uint8_t>(i), src, dst, ts_ns);
+        if (res != ThresholdResult::kAlert) {
+            return res;
+        }
+    }
+    return ThresholdResult::kAlert;
+}
+
+ThresholdResult ThresholdTable::run(const Rule& r, const Item& item, uint8_t slot,
+                                    const decode::Address& src, const decode::Address& dst,
+                                    int64_t ts_ns) {
+    switch (item.kind) {
+        case Item::kSuppressAll:
+            return ThresholdResult::kSilent;
+        case Item::kSuppress: {
+            const SuppressEntry& s = *item.suppress;
+            bool hit = false;
+            switch (s.track) {
+                case SuppressTrack::kSrc:
+                    hit = s.contains(src);
+                    break;
+                case SuppressTrack::kDst:
+                    hit = s.contains(dst);
+                    break;
+                case SuppressTrack::kEither:
+                    hit = s.contains(src) || s.contains(dst);
+                    break;
+                case SuppressTrack::kNone:
+                    hit = true;
+                    break;
+            }
+            return hit ? ThresholdResult::kSilent : ThresholdResult::kAlert;
+        }
+        case Item::kCount:
+            break;
+    }
+    const ThresholdSpec& td = item.spec;
+    // threshold with count 1 alerts on every match and keeps no state (as Suricata).
+    if (td.type == ThresholdType::kThreshold && td.count == 1) {
+        return ThresholdResult::kAlert;
+    }
+    decode::Address a, b;
+    switch (td.track) {
+        case TrackBy::kSrc:
+            a = src;
+            break;
+        case TrackBy::kDst:
+            a = dst;
+            break;
+        case TrackBy::kRule:
+            break;
+        case TrackBy::kBoth:  // the pair, in either direction
+            a = src < dst ? src : dst;
+            b = src < dst ? dst : src;
+            break;
+    }
+    const uint64_t h = key_hash(r.gid, r.sid, slot, a, b);
+    Stripe& st = stripes_[(h >> 32) % nstripes_];
+    std::lock_guard<std::mutex> lock(st.mu);
+    uint32_t idx = st.find(h, r.gid, r.sid, slot, a, b);
+    if (idx == kNil) {
+        idx = st.insert(h, r.gid, r.sid, slot, a, b);
+        Entry& e = st.entries[idx];
+        e.tv1 = ts_ns;
+        e.count = 1;
+        switch (td.type) {
+            case ThresholdType::kLimit:
+                return ThresholdResult::kAlert;
+            case ThresholdType::kBoth:
+                return td.count == 1 ? ThresholdResult::kAlert : ThresholdResult::kNone;
+            case ThresholdType::kThreshold:
+            case ThresholdType::kDetectionFilter:
+                return ThresholdResult::kNone;
+        }
+        return ThresholdResult::kNone;
+    }
+    st.lru_unlink(idx);
+    st.lru_push_front(idx);
+    Entry& e = st.entries[idx];
+    const bool within = ts_ns <= e.tv1 + static_cast<int64_t>(td.seconds) * kNsPerSec;
+    if (!within) {
+        e.tv1 = ts_ns;
+        e.count = 1;
+        switch (td.type) {
+            case ThresholdType::kLimit:
+                return ThresholdResult::kAlert;
+            case ThresholdType::kBoth:
+                return td.count == 1 ? ThresholdResult::kAlert : ThresholdResult::kNone;
+            case ThresholdType::kThreshold:
+            case ThresholdType::kDetectionFilter:
+                return ThresholdResult::kNone;
+        }
+        return ThresholdResult::kNone;
+    }
+    ++e.count;
+    switch (td.type) {
+        case ThresholdType::kLimit:
+            return e.count <= td.count ? ThresholdResult::kAlert : ThresholdResult::kSilent;
+        case ThresholdType::kThreshold:
+            if (e.count >= td.count) {
+                e.count = 0;
+                return ThresholdResult::kAlert;
+            }
+            return ThresholdResult::kNone;
+        case ThresholdType::kBoth:
+            return e.count == td.count  ? ThresholdResult::kAlert
+                   : e.count > td.count ? ThresholdResult::kSilent
+                                        : ThresholdResult::kNone;
+        case ThresholdType::kDetectionFilter:
+            return e.count > td.count ? ThresholdResult::kAlert : ThresholdResult::kNone;
+    }
+    return ThresholdResult::kNone;
+}
+
+ThresholdStats ThresholdTable::stats() const {
+    ThresholdStats s;
+    for (uint32_t i = 0; i < nstripes_; ++i) {
+        s.entries += stripes_[i].in_use.get();
+        s.evictions += stripes_[i].evictions.get();
+    }
+    return s;
+}
+
+void ThresholdTable::export_stats(StatsSnapshot& out) const {
+    ThresholdStats s = stats();
+    out.add("detect.threshold.entries", s.entries);
+    out.add("detect.threshold.evictions", s.evictions);
+}
+
+}  // namespace picket::sensor::detect

@@ -1,0 +1,495 @@
+#include "sensor/output/output.h"
+
+#include <cstdio>
+#include <ctime>
+
+namespace picket::sensor::output {
+
+namespace {
+
+constexpr char kHex[] = "0123456789abcdef";
+constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+void append_uint(std::string& out, uint64_t v) {
+    char buf[24];
+    size_t n = 0;
+    do {
+        buf[n++] = static_cast<char>('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    while (n != 0) {
+        out.push_back(buf[--n]);
+    }
+}
+
+// Length of the valid UTF-8 sequence at p (1..4), or 0 when the bytes there are not one.
+size_t utf8_sequence(const uint8_t* p, size_t avail) {
+    const uint8_t c = p[0];
+    size_t len;
+    uint32_t min;
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2;
+        min = 0x80;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        min = 0x800;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (avail < len) {
+        return 0;
+    }
+    uint32_t cp = c & (0xff >> (len + 1));
+    for (size_t i = 1; i < len; ++i) {
+        if ((p[i] & 0xc0) != 0x80) {
+            return 0;
+        }
+        cp = (cp << 6) | (p[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+        return 0;
+    }
+    return len;
+}
+
+// A JSON string literal. Control characters use the short escapes where JSON has one and
+// \u00XX otherwise; bytes that are not valid UTF-8 are written as \u00XX (the byte as a
+// Latin-1 code point) so that the line stays valid JSON whatever a rule's msg holds.
+void append_json_string(std::string& out, std::string_view s) {
+    out.push_back('"');
+    const auto* p = reinterpret_cast<const uint8_t*>(s.data());
+    const size_t n = s.size();
+    for (size_t i = 0; i < n;) {
+        const uint8_t c = p[i];
+        if (c >= 0x80) {
+            const size_t len = utf8_sequence(p + i, n - i);
+            if (len != 0) {
+                out.append(s.data() + i, len);
+                i += len;
+                continue;
+            }
+        }
+        switch (c) {
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            case '\b':
+                out += "\\b";
+                break;
+            case '\f':
+                out += "\\f";
+                break;
+            default:
+                if (c < 0x20 || c >= 0x80) {
+                    out += "\\u00";
+                    out.push_back(kHex[c >> 4]);
+                    out.push_back(kHex[c & 0xf]);
+                } else {
+                    out.push_back(static_cast<char>(c));
+                }
+        }
+        ++i;
+    }
+    out.push_back('"');
+}
+
+void append_key(std::string& out, const char* key) {
+    out.push_back(',');
+    out.push_back('"');
+    out += key;
+    out += "\":";
+}
+
+void append_base64(std::string& out, const uint8_t* p, size_t n) {
+    out.push_back('"');
+    size_t i = 0;
+    for (; i + 3 <= n; i += 3) {
+        const uint32_t v = (uint32_t{p[i]} << 16) | (uint32_t{p[i + 1]} << 8) | p[i + 2];
+        out.push_back(kBase64[v >> 18]);
+        out.push_back(kBase64[(v >> 12) & 63]);
+        out.push_back(kBase64[(v >> 6) & 63]);
+        out.push_back(kBase64[v & 63]);
+    }
+    if (n - i == 1) {
+        const uint32_t v = uint32_t{p[i]} << 16;
+        out.push_back(kBase64[v >> 18]);
+        out.push_back(kBase64[(v >> 12) & 63]);
+        out += "==";
+    } else if (n - i == 2) {
+        const uint32_t v = (uint32_t{p[i]} << 16) | (uint32_t{p[i + 1]} << 8);
+        out.push_back(kBase64[v >> 18]);
+        out.push_back(kBase64[(v >> 12) & 63]);
+        out.push_back(kBase64[(v >> 6) & 63]);
+        out.push_back('=');
+    }
+    out.push_back('"');
+}
+
+// Suricata's PrintStringsToBuffer: printable ASCII, CR and LF are kept, the rest is '.'.
+void append_printable(std::string& out, const uint8_t* p, size_t n) {
+    out.push_back('"');
+    for (size_t i = 0; i < n; ++i) {
+        const uint8_t c = p[i];
+        switch (c) {
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            default:
+                out.push_back(c >= 0x20 && c < 0x7f ? static_cast<char>(c) : '.');
+        }
+    }
+    out.push_back('"');
+}
+
+void append_timestamp(std::string& out, int64_t ts_ns) {
+    int64_t secs = ts_ns / 1000000000;
+    int64_t usec = (ts_ns % 1000000000) / 1000;
+    if (usec < 0) {
+        secs -= 1;
+        usec += 1000000;
+    }
+    const time_t t = static_cast<time_t>(secs);
+    tm tmv{};
+    gmtime_r(&t, &tmv);
+    char buf[48];
+    const int n = std::snprintf(buf, sizeof(buf), "\"%04d-%02d-%02dT%02d:%02d:%02d.%06d+0000\"",
+                                tmv.tm_year + 1900, tmv.tm_mon + 1, tmv.tm_mday, tmv.tm_hour,
+                                tmv.tm_min, tmv.tm_sec, static_cast<int>(usec));
+    out.append(buf, static_cast<size_t>(n));
+}
+
+bool has_ports(uint8_t proto) {
+    return proto == 6 || proto == 17 || proto == 132;
+}
+
+bool is_icmp(uint8_t proto) {
+    return proto == 1 || proto == 58;
+}
+
+const char* pkt_src_name(PacketOrigin o) {
+    switch (o) {
+        case PacketOrigin::kWire:
+            return "wire/pcap";
+        case PacketOrigin::kDefrag:
+            return "defrag";
+        case PacketOrigin::kStreamFlowTimeout:
+            return "stream (flow timeout)";
+        case PacketOrigin::kStreamDetectLog:
+            return "stream (detect/log)";
+    }
+    return "wire/pcap";
+}
+
+// Suricata's DatalinkValueToName for the link types the decoder reads.
+const char* linktype_name(int32_t linktype) {
+    switch (linktype) {
+        case 0:
+            return "NULL";
+        case 1:
+            return "EN10MB";
+        case 12:
+        case 14:
+        case 101:
+            return "RAW";
+        case 108:
+            return "LOOP";
+        case 113:
+            return "LINUX_SLL";
+        case 228:
+            return "IPv4";
+        case 229:
+            return "IPv6";
+        case 276:
+            return "LINUX_SLL2";
+        default:
+            return nullptr;
+    }
+}
+
+void append_metadata(std::string& out, const AlertMeta& m) {
+    // {"key": ["v1", "v2"]}: keys in order of first appearance, values in rule order. Rules
+    // carry a handful of pairs, so the quadratic scan is cheaper than a map.
+    const auto& md = m.metadata;
+    out += "{";
+    bool first_key = true;
+    for (size_t i = 0; i < md.size(); ++i) {
+        bool seen = false;
+        for (size_t j = 0; j < i; ++j) {
+            if (md[j].first == md[i].first) {
+                seen = true;
+                break;
+            }
+        }
+        if (seen) {
+            continue;
+        }
+        if (!first_key) {
+            out.push_back(',');
+        }
+        first_key = false;
+        append_json_string(out, md[i].first);
+        out += ":[";
+        bool first_val = true;
+        for (size_t j = i; j < md.size(); ++j) {
+            if (md[j].first != md[i].first) {
+                continue;
+            }
+            if (!first_val) {
+                out.push_back(',');
+            }
+            first_val = false;
+            append_json_string(out, md[j].second);
+        }
+        out += "]";
+    }
+    out += "}";
+}
+
+}  // namespace
+
+const char* format_address(const decode::Address& a, char* buf) {
+    if (a.is_v4()) {
+        const uint8_t* v = a.v4();
+        std::snprintf(buf, 46, "%u.%u.%u.%u", v[0], v[1], v[2], v[3]);
+        return buf;
+    }
+    char* o = buf;
+    for (int i = 0; i < 16; i += 2) {
+        if (i != 0) {
+            *o++ = ':';
+        }
+        *o++ = kHex[a.b[i] >> 4];
+        *o++ = kHex[a.b[i] & 0xf];
+        *o++ = kHex[a.b[i + 1] >> 4];
+        *o++ = kHex[a.b[i + 1] & 0xf];
+    }
+    *o = '\0';
+    return buf;
+}
+
+const char* proto_name(uint8_t proto) {
+    switch (proto) {
+        case 0:
+            return "HOPOPT";
+        case 1:
+            return "ICMP";
+        case 2:
+            return "IGMP";
+        case 4:
+            return "IPV4";
+        case 6:
+            return "TCP";
+        case 17:
+            return "UDP";
+        case 41:
+            return "IPV6";
+        case 43:
+            return "IPV6-ROUTE";
+        case 44:
+            return "IPV6-FRAG";
+        case 47:
+            return "GRE";
+        case 50:
+            return "ESP";
+        case 51:
+            return "AH";
+        case 58:
+            return "IPV6-ICMP";
+        case 59:
+            return "IPV6-NONXT";
+        case 60:
+            return "IPV6-OPTS";
+        case 89:
+            return "OSPFIGP";
+        case 103:
+            return "PIM";
+        case 112:
+            return "VRRP";
+        case 132:
+            return "SCTP";
+        case 136:
+            return "UDPLITE";
+        default:
+            return nullptr;
+    }
+}
+
+void append_alert_json(const AlertEvent& ev, const AlertOutputOptions& options, std::string& out) {
+    // Field order follows Suricata 7's CreateEveHeader + AlertJson.
+    out += "{\"timestamp\":";
+    append_timestamp(out, ev.ts_ns);
+    if (ev.flow_id != 0) {
+        append_key(out, "flow_id");
+        append_uint(out, ev.flow_id);
+    }
+    if (ev.in_iface != kNoInterface && ev.in_iface < options.interfaces.size()) {
+        append_key(out, "in_iface");
+        append_json_string(out, options.interfaces[ev.in_iface]);
+    }
+    if (ev.pcap_cnt != 0) {
+        append_key(out, "pcap_cnt");
+        append_uint(out, ev.pcap_cnt);
+    }
+    out += ",\"event_type\":\"alert\"";
+    if (ev.vlan_count != 0) {
+        append_key(out, "vlan");
+        out.push_back('[');
+        append_uint(out, ev.vlan_id[0]);
+        if (ev.vlan_count > 1) {
+            out.push_back(',');
+            append_uint(out, ev.vlan_id[1]);
+        }
+        out.push_back(']');
+    }
+    if (ev.ip_version != 0) {
+        char ip[46];
+        append_key(out, "src_ip");
+        append_json_string(out, format_address(ev.src, ip));
+        if (has_ports(ev.proto)) {
+            append_key(out, "src_port");
+            append_uint(out, ev.sport);
+        }
+        append_key(out, "dest_ip");
+        append_json_string(out, format_address(ev.dst, ip));
+        if (has_ports(ev.proto)) {
+            append_key(out, "dest_port");
+            append_uint(out, ev.dport);
+        }
+        append_key(out, "proto");
+        if (const char* name = proto_name(ev.proto)) {
+            out.push_back('"');
+            out += name;
+            out.push_back('"');
+        } else {
+            out.push_back('"');
+            append_uint(out, ev.proto);
+            out.push_back('"');
+        }
+        if (is_icmp(ev.proto)) {
+            append_key(out, "icmp_type");
+            append_uint(out, ev.icmp_type);
+            append_key(out, "icmp_code");
+            append_uint(out, ev.icmp_code);
+        }
+    }
+    append_key(out, "pkt_src");
+    append_json_string(out, pkt_src_name(ev.origin));
+    if (ev.has_tx_id) {
+        append_key(out, "tx_id");
+        append_uint(out, ev.tx_id);
+    }
+
+    append_key(out, "alert");
+    out += "{\"action\":";
+    out += ev.action == AlertAction::kBlocked ? "\"blocked\"" : "\"allowed\"";
+    static const AlertMeta kNoMeta{};
+    const AlertMeta& m = ev.meta != nullptr ? *ev.meta : kNoMeta;
+    append_key(out, "gid");
+    append_uint(out, m.gid);
+    append_key(out, "signature_id");
+    append_uint(out, m.sid);
+    append_key(out, "rev");
+    append_uint(out, m.rev);
+    append_key(out, "signature");
+    append_json_string(out, m.signature);
+    append_key(out, "category");
+    append_json_string(out, m.category);
+    append_key(out, "severity");
+    if (m.severity < 0) {
+        out.push_back('-');
+        append_uint(out, static_cast<uint64_t>(-static_cast<int64_t>(m.severity)));
+    } else {
+        append_uint(out, static_cast<uint64_t>(m.severity));
+    }
+    if (options.rule_metadata && !m.metadata.empty()) {
+        append_key(out, "metadata");
+        append_metadata(out, m);
+    }
+    out.push_back('}');
+
+    if (ev.app_proto != nullptr) {
+        append_key(out, "app_proto");
+        append_json_string(out, ev.app_proto);
+    }
+    if (ev.direction != AlertDirection::kUnknown) {
+        append_key(out, "direction");
+        out += ev.direction == AlertDirection::kToServer ? "\"to_server\"" : "\"to_client\"";
+    }
+    if (options.payload || options.payload_printable) {
+        if (options.payload) {
+            append_key(out, "payload");
+            append_base64(out, ev.payload, ev.payload_len);
+        }
+        if (options.payload_printable) {
+            append_key(out, "payload_printable");
+            append_printable(out, ev.payload, ev.payload_len);
+        }
+        append_key(out, "stream");
+        out.push_back(ev.stream ? '1' : '0');
+    }
+    if (options.packet) {
+        append_key(out, "packet");
+        append_base64(out, ev.packet, ev.packet_len);
+        append_key(out, "packet_info");
+        out += "{\"linktype\":";
+        append_uint(out, static_cast<uint32_t>(ev.linktype));
+        if (const char* name = linktype_name(ev.linktype)) {
+            out += ",\"linktype_name\":\"";
+            out += name;
+            out.push_back('"');
+        }
+        out.push_back('}');
+    }
+    out.push_back('}');
+}
+
+AlertSink::AlertSink(EveWriter* eve, FastLogWriter* fast, AlertOutputOptions options)
+    : eve_(eve), fast_(fast), options_(std::move(options)) {
+    json_.reserve(4096);
+}
+
+void AlertSink::write(const AlertEvent& ev) {
+    if (eve_ != nullptr) {
+        json_.clear();
+        append_alert_json(ev, options_, json_);
+        eve_->write_line(json_);
+    }
+    if (fast_ != nullptr) {
+        fast_->write(ev);
+    }
+    ++written_;
+}
+
+size_t AlertSink::drain(const std::vector<AlertQueue*>& queues, size_t max_per_queue) {
+    size_t n = 0;
+    for (AlertQueue* q : queues) {
+        n += q->drain([this](const AlertEvent& ev) { write(ev); }, max_per_queue);
+    }
+    return n;
+}
+
+}  // namespace picket::sensor::output

@@ -1,0 +1,564 @@
+#!/usr/bin/env python3
+"""Compatibility runner: replays suricata-verify style cases through picket-sensor.
+
+Usage:
+  run_compat.py --sensor BIN --cases DIR [--pass-list FILE] [--update-pass-list]
+                [-k PATTERN] [-j N] [--outdir DIR] [--suricata-version V] [-v]
+
+A case is a directory holding test.yaml (plus a pcap, a rules file, optionally
+suricata.yaml), in the layout of OISF/suricata-verify. For each case the runner:
+
+  1. skips it when test.yaml asks for something we cannot provide (a feature, a custom
+     command, IPS mode when the sensor has no --simulate-ips, ...);
+  2. runs the sensor's rule check (BIN -T -S RULES ...) and skips the case when any of its
+     rules was skipped by the sensor ("unsupported: <reason>", from the diagnostics
+     "file:line sid N: reason" the sensor prints);
+  3. runs BIN -r PCAP -S RULES -l OUTDIR ... and evaluates every `filter` check on
+     `event_type: alert` against OUTDIR/eve.json (other checks are not ours to honour).
+
+It prints one line per case (PASS name / FAIL name: why / SKIP name: why), then exactly
+"N passed, N failed, N skipped". The exit status is 1 only when a case named in the pass
+list no longer passes (a regression); new passes are reported on stderr and added to the
+pass list with --update-pass-list.
+"""
+
+import argparse
+import concurrent.futures
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+DEFAULT_SURICATA_VERSION = "9.0.0"
+SENSOR_TIMEOUT_SEC = 300
+DIAGNOSTIC_RE = re.compile(r"^(?P<file>.+?):(?P<line>\d+) sid (?P<sid>\d+): (?P<reason>.*)$")
+STRING_OPS = ("__find", "__contains", "__startswith", "__endswith")
+NUMBER_OPS = ("__gt", "__gte", "__lt", "__lte")
+# Arguments of test.yaml `args:` that the runner understands; anything else skips the case.
+KNOWN_FLAGS_WITH_VALUE = ("-k", "--set")
+KNOWN_FLAGS = ("--simulate-ips",)
+
+
+class Skip(Exception):
+    pass
+
+
+class Fail(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------------------
+# Versions (suricata-verify's requires: min-version / lt-version / gt-version / version)
+
+
+def parse_version(text):
+    m = re.search(r"(\d+)(?:\.(\d+))?(?:\.(\d+))?", str(text))
+    if not m:
+        raise ValueError("bad version %r" % (text,))
+    return tuple(int(g) if g is not None else None for g in m.groups())
+
+
+def _filled(v):
+    return tuple(x if x is not None else 0 for x in v)
+
+
+def version_matches(ours, required, op):
+    a, b = _filled(ours), _filled(required)
+    if op == "min-version":
+        return a >= b
+    if op == "lt-version":
+        return a < b
+    if op == "gt-version":
+        return a > b
+    if op == "version":  # "7" matches 7.x.y, "7.0" matches 7.0.y
+        return all(r is None or o == r for o, r in zip(ours, required))
+    raise ValueError(op)
+
+
+VERSION_KEYS = ("min-version", "lt-version", "gt-version", "version")
+
+
+def unmet_requirement(requires, ours):
+    """Why `requires` is not met by our version/features, or None when it is."""
+    if not requires:
+        return None
+    for key, value in requires.items():
+        if key in VERSION_KEYS:
+            if not version_matches(ours, parse_version(value), key):
+                return "requires %s %s" % (key, value)
+        elif key == "features":
+            return "requires feature %s" % ", ".join(str(f) for f in value)
+        elif key == "pcap":
+            if not value:
+                return "test runs without a pcap"
+        else:
+            return "unsupported requirement '%s'" % key
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# EVE filter checks (suricata-verify's FilterCheck semantics, plus numeric comparisons)
+
+
+def find_value(name, obj):
+    """The value at a dotted path such as alert.signature_id or vlan[0]; None if absent.
+
+    A `__len` part yields the length of what was reached (-1 if it has none); the string
+    and number operators end the walk and leave the comparison to the caller.
+    """
+    for part in name.split("."):
+        if part == "__len":
+            try:
+                return len(obj)
+            except TypeError:
+                return -1
+        if part in STRING_OPS or part in NUMBER_OPS:
+            break
+        index = None
+        m = re.match(r"^(.*)\[(\d+)\]$", part)
+        if m:
+            part, index = m.group(1), int(m.group(2))
+        if not isinstance(obj, dict) or part not in obj:
+            return None
+        obj = obj[part]
+        if index is not None:
+            try:
+                obj = obj[index]
+            except (IndexError, KeyError, TypeError):
+                return None
+    return obj
+
+
+def _number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def match_event(match, event):
+    for key, expected in match.items():
+        if key == "has-key":
+            if find_value(expected, event) is None:
+                return False
+            continue
+        if key == "not-has-key":
+            if find_value(expected, event) is not None:
+                return False
+            continue
+        val = find_value(key, event)
+        op = key.rsplit(".", 1)[-1] if "." in key else None
+        if op in STRING_OPS:
+            if val is None:
+                return False
+            if op == "__find":
+                if not isinstance(val, str) or val.find(expected) < 0:
+                    return False
+            elif op == "__contains":
+                try:
+                    if expected not in val:
+                        return False
+                except TypeError:
+                    return False
+            elif op == "__startswith":
+                if not isinstance(val, str) or not val.startswith(expected):
+                    return False
+            elif op == "__endswith":
+                if not isinstance(val, str) or not val.endswith(expected):
+                    return False
+        elif op in NUMBER_OPS:
+            if not _number(val) or not _number(expected):
+                return False
+            if op == "__gt" and not val > expected:
+                return False
+            if op == "__gte" and not val >= expected:
+                return False
+            if op == "__lt" and not val < expected:
+                return False
+            if op == "__lte" and not val <= expected:
+                return False
+        elif val != expected:
+            return False
+    return True
+
+
+def is_alert_filter(flt):
+    if not isinstance(flt, dict):
+        return False
+    if flt.get("filename", "eve.json") != "eve.json":
+        return False
+    match = flt.get("match") or {}
+    if "event_type" in match:
+        return match["event_type"] == "alert"
+    # No event type: a check on alert fields (alert.signature_id, has-key alert.xff, ...).
+    names = [str(v) for k, v in match.items() if k in ("has-key", "not-has-key")]
+    names += [k for k in match if k not in ("has-key", "not-has-key")]
+    return any(n == "alert" or n.startswith(("alert.", "alert[")) for n in names)
+
+
+def alert_filters(checks, ours):
+    """The filter checks that count: on event_type alert, with their requires met."""
+    out = []
+    for i, check in enumerate(checks or []):
+        if not isinstance(check, dict) or "filter" not in check:
+            continue
+        flt = check["filter"]
+        if not is_alert_filter(flt):
+            continue
+        requires = dict(flt.get("requires") or {})
+        for key in VERSION_KEYS:
+            if key in flt:
+                requires[key] = flt[key]
+        if unmet_requirement(requires, ours) is not None:
+            continue
+        out.append((i + 1, flt))
+    return out
+
+
+def load_eve(path):
+    if not os.path.exists(path):
+        raise Fail("no eve.json written")
+    events = []
+    with open(path, "r", encoding="utf-8", errors="replace") as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                events.append(json.loads(line))
+            except ValueError as e:
+                raise Fail("eve.json line %d is not JSON: %s" % (n, e))
+    return events
+
+
+def evaluate(filters, events):
+    """None when every filter holds, else the first failure's description."""
+    for number, flt in filters:
+        count = sum(1 for ev in events if match_event(flt.get("match") or {}, ev))
+        expected = flt.get("count")
+        if count != expected:
+            what = flt.get("comment") or json.dumps(flt.get("match"), sort_keys=True)
+            return "check #%d %s: expected %s, got %d" % (number, what, expected, count)
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# Cases
+
+
+def discover(cases_dir, patterns):
+    names = []
+    for dirpath, dirnames, filenames in os.walk(cases_dir, followlinks=True):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(("_", ".")))
+        if dirpath == cases_dir:
+            continue
+        if "test.yaml" in filenames:
+            dirnames[:] = []
+            name = os.path.relpath(dirpath, cases_dir)
+            if not patterns or any(p in name for p in patterns):
+                names.append(name)
+    return sorted(names)
+
+
+def resolve_input(case_dir, config, key, globs, what):
+    """pcap:/rules: keys resolve by basename inside the case dir (the data set copies inputs
+    that upstream shares between tests next to each test)."""
+    value = config.get(key)
+    if isinstance(value, list):
+        value = value[0] if len(value) == 1 else None
+    if isinstance(value, str) and value:
+        path = os.path.join(case_dir, os.path.basename(value))
+        if not os.path.exists(path):
+            raise Skip("%s %s not found" % (what, os.path.basename(value)))
+        return path
+    found = []
+    for g in globs:
+        found += glob.glob(os.path.join(case_dir, g))
+    found = sorted(set(found))
+    if not found:
+        raise Skip("no %s" % what)
+    if len(found) > 1:
+        raise Skip("several %s files: %s" % (what, ", ".join(os.path.basename(f) for f in found)))
+    return found[0]
+
+
+def load_yaml(path):
+    with open(path, "rb") as f:
+        return yaml.safe_load(f) or {}
+
+
+def yaml_quote(value):
+    """A --set value that the sensor's YAML parser reads back as this exact string."""
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def suricata_yaml_sets(case_dir, etc_dir):
+    """--set assignments for what the case's suricata.yaml changes that the sensor knows:
+    address/port vars, packet-alert-max and the eve alert payload/packet options."""
+    path = os.path.join(case_dir, "suricata.yaml")
+    if not os.path.exists(path):
+        return []
+    doc = load_yaml(path)
+    layers = []
+    include = doc.get("include")
+    for inc in include if isinstance(include, list) else [include] if include else []:
+        inc_path = os.path.join(etc_dir, os.path.basename(str(inc)))
+        if os.path.exists(inc_path):
+            layers.append(load_yaml(inc_path))
+    layers.append(doc)
+    sets = []
+    seen = {}
+    for layer in layers:
+        for group in ("address-groups", "port-groups"):
+            values = ((layer.get("vars") or {}).get(group)) or {}
+            for k, v in values.items():
+                seen["vars.%s.%s" % (group, k)] = yaml_quote(v)
+        pam = layer.get("packet-alert-max")
+        if isinstance(pam, int) and pam > 0:
+            seen["packet-alert-max"] = str(pam)
+        for out in layer.get("outputs") or []:
+            eve = out.get("eve-log") if isinstance(out, dict) else None
+            if not isinstance(eve, dict):
+                continue
+            for t in eve.get("types") or []:
+                if isinstance(t, dict) and "alert" in t and isinstance(t["alert"], dict):
+                    for key in ("payload", "payload-printable", "packet"):
+                        if key in t["alert"]:
+                            on = t["alert"][key] in (True, "yes", "on", "true")
+                            seen["outputs.eve.alert." + key] = "yes" if on else "no"
+    for k, v in seen.items():
+        sets += ["--set", "%s=%s" % (k, v)]
+    return sets
+
+
+def case_args(config, name, sensor_help):
+    """Extra sensor arguments from test.yaml `args:`, or Skip for what we cannot pass."""
+    words = []
+    for arg in config.get("args") or []:
+        words += [w for w in re.split(r"\s+", str(arg).strip()) if w]
+    out = []
+    ips = "ips" in os.path.basename(name)
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if w in KNOWN_FLAGS_WITH_VALUE:
+            if i + 1 >= len(words):
+                raise Skip("argument %s without a value" % w)
+            out += [w, words[i + 1]]
+            i += 2
+            continue
+        if w == "--simulate-ips":
+            ips = True
+        elif w not in KNOWN_FLAGS:
+            raise Skip("unsupported argument %s" % w)
+        i += 1
+    if ips:
+        if "--simulate-ips" not in sensor_help:
+            raise Skip("ips mode (--simulate-ips) not supported by the sensor")
+        out.append("--simulate-ips")
+    return out
+
+
+class Runner:
+    def __init__(self, sensor, cases_dir, outdir, version, verbose=False):
+        self.sensor = sensor
+        self.cases_dir = cases_dir
+        self.outdir = outdir
+        self.version = version
+        self.verbose = verbose
+        self.etc_dir = os.path.join(cases_dir, "_upstream-etc")
+        self.sensor_help = self._sensor_help()
+
+    def _sensor_help(self):
+        try:
+            p = subprocess.run([self.sensor, "--help"], capture_output=True, text=True,
+                               timeout=60)
+            return p.stdout + p.stderr
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+
+    def common_sets(self):
+        sets = []
+        for key, fname in (("classification-file", "classification.config"),
+                           ("reference-config-file", "reference.config")):
+            path = os.path.join(self.etc_dir, fname)
+            if os.path.exists(path):
+                sets += ["--set", "%s=%s" % (key, path)]
+        return sets
+
+    def _run(self, argv, cwd):
+        if self.verbose:
+            print("+ " + " ".join(argv), file=sys.stderr)
+        env = dict(os.environ, TZ="UTC")
+        try:
+            return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
+                                  errors="replace", timeout=SENSOR_TIMEOUT_SEC)
+        except subprocess.TimeoutExpired:
+            raise Fail("sensor timed out after %d s" % SENSOR_TIMEOUT_SEC)
+        except OSError as e:
+            raise Fail("cannot run the sensor: %s" % e)
+
+    def run_case(self, name):
+        """('PASS'|'FAIL'|'SKIP', reason)."""
+        try:
+            return self._run_case(name)
+        except Skip as e:
+            return ("SKIP", str(e))
+        except Fail as e:
+            return ("FAIL", str(e))
+        except (yaml.YAMLError, ValueError, KeyError, TypeError, AttributeError) as e:
+            return ("FAIL", "bad case: %s: %s" % (type(e).__name__, e))
+
+    def _run_case(self, name):
+        case_dir = os.path.join(self.cases_dir, name)
+        config = load_yaml(os.path.join(case_dir, "test.yaml"))
+        why = unmet_requirement(config.get("requires"), self.version)
+        if why:
+            raise Skip(why)
+        skip = config.get("skip")
+        if skip is True:
+            raise Skip("skipped by default")
+        if "command" in config:
+            raise Skip("custom command")
+        if config.get("exit-code", 0) != 0:
+            raise Skip("expects exit code %s" % config.get("exit-code"))
+        if "setup" in config:
+            raise Skip("setup scripts")
+        filters = alert_filters(config.get("checks"), self.version)
+        if not filters:
+            raise Skip("no alert checks")
+        pcap = resolve_input(case_dir, config, "pcap", ("*.pcap", "*.pcapng"), "pcap")
+        rules = resolve_input(case_dir, config, "rules", ("*.rules",), "rules")
+        extra = case_args(config, name, self.sensor_help)
+        sets = self.common_sets() + suricata_yaml_sets(case_dir, self.etc_dir)
+
+        out = os.path.join(self.outdir, name)
+        shutil.rmtree(out, ignore_errors=True)
+        os.makedirs(out)
+
+        check = self._run([self.sensor, "-T", "-S", rules] + sets, case_dir)
+        diagnostics = []
+        for line in (check.stderr + check.stdout).splitlines():
+            m = DIAGNOSTIC_RE.match(line.strip())
+            if m:
+                diagnostics.append(m.group("reason"))
+        if diagnostics:
+            more = " (+%d more)" % (len(diagnostics) - 1) if len(diagnostics) > 1 else ""
+            raise Skip("unsupported: %s%s" % (diagnostics[0], more))
+        if check.returncode != 0:
+            raise Fail("rule check exited with %d: %s" % (check.returncode,
+                                                          last_line(check.stderr)))
+
+        run = self._run([self.sensor, "-r", pcap, "-S", rules, "-l", out] + sets + extra,
+                        case_dir)
+        with open(os.path.join(out, "sensor.log"), "w") as f:
+            f.write(run.stdout)
+            f.write(run.stderr)
+        if run.returncode != 0:
+            raise Fail("sensor exited with %d: %s" % (run.returncode, last_line(run.stderr)))
+        failure = evaluate(filters, load_eve(os.path.join(out, "eve.json")))
+        if failure:
+            raise Fail(failure)
+        return ("PASS", "")
+
+
+def last_line(text):
+    lines = [l for l in text.strip().splitlines() if l.strip()]
+    return lines[-1] if lines else "(no output)"
+
+
+# ---------------------------------------------------------------------------------------
+# Pass list
+
+
+def read_pass_list(path):
+    if not path or not os.path.exists(path):
+        return []
+    names = []
+    with open(path) as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                names.append(line)
+    return names
+
+
+def write_pass_list(path, names):
+    header = ("# Compatibility cases that pass (tests/compat/run_compat.py). A case listed here\n"
+              "# that stops passing fails the run. Regenerate with --update-pass-list.\n")
+    with open(path, "w") as f:
+        f.write(header)
+        for n in sorted(set(names)):
+            f.write(n + "\n")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sensor", required=True, help="picket-sensor binary")
+    ap.add_argument("--cases", required=True, help="directory of cases (suricata-verify layout)")
+    ap.add_argument("--pass-list", help="file of case names that must keep passing")
+    ap.add_argument("--update-pass-list", action="store_true",
+                    help="add the cases that pass now to --pass-list")
+    ap.add_argument("-k", dest="patterns", action="append", default=[],
+                    help="run only cases whose name contains PATTERN (repeatable, or a,b,c)")
+    ap.add_argument("-j", dest="jobs", type=int, default=1, help="cases run in parallel")
+    ap.add_argument("--outdir", help="keep each case's output under DIR (default: a temporary "
+                    "directory, removed at the end)")
+    ap.add_argument("--suricata-version", default=DEFAULT_SURICATA_VERSION,
+                    help="version that test.yaml requires: are checked against (default %s: "
+                    "the data set targets upstream's current behaviour)" %
+                    DEFAULT_SURICATA_VERSION)
+    ap.add_argument("-v", dest="verbose", action="store_true", help="print sensor command lines")
+    args = ap.parse_args(argv)
+
+    if args.update_pass_list and not args.pass_list:
+        ap.error("--update-pass-list needs --pass-list")
+    cases_dir = os.path.abspath(args.cases)
+    if not os.path.isdir(cases_dir):
+        ap.error("--cases %s: not a directory" % args.cases)
+    sensor = os.path.abspath(args.sensor) if os.sep in args.sensor else args.sensor
+    patterns = [p for arg in args.patterns for p in arg.split(",") if p]
+    names = discover(cases_dir, patterns)
+
+    tmp = None
+    outdir = args.outdir
+    if outdir is None:
+        tmp = tempfile.mkdtemp(prefix="picket-compat-")
+        outdir = tmp
+    outdir = os.path.abspath(outdir)
+    runner = Runner(sensor, cases_dir, outdir, parse_version(args.suricata_version),
+                    args.verbose)
+
+    results = {}
+    counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            for name, (status, reason) in zip(names, pool.map(runner.run_case, names)):
+                results[name] = status
+                counts[status] += 1
+                print("%s %s%s" % (status, name, ": " + reason if reason else ""), flush=True)
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    listed = read_pass_list(args.pass_list)
+    regressions = [n for n in listed if n in results and results[n] != "PASS"]
+    new_passes = [n for n in names if results[n] == "PASS" and n not in listed]
+    for n in regressions:
+        print("regression: %s is in the pass list but did not pass" % n, file=sys.stderr)
+    if new_passes:
+        print("new passes (not in the pass list): %s" % " ".join(new_passes), file=sys.stderr)
+    if args.update_pass_list and new_passes:
+        write_pass_list(args.pass_list, listed + new_passes)
+        print("pass list %s: added %d case(s)" % (args.pass_list, len(new_passes)),
+              file=sys.stderr)
+    print("%d passed, %d failed, %d skipped" % (counts["PASS"], counts["FAIL"], counts["SKIP"]),
+          flush=True)
+    return 1 if regressions else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,186 @@
+// The compiled engine end to end on crafted packets: rule files are written by the test,
+// loaded with DetectEngine::load, and real decoded packets go through DetectWorker::inspect.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "sensor/decode/decode.h"
+#include "sensor/detect/detect.h"
+#include "sensor/detect/rule.h"
+#include "sensor/flow/flow.h"
+#include "tests/sensor/decode/packet_builder.h"
+
+namespace picket::sensor::detect {
+namespace {
+
+namespace tb = decode::testing;
+
+class DetectEngineTest : public ::testing::Test {
+protected:
+    void load(const std::string& rules, DetectConfig cfg = {}) {
+        path_ = ::testing::TempDir() + "/detect_" + std::to_string(getpid()) + ".rules";
+        std::ofstream(path_) << rules;
+        cfg.rule_files = {path_};
+        engine_ = DetectEngine::load(cfg, nullptr, &summary_);
+        worker_ = std::make_unique<DetectWorker>(engine_);
+        flows_ = std::make_unique<flow::FlowTable>(flow::FlowConfig{});
+        flows_->set_on_free([this](flow::Flow& f) { worker_->release_flow(f); });
+    }
+    void TearDown() override {
+        if (flows_) {
+            flows_->clear();
+        }
+        std::remove(path_.c_str());
+    }
+
+    // Decodes the frame, finds its flow, inspects it; returns the sids alerted, in order.
+    std::vector<uint32_t> run(const tb::Bytes& frame, int64_t ts = 1000000000) {
+        decode::Packet p;
+        decode::decode_packet(dctx_, 1, frame.data(), static_cast<uint32_t>(frame.size()),
+                              static_cast<uint32_t>(frame.size()), ts, p);
+        flow::Direction dir = flow::Direction::kToServer;
+        flow::Flow* f = flows_->lookup(p, &dir);
+        AlertRecord out[16];
+        uint32_t n = worker_->inspect(p, f, dir, out, 16);
+        std::vector<uint32_t> sids;
+        for (uint32_t i = 0; i < n; ++i) {
+            sids.push_back(out[i].rule->sid);
+        }
+        return sids;
+    }
+
+    static tb::Bytes tcp_frame(uint16_t sport, uint16_t dport, const std::string& payload,
+                               uint8_t flags = 0x18, tb::V4 v4 = {}) {
+        tb::Bytes pl(payload.begin(), payload.end());
+        return tb::eth(0x0800, tb::ipv4(v4, tb::tcp(sport, dport, flags, {}, pl)));
+    }
+    static tb::Bytes udp_frame(uint16_t sport, uint16_t dport, const std::string& payload) {
+        tb::Bytes pl(payload.begin(), payload.end());
+        tb::V4 v4;
+        v4.proto = tb::kUdp;
+        return tb::eth(0x0800, tb::ipv4(v4, tb::udp(sport, dport, pl)));
+    }
+
+    std::string path_;
+    LoadSummary summary_;
+    std::shared_ptr<const DetectEngine> engine_;
+    std::unique_ptr<DetectWorker> worker_;
+    std::unique_ptr<flow::FlowTable> flows_;
+    decode::DecodeContext dctx_{decode::DecodeOptions{decode::ChecksumMode::kNo}};
+};
+
+TEST_F(DetectEngineTest, ContentOnPortGroup) {
+    load("alert tcp any any -> any 80 (msg:\"x\"; content:\"evil\"; sid:1;)\n"
+         "alert tcp any any -> any any (msg:\"y\"; content:\"evil\"; sid:2;)\n");
+    EXPECT_EQ(summary_.loaded, 2u);
+    EXPECT_EQ(run(tcp_frame(40000, 80, "an evil thing")), (std::vector<uint32_t>{1, 2}));
+    EXPECT_EQ(run(tcp_frame(40001, 8080, "an evil thing")), (std::vector<uint32_t>{2}));
+    EXPECT_EQ(run(tcp_frame(40002, 80, "a good thing")), (std::vector<uint32_t>{}));
+    EXPECT_EQ(run(udp_frame(40003, 80, "evil")), (std::vector<uint32_t>{}));
+}
+
+TEST_F(DetectEngineTest, NocaseFastPatternAndVerification) {
+    load("alert tcp any any -> any any (msg:\"x\"; content:\"EVIL\"; nocase; "
+         "content:\"tail\"; distance:0; sid:3;)\n");
+    EXPECT_EQ(run(tcp_frame(1, 2, "xx eViL yy tail")), (std::vector<uint32_t>{3}));
+    // The fast pattern matches but the relative content comes before it: no alert.
+    EXPECT_EQ(run(tcp_frame(1, 3, "tail xx evil")), (std::vector<uint32_t>{}));
+}
+
+TEST_F(DetectEngineTest, BidirectionalAndPortLists) {
+    load("alert tcp any [80,443] <> any any (msg:\"bi\"; content:\"zz\"; sid:4;)\n"
+         "alert tcp any any -> any !22 (msg:\"not ssh\"; content:\"zz\"; sid:5;)\n");
+    EXPECT_EQ(run(tcp_frame(443, 5555, "zz")), (std::vector<uint32_t>{4, 5}));
+    EXPECT_EQ(run(tcp_frame(5555, 80, "zz")), (std::vector<uint32_t>{4, 5}));
+    EXPECT_EQ(run(tcp_frame(5555, 22, "zz")), (std::vector<uint32_t>{}));
+}
+
+TEST_F(DetectEngineTest, HeaderOnlyRulesAreCheckedWithoutPrefilter) {
+    load("alert tcp any any -> any any (msg:\"syn\"; flags:S; sid:6;)\n"
+         "alert ip any any -> any any (msg:\"ttl\"; ttl:3; sid:7;)\n");
+    EXPECT_EQ(summary_.no_fast_pattern_rules, 2u);
+    EXPECT_EQ(run(tcp_frame(1, 2, "", 0x02)), (std::vector<uint32_t>{6}));
+    tb::V4 v4;
+    v4.ttl = 3;
+    EXPECT_EQ(run(tcp_frame(1, 2, "", 0x10, v4)), (std::vector<uint32_t>{7}));
+}
+
+TEST_F(DetectEngineTest, AlertOrderIsActionThenSid) {
+    load("alert tcp any any -> any any (msg:\"a\"; content:\"q\"; sid:30;)\n"
+         "drop tcp any any -> any any (msg:\"d\"; content:\"q\"; sid:40;)\n"
+         "alert tcp any any -> any any (msg:\"b\"; content:\"q\"; sid:10;)\n");
+    EXPECT_EQ(run(tcp_frame(1, 2, "q")), (std::vector<uint32_t>{40, 10, 30}));
+}
+
+TEST_F(DetectEngineTest, PassRuleSilencesThePacket) {
+    load("pass tcp any any -> any any (msg:\"ok\"; content:\"trusted\"; sid:50;)\n"
+         "alert tcp any any -> any any (msg:\"bad\"; content:\"bad\"; sid:51;)\n");
+    EXPECT_EQ(run(tcp_frame(1, 2, "bad trusted")), (std::vector<uint32_t>{}));
+    EXPECT_EQ(run(tcp_frame(1, 2, "bad")), (std::vector<uint32_t>{51}));
+}
+
+TEST_F(DetectEngineTest, FlowbitsCarryAcrossPacketsOfOneFlow) {
+    load("alert tcp any any -> any any (msg:\"check\"; content:\"second\"; "
+         "flowbits:isset,stage1; sid:61;)\n"
+         "alert tcp any any -> any any (msg:\"set\"; content:\"first\"; flowbits:set,stage1; "
+         "flowbits:noalert; sid:60;)\n");
+    EXPECT_EQ(run(tcp_frame(1000, 80, "second")), (std::vector<uint32_t>{}));
+    EXPECT_EQ(run(tcp_frame(1000, 80, "first")), (std::vector<uint32_t>{}));
+    EXPECT_EQ(run(tcp_frame(1000, 80, "second")), (std::vector<uint32_t>{61}));
+    // Another flow does not see the bit.
+    EXPECT_EQ(run(tcp_frame(1001, 80, "second")), (std::vector<uint32_t>{}));
+}
+
+TEST_F(DetectEngineTest, SetAndCheckInOnePacket) {
+    load("alert tcp any any -> any any (msg:\"check\"; content:\"b\"; flowbits:isset,x; "
+         "sid:71;)\n"
+         "alert tcp any any -> any any (msg:\"set\"; content:\"a\"; flowbits:set,x; sid:70;)\n");
+    EXPECT_EQ(run(tcp_frame(1, 2, "ab")), (std::vector<uint32_t>{70, 71}));
+}
+
+TEST_F(DetectEngineTest, ThresholdLimit) {
+    load("alert tcp any any -> any any (msg:\"t\"; content:\"x\"; threshold:type limit, track "
+         "by_src, count 1, seconds 60; sid:80;)\n");
+    EXPECT_EQ(run(tcp_frame(1, 2, "x"), 1000000000), (std::vector<uint32_t>{80}));
+    EXPECT_EQ(run(tcp_frame(1, 2, "x"), 2000000000), (std::vector<uint32_t>{}));
+    EXPECT_EQ(run(tcp_frame(1, 2, "x"), 62000000000), (std::vector<uint32_t>{80}));
+}
+
+TEST_F(DetectEngineTest, AddressVariables) {
+    DetectConfig cfg;
+    cfg.address_vars["HOME_NET"] = "[10.0.0.2/32]";
+    load("alert tcp $EXTERNAL_NET any -> $HOME_NET any (msg:\"in\"; content:\"k\"; sid:90;)\n",
+         cfg);
+    EXPECT_EQ(run(tcp_frame(1, 2, "k")), (std::vector<uint32_t>{90}));  // 10.0.0.1 -> .2
+    tb::V4 rev;
+    rev.src[3] = 2;
+    rev.dst[3] = 1;
+    EXPECT_EQ(run(tcp_frame(1, 2, "k", 0x18, rev)), (std::vector<uint32_t>{}));
+}
+
+TEST_F(DetectEngineTest, AppLayerRulesLoadButStayInactive) {
+    load("alert http any any -> any any (msg:\"uri\"; http.uri; content:\"/evil\"; sid:100;)\n"
+         "alert tcp any any -> any any (msg:\"raw\"; content:\"/evil\"; sid:101;)\n");
+    EXPECT_EQ(summary_.loaded, 2u);
+    EXPECT_EQ(run(tcp_frame(1, 80, "GET /evil HTTP/1.1\r\n\r\n")), (std::vector<uint32_t>{101}));
+}
+
+TEST_F(DetectEngineTest, BadRulesAreSkippedAndSummarised) {
+    load("alert tcp any any -> any any (msg:\"ok\"; content:\"a\"; sid:1;)\n"
+         "alert tcp any any -> any any (msg:\"bad\"; frobnicate; sid:2;)\n"
+         "alert tcp any any -> any any (msg:\"dup\"; content:\"b\"; sid:1;)\n");
+    EXPECT_EQ(summary_.loaded, 1u);
+    EXPECT_EQ(summary_.skipped, 2u);
+    std::string s = summary_.to_string();
+    while (!s.empty() && s.back() == '\n') {
+        s.pop_back();
+    }
+    EXPECT_EQ(s.substr(s.rfind('\n') + 1), "rules: 1 loaded, 2 skipped");
+}
+
+}  // namespace
+}  // namespace picket::sensor::detect
