@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <thread>
 
@@ -35,6 +36,7 @@ struct Engine::Worker {
             detect = std::make_unique<detect::DetectWorker>(engine);
             alerts = std::make_unique<output::AlertQueue>(c.alert_queue_bytes);
             alert_buf.resize(c.detect.packet_alert_max);
+            alert_packet.reserve(65535 + 64);
             flows.set_on_free([this](flow::Flow& f) { detect->release_flow(f); });
         }
     }
@@ -64,6 +66,7 @@ struct Engine::Worker {
     std::unique_ptr<detect::DetectWorker> detect;
     std::unique_ptr<output::AlertQueue> alerts;
     std::vector<detect::AlertRecord> alert_buf;
+    std::vector<uint8_t> alert_packet;  // reassembled packet for alert output
     capture::Batch batch;
     std::string error;
     std::thread thread;
@@ -193,7 +196,18 @@ void Engine::build_alert_output() {
 }
 
 void Engine::emit_alerts(Worker& w, const decode::Packet& p, const flow::Flow* f,
-                         flow::Direction dir, uint32_t n) {
+                         flow::Direction dir, uint32_t n, uint32_t link_len) {
+    const uint8_t* packet = p.data;
+    uint32_t packet_len = p.caplen;
+    if (p.has(decode::kFlagReassembled)) {
+        // Link header of the last fragment + the whole datagram. The buffer was sized at
+        // start-up for the largest datagram, so this does not allocate.
+        w.alert_packet.resize(link_len + p.l3_len);
+        std::memcpy(w.alert_packet.data(), p.data, link_len);
+        std::memcpy(w.alert_packet.data() + link_len, p.l3, p.l3_len);
+        packet = w.alert_packet.data();
+        packet_len = static_cast<uint32_t>(w.alert_packet.size());
+    }
     for (uint32_t i = 0; i < n; ++i) {
         const detect::AlertRecord& a = w.alert_buf[i];
         output::AlertEvent ev;
@@ -222,7 +236,7 @@ void Engine::emit_alerts(Worker& w, const decode::Packet& p, const flow::Flow* f
         ev.origin = p.has(decode::kFlagReassembled) ? output::PacketOrigin::kDefrag
                                                     : output::PacketOrigin::kWire;
         ev.drop_rule = a.drop_rule;
-        if (!w.alerts->push(ev, p.data, p.caplen, p.payload, p.payload_len)) {
+        if (!w.alerts->push(ev, packet, packet_len, p.payload, p.payload_len)) {
             ++w.detect->counters().alerts_dropped;
         }
     }
@@ -278,9 +292,23 @@ void Engine::worker_main(Worker& w) {
                 decode::DecodeResult dr = decode::decode_packet(
                     w.decode, raw.linktype, raw.data, raw.caplen, raw.wirelen, raw.ts_ns, p);
                 if (dr == decode::DecodeResult::kInvalid) {
+                    // A packet whose IP layer decoded still meets the IP-level rules (as in
+                    // Suricata); it gets no flow, since its transport header is unusable.
+                    if (w.detect && p.ip_version != 0 && !p.has(decode::kFlagFragment)) {
+                        uint32_t n = w.detect->inspect(p, nullptr, flow::Direction::kToServer,
+                                                       w.alert_buf.data(),
+                                                       static_cast<uint32_t>(w.alert_buf.size()));
+                        if (n != 0) {
+                            emit_alerts(w, p, nullptr, flow::Direction::kToServer, n, 0);
+                        }
+                    }
                     continue;
                 }
+                uint32_t link_len = 0;
                 if (dr == decode::DecodeResult::kFragment) {
+                    // The link header of the last fragment fronts the rebuilt datagram in
+                    // alert output, as Suricata's reassembled pseudo-packet does.
+                    link_len = static_cast<uint32_t>(p.l3 - p.data);
                     const uint8_t* dgram = nullptr;
                     uint32_t dgram_len = 0;
                     if (w.defrag.process(p, &dgram, &dgram_len) !=
@@ -305,7 +333,7 @@ void Engine::worker_main(Worker& w) {
                     uint32_t n = w.detect->inspect(p, f, dir, w.alert_buf.data(),
                                                    static_cast<uint32_t>(w.alert_buf.size()));
                     if (n != 0) {
-                        emit_alerts(w, p, f, dir, n);
+                        emit_alerts(w, p, f, dir, n, link_len);
                     }
                 }
             }

@@ -96,7 +96,7 @@ private:
     void write_stats_event(bool final_event);
     void build_alert_output();
     void emit_alerts(Worker& w, const decode::Packet& p, const flow::Flow* f,
-                     flow::Direction dir, uint32_t n);
+                     flow::Direction dir, uint32_t n, uint32_t link_len);
 
     SensorConfig config_;
     std::vector<std::unique_ptr<Worker>> workers_;

@@ -91,7 +91,7 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
         static_cast<uint32_t>(c.get_int("defrag.max-frags", 256, 2, 65535));
 
     s.flow.memcap = c.get_size("flow.memcap", 128ULL << 20);
-    s.flow.hash_size = static_cast<uint32_t>(c.get_int("flow.hash-size", 65536, 16, 1 << 26));
+    s.flow.hash_size = static_cast<uint32_t>(c.get_int("flow.hash-size", 65536, 1, 1 << 26));
     s.flow.emergency_recovery =
         static_cast<uint32_t>(c.get_int("flow.emergency-recovery", 30, 1, 100));
     auto& t = s.flow.timeouts;

@@ -9,7 +9,16 @@ namespace payload {
 bool ByteJumpOption::eval(const EvalInput& in, uint32_t cursor, uint32_t* new_cursor) const {
     uint64_t v = 0;
     uint32_t end = 0;
-    if (!extract_number(p.ex, in, cursor, &v, &end)) {
+    if (p.ex.nbytes.get(in.scratch) == 0) {
+        // byte_jump:0,... reads nothing: it moves by post_offset from the position (Suricata
+        // accepts it; ET and suricata-verify bug 4623 use it to step back before a match).
+        const int64_t pos =
+            (p.ex.relative ? static_cast<int64_t>(cursor) : 0) + p.ex.offset.get(in.scratch);
+        if (pos < 0 || pos > static_cast<int64_t>(in.len)) {
+            return false;
+        }
+        end = static_cast<uint32_t>(pos);
+    } else if (!extract_number(p.ex, in, cursor, &v, &end)) {
         return false;
     }
     v = apply_bitmask(p.ex, v);
@@ -64,7 +73,7 @@ bool parse_byte_jump(ParseState& st, std::string_view value, bool has_value, std
     }
     auto opt = std::make_unique<payload::ByteJumpOption>();
     auto& p = opt->p;
-    if (!payload::parse_var_value(st, toks[0], 1, 23, &p.ex.nbytes)) {
+    if (!payload::parse_var_value(st, toks[0], 0, 23, &p.ex.nbytes)) {
         *error = "byte_jump: invalid number of bytes '" + std::string(toks[0]) + "'";
         return false;
     }
@@ -107,7 +116,8 @@ bool parse_byte_jump(ParseState& st, std::string_view value, bool has_value, std
         *error = "byte_jump: from_beginning and from_end cannot be combined";
         return false;
     }
-    if (!payload::check_nbytes("byte_jump", p.ex, 8, error)) {
+    const bool zero_bytes = !p.ex.nbytes.is_var() && p.ex.nbytes.value == 0;
+    if (!zero_bytes && !payload::check_nbytes("byte_jump", p.ex, 8, error)) {
         return false;
     }
     payload::append_option(st, std::move(opt));

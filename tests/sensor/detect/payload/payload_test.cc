@@ -412,6 +412,21 @@ TEST_F(Payload, ByteTestRelativeAndErrors) {
 
 // ----------------------------------------------------------------------------- byte_jump
 
+// byte_jump:0 reads nothing and moves by post_offset (suricata-verify bug-4623).
+TEST_F(Payload, ByteJumpZeroBytesStepsByPostOffset) {
+    ok(kw::parse_content, "\"|3a 01|\"");
+    ok(kw::parse_byte_jump, "0,0,relative,post_offset -4");
+    ok(kw::parse_pcre, "\"/^\\x7c\\xe0\\x3a/R\"");
+    EXPECT_TRUE(match("zz\x7c\xe0\x3a\x01"));
+    EXPECT_FALSE(match("zz\x7c\xe1\x3a\x01"));
+    reset();
+    ok(kw::parse_byte_jump, "0,2");
+    ok(kw::parse_content, "\"c\"");
+    ok(kw::parse_within, "1");
+    EXPECT_TRUE(match("abc"));
+    EXPECT_FALSE(match("acb"));
+}
+
 TEST_F(Payload, ByteJump) {
     // length byte 3, then 3 bytes, then "X"
     ok(kw::parse_byte_jump, "1,0");
