@@ -129,9 +129,9 @@ bool is_blank(char c) {
 }
 
 // Splits the text between '(' and ')' into options. An unquoted value ends at the first
-// unescaped ';'. A value that starts with '"' (or '!"') is quoted: it ends at a '"' that is
-// followed by ';' (blanks allowed) or the end, so ';' needs no escape inside quotes, and a bare
-// '"' inside a pattern (pcre:"/["']x/") is tolerated as Suricata tolerates it. '\' escapes the
+// unescaped ';'. A value that starts with '"' (or '!"') is quoted: it ends at the first '"'
+// followed by ';' (blanks allowed) or the end, so ';' needs no escape inside quotes and a
+// bare '"' inside a pattern (pcre:"/["']x/", in ET Open) does not end it. '\' escapes the
 // next character. The parser unescapes nothing: keywords get their value as written.
 bool split_options(std::string_view body, std::vector<RawOption>* out, Failure* f) {
     const size_t n = body.size();
@@ -179,8 +179,8 @@ bool split_options(std::string_view body, std::vector<RawOption>* out, Failure* 
             }
             size_t value_end = n;
             size_t next = n;
+            bool closed = false;
             if (q < n && body[q] == '"') {
-                bool closed = false;
                 for (size_t i = q + 1; i < n; ++i) {
                     if (body[i] == '\\') {
                         ++i;
@@ -200,12 +200,11 @@ bool split_options(std::string_view body, std::vector<RawOption>* out, Failure* 
                         break;
                     }
                 }
-                if (!closed) {
-                    *f = {"syntax",
-                          "unterminated quoted value in option '" + std::string(o.key) + "'"};
-                    return false;
-                }
-            } else {
+            }
+            if (!closed) {
+                // Unquoted, or a quote that never closes before a ';' (content:"a",nocase;
+                // in Snort 3 syntax, a missing quote): up to the first unescaped ';', and the
+                // keyword reports what is wrong with its value.
                 size_t i = pos;
                 while (i < n && body[i] != ';') {
                     i += body[i] == '\\' ? 2 : 1;

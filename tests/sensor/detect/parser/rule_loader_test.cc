@@ -57,7 +57,7 @@ TEST(RuleLoader, DiagnosticsNameFileLineSidAndReason) {
         "t.rules:6 sid 6: bad address '1.2.3.256'",
         "t.rules:7 sid 7: bad port '0:70000'",
         "t.rules:8 sid 8: bad direction '=>' (expected -> or <>)",
-        "t.rules:9 sid 0: unterminated quoted value in option 'msg'",
+        "t.rules:9 sid 9: msg: unterminated quoted string",
         "t.rules:10 sid 10: rev: must be a number, got 'z'",
         "t.rules:11 sid 11: unsupported protocol 'sctp'",
     };
@@ -68,7 +68,7 @@ TEST(RuleLoader, DiagnosticsNameFileLineSidAndReason) {
         {"unknown keyword", 1}, {"unsupported keyword", 1},
         {"missing sid", 1},     {"unknown classtype", 1},
         {"bad address", 1},     {"bad port", 1},
-        {"bad header", 1},      {"syntax", 1},
+        {"bad header", 1},      {"bad msg", 1},
         {"bad rev", 1},         {"unsupported protocol", 1},
     };
     EXPECT_EQ(s.skipped_by_reason, by_reason);

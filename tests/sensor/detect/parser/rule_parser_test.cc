@@ -170,8 +170,11 @@ TEST(RuleOptions, SyntaxErrors) {
     EXPECT_EQ(d.reason, "missing '(' before the options");
     d = parse_fail("alert tcp any any -> any any (msg:\"x\"; sid:1;");
     EXPECT_EQ(d.reason, "unterminated option list (missing ')')");
+    // A quote that never closes falls back to the first ';' and the keyword complains.
     d = parse_fail("alert tcp any any -> any any (msg:\"x; sid:1;)");
-    EXPECT_EQ(d.reason, "unterminated quoted value in option 'msg'");
+    EXPECT_EQ(d.category, "bad msg");
+    EXPECT_EQ(d.reason, "msg: unterminated quoted string");
+    EXPECT_EQ(d.sid, 1u);
     d = parse_fail("alert tcp any any -> any any (msg:\"x\";; sid:1;)");
     EXPECT_EQ(d.reason, "empty option (';;')");
     d = parse_fail("alert tcp any any -> any any (sid:1;) trailing");
