@@ -60,6 +60,9 @@ struct LoadSummary {
     uint32_t groups = 0;
     uint32_t hs_databases = 0;
     uint32_t no_fast_pattern_rules = 0;
+    // Loaded rules that need an app-layer protocol (http, dns, tls, ...): they match once the
+    // app layer identifies flows; until then they are kept out of the matching structures.
+    uint32_t app_layer_rules = 0;
     // Several lines; the last is exactly "rules: N loaded, M skipped".
     std::string to_string() const;
 };

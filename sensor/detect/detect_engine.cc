@@ -136,35 +136,59 @@ struct PatternKeyHash {
 
 }  // namespace
 
-// One compiled group: the rules that can match packets of one transport class and port.
-struct Group {
-    hs_database_t* db = nullptr;                 // packet-buffer prefilter, may be null
+// Candidate lookup by address for rules without a fast pattern: elementary intervals of the
+// 16-byte address space, each with the rules whose (more selective) address set covers it.
+struct AddrIndex {
+    std::vector<decode::Address> starts;       // sorted; interval i = [starts[i], starts[i+1])
+    std::vector<std::vector<uint32_t>> rules;  // per interval
+
+    const std::vector<uint32_t>* find(const decode::Address& a) const {
+        auto it = std::upper_bound(starts.begin(), starts.end(), a);
+        if (it == starts.begin()) {
+            return nullptr;
+        }
+        const auto& r = rules[static_cast<size_t>(it - starts.begin()) - 1];
+        return r.empty() ? nullptr : &r;
+    }
+};
+
+// A compiled set of rules: the packet-buffer prefilter and the rules checked without one.
+struct Part {
+    hs_database_t* db = nullptr;                       // may be null
     std::vector<std::vector<uint32_t>> pattern_rules;  // pattern id -> rule indices
-    std::vector<uint32_t> always;                // rules checked on every packet (sorted)
+    std::vector<uint32_t> always;                      // checked on every packet
+    AddrIndex by_src, by_dst;                          // checked when the address is in range
     uint32_t rule_count = 0;
+};
+
+// A group = the rules that can match a packet of one transport class and destination port:
+// the class's any-port part (shared by every port of the class) plus that port's own part.
+struct Group {
+    uint32_t any_part = kNoGroup;
+    uint32_t port_part = kNoGroup;
 };
 
 struct DetectEngine::Impl {
     DetectConfig config;
     std::shared_ptr<FlowbitRegistry> flowbits;
     std::vector<std::unique_ptr<Rule>> rules;  // in evaluation order
-    std::vector<Group> groups;
-    // Group per transport class and destination port (TCP/UDP), or one per class.
-    std::vector<uint32_t> port_group[kNumClasses];
-    uint32_t class_group[kNumClasses] = {kNoGroup, kNoGroup, kNoGroup, kNoGroup};
+    std::vector<Part> parts;
+    // Per transport class: the group of each destination port (TCP/UDP), or one group.
+    std::vector<Group> port_group[kNumClasses];
+    Group class_group[kNumClasses];
     mutable std::unique_ptr<ThresholdTable> thresholds;  // shared, locked on the match path
-    size_t max_group_rules = 0;
+    size_t max_candidates = 0;
     uint64_t memory = 0;
 
     ~Impl() {
-        for (auto& g : groups) {
-            if (g.db != nullptr) {
-                hs_free_database(g.db);
+        for (auto& part : parts) {
+            if (part.db != nullptr) {
+                hs_free_database(part.db);
             }
         }
     }
 
-    uint32_t group_for(const decode::Packet& p) const {
+    const Group& group_for(const decode::Packet& p) const {
         int c = kClassOther;
         if (p.has(decode::kFlagTcp)) {
             c = kClassTcp;
@@ -202,33 +226,125 @@ std::vector<RuleInfo> DetectEngine::rule_infos() const {
 
 namespace {
 
-// Builds the group for one set of rule indices.
-void build_group(const std::vector<std::unique_ptr<Rule>>& rules,
-                 const std::vector<FastPattern>& fps, const std::vector<bool>& has_fp,
-                 const std::vector<uint32_t>& members, Group& g, uint64_t* memory,
-                 std::string* error) {
+using U128 = unsigned __int128;
+
+U128 to_u128(const decode::Address& a) {
+    U128 v = 0;
+    for (uint8_t byte : a.b) {
+        v = (v << 8) | byte;
+    }
+    return v;
+}
+
+decode::Address from_u128(U128 v) {
+    decode::Address a;
+    for (int i = 15; i >= 0; --i) {
+        a.b[i] = static_cast<uint8_t>(v & 0xff);
+        v >>= 8;
+    }
+    return a;
+}
+
+// How many addresses a set names; ~infinite for "any" or a set defined by exclusions.
+double coverage(const AddressSet& s) {
+    if (s.any || !s.exclude.empty()) {
+        return 1e40;
+    }
+    double total = 0;
+    for (const auto& r : s.include) {
+        total += static_cast<double>(to_u128(r.hi) - to_u128(r.lo)) + 1;
+    }
+    return total;
+}
+
+// Which side indexes a rule without a fast pattern: 0 none (always checked), 1 src, 2 dst.
+int index_side(const Rule& r) {
+    if (r.bidirectional) {
+        return 0;
+    }
+    double cs = coverage(r.src), cd = coverage(r.dst);
+    if (cs >= 1e39 && cd >= 1e39) {
+        return 0;
+    }
+    return cs <= cd ? 1 : 2;
+}
+
+void build_index(const std::vector<std::unique_ptr<Rule>>& rules,
+                 const std::vector<uint32_t>& members, bool by_src, AddrIndex* out) {
+    std::vector<U128> bounds;
+    for (uint32_t ri : members) {
+        for (const auto& rg : (by_src ? rules[ri]->src : rules[ri]->dst).include) {
+            bounds.push_back(to_u128(rg.lo));
+            U128 hi = to_u128(rg.hi);
+            if (hi != ~U128(0)) {
+                bounds.push_back(hi + 1);
+            }
+        }
+    }
+    if (bounds.empty()) {
+        return;
+    }
+    std::sort(bounds.begin(), bounds.end());
+    bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+    out->rules.assign(bounds.size(), {});
+    for (U128 b : bounds) {
+        out->starts.push_back(from_u128(b));
+    }
+    for (uint32_t ri : members) {
+        for (const auto& rg : (by_src ? rules[ri]->src : rules[ri]->dst).include) {
+            size_t from = static_cast<size_t>(
+                std::lower_bound(bounds.begin(), bounds.end(), to_u128(rg.lo)) - bounds.begin());
+            U128 hi = to_u128(rg.hi);
+            size_t to = hi == ~U128(0) ? bounds.size()
+                                       : static_cast<size_t>(std::lower_bound(bounds.begin(),
+                                                                              bounds.end(), hi + 1) -
+                                                             bounds.begin());
+            for (size_t i = from; i < to; ++i) {
+                if (out->rules[i].empty() || out->rules[i].back() != ri) {
+                    out->rules[i].push_back(ri);
+                }
+            }
+        }
+    }
+}
+
+// Builds a part from a sorted set of rule indices.
+void build_part(const std::vector<std::unique_ptr<Rule>>& rules,
+                const std::vector<FastPattern>& fps, const std::vector<bool>& has_fp,
+                const std::vector<uint32_t>& members, Part& part, uint64_t* memory,
+                std::string* error) {
     std::unordered_map<PatternKey, uint32_t, PatternKeyHash> ids;
     std::vector<const PatternKey*> order;
-    g.rule_count = static_cast<uint32_t>(members.size());
+    std::vector<uint32_t> src_indexed, dst_indexed;
+    part.rule_count = static_cast<uint32_t>(members.size());
     for (uint32_t ri : members) {
-        if (!has_fp[ri] || !buffer_available(fps[ri].buffer)) {
-            // No fast pattern, or its buffer is not filled yet: such rules can still match
-            // on header options alone only when they have no content at all.
-            if (!has_fp[ri]) {
-                g.always.push_back(ri);
+        if (has_fp[ri]) {
+            if (!buffer_available(fps[ri].buffer)) {
+                continue;  // its buffer is not filled yet: it cannot match
             }
+            PatternKey key{fps[ri].bytes, fps[ri].nocase};
+            auto it = ids.find(key);
+            if (it == ids.end()) {
+                it = ids.emplace(key, static_cast<uint32_t>(part.pattern_rules.size())).first;
+                part.pattern_rules.emplace_back();
+                order.push_back(&it->first);
+            }
+            part.pattern_rules[it->second].push_back(ri);
             continue;
         }
-        PatternKey key{fps[ri].bytes, fps[ri].nocase};
-        auto it = ids.find(key);
-        if (it == ids.end()) {
-            it = ids.emplace(key, static_cast<uint32_t>(g.pattern_rules.size())).first;
-            g.pattern_rules.emplace_back();
-            order.push_back(&it->first);
+        switch (index_side(*rules[ri])) {
+            case 1:
+                src_indexed.push_back(ri);
+                break;
+            case 2:
+                dst_indexed.push_back(ri);
+                break;
+            default:
+                part.always.push_back(ri);
         }
-        g.pattern_rules[it->second].push_back(ri);
     }
-    std::sort(g.always.begin(), g.always.end());
+    build_index(rules, src_indexed, true, &part.by_src);
+    build_index(rules, dst_indexed, false, &part.by_dst);
     if (order.empty()) {
         return;
     }
@@ -243,15 +359,15 @@ void build_group(const std::vector<std::unique_ptr<Rule>>& rules,
     }
     hs_compile_error_t* err = nullptr;
     if (hs_compile_lit_multi(exprs.data(), flags.data(), hs_ids.data(), lens.data(),
-                             static_cast<unsigned>(exprs.size()), HS_MODE_BLOCK, nullptr, &g.db,
+                             static_cast<unsigned>(exprs.size()), HS_MODE_BLOCK, nullptr, &part.db,
                              &err) != HS_SUCCESS) {
         *error = std::string("hyperscan: ") + (err != nullptr ? err->message : "compile failed");
         hs_free_compile_error(err);
-        g.db = nullptr;
+        part.db = nullptr;
         return;
     }
     size_t size = 0;
-    hs_database_size(g.db, &size);
+    hs_database_size(part.db, &size);
     *memory += size;
 }
 
@@ -314,22 +430,30 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
         }
     }
 
-    // Group building per transport class.
-    std::map<std::vector<uint32_t>, uint32_t> group_ids;
+    // Parts: each distinct rule set compiled once. Rules that need an app-layer protocol wait
+    // for the app layer (no flow has one yet) and join no part.
+    std::map<std::vector<uint32_t>, uint32_t> part_ids;
     std::string hs_error;
-    auto group_of = [&](std::vector<uint32_t> members) {
+    auto part_of = [&](std::vector<uint32_t> members) {
+        if (members.empty()) {
+            return kNoGroup;
+        }
         std::sort(members.begin(), members.end());
-        auto it = group_ids.find(members);
-        if (it != group_ids.end()) {
+        auto it = part_ids.find(members);
+        if (it != part_ids.end()) {
             return it->second;
         }
-        uint32_t id = static_cast<uint32_t>(d.groups.size());
-        d.groups.emplace_back();
-        build_group(d.rules, fps, has_fp, members, d.groups.back(), &d.memory, &hs_error);
-        d.max_group_rules = std::max(d.max_group_rules, members.size());
-        group_ids.emplace(std::move(members), id);
+        uint32_t id = static_cast<uint32_t>(d.parts.size());
+        d.parts.emplace_back();
+        build_part(d.rules, fps, has_fp, members, d.parts.back(), &d.memory, &hs_error);
+        part_ids.emplace(std::move(members), id);
         return id;
     };
+    uint32_t waiting_for_app = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+        waiting_for_app += d.rules[i]->proto.app != AppProto::kUnknown ? 1 : 0;
+    }
+    sum.app_layer_rules = waiting_for_app;
     for (int c = 0; c < kNumClasses; ++c) {
         std::vector<uint32_t> any_port;
         std::vector<std::vector<uint32_t>> by_port;
@@ -338,7 +462,7 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
         }
         for (uint32_t i = 0; i < n; ++i) {
             const Rule& r = *d.rules[i];
-            if ((class_mask(r) & (1u << c)) == 0) {
+            if ((class_mask(r) & (1u << c)) == 0 || r.proto.app != AppProto::kUnknown) {
                 continue;
             }
             if (!class_has_ports(c) || (!ports_are_specific(r.dport) &&
@@ -375,21 +499,27 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
                 add_ports(r.sport);
             }
         }
+        const uint32_t any_part = part_of(any_port);
+        size_t any_count = any_port.size();
         if (!class_has_ports(c)) {
-            d.class_group[c] = group_of(any_port);
+            d.class_group[c] = Group{any_part, kNoGroup};
+            d.max_candidates = std::max(d.max_candidates, any_count);
             continue;
         }
-        d.port_group[c].assign(65536, kNoGroup);
-        std::map<std::vector<uint32_t>, uint32_t> local;  // specific list -> group
+        d.port_group[c].assign(65536, Group{any_part, kNoGroup});
+        std::map<std::vector<uint32_t>, uint32_t> local;  // port-specific list -> part
         for (uint32_t port = 0; port < 65536; ++port) {
+            if (by_port[port].empty()) {
+                continue;
+            }
             auto it = local.find(by_port[port]);
             if (it == local.end()) {
-                std::vector<uint32_t> members = any_port;
-                members.insert(members.end(), by_port[port].begin(), by_port[port].end());
-                it = local.emplace(by_port[port], group_of(std::move(members))).first;
+                it = local.emplace(by_port[port], part_of(by_port[port])).first;
+                d.max_candidates = std::max(d.max_candidates, any_count + by_port[port].size());
             }
-            d.port_group[c][port] = it->second;
+            d.port_group[c][port].port_part = it->second;
         }
+        d.max_candidates = std::max(d.max_candidates, any_count);
     }
     if (!hs_error.empty()) {
         throw std::runtime_error(hs_error);
@@ -413,13 +543,13 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
     }
 
     sum.compile_ms = ms_since(t0);
-    sum.groups = static_cast<uint32_t>(d.groups.size());
-    for (const auto& g : d.groups) {
-        sum.hs_databases += g.db != nullptr ? 1 : 0;
+    sum.groups = static_cast<uint32_t>(d.parts.size());
+    for (const auto& part : d.parts) {
+        sum.hs_databases += part.db != nullptr ? 1 : 0;
     }
     d.memory += n * sizeof(Rule);
     for (int c = 0; c < kNumClasses; ++c) {
-        d.memory += d.port_group[c].size() * sizeof(uint32_t);
+        d.memory += d.port_group[c].size() * sizeof(Group);
     }
     sum.memory_bytes = d.memory;
     if (summary != nullptr) {
@@ -452,13 +582,13 @@ DetectWorker::DetectWorker(std::shared_ptr<const DetectEngine> engine)
     : engine_(std::move(engine)),
       scratch_(new Scratch(engine_->impl().flowbits->size())) {
     const auto& d = engine_->impl();
-    for (const auto& g : d.groups) {
-        if (g.db != nullptr && hs_alloc_scratch(g.db, &scratch_->hs) != HS_SUCCESS) {
+    for (const auto& part : d.parts) {
+        if (part.db != nullptr && hs_alloc_scratch(part.db, &scratch_->hs) != HS_SUCCESS) {
             throw std::runtime_error("hyperscan: cannot allocate scratch");
         }
     }
     scratch_->payload = make_payload_scratch();
-    scratch_->candidates.reserve(d.max_group_rules + 16);
+    scratch_->candidates.reserve(d.max_candidates + 16);
     scratch_->seen.assign(d.rules.size(), 0);
 }
 
@@ -467,20 +597,25 @@ DetectWorker::~DetectWorker() = default;
 namespace {
 
 struct ScanContext {
-    const Group* group;
+    const Part* part;
     std::vector<uint32_t>* candidates;
     std::vector<uint8_t>* seen;
 };
 
+void add_candidates(const std::vector<uint32_t>& rules, std::vector<uint32_t>* candidates,
+                    std::vector<uint8_t>* seen) {
+    for (uint32_t ri : rules) {
+        if (!(*seen)[ri]) {
+            (*seen)[ri] = 1;
+            candidates->push_back(ri);
+        }
+    }
+}
+
 int on_hs_match(unsigned int id, unsigned long long, unsigned long long, unsigned int,
                 void* ctx) {
     auto* sc = static_cast<ScanContext*>(ctx);
-    for (uint32_t ri : sc->group->pattern_rules[id]) {
-        if (!(*sc->seen)[ri]) {
-            (*sc->seen)[ri] = 1;
-            sc->candidates->push_back(ri);
-        }
-    }
+    add_candidates(sc->part->pattern_rules[id], sc->candidates, sc->seen);
     return 0;
 }
 
@@ -508,24 +643,29 @@ bool proto_matches(const Rule& r, const decode::Packet& p, AppProto app) {
 uint32_t DetectWorker::inspect(const decode::Packet& p, flow::Flow* f, flow::Direction dir,
                                AlertRecord* out, uint32_t out_cap) {
     const auto& d = engine_->impl();
-    if (d.groups.empty() || p.ip_version == 0) {
+    if (d.parts.empty() || p.ip_version == 0) {
         return 0;
     }
-    uint32_t gid = d.group_for(p);
-    if (gid == kNoGroup) {
-        return 0;
-    }
-    const Group& g = d.groups[gid];
+    const Group& g = d.group_for(p);
     Scratch& s = *scratch_;
     s.candidates.clear();
-    for (uint32_t ri : g.always) {
-        s.seen[ri] = 1;
-        s.candidates.push_back(ri);
-    }
-    if (g.db != nullptr && p.payload_len > 0) {
-        ScanContext sc{&g, &s.candidates, &s.seen};
-        hs_scan(g.db, reinterpret_cast<const char*>(p.payload), p.payload_len, 0, s.hs,
-                on_hs_match, &sc);
+    for (uint32_t part_id : {g.any_part, g.port_part}) {
+        if (part_id == kNoGroup) {
+            continue;
+        }
+        const Part& part = d.parts[part_id];
+        add_candidates(part.always, &s.candidates, &s.seen);
+        if (const auto* r = part.by_src.find(p.src)) {
+            add_candidates(*r, &s.candidates, &s.seen);
+        }
+        if (const auto* r = part.by_dst.find(p.dst)) {
+            add_candidates(*r, &s.candidates, &s.seen);
+        }
+        if (part.db != nullptr && p.payload_len > 0) {
+            ScanContext sc{&part, &s.candidates, &s.seen};
+            hs_scan(part.db, reinterpret_cast<const char*>(p.payload), p.payload_len, 0, s.hs,
+                    on_hs_match, &sc);
+        }
     }
     counters_.prefilter_candidates += s.candidates.size();
     std::sort(s.candidates.begin(), s.candidates.end());

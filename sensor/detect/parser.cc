@@ -695,8 +695,15 @@ std::string LoadSummary::to_string() const {
     std::snprintf(times, sizeof(times), "parse %.1f ms, compile %.1f ms, memory %.1f MiB\n",
                   parse_ms, compile_ms, static_cast<double>(memory_bytes) / (1024.0 * 1024.0));
     o << times;
-    o << "groups " << groups << ", hyperscan databases " << hs_databases
+    o << "rule sets " << groups << ", hyperscan databases " << hs_databases
       << ", rules without fast pattern " << no_fast_pattern_rules << "\n";
+    if (app_layer_rules != 0) {
+        o << "  " << app_layer_rules
+          << " loaded rules need an app-layer protocol (http, dns, tls, ...) and wait for it\n";
+    }
+    for (const auto& w : warnings) {
+        o << "warning: " << w << "\n";
+    }
     o << "rules: " << loaded << " loaded, " << skipped << " skipped";
     return o.str();
 }
