@@ -242,6 +242,86 @@ class Generated(unittest.TestCase):
         self.assertIn("-r", r.stdout)
 
 
+class Detection(unittest.TestCase):
+    """Rules against generated traffic whose attacks the generator recorded."""
+
+    ATTACKS = ("/etc/passwd", "cmd.exe")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="picket-e2e-detect-")
+        cls.pcap = os.path.join(cls.tmp, "attacks.pcap")
+        args = [trafficgen_bin(), "-o", cls.pcap, "--seed", "21", "--sessions", "1500",
+                "--attack-share", "0.1"]
+        for a in cls.ATTACKS:
+            args += ["--attack", a]
+        r = run(args)
+        assert r.returncode == 0, r.stderr
+        with open(cls.pcap + ".json") as f:
+            cls.rec = json.load(f)
+        cls.rules = os.path.join(cls.tmp, "local.rules")
+        with open(cls.rules, "w") as f:
+            f.write('alert tcp any any -> any any (msg:"passwd"; content:"/etc/passwd"; '
+                    'sid:1000001; rev:3; classtype:attempted-recon;)\n')
+            f.write('alert tcp any any -> any any (msg:"cmd"; content:"CMD.EXE"; nocase; '
+                    'sid:1000002; rev:1;)\n')
+            f.write('alert tcp any any -> any any (msg:"broken"; content:"x"; lua:foo.lua; '
+                    'sid:1000003;)\n')
+        cls.classification = os.path.join(cls.tmp, "classification.config")
+        with open(cls.classification, "w") as f:
+            f.write("config classification: attempted-recon,Attempted Information Leak,2\n")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_alerts_are_exactly_the_injected_attacks(self):
+        logdir = tempfile.mkdtemp(dir=self.tmp)
+        r = run([sensor_bin(), "-r", self.pcap, "-S", self.rules, "-l", logdir, "--workers", "2",
+                 "--set", "classification-file=" + self.classification])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(self.rules + ":3 sid 1000003: unsupported keyword 'lua'", r.stderr)
+        self.assertIn("rules: 2 loaded, 1 skipped", r.stdout)
+        alerts = []
+        with open(os.path.join(logdir, "eve.json")) as f:
+            for line in f:
+                ev = json.loads(line)
+                if ev["event_type"] == "alert":
+                    alerts.append(ev)
+        sid_of = {"/etc/passwd": 1000001, "cmd.exe": 1000002}
+        want = sorted((a["packet"], sid_of[a["string"]]) for a in self.rec["attacks"])
+        got = sorted((a["pcap_cnt"], a["alert"]["signature_id"]) for a in alerts)
+        self.assertGreater(len(want), 20)
+        self.assertEqual(got, want)
+        passwd = [a for a in alerts if a["alert"]["signature_id"] == 1000001][0]
+        self.assertEqual(passwd["alert"]["category"], "Attempted Information Leak")
+        self.assertEqual(passwd["alert"]["severity"], 2)
+        self.assertEqual(passwd["alert"]["rev"], 3)
+        self.assertEqual(passwd["direction"], "to_server")
+        self.assertEqual(passwd["proto"], "TCP")
+        with open(os.path.join(logdir, "fast.log")) as f:
+            self.assertEqual(len(f.readlines()), len(want))
+        s = last_stats(logdir)
+        self.assertEqual(stat(s, "detect.alert"), len(want))
+        self.assertEqual(stat(s, "detect.alert_queue_overflow"), 0)
+        self.assertEqual(s["detect"]["engines"][0]["rules_loaded"], 2)
+        self.assertEqual(s["detect"]["engines"][0]["rules_failed"], 1)
+
+    def test_check_mode(self):
+        r = run([sensor_bin(), "-T", "-S", self.rules])
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stdout.strip().splitlines()[-1], "rules: 2 loaded, 1 skipped")
+        good = os.path.join(self.tmp, "good.rules")
+        with open(good, "w") as f:
+            f.write('alert tcp any any -> any any (msg:"ok"; content:"a"; sid:5;)\n')
+        r = run([sensor_bin(), "-T", "-S", good])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip().splitlines()[-1], "rules: 1 loaded, 0 skipped")
+        r = run([sensor_bin(), "-T", "-S", os.path.join(self.tmp, "missing.rules")])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("missing.rules", r.stderr)
+
+
 @unittest.skipUnless(os.path.isdir(SHARED_PCAPS), "shared pcaps not present")
 class SharedPcaps(unittest.TestCase):
     def test_shared_pcaps_counts(self):
