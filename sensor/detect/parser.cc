@@ -695,7 +695,7 @@ std::string LoadSummary::to_string() const {
     std::snprintf(times, sizeof(times), "parse %.1f ms, compile %.1f ms, memory %.1f MiB\n",
                   parse_ms, compile_ms, static_cast<double>(memory_bytes) / (1024.0 * 1024.0));
     o << times;
-    o << "rule sets " << groups << ", hyperscan databases " << hs_databases
+    o << "groups " << groups << ", hyperscan databases " << hs_databases
       << ", rules without fast pattern " << no_fast_pattern_rules << "\n";
     if (app_layer_rules != 0) {
         o << "  " << app_layer_rules
