@@ -17,7 +17,7 @@ int64_t monotonic_ns() {
     return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-std::string format_eve_timestamp(int64_t ts_ns) {
+UtcTime split_utc(int64_t ts_ns) {
     int64_t secs = ts_ns / 1000000000;
     int64_t usec = (ts_ns % 1000000000) / 1000;
     if (usec < 0) {
@@ -27,10 +27,15 @@ std::string format_eve_timestamp(int64_t ts_ns) {
     time_t t = static_cast<time_t>(secs);
     tm tmv{};
     gmtime_r(&t, &tmv);
+    return UtcTime{tmv.tm_year + 1900, tmv.tm_mon + 1, tmv.tm_mday,           tmv.tm_hour,
+                   tmv.tm_min,         tmv.tm_sec,     static_cast<int>(usec)};
+}
+
+std::string format_eve_timestamp(int64_t ts_ns) {
+    const UtcTime u = split_utc(ts_ns);
     char buf[64];
-    std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%06lld+0000", tmv.tm_year + 1900,
-                  tmv.tm_mon + 1, tmv.tm_mday, tmv.tm_hour, tmv.tm_min, tmv.tm_sec,
-                  static_cast<long long>(usec));
+    std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%06d+0000", u.year, u.month,
+                  u.day, u.hour, u.minute, u.second, u.usec);
     return buf;
 }
 

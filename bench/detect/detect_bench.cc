@@ -105,8 +105,9 @@ int main(int argc, char** argv) {
         } else if (a == "--rounds" && i + 1 < argc) {
             rounds = std::max(1, std::atoi(argv[++i]));
         } else if (a.rfind("--", 0) == 0) {
-            std::fprintf(stderr, "usage: detect_bench --rules DIR|FILE [--classification F] "
-                                 "[--rounds N] FILE.pcap...\n");
+            std::fprintf(stderr,
+                         "usage: detect_bench --rules DIR|FILE [--classification F] "
+                         "[--rounds N] FILE.pcap...\n");
             return 2;
         } else {
             pcaps.push_back(a);
@@ -138,18 +139,19 @@ int main(int argc, char** argv) {
         for (size_t i = 0; i < reasons.size() && i < 8; ++i) {
             std::printf("    skipped %6u  %s\n", reasons[i].first, reasons[i].second.c_str());
         }
-        std::printf("  parse %.0f ms, compile %.0f ms, %u groups, %u Hyperscan databases, %u "
-                    "rules without fast pattern\n",
-                    sum.parse_ms, sum.compile_ms, sum.groups, sum.hs_databases,
-                    sum.no_fast_pattern_rules);
+        std::printf(
+            "  parse %.0f ms, compile %.0f ms, %u groups, %u Hyperscan databases, %u "
+            "rules without fast pattern\n",
+            sum.parse_ms, sum.compile_ms, sum.groups, sum.hs_databases, sum.no_fast_pattern_rules);
         std::printf("  memory: engine estimate %.1f MB, process RSS +%.1f MB\n",
                     static_cast<double>(sum.memory_bytes) / 1e6,
                     static_cast<double>(rss1 - rss0) / 1e3);
-        std::printf("load: rules_seen=%u loaded=%u skipped=%u pct=%.1f parse_ms=%.0f "
-                    "compile_ms=%.0f rss_mb=%.1f\n",
-                    sum.rules_seen, sum.loaded, sum.skipped,
-                    sum.rules_seen ? 100.0 * sum.loaded / sum.rules_seen : 0.0, sum.parse_ms,
-                    sum.compile_ms, static_cast<double>(rss1 - rss0) / 1e3);
+        std::printf(
+            "load: rules_seen=%u loaded=%u skipped=%u pct=%.1f parse_ms=%.0f "
+            "compile_ms=%.0f rss_mb=%.1f\n",
+            sum.rules_seen, sum.loaded, sum.skipped,
+            sum.rules_seen ? 100.0 * sum.loaded / sum.rules_seen : 0.0, sum.parse_ms,
+            sum.compile_ms, static_cast<double>(rss1 - rss0) / 1e3);
     }
     picket::sensor::detect::DetectConfig nojit = dc;
     nojit.pcre_jit = false;
@@ -175,9 +177,10 @@ int main(int argc, char** argv) {
                     median(base_g));
         std::printf("  %-26s %12.0f packets/s %7.2f Gbit/s  %5.1f%% of baseline\n",
                     "ruleset, PCRE2 JIT", mj, median(jit_g), 100 * mj / mb);
-        std::printf("  %-26s %12.0f packets/s          %5.1f%% of baseline, JIT speed-up "
-                    "%.2fx\n",
-                    "ruleset, no JIT", mn, 100 * mn / mb, mj / mn);
+        std::printf(
+            "  %-26s %12.0f packets/s          %5.1f%% of baseline, JIT speed-up "
+            "%.2fx\n",
+            "ruleset, no JIT", mn, 100 * mn / mb, mj / mn);
         std::printf("detect: file=%s base_pps=%.0f jit_pps=%.0f nojit_pps=%.0f ratio=%.3f\n",
                     name.c_str(), mb, mj, mn, mj / mb);
     }

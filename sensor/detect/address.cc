@@ -11,6 +11,23 @@
 #include <utility>
 
 namespace picket::sensor::detect {
+unsigned __int128 address_to_u128(const decode::Address& a) {
+    unsigned __int128 v = 0;
+    for (uint8_t byte : a.b) {
+        v = (v << 8) | byte;
+    }
+    return v;
+}
+
+decode::Address address_from_u128(unsigned __int128 v) {
+    decode::Address a;
+    for (int i = 15; i >= 0; --i) {
+        a.b[i] = static_cast<uint8_t>(v & 0xff);
+        v >>= 8;
+    }
+    return a;
+}
+
 namespace {
 
 using U128 = unsigned __int128;
@@ -22,20 +39,10 @@ constexpr U128 kMaxPort = 65535;
 constexpr int kMaxVarDepth = 32;
 
 U128 to_u128(const decode::Address& a) {
-    U128 v = 0;
-    for (uint8_t byte : a.b) {
-        v = (v << 8) | byte;
-    }
-    return v;
+    return address_to_u128(a);
 }
-
 decode::Address from_u128(U128 v) {
-    decode::Address a;
-    for (int i = 15; i >= 0; --i) {
-        a.b[i] = static_cast<uint8_t>(v & 0xff);
-        v >>= 8;
-    }
-    return a;
+    return address_from_u128(v);
 }
 
 // Sorts and merges overlapping or adjacent ranges.

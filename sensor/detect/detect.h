@@ -30,17 +30,17 @@ struct DetectConfig {
     std::map<std::string, std::string> port_vars;
     std::string classification_file;  // "" = none (alerts get no category)
     std::string reference_file;
-    std::string threshold_file;       // threshold.config: suppress, threshold, event_filter
+    std::string threshold_file;  // threshold.config: suppress, threshold, event_filter
     bool pcre_jit = true;
-    uint32_t packet_alert_max = 15;   // alerts kept per packet (Suricata's packet-alert-max)
+    uint32_t packet_alert_max = 15;  // alerts kept per packet (Suricata's packet-alert-max)
 };
 
 struct RuleDiagnostic {
     std::string file;
     uint32_t line = 0;
-    uint32_t sid = 0;     // 0 when the sid could not be read
-    std::string reason;   // e.g. "unknown keyword 'lua'"
-    std::string category; // summary bucket: "unknown keyword", "bad pcre", "duplicate sid", ...
+    uint32_t sid = 0;      // 0 when the sid could not be read
+    std::string reason;    // e.g. "unknown keyword 'lua'"
+    std::string category;  // summary bucket: "unknown keyword", "bad pcre", "duplicate sid", ...
     std::string to_string() const;  // "file:line sid N: reason"
 };
 
@@ -75,7 +75,7 @@ struct AlertRecord {
     const Rule* rule = nullptr;
     uint32_t rule_index = 0;  // into DetectEngine::rule_infos()
     AlertAction action = AlertAction::kAllowed;
-    bool drop_rule = false;   // the rule's action is drop or reject
+    bool drop_rule = false;  // the rule's action is drop or reject
     uint64_t tx_id = 0;
 };
 
@@ -124,8 +124,8 @@ public:
     // Inspects one decoded packet (with its flow, or nullptr). Fills `out` with up to
     // packet_alert_max alerts, in Suricata's order (action priority, then sid), and returns
     // how many. Applies flowbits, thresholds and noalert. No allocation in steady state.
-    uint32_t inspect(const decode::Packet& p, flow::Flow* f, flow::Direction dir,
-                     AlertRecord* out, uint32_t out_cap);
+    uint32_t inspect(const decode::Packet& p, flow::Flow* f, flow::Direction dir, AlertRecord* out,
+                     uint32_t out_cap);
     const DetectEngine& engine() const { return *engine_; }
     // Gives back the per-flow state detection attached to f (flowbits); the flow table's
     // on_free callback calls it before a flow is recycled.

@@ -38,8 +38,7 @@ enum ProtoClass : uint8_t { kClassTcp, kClassUdp, kClassIcmp, kClassOther, kNumC
 constexpr uint32_t kNoGroup = UINT32_MAX;
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-        .count();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
 // Which transport classes a rule can apply to.
@@ -61,10 +60,14 @@ uint8_t class_mask(const Rule& r) {
 }
 
 // "any" with exclusions (e.g. !80) is still port-specific: it misses some ports.
-bool ports_are_specific(const PortSet& s) { return !s.any || !s.exclude.empty(); }
+bool ports_are_specific(const PortSet& s) {
+    return !s.any || !s.exclude.empty();
+}
 
 // Ports are only meaningful for TCP and UDP; for ICMP and other IP one group holds all.
-bool class_has_ports(int c) { return c == kClassTcp || c == kClassUdp; }
+bool class_has_ports(int c) {
+    return c == kClassTcp || c == kClassUdp;
+}
 
 // Rank of an action in Suricata's default action order (pass, drop, reject, alert).
 int action_rank(Action a) {
@@ -121,7 +124,9 @@ bool choose_fast_pattern(const Rule& r, FastPattern* out) {
 }
 
 // A buffer the sensor can fill today. App-layer buffers join when their parsers exist.
-bool buffer_available(BufferId id) { return id == BufferId::kPacket; }
+bool buffer_available(BufferId id) {
+    return id == BufferId::kPacket;
+}
 
 struct PatternKey {
     std::string bytes;
@@ -206,8 +211,12 @@ struct DetectEngine::Impl {
 
 DetectEngine::DetectEngine() : impl_(new Impl) {}
 DetectEngine::~DetectEngine() = default;
-uint32_t DetectEngine::rule_count() const { return static_cast<uint32_t>(impl_->rules.size()); }
-const DetectConfig& DetectEngine::config() const { return impl_->config; }
+uint32_t DetectEngine::rule_count() const {
+    return static_cast<uint32_t>(impl_->rules.size());
+}
+const DetectConfig& DetectEngine::config() const {
+    return impl_->config;
+}
 
 std::vector<RuleInfo> DetectEngine::rule_infos() const {
     std::vector<RuleInfo> out(impl_->rules.size());
@@ -227,22 +236,11 @@ std::vector<RuleInfo> DetectEngine::rule_infos() const {
 namespace {
 
 using U128 = unsigned __int128;
-
 U128 to_u128(const decode::Address& a) {
-    U128 v = 0;
-    for (uint8_t byte : a.b) {
-        v = (v << 8) | byte;
-    }
-    return v;
+    return address_to_u128(a);
 }
-
 decode::Address from_u128(U128 v) {
-    decode::Address a;
-    for (int i = 15; i >= 0; --i) {
-        a.b[i] = static_cast<uint8_t>(v & 0xff);
-        v >>= 8;
-    }
-    return a;
+    return address_from_u128(v);
 }
 
 // How many addresses a set names; ~infinite for "any" or a set defined by exclusions.
@@ -295,10 +293,11 @@ void build_index(const std::vector<std::unique_ptr<Rule>>& rules,
             size_t from = static_cast<size_t>(
                 std::lower_bound(bounds.begin(), bounds.end(), to_u128(rg.lo)) - bounds.begin());
             U128 hi = to_u128(rg.hi);
-            size_t to = hi == ~U128(0) ? bounds.size()
-                                       : static_cast<size_t>(std::lower_bound(bounds.begin(),
-                                                                              bounds.end(), hi + 1) -
-                                                             bounds.begin());
+            size_t to =
+                hi == ~U128(0)
+                    ? bounds.size()
+                    : static_cast<size_t>(std::lower_bound(bounds.begin(), bounds.end(), hi + 1) -
+                                          bounds.begin());
             for (size_t i = from; i < to; ++i) {
                 if (out->rules[i].empty() || out->rules[i].back() != ri) {
                     out->rules[i].push_back(ri);
@@ -569,8 +568,7 @@ struct DetectWorker::Scratch {
     // flow table (flowbits.h), since flows outlive a generation.
     FlowbitPool bit_pool;
 
-    explicit Scratch(uint32_t registry_size)
-        : bit_pool(FlowbitPool::bits_for(registry_size)) {}
+    explicit Scratch(uint32_t registry_size) : bit_pool(FlowbitPool::bits_for(registry_size)) {}
     ~Scratch() {
         if (hs != nullptr) {
             hs_free_scratch(hs);
@@ -579,8 +577,7 @@ struct DetectWorker::Scratch {
 };
 
 DetectWorker::DetectWorker(std::shared_ptr<const DetectEngine> engine)
-    : engine_(std::move(engine)),
-      scratch_(new Scratch(engine_->impl().flowbits->size())) {
+    : engine_(std::move(engine)), scratch_(new Scratch(engine_->impl().flowbits->size())) {
     const auto& d = engine_->impl();
     for (const auto& part : d.parts) {
         if (part.db != nullptr && hs_alloc_scratch(part.db, &scratch_->hs) != HS_SUCCESS) {
@@ -612,8 +609,7 @@ void add_candidates(const std::vector<uint32_t>& rules, std::vector<uint32_t>* c
     }
 }
 
-int on_hs_match(unsigned int id, unsigned long long, unsigned long long, unsigned int,
-                void* ctx) {
+int on_hs_match(unsigned int id, unsigned long long, unsigned long long, unsigned int, void* ctx) {
     auto* sc = static_cast<ScanContext*>(ctx);
     add_candidates(sc->part->pattern_rules[id], sc->candidates, sc->seen);
     return 0;

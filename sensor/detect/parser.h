@@ -39,6 +39,10 @@ struct VarTable {
 // a-b ranges, [lists] (nested), negation (!x, ![..]) and $VARS (vars may be nullptr: no
 // variables). The result is normalised: sorted, disjoint ranges. On failure *error names the
 // bad part ("bad address '10.0.0.300'").
+// An address as a 128-bit big-endian integer and back (ranges, intervals, increments).
+unsigned __int128 address_to_u128(const decode::Address& a);
+decode::Address address_from_u128(unsigned __int128 v);
+
 bool parse_address_spec(std::string_view text, const VarTable* vars, AddressSet* out,
                         std::string* error);
 // Port spec: any, N, N:M, N:, :M, [lists] (nested), negation, $VARS.

@@ -66,10 +66,10 @@ enum class AppProto : uint8_t { kUnknown, kHttp, kDns, kTls, kSmtp, kFtp, kSmb, 
 
 struct BufferDef {
     BufferId id;
-    const char* name;         // canonical sticky name, e.g. "http.uri"
-    const char* alias;        // other sticky spelling, e.g. "http_uri" (Suricata 5) or nullptr
-    const char* modifier;     // Snort-style content modifier, e.g. "http_uri", or nullptr
-    AppProto app;             // protocol that fills it (kUnknown for kPacket)
+    const char* name;      // canonical sticky name, e.g. "http.uri"
+    const char* alias;     // other sticky spelling, e.g. "http_uri" (Suricata 5) or nullptr
+    const char* modifier;  // Snort-style content modifier, e.g. "http_uri", or nullptr
+    AppProto app;          // protocol that fills it (kUnknown for kPacket)
 };
 // Every buffer, indexed by BufferId.
 const BufferDef& buffer_def(BufferId id);
@@ -219,7 +219,7 @@ struct Rule {
     int priority = 3;       // from priority:, else the classtype's, else 3
     bool priority_set = false;
     std::vector<std::pair<std::string, std::string>> references;  // (system, id)
-    std::vector<std::string> metadata;                             // "key value" entries
+    std::vector<std::string> metadata;                            // "key value" entries
     enum class Target : uint8_t { kNone, kSrc, kDst } target = Target::kNone;
 
     // Header.
@@ -232,8 +232,8 @@ struct Rule {
     // Options.
     uint16_t flow_flags = 0;
     std::vector<std::unique_ptr<HeaderOption>> header_options;
-    std::vector<BufferMatch> buffers;  // at most one entry per BufferId, in first-use order
-    std::vector<ContentInfo> contents; // every content of the rule, for the compiler
+    std::vector<BufferMatch> buffers;   // at most one entry per BufferId, in first-use order
+    std::vector<ContentInfo> contents;  // every content of the rule, for the compiler
     std::vector<FlowbitOp> flowbits;
     bool noalert = false;
     bool has_threshold = false;

@@ -64,101 +64,6 @@ std::vector<std::string_view> split_top(std::string_view s) {
     return out;
 }
 
-bool cidr_range(std::string_view text, IpRange* out) {
-    std::string t(text);
-    int prefix = -1;
-    size_t slash = t.find('/');
-    if (slash != std::string::npos) {
-        uint32_t p = 0;
-        if (!parse_u32(std::string_view(t).substr(slash + 1), &p)) {
-            return false;
-        }
-        prefix = static_cast<int>(p);
-        t.resize(slash);
-    }
-    decode::Address a;
-    uint8_t buf[16];
-    if (inet_pton(AF_INET, t.c_str(), buf) == 1) {
-        if (prefix > 32) {
-            return false;
-        }
-        a = decode::Address::from_v4(buf);
-        prefix = prefix < 0 ? 128 : 96 + prefix;
-    } else if (inet_pton(AF_INET6, t.c_str(), buf) == 1) {
-        if (prefix > 128) {
-            return false;
-        }
-        a = decode::Address::from_v6(buf);
-        prefix = prefix < 0 ? 128 : prefix;
-    } else {
-        return false;
-    }
-    IpRange r{a, a};
-    for (int bit = prefix; bit < 128; ++bit) {
-        uint8_t m = static_cast<uint8_t>(0x80 >> (bit % 8));
-        r.lo.b[bit / 8] &= static_cast<uint8_t>(~m);
-        r.hi.b[bit / 8] |= m;
-    }
-    *out = r;
-    return true;
-}
-
-bool in_range(const IpRange& r, const decode::Address& a) {
-    return !(a < r.lo) && !(r.hi < a);
-}
-
-bool parse_addr_list(std::string_view text, const AddressVars* vars, bool negated, int depth,
-                     std::vector<IpRange>* include, std::vector<IpRange>* exclude,
-                     std::string* error) {
-    text = trim(text);
-    if (depth > 16) {
-        *error = "address variables nest too deep at '" + std::string(text) + "'";
-        return false;
-    }
-    if (text.empty()) {
-        *error = "empty address";
-        return false;
-    }
-    if (text[0] == '!') {
-        return parse_addr_list(text.substr(1), vars, !negated, depth + 1, include, exclude, error);
-    }
-    if (text[0] == '[') {
-        if (text.back() != ']') {
-            *error = "unbalanced '[' in '" + std::string(text) + "'";
-            return false;
-        }
-        for (std::string_view part : split_top(text.substr(1, text.size() - 2))) {
-            if (!parse_addr_list(part, vars, negated, depth + 1, include, exclude, error)) {
-                return false;
-            }
-        }
-        return true;
-    }
-    if (text[0] == '$') {
-        std::string name(text.substr(1));  // NOLINT: map key lookup by std::string
-        auto it = vars == nullptr ? AddressVars::const_iterator() : vars->find(name);
-        if (vars == nullptr || it == vars->end()) {
-            *error = "unknown variable '$" + name + "'";
-            return false;
-        }
-        return parse_addr_list(it->second, vars, negated, depth + 1, include, exclude, error);
-    }
-    std::vector<IpRange>* dst = negated ? exclude : include;
-    if (text == "any") {
-        decode::Address lo, hi;
-        std::memset(hi.b, 0xff, sizeof(hi.b));
-        dst->push_back(IpRange{lo, hi});
-        return true;
-    }
-    IpRange r;
-    if (!cidr_range(text, &r)) {
-        *error = "invalid address '" + std::string(text) + "'";
-        return false;
-    }
-    dst->push_back(r);
-    return true;
-}
-
 std::string where(const std::string& file, uint32_t line) {
     std::string w = file;
     w += ':';
@@ -253,7 +158,7 @@ std::string parse_line(std::string_view line, const AddressVars* vars, const std
                        "by_either)";
             }
             std::string err;
-            if (!parse_suppress_addresses(kv["ip"], vars, &e.include, &e.exclude, &err)) {
+            if (!parse_suppress_addresses(kv["ip"], vars, &e.addrs, &err)) {
                 return "ip: " + err;
             }
         }
@@ -296,39 +201,19 @@ std::string parse_line(std::string_view line, const AddressVars* vars, const std
 }  // namespace
 
 bool SuppressEntry::contains(const decode::Address& a) const {
-    bool in = false;
-    for (const IpRange& r : include) {
-        if (in_range(r, a)) {
-            in = true;
-            break;
-        }
-    }
-    if (!in) {
-        return false;
-    }
-    for (const IpRange& r : exclude) {
-        if (in_range(r, a)) {
-            return false;
-        }
-    }
-    return true;
+    return addrs.contains(a);
 }
 
+// The same address language as rule headers (parse_address_spec), with the rule variables.
 bool parse_suppress_addresses(std::string_view text, const AddressVars* address_vars,
-                              std::vector<IpRange>* include, std::vector<IpRange>* exclude,
-                              std::string* error) {
-    include->clear();
-    exclude->clear();
-    if (!parse_addr_list(text, address_vars, false, 0, include, exclude, error)) {
-        return false;
+                              AddressSet* out, std::string* error) {
+    VarTable vars = VarTable::suricata_defaults();
+    if (address_vars != nullptr) {
+        for (const auto& [name, value] : *address_vars) {
+            vars.address[name] = value;
+        }
     }
-    if (include->empty()) {
-        // Only negations ("!10.0.0.0/8"): everything else.
-        decode::Address lo, hi;
-        std::memset(hi.b, 0xff, sizeof(hi.b));
-        include->push_back(IpRange{lo, hi});
-    }
-    return true;
+    return parse_address_spec(text, &vars, out, error);
 }
 
 bool parse_threshold_config(std::string_view text, const std::string& file,

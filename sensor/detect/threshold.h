@@ -34,8 +34,7 @@ struct SuppressEntry {
     uint32_t gid = 0, sid = 0;  // 0 = wildcard (gid 0 and sid 0: every rule; sid 0: every
                                 // rule of gid)
     SuppressTrack track = SuppressTrack::kNone;  // kNone: suppress the rule entirely
-    std::vector<IpRange> include;                // ip ADDR|CIDR|[list]|$VAR, after negation
-    std::vector<IpRange> exclude;
+    AddressSet addrs;                            // ip ADDR|CIDR|[list]|$VAR
     bool contains(const decode::Address& a) const;
     std::string file;
     uint32_t line = 0;
@@ -69,11 +68,11 @@ bool parse_threshold_config(std::string_view text, const std::string& file,
 bool load_threshold_config(const std::string& path, const AddressVars* address_vars,
                            ThresholdConfig* out, std::vector<std::string>* errors);
 
-// Parses an address list as used by suppress ip: "1.2.3.4", "10.0.0.0/8", "2001:db8::/32",
-// "[a,b,!c]", "$VAR", "any". Error message names the bad part.
+// Parses an address list as used by suppress ip, in the rule header's address language
+// ("1.2.3.4", "10.0.0.0/8", "2001:db8::/32", "[a,b,!c]", "$VAR", "any"). Error message names
+// the bad part.
 bool parse_suppress_addresses(std::string_view text, const AddressVars* address_vars,
-                              std::vector<IpRange>* include, std::vector<IpRange>* exclude,
-                              std::string* error);
+                              AddressSet* out, std::string* error);
 
 // ---------------------------------------------------------------------------------------
 // Runtime

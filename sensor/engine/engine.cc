@@ -228,7 +228,7 @@ void Engine::emit_alerts(Worker& w, const decode::Packet& p, const flow::Flow* f
         ev.proto = p.proto;
         ev.icmp_type = p.icmp_type;
         ev.icmp_code = p.icmp_code;
-        ev.direction = f == nullptr ? output::AlertDirection::kUnknown
+        ev.direction = f == nullptr                        ? output::AlertDirection::kUnknown
                        : dir == flow::Direction::kToServer ? output::AlertDirection::kToServer
                                                            : output::AlertDirection::kToClient;
         ev.action = a.action == detect::AlertAction::kBlocked ? output::AlertAction::kBlocked
@@ -467,11 +467,11 @@ void Engine::write_stats_event(bool final_event) {
         nlohmann::json ev =
             output::make_stats_event(wall_clock_ns(), (now - start_ns_) / 1000000000, s, rates);
         if (detect_) {
-            ev["stats"]["detect"]["engines"] = nlohmann::json::array(
-                {{{"id", 0},
-                  {"last_reload", format_eve_timestamp(detect_loaded_ns_)},
-                  {"rules_loaded", load_summary_.loaded},
-                  {"rules_failed", load_summary_.skipped}}});
+            ev["stats"]["detect"]["engines"] =
+                nlohmann::json::array({{{"id", 0},
+                                        {"last_reload", format_eve_timestamp(detect_loaded_ns_)},
+                                        {"rules_loaded", load_summary_.loaded},
+                                        {"rules_failed", load_summary_.skipped}}});
         }
         o.eve->write(ev);
         o.eve->flush();

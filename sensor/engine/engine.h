@@ -49,9 +49,9 @@ struct SensorConfig {
     detect::DetectConfig detect;
     bool fast_log_enabled = true;
     std::string fast_log_filename = "fast.log";
-    bool alert_payload = true;            // outputs.eve.alert.payload (base64)
-    bool alert_payload_printable = true;  // outputs.eve.alert.payload-printable
-    bool alert_packet = true;             // outputs.eve.alert.packet (base64)
+    bool alert_payload = true;                // outputs.eve.alert.payload (base64)
+    bool alert_payload_printable = true;      // outputs.eve.alert.payload-printable
+    bool alert_packet = true;                 // outputs.eve.alert.packet (base64)
     uint64_t alert_queue_bytes = 4ULL << 20;  // worker -> output thread, per worker
 };
 
@@ -95,8 +95,8 @@ private:
     void stats_main();
     void write_stats_event(bool final_event);
     void build_alert_output();
-    void emit_alerts(Worker& w, const decode::Packet& p, const flow::Flow* f,
-                     flow::Direction dir, uint32_t n, uint32_t link_len);
+    void emit_alerts(Worker& w, const decode::Packet& p, const flow::Flow* f, flow::Direction dir,
+                     uint32_t n, uint32_t link_len);
 
     SensorConfig config_;
     std::vector<std::unique_ptr<Worker>> workers_;

@@ -115,17 +115,15 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
     // Detection, with Suricata's key names.
     std::string rule_path = c.get_string("default-rule-path", "");
     for (const auto& f : c.get_string_list("rule-files")) {
-        s.detect.rule_files.push_back(f.empty() || f[0] == '/' || rule_path.empty()
-                                          ? f
-                                          : rule_path + "/" + f);
+        s.detect.rule_files.push_back(
+            f.empty() || f[0] == '/' || rule_path.empty() ? f : rule_path + "/" + f);
     }
     s.detect.classification_file = c.get_string("classification-file", "");
     s.detect.reference_file = c.get_string("reference-config-file", "");
     s.detect.threshold_file = c.get_string("threshold-file", "");
     s.detect.pcre_jit = c.get_bool("detect.pcre-jit", true);
     // 0 means "the default", as in Suricata.
-    s.detect.packet_alert_max =
-        static_cast<uint32_t>(c.get_int("packet-alert-max", 15, 0, 1000));
+    s.detect.packet_alert_max = static_cast<uint32_t>(c.get_int("packet-alert-max", 15, 0, 1000));
     if (s.detect.packet_alert_max == 0) {
         s.detect.packet_alert_max = 15;
     }

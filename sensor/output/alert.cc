@@ -1,5 +1,7 @@
 #include "sensor/output/output.h"
 
+#include "common/time_util.h"
+
 #include <cstdio>
 #include <ctime>
 
@@ -166,19 +168,10 @@ void append_printable(std::string& out, const uint8_t* p, size_t n) {
 }
 
 void append_timestamp(std::string& out, int64_t ts_ns) {
-    int64_t secs = ts_ns / 1000000000;
-    int64_t usec = (ts_ns % 1000000000) / 1000;
-    if (usec < 0) {
-        secs -= 1;
-        usec += 1000000;
-    }
-    const time_t t = static_cast<time_t>(secs);
-    tm tmv{};
-    gmtime_r(&t, &tmv);
+    const UtcTime u = split_utc(ts_ns);
     char buf[48];
     const int n = std::snprintf(buf, sizeof(buf), "\"%04d-%02d-%02dT%02d:%02d:%02d.%06d+0000\"",
-                                tmv.tm_year + 1900, tmv.tm_mon + 1, tmv.tm_mday, tmv.tm_hour,
-                                tmv.tm_min, tmv.tm_sec, static_cast<int>(usec));
+                                u.year, u.month, u.day, u.hour, u.minute, u.second, u.usec);
     out.append(buf, static_cast<size_t>(n));
 }
 

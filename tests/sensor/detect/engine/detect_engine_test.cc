@@ -74,8 +74,9 @@ protected:
 };
 
 TEST_F(DetectEngineTest, ContentOnPortGroup) {
-    load("alert tcp any any -> any 80 (msg:\"x\"; content:\"evil\"; sid:1;)\n"
-         "alert tcp any any -> any any (msg:\"y\"; content:\"evil\"; sid:2;)\n");
+    load(
+        "alert tcp any any -> any 80 (msg:\"x\"; content:\"evil\"; sid:1;)\n"
+        "alert tcp any any -> any any (msg:\"y\"; content:\"evil\"; sid:2;)\n");
     EXPECT_EQ(summary_.loaded, 2u);
     EXPECT_EQ(run(tcp_frame(40000, 80, "an evil thing")), (std::vector<uint32_t>{1, 2}));
     EXPECT_EQ(run(tcp_frame(40001, 8080, "an evil thing")), (std::vector<uint32_t>{2}));
@@ -84,24 +85,27 @@ TEST_F(DetectEngineTest, ContentOnPortGroup) {
 }
 
 TEST_F(DetectEngineTest, NocaseFastPatternAndVerification) {
-    load("alert tcp any any -> any any (msg:\"x\"; content:\"EVIL\"; nocase; "
-         "content:\"tail\"; distance:0; sid:3;)\n");
+    load(
+        "alert tcp any any -> any any (msg:\"x\"; content:\"EVIL\"; nocase; "
+        "content:\"tail\"; distance:0; sid:3;)\n");
     EXPECT_EQ(run(tcp_frame(1, 2, "xx eViL yy tail")), (std::vector<uint32_t>{3}));
     // The fast pattern matches but the relative content comes before it: no alert.
     EXPECT_EQ(run(tcp_frame(1, 3, "tail xx evil")), (std::vector<uint32_t>{}));
 }
 
 TEST_F(DetectEngineTest, BidirectionalAndPortLists) {
-    load("alert tcp any [80,443] <> any any (msg:\"bi\"; content:\"zz\"; sid:4;)\n"
-         "alert tcp any any -> any !22 (msg:\"not ssh\"; content:\"zz\"; sid:5;)\n");
+    load(
+        "alert tcp any [80,443] <> any any (msg:\"bi\"; content:\"zz\"; sid:4;)\n"
+        "alert tcp any any -> any !22 (msg:\"not ssh\"; content:\"zz\"; sid:5;)\n");
     EXPECT_EQ(run(tcp_frame(443, 5555, "zz")), (std::vector<uint32_t>{4, 5}));
     EXPECT_EQ(run(tcp_frame(5555, 80, "zz")), (std::vector<uint32_t>{4, 5}));
     EXPECT_EQ(run(tcp_frame(5555, 22, "zz")), (std::vector<uint32_t>{}));
 }
 
 TEST_F(DetectEngineTest, HeaderOnlyRulesAreCheckedWithoutPrefilter) {
-    load("alert tcp any any -> any any (msg:\"syn\"; flags:S; sid:6;)\n"
-         "alert ip any any -> any any (msg:\"ttl\"; ttl:3; sid:7;)\n");
+    load(
+        "alert tcp any any -> any any (msg:\"syn\"; flags:S; sid:6;)\n"
+        "alert ip any any -> any any (msg:\"ttl\"; ttl:3; sid:7;)\n");
     EXPECT_EQ(summary_.no_fast_pattern_rules, 2u);
     EXPECT_EQ(run(tcp_frame(1, 2, "", 0x02)), (std::vector<uint32_t>{6}));
     tb::V4 v4;
@@ -110,24 +114,27 @@ TEST_F(DetectEngineTest, HeaderOnlyRulesAreCheckedWithoutPrefilter) {
 }
 
 TEST_F(DetectEngineTest, AlertOrderIsActionThenSid) {
-    load("alert tcp any any -> any any (msg:\"a\"; content:\"q\"; sid:30;)\n"
-         "drop tcp any any -> any any (msg:\"d\"; content:\"q\"; sid:40;)\n"
-         "alert tcp any any -> any any (msg:\"b\"; content:\"q\"; sid:10;)\n");
+    load(
+        "alert tcp any any -> any any (msg:\"a\"; content:\"q\"; sid:30;)\n"
+        "drop tcp any any -> any any (msg:\"d\"; content:\"q\"; sid:40;)\n"
+        "alert tcp any any -> any any (msg:\"b\"; content:\"q\"; sid:10;)\n");
     EXPECT_EQ(run(tcp_frame(1, 2, "q")), (std::vector<uint32_t>{40, 10, 30}));
 }
 
 TEST_F(DetectEngineTest, PassRuleSilencesThePacket) {
-    load("pass tcp any any -> any any (msg:\"ok\"; content:\"trusted\"; sid:50;)\n"
-         "alert tcp any any -> any any (msg:\"bad\"; content:\"bad\"; sid:51;)\n");
+    load(
+        "pass tcp any any -> any any (msg:\"ok\"; content:\"trusted\"; sid:50;)\n"
+        "alert tcp any any -> any any (msg:\"bad\"; content:\"bad\"; sid:51;)\n");
     EXPECT_EQ(run(tcp_frame(1, 2, "bad trusted")), (std::vector<uint32_t>{}));
     EXPECT_EQ(run(tcp_frame(1, 2, "bad")), (std::vector<uint32_t>{51}));
 }
 
 TEST_F(DetectEngineTest, FlowbitsCarryAcrossPacketsOfOneFlow) {
-    load("alert tcp any any -> any any (msg:\"check\"; content:\"second\"; "
-         "flowbits:isset,stage1; sid:61;)\n"
-         "alert tcp any any -> any any (msg:\"set\"; content:\"first\"; flowbits:set,stage1; "
-         "flowbits:noalert; sid:60;)\n");
+    load(
+        "alert tcp any any -> any any (msg:\"check\"; content:\"second\"; "
+        "flowbits:isset,stage1; sid:61;)\n"
+        "alert tcp any any -> any any (msg:\"set\"; content:\"first\"; flowbits:set,stage1; "
+        "flowbits:noalert; sid:60;)\n");
     EXPECT_EQ(run(tcp_frame(1000, 80, "second")), (std::vector<uint32_t>{}));
     EXPECT_EQ(run(tcp_frame(1000, 80, "first")), (std::vector<uint32_t>{}));
     EXPECT_EQ(run(tcp_frame(1000, 80, "second")), (std::vector<uint32_t>{61}));
@@ -136,15 +143,17 @@ TEST_F(DetectEngineTest, FlowbitsCarryAcrossPacketsOfOneFlow) {
 }
 
 TEST_F(DetectEngineTest, SetAndCheckInOnePacket) {
-    load("alert tcp any any -> any any (msg:\"check\"; content:\"b\"; flowbits:isset,x; "
-         "sid:71;)\n"
-         "alert tcp any any -> any any (msg:\"set\"; content:\"a\"; flowbits:set,x; sid:70;)\n");
+    load(
+        "alert tcp any any -> any any (msg:\"check\"; content:\"b\"; flowbits:isset,x; "
+        "sid:71;)\n"
+        "alert tcp any any -> any any (msg:\"set\"; content:\"a\"; flowbits:set,x; sid:70;)\n");
     EXPECT_EQ(run(tcp_frame(1, 2, "ab")), (std::vector<uint32_t>{70, 71}));
 }
 
 TEST_F(DetectEngineTest, ThresholdLimit) {
-    load("alert tcp any any -> any any (msg:\"t\"; content:\"x\"; threshold:type limit, track "
-         "by_src, count 1, seconds 60; sid:80;)\n");
+    load(
+        "alert tcp any any -> any any (msg:\"t\"; content:\"x\"; threshold:type limit, track "
+        "by_src, count 1, seconds 60; sid:80;)\n");
     EXPECT_EQ(run(tcp_frame(1, 2, "x"), 1000000000), (std::vector<uint32_t>{80}));
     EXPECT_EQ(run(tcp_frame(1, 2, "x"), 2000000000), (std::vector<uint32_t>{}));
     EXPECT_EQ(run(tcp_frame(1, 2, "x"), 62000000000), (std::vector<uint32_t>{80}));
@@ -163,16 +172,18 @@ TEST_F(DetectEngineTest, AddressVariables) {
 }
 
 TEST_F(DetectEngineTest, AppLayerRulesLoadButStayInactive) {
-    load("alert http any any -> any any (msg:\"uri\"; http.uri; content:\"/evil\"; sid:100;)\n"
-         "alert tcp any any -> any any (msg:\"raw\"; content:\"/evil\"; sid:101;)\n");
+    load(
+        "alert http any any -> any any (msg:\"uri\"; http.uri; content:\"/evil\"; sid:100;)\n"
+        "alert tcp any any -> any any (msg:\"raw\"; content:\"/evil\"; sid:101;)\n");
     EXPECT_EQ(summary_.loaded, 2u);
     EXPECT_EQ(run(tcp_frame(1, 80, "GET /evil HTTP/1.1\r\n\r\n")), (std::vector<uint32_t>{101}));
 }
 
 TEST_F(DetectEngineTest, BadRulesAreSkippedAndSummarised) {
-    load("alert tcp any any -> any any (msg:\"ok\"; content:\"a\"; sid:1;)\n"
-         "alert tcp any any -> any any (msg:\"bad\"; frobnicate; sid:2;)\n"
-         "alert tcp any any -> any any (msg:\"dup\"; content:\"b\"; sid:1;)\n");
+    load(
+        "alert tcp any any -> any any (msg:\"ok\"; content:\"a\"; sid:1;)\n"
+        "alert tcp any any -> any any (msg:\"bad\"; frobnicate; sid:2;)\n"
+        "alert tcp any any -> any any (msg:\"dup\"; content:\"b\"; sid:1;)\n");
     EXPECT_EQ(summary_.loaded, 1u);
     EXPECT_EQ(summary_.skipped, 2u);
     std::string s = summary_.to_string();

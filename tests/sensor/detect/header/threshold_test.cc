@@ -242,14 +242,14 @@ TEST(ThresholdConfigTest, ParseErrorsNameFileAndLine) {
                           "t.conf:4: rate_filter is not supported",
                           "t.conf:7: sig_id 5 needs a gen_id other than 0",
                           "t.conf:8: suppress needs both track and ip, or neither",
-                          "t.conf:9: ip: invalid address '300.1.1.1'",
+                          "t.conf:9: ip: bad address '300.1.1.1'",
                           "t.conf:10: threshold needs track",
                           "t.conf:11: unknown directive 'limit' (expected suppress, threshold, "
                           "event_filter or rate_filter)",
                           "t.conf:12: invalid track 'by_rule' for suppress (expected by_src, "
                           "by_dst or by_either)",
                           "t.conf:13: invalid count 'x'",
-                          "t.conf:14: ip: unknown variable '$NOPE'",
+                          "t.conf:14: ip: unknown address variable '$NOPE'",
                       }));
     ASSERT_EQ(cfg.suppress.size(), 1u);
     EXPECT_EQ(cfg.suppress[0].line, 3u);
