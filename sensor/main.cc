@@ -22,6 +22,13 @@ void on_signal(int) {
     }
 }
 
+// SIGHUP: reload the configured rules without stopping (as Suricata does).
+void on_hup(int) {
+    if (g_engine != nullptr) {
+        g_engine->request_reload();
+    }
+}
+
 constexpr int kExitUsage = 2;
 
 // -T: load and compile the rules, print every diagnostic and the summary, exit 1 when any
@@ -180,6 +187,7 @@ int main(int argc, char** argv) {
         g_engine = &engine;
         std::signal(SIGINT, on_signal);
         std::signal(SIGTERM, on_signal);
+        std::signal(SIGHUP, on_hup);
         log::info("running with " + std::to_string(sc.workers) + " worker(s)");
         sensor::engine::RunResult result = engine.run();
         g_engine = nullptr;

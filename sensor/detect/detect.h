@@ -98,6 +98,7 @@ public:
     ~DetectEngine();
     uint32_t rule_count() const;
     const DetectConfig& config() const;
+    const std::shared_ptr<FlowbitRegistry>& flowbit_registry() const;
     // One entry per loaded rule, indexed like AlertRecord::rule_index.
     std::vector<RuleInfo> rule_infos() const;
     struct Impl;
@@ -117,9 +118,35 @@ struct DetectCounters {
     Counter rules_evaluated;
 };
 
+// Per-worker detection state that outlives engine generations: the flowbit stores hanging on
+// the worker's flows (their names live in the FlowbitRegistry, which outlives engines too).
+// Owned by the worker next to its flow table; used by the DetectWorker of each generation.
+class WorkerFlowState {
+public:
+    explicit WorkerFlowState(std::shared_ptr<FlowbitRegistry> registry);
+    ~WorkerFlowState();
+    WorkerFlowState(const WorkerFlowState&) = delete;
+    WorkerFlowState& operator=(const WorkerFlowState&) = delete;
+    // Gives back what detection attached to f; the flow table's on_free callback calls it.
+    void release_flow(flow::Flow& f);
+    // A generation whose rules named new flowbits may need wider stores (worker thread).
+    void adopt(const DetectEngine& engine);
+    // Detection counters, cumulative across generations (written by the worker).
+    DetectCounters& counters() { return counters_; }
+    // "detect.alert", "detect.alert_queue_overflow", ...; any thread.
+    void export_stats(StatsSnapshot& out) const;
+    struct Impl;
+    Impl& impl() { return *impl_; }
+
+private:
+    std::unique_ptr<Impl> impl_;
+    DetectCounters counters_;
+};
+
 class DetectWorker {
 public:
-    explicit DetectWorker(std::shared_ptr<const DetectEngine> engine);
+    // flow_state: the worker's state that survives reloads; must outlive this DetectWorker.
+    DetectWorker(std::shared_ptr<const DetectEngine> engine, WorkerFlowState* flow_state);
     ~DetectWorker();
     // Inspects one decoded packet (with its flow, or nullptr). Fills `out` with up to
     // packet_alert_max alerts, in Suricata's order (action priority, then sid), and returns
@@ -127,17 +154,13 @@ public:
     uint32_t inspect(const decode::Packet& p, flow::Flow* f, flow::Direction dir, AlertRecord* out,
                      uint32_t out_cap);
     const DetectEngine& engine() const { return *engine_; }
-    // Gives back the per-flow state detection attached to f (flowbits); the flow table's
-    // on_free callback calls it before a flow is recycled.
-    void release_flow(flow::Flow& f);
-    DetectCounters& counters() { return counters_; }
-    void export_stats(StatsSnapshot& out) const;
+    DetectCounters& counters() { return flow_state_->counters(); }
 
 private:
     std::shared_ptr<const DetectEngine> engine_;
+    WorkerFlowState* flow_state_;
     struct Scratch;
     std::unique_ptr<Scratch> scratch_;
-    DetectCounters counters_;
 };
 
 }  // namespace picket::sensor::detect

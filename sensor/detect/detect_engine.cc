@@ -559,16 +559,39 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
 
 // ---------------------------------------------------------------------------------------
 
+struct WorkerFlowState::Impl {
+    std::shared_ptr<FlowbitRegistry> registry;
+    FlowbitPool pool;
+
+    explicit Impl(std::shared_ptr<FlowbitRegistry> r)
+        : registry(std::move(r)), pool(FlowbitPool::bits_for(registry ? registry->size() : 0)) {}
+};
+
+WorkerFlowState::WorkerFlowState(std::shared_ptr<FlowbitRegistry> registry)
+    : impl_(new Impl(std::move(registry))) {}
+WorkerFlowState::~WorkerFlowState() = default;
+
+void WorkerFlowState::release_flow(flow::Flow& f) {
+    flowbits_release(f, impl_->pool);
+}
+
+void WorkerFlowState::adopt(const DetectEngine& engine) {
+    uint32_t bits = FlowbitPool::bits_for(engine.flowbit_registry()->size());
+    if (bits > impl_->pool.nbits()) {
+        impl_->pool.grow_bits(bits);
+    }
+}
+
+const std::shared_ptr<FlowbitRegistry>& DetectEngine::flowbit_registry() const {
+    return impl_->flowbits;
+}
+
 struct DetectWorker::Scratch {
     hs_scratch_t* hs = nullptr;
     PayloadScratchPtr payload;
     std::vector<uint32_t> candidates;
     std::vector<uint8_t> seen;  // per rule index: candidate already listed
-    // One engine generation per worker today; when reload arrives the pool moves beside the
-    // flow table (flowbits.h), since flows outlive a generation.
-    FlowbitPool bit_pool;
 
-    explicit Scratch(uint32_t registry_size) : bit_pool(FlowbitPool::bits_for(registry_size)) {}
     ~Scratch() {
         if (hs != nullptr) {
             hs_free_scratch(hs);
@@ -576,8 +599,8 @@ struct DetectWorker::Scratch {
     }
 };
 
-DetectWorker::DetectWorker(std::shared_ptr<const DetectEngine> engine)
-    : engine_(std::move(engine)), scratch_(new Scratch(engine_->impl().flowbits->size())) {
+DetectWorker::DetectWorker(std::shared_ptr<const DetectEngine> engine, WorkerFlowState* flow_state)
+    : engine_(std::move(engine)), flow_state_(flow_state), scratch_(new Scratch) {
     const auto& d = engine_->impl();
     for (const auto& part : d.parts) {
         if (part.db != nullptr && hs_alloc_scratch(part.db, &scratch_->hs) != HS_SUCCESS) {
@@ -663,7 +686,7 @@ uint32_t DetectWorker::inspect(const decode::Packet& p, flow::Flow* f, flow::Dir
                     on_hs_match, &sc);
         }
     }
-    counters_.prefilter_candidates += s.candidates.size();
+    counters().prefilter_candidates += s.candidates.size();
     std::sort(s.candidates.begin(), s.candidates.end());
 
     FlowbitStore* bits = flowbits_of(f);
@@ -683,7 +706,7 @@ uint32_t DetectWorker::inspect(const decode::Packet& p, flow::Flow* f, flow::Dir
             continue;
         }
         const Rule& r = *d.rules[ri];
-        ++counters_.rules_evaluated;
+        ++counters().rules_evaluated;
         if (!proto_matches(r, p, pc.app) || !addresses_match(r, p)) {
             continue;
         }
@@ -716,7 +739,7 @@ uint32_t DetectWorker::inspect(const decode::Packet& p, flow::Flow* f, flow::Dir
         }
         // Flowbit actions apply whether or not the rule alerts.
         if (f != nullptr && has_flowbit_actions(r)) {
-            bits = flowbits_acquire(*f, s.bit_pool);
+            bits = flowbits_acquire(*f, flow_state_->impl().pool);
             pc.flowbits = bits;
             if (bits != nullptr) {
                 apply_flowbit_actions(r, *bits);
@@ -732,7 +755,7 @@ uint32_t DetectWorker::inspect(const decode::Packet& p, flow::Flow* f, flow::Dir
             continue;
         }
         if (tr == ThresholdResult::kSilent) {
-            ++counters_.alerts_suppressed;
+            ++counters().alerts_suppressed;
             continue;
         }
         if (n < out_cap) {
@@ -752,15 +775,11 @@ uint32_t DetectWorker::inspect(const decode::Packet& p, flow::Flow* f, flow::Dir
         }
         return a.rule->sid < b.rule->sid;
     });
-    counters_.alerts += n;
+    counters().alerts += n;
     return n;
 }
 
-void DetectWorker::release_flow(flow::Flow& f) {
-    flowbits_release(f, scratch_->bit_pool);
-}
-
-void DetectWorker::export_stats(StatsSnapshot& out) const {
+void WorkerFlowState::export_stats(StatsSnapshot& out) const {
     out.add("detect.alert", counters_.alerts.get());
     out.add("detect.rules_evaluated", counters_.rules_evaluated.get());
     out.add("detect.prefilter_candidates", counters_.prefilter_candidates.get());

@@ -26,23 +26,49 @@ uint32_t hash_raw(const capture::RawPacket& p) {
 // Link types a capture may carry; user-mode BPF keeps one compiled program per type.
 constexpr int kLinkTypes[] = {DLT_EN10MB, DLT_RAW, DLT_LINUX_SLL, DLT_NULL, DLT_LOOP, 276};
 
+// What a worker needs of one detection generation; published to it with one atomic store.
+struct GenSlot {
+    detect::DetectWorker* detect = nullptr;
+    const output::AlertMeta* metas = nullptr;  // by rule index
+    uint64_t id = 0;
+};
+
 }  // namespace
 
+struct Engine::Generation {
+    uint64_t id = 0;
+    std::shared_ptr<const detect::DetectEngine> engine;
+    std::vector<std::unique_ptr<detect::DetectWorker>> workers;  // one per worker
+    std::vector<output::AlertMeta> metas;
+    std::vector<GenSlot> slots;  // one per worker
+};
+
 struct Engine::Worker {
-    Worker(uint32_t worker_id, const SensorConfig& c,
-           const std::shared_ptr<const detect::DetectEngine>& engine)
-        : id(worker_id), decode(c.decode), defrag(c.defrag), flows(flow_config(c, worker_id)) {
-        if (engine) {
-            detect = std::make_unique<detect::DetectWorker>(engine);
-            alerts = std::make_unique<output::AlertQueue>(c.alert_queue_bytes);
-            alert_buf.resize(c.detect.packet_alert_max);
-            alert_packet.reserve(65535 + 64);
-            flows.set_on_free([this](flow::Flow& f) { detect->release_flow(f); });
-        }
-    }
+    Worker(uint32_t worker_id, const SensorConfig& c)
+        : id(worker_id), decode(c.decode), defrag(c.defrag), flows(flow_config(c, worker_id)) {}
     ~Worker() {
-        // Detection state hangs on flows: give it back while the DetectWorker still exists.
+        // Detection state hangs on flows: give it back while the flow state still exists.
         flows.clear();
+    }
+
+    // Called before the worker runs, when detection is on.
+    void enable_detection(const SensorConfig& c,
+                          const std::shared_ptr<detect::FlowbitRegistry>& registry) {
+        flow_state = std::make_unique<detect::WorkerFlowState>(registry);
+        alerts = std::make_unique<output::AlertQueue>(c.alert_queue_bytes);
+        alert_buf.resize(c.detect.packet_alert_max);
+        alert_packet.reserve(65535 + 64);
+        flows.set_on_free([this](flow::Flow& f) { flow_state->release_flow(f); });
+    }
+
+    // Once per loop turn: switch to a newly published generation.
+    void adopt_generation() {
+        const GenSlot* slot = published.load(std::memory_order_acquire);
+        if (slot != active) {
+            active = slot;
+            flow_state->adopt(slot->detect->engine());
+            gen_seen.store(slot->id, std::memory_order_release);
+        }
     }
 
     static flow::FlowConfig flow_config(const SensorConfig& c, uint32_t worker_id) {
@@ -63,7 +89,11 @@ struct Engine::Worker {
 
     Counter packets, bytes, bpf_filtered, no_flow, reassembled_inspected;
     Counter cap_packets, cap_drops;  // copied from the source's own stats (AF_PACKET)
-    std::unique_ptr<detect::DetectWorker> detect;
+    std::unique_ptr<detect::WorkerFlowState> flow_state;  // outlives generations
+    std::atomic<const GenSlot*> published{nullptr};
+    const GenSlot* active = nullptr;  // this worker's current generation
+    std::atomic<uint64_t> gen_seen{0};
+    std::atomic<bool> finished{false};
     std::unique_ptr<output::AlertQueue> alerts;
     std::vector<detect::AlertRecord> alert_buf;
     std::vector<uint8_t> alert_packet;  // reassembled packet for alert output
@@ -76,7 +106,6 @@ struct Engine::Output {
     std::unique_ptr<output::EveWriter> eve;
     std::unique_ptr<output::FastLogWriter> fast;
     std::unique_ptr<output::AlertSink> sink;
-    std::vector<output::AlertMeta> metas;  // by Rule::index
     std::vector<output::AlertQueue*> queues;
     int64_t last_ns = 0;
     std::vector<uint64_t> last_pkts, last_bytes;
@@ -101,12 +130,8 @@ Engine::Engine(SensorConfig config) : config_(std::move(config)), output_(new Ou
         }
     }
 
-    if (!c.detect.rule_files.empty()) {
-        detect_ = detect::DetectEngine::load(c.detect, nullptr, &load_summary_);
-        detect_loaded_ns_ = wall_clock_ns();
-    }
     for (uint32_t i = 0; i < c.workers; ++i) {
-        workers_.push_back(std::make_unique<Worker>(i, c, detect_));
+        workers_.push_back(std::make_unique<Worker>(i, c));
         if (!output_->user_filters.empty()) {
             workers_.back()->user_bpf = &output_->user_filters;
         }
@@ -154,18 +179,36 @@ Engine::Engine(SensorConfig config) : config_(std::move(config)), output_(new Ou
     if (c.eve_enabled) {
         output_->eve = std::make_unique<output::EveWriter>(c.log_dir + "/" + c.eve_filename);
     }
-    if (detect_) {
+    if (!c.detect.rule_files.empty()) {
+        detecting_ = true;
+        gen_ = build_generation(c.detect, 1, &load_summary_);
+        detect_loaded_ns_ = wall_clock_ns();
+        for (size_t i = 0; i < workers_.size(); ++i) {
+            workers_[i]->published.store(&gen_->slots[i], std::memory_order_release);
+            workers_[i]->adopt_generation();
+        }
         build_alert_output();
     }
 }
 
-void Engine::build_alert_output() {
-    auto& o = *output_;
-    const std::vector<detect::RuleInfo> rules = detect_->rule_infos();
-    o.metas.resize(rules.size());
+std::unique_ptr<Engine::Generation> Engine::build_generation(const detect::DetectConfig& config,
+                                                             uint64_t id,
+                                                             detect::LoadSummary* summary) {
+    auto gen = std::make_unique<Generation>();
+    gen->id = id;
+    gen->engine = detect::DetectEngine::load(config, flowbits_, summary);
+    if (!flowbits_) {
+        // The first engine's registry serves every later one: flow state survives reloads.
+        flowbits_ = gen->engine->flowbit_registry();
+        for (auto& w : workers_) {
+            w->enable_detection(config_, flowbits_);
+        }
+    }
+    const std::vector<detect::RuleInfo> rules = gen->engine->rule_infos();
+    gen->metas.resize(rules.size());
     for (size_t i = 0; i < rules.size(); ++i) {
         const detect::RuleInfo& r = rules[i];
-        output::AlertMeta& m = o.metas[i];
+        output::AlertMeta& m = gen->metas[i];
         m.gid = r.gid;
         m.sid = r.sid;
         m.rev = r.rev;
@@ -178,6 +221,95 @@ void Engine::build_alert_output() {
                                     sp == std::string::npos ? "" : entry.substr(sp + 1));
         }
     }
+    // Each worker's scratch (Hyperscan, PCRE2) is allocated here, off the packet path.
+    for (auto& w : workers_) {
+        gen->workers.push_back(
+            std::make_unique<detect::DetectWorker>(gen->engine, w->flow_state.get()));
+        gen->slots.push_back(GenSlot{gen->workers.back().get(), gen->metas.data(), id});
+    }
+    return gen;
+}
+
+void Engine::request_reload() {
+    reload_requested_.store(true, std::memory_order_relaxed);
+}
+
+bool Engine::reload(const detect::DetectConfig& config, detect::LoadSummary* summary,
+                    std::string* error) {
+    if (!detecting_) {
+        *error = "detection is off: the sensor started without rules";
+        return false;
+    }
+    std::lock_guard<std::mutex> lock(reload_mu_);
+    const int64_t t0 = monotonic_ns();
+    detect::LoadSummary sum;
+    std::unique_ptr<Generation> next;
+    try {
+        next = build_generation(config, gen_->id + 1, &sum);
+    } catch (const std::exception& e) {
+        ++reload_failures_;
+        *error = e.what();
+        return false;
+    }
+    // Publish: one atomic store per worker.
+    for (size_t i = 0; i < workers_.size(); ++i) {
+        workers_[i]->published.store(&next->slots[i], std::memory_order_release);
+    }
+    // Proof of use: every worker has switched, or has ended (an idle worker still turns its
+    // loop at least once per poll timeout).
+    for (;;) {
+        bool all = true;
+        for (const auto& w : workers_) {
+            if (w->gen_seen.load(std::memory_order_acquire) < next->id &&
+                !w->finished.load(std::memory_order_acquire)) {
+                all = false;
+            }
+        }
+        if (all) {
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    // Alerts queued under the old generation point at its metadata: wait for two drains.
+    const uint64_t epoch = drain_epoch_.load(std::memory_order_acquire);
+    while (output_running_.load(std::memory_order_acquire) &&
+           drain_epoch_.load(std::memory_order_acquire) < epoch + 2) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::unique_ptr<Generation> old = std::move(gen_);
+    gen_ = std::move(next);
+    {
+        std::lock_guard<std::mutex> info(gen_info_mu_);
+        load_summary_ = sum;
+        detect_loaded_ns_ = wall_clock_ns();
+        last_reload_ms_ = static_cast<double>(monotonic_ns() - t0) / 1e6;
+    }
+    old.reset();  // the last reference to the old engine goes with it
+    ++reloads_;
+    if (summary != nullptr) {
+        *summary = std::move(sum);
+    }
+    return true;
+}
+
+void Engine::control_main() {
+    while (!stop_.load(std::memory_order_relaxed) && workers_done_.load() < workers_.size()) {
+        if (reload_requested_.exchange(false)) {
+            detect::LoadSummary sum;
+            std::string error;
+            if (reload(config_.detect, &sum, &error)) {
+                std::string text = sum.to_string();
+                log::info("rules reloaded: " + text.substr(text.rfind('\n') + 1));
+            } else {
+                log::error("rule reload failed, the running rules stay: " + error);
+            }
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+}
+
+void Engine::build_alert_output() {
+    auto& o = *output_;
     if (config_.fast_log_enabled) {
         o.fast = std::make_unique<output::FastLogWriter>(config_.log_dir + "/" +
                                                          config_.fast_log_filename);
@@ -214,7 +346,7 @@ void Engine::emit_alerts(Worker& w, const decode::Packet& p, const flow::Flow* f
         ev.ts_ns = p.ts_ns;
         ev.flow_id = f != nullptr ? f->flow_id : 0;
         ev.pcap_cnt = p.pcap_cnt;
-        ev.meta = &output_->metas[a.rule_index];
+        ev.meta = &w.active->metas[a.rule_index];
         ev.src = p.src;
         ev.dst = p.dst;
         ev.linktype = p.linktype;
@@ -237,7 +369,7 @@ void Engine::emit_alerts(Worker& w, const decode::Packet& p, const flow::Flow* f
                                                     : output::PacketOrigin::kWire;
         ev.drop_rule = a.drop_rule;
         if (!w.alerts->push(ev, packet, packet_len, p.payload, p.payload_len)) {
-            ++w.detect->counters().alerts_dropped;
+            ++w.flow_state->counters().alerts_dropped;
         }
     }
 }
@@ -266,6 +398,9 @@ void Engine::worker_main(Worker& w) {
     int64_t now_ns = 0;
     decode::Packet p;
     while (!stop_.load(std::memory_order_relaxed)) {
+        if (w.flow_state) {
+            w.adopt_generation();  // once per batch: no packet sees two rulesets
+        }
         capture::ReadResult r = w.source->next_batch(w.batch, kPollTimeoutMs);
         if (r == capture::ReadResult::kEof) {
             break;
@@ -294,10 +429,10 @@ void Engine::worker_main(Worker& w) {
                 if (dr == decode::DecodeResult::kInvalid) {
                     // A packet whose IP layer decoded still meets the IP-level rules (as in
                     // Suricata); it gets no flow, since its transport header is unusable.
-                    if (w.detect && p.ip_version != 0 && !p.has(decode::kFlagFragment)) {
-                        uint32_t n = w.detect->inspect(p, nullptr, flow::Direction::kToServer,
-                                                       w.alert_buf.data(),
-                                                       static_cast<uint32_t>(w.alert_buf.size()));
+                    if (w.active && p.ip_version != 0 && !p.has(decode::kFlagFragment)) {
+                        uint32_t n = w.active->detect->inspect(
+                            p, nullptr, flow::Direction::kToServer, w.alert_buf.data(),
+                            static_cast<uint32_t>(w.alert_buf.size()));
                         if (n != 0) {
                             emit_alerts(w, p, nullptr, flow::Direction::kToServer, n, 0);
                         }
@@ -329,9 +464,9 @@ void Engine::worker_main(Worker& w) {
                 if (f == nullptr) {
                     ++w.no_flow;
                 }
-                if (w.detect) {
-                    uint32_t n = w.detect->inspect(p, f, dir, w.alert_buf.data(),
-                                                   static_cast<uint32_t>(w.alert_buf.size()));
+                if (w.active) {
+                    uint32_t n = w.active->detect->inspect(
+                        p, f, dir, w.alert_buf.data(), static_cast<uint32_t>(w.alert_buf.size()));
                     if (n != 0) {
                         emit_alerts(w, p, f, dir, n, link_len);
                     }
@@ -360,6 +495,7 @@ void Engine::worker_main(Worker& w) {
         w.cap_packets.set(cs.packets);
         w.cap_drops.set(cs.drops);
     }
+    w.finished.store(true, std::memory_order_release);
     {
         std::lock_guard<std::mutex> lock(done_mu_);
         workers_done_.fetch_add(1);
@@ -407,8 +543,8 @@ StatsSnapshot Engine::collect_stats() const {
         w->decode.export_stats(s);
         w->defrag.export_stats(s);
         w->flows.export_stats(s);
-        if (w->detect) {
-            w->detect->export_stats(s);
+        if (w->flow_state) {
+            w->flow_state->export_stats(s);
         }
         cap_packets += w->cap_packets.get();
         cap_drops += w->cap_drops.get();
@@ -461,17 +597,22 @@ void Engine::write_stats_event(bool final_event) {
     o.last_ns = now;
     if (o.sink) {
         o.sink->drain(o.queues);
+        drain_epoch_.fetch_add(1, std::memory_order_release);
     }
     if (o.eve) {
         StatsSnapshot s = collect_stats();
         nlohmann::json ev =
             output::make_stats_event(wall_clock_ns(), (now - start_ns_) / 1000000000, s, rates);
-        if (detect_) {
+        if (detecting_) {
+            std::lock_guard<std::mutex> info(gen_info_mu_);
             ev["stats"]["detect"]["engines"] =
                 nlohmann::json::array({{{"id", 0},
                                         {"last_reload", format_eve_timestamp(detect_loaded_ns_)},
                                         {"rules_loaded", load_summary_.loaded},
                                         {"rules_failed", load_summary_.skipped}}});
+            ev["stats"]["detect"]["reloads"] = reloads_.load();
+            ev["stats"]["detect"]["reload_failures"] = reload_failures_.load();
+            ev["stats"]["detect"]["last_reload_ms"] = last_reload_ms_;
         }
         o.eve->write(ev);
         o.eve->flush();
@@ -492,6 +633,7 @@ void Engine::stats_main() {
         if (output_->sink) {
             lock.unlock();
             output_->sink->drain(output_->queues);
+            drain_epoch_.fetch_add(1, std::memory_order_release);
             lock.lock();
         }
         int64_t wait_ns = std::min<int64_t>(next - monotonic_ns(), slice_ns);
@@ -518,14 +660,23 @@ RunResult Engine::run() {
     if (dispatcher_) {
         reader = std::thread([this] { reader_main(); });
     }
+    output_running_.store(true, std::memory_order_release);
     std::thread stats([this] { stats_main(); });
+    std::thread control;
+    if (detecting_) {
+        control = std::thread([this] { control_main(); });
+    }
     if (reader.joinable()) {
         reader.join();
     }
     for (auto& w : workers_) {
         w->thread.join();
     }
+    if (control.joinable()) {
+        control.join();  // a reload in progress finishes first
+    }
     stats.join();
+    output_running_.store(false, std::memory_order_release);
 
     RunResult result;
     result.elapsed_sec = static_cast<double>(monotonic_ns() - start_ns_) / 1e9;

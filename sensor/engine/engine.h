@@ -81,11 +81,21 @@ public:
     RunResult run();
     // Async-signal-safe request to stop.
     void stop();
+    // Replaces the rules while packets flow: builds the new detection generation on the
+    // calling (control) thread, publishes it to every worker, waits until each has switched
+    // (each reads its pointer once per batch, so no packet sees two rulesets) and the output
+    // thread has written every alert of the old one, then frees the old generation. On any
+    // failure the running rules stay and *error says why. Not on a worker thread.
+    bool reload(const detect::DetectConfig& config, detect::LoadSummary* summary,
+                std::string* error);
+    // Async-signal-safe (SIGHUP): the engine's control thread reloads the configured rules.
+    void request_reload();
+    uint64_t reloads() const { return reloads_.load(); }
     // Sum of every worker's counters and the capture stats, as named in EVE stats.
     StatsSnapshot collect_stats() const;
     // The rule load of this engine (empty when no rules are configured).
     const detect::LoadSummary& load_summary() const { return load_summary_; }
-    bool detecting() const { return detect_ != nullptr; }
+    bool detecting() const { return detecting_; }
     const SensorConfig& config() const { return config_; }
 
 private:
@@ -115,9 +125,23 @@ private:
     std::atomic<uint64_t> reader_packets_{0};
     std::atomic<uint64_t> reader_filtered_{0};
     int64_t start_ns_ = 0;
-    std::shared_ptr<const detect::DetectEngine> detect_;
+    struct Generation;
+    std::unique_ptr<Generation> build_generation(const detect::DetectConfig& config, uint64_t id,
+                                                 detect::LoadSummary* summary);
+    void control_main();
+    bool detecting_ = false;
+    std::shared_ptr<detect::FlowbitRegistry> flowbits_;  // outlives generations
+    std::unique_ptr<Generation> gen_;                    // replaced only under reload_mu_
+    std::mutex reload_mu_;
+    std::mutex gen_info_mu_;  // guards the three below (read by the stats thread)
     detect::LoadSummary load_summary_;
     int64_t detect_loaded_ns_ = 0;
+    double last_reload_ms_ = 0;
+    std::atomic<bool> reload_requested_{false};
+    std::atomic<uint64_t> reloads_{0};
+    std::atomic<uint64_t> reload_failures_{0};
+    std::atomic<uint64_t> drain_epoch_{0};  // bumped by the output thread after each drain
+    std::atomic<bool> output_running_{false};
 };
 
 // Human-readable end-of-run summary (offline runs print it).

@@ -151,6 +151,95 @@ class LiveCapture(unittest.TestCase):
         self.check(s)
 
 
+@unittest.skipUnless(have_netns(), "needs root and network namespaces")
+class LiveReload(unittest.TestCase):
+    """SIGHUP reloads the rules of a running live sensor: alerts follow the new rules at once,
+    exactly, and the sensor keeps running."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="picket-hup-")
+        cls.pcap = os.path.join(cls.tmp, "attacks.pcap")
+        gen = os.path.join(BUILD, "tools", "trafficgen", "picket-trafficgen")
+        r = subprocess.run([gen, "-o", cls.pcap, "--seed", "13", "--sessions", "300",
+                            "--vlan-share", "0", "--frag-share", "0", "--attack", "/etc/passwd",
+                            "--attack", "cmd.exe", "--attack-share", "0.3"],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        with open(cls.pcap + ".json") as f:
+            rec = json.load(f)
+        cls.passwd = sum(1 for a in rec["attacks"] if a["string"] == "/etc/passwd")
+        cls.cmd = sum(1 for a in rec["attacks"] if a["string"] == "cmd.exe")
+        cls.ns = "picket-hup-%d" % os.getpid()
+        LiveCapture.sh(["ip", "netns", "add", cls.ns])
+        LiveCapture.sh(["ip", "-n", cls.ns, "link", "add", "pkt-a", "type", "veth", "peer",
+                        "name", "pkt-b"])
+        for cmd in (["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"],
+                    ["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"],
+                    ["ip", "link", "set", "pkt-a", "up"], ["ip", "link", "set", "pkt-b", "up"]):
+            LiveCapture.sh(["ip", "netns", "exec", cls.ns] + cmd)
+
+    @classmethod
+    def tearDownClass(cls):
+        subprocess.run(["ip", "netns", "del", cls.ns], capture_output=True)
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def send(self):
+        r = subprocess.run(["ip", "netns", "exec", self.ns, sys.executable, "-c", SENDER,
+                            self.pcap, "pkt-a"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def sids(self, eve):
+        out = {}
+        with open(eve) as f:
+            for line in f:
+                if line.endswith("\n") and '"event_type":"alert"' in line:
+                    sid = json.loads(line)["alert"]["signature_id"]
+                    out[sid] = out.get(sid, 0) + 1
+        return out
+
+    def wait_for(self, eve, pred, what):
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            ev = stats_events(eve)
+            if ev and pred(ev[-1]):
+                return
+            time.sleep(0.1)
+        self.fail("timed out waiting for " + what)
+
+    def test_sighup_swaps_rules(self):
+        rules = os.path.join(self.tmp, "local.rules")
+        with open(rules, "w") as f:
+            f.write('alert tcp any any -> any any (msg:"passwd"; content:"/etc/passwd"; sid:1;)\n')
+        logdir = tempfile.mkdtemp(dir=self.tmp)
+        eve = os.path.join(logdir, "eve.json")
+        sensor = subprocess.Popen(
+            ["ip", "netns", "exec", self.ns, os.path.join(BUILD, "sensor", "picket-sensor"),
+             "-i", "pkt-b", "--workers", "2", "-l", logdir, "-S", rules,
+             "--set", "stats-interval=0.3", "tcp"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            self.wait_for(eve, lambda s: True, "the first stats event")
+            self.send()
+            self.wait_for(eve, lambda s: s["detect"]["alert"] >= self.passwd, "phase 1 alerts")
+            with open(rules, "w") as f:
+                f.write('alert tcp any any -> any any (msg:"cmd"; content:"cmd.exe"; sid:2;)\n')
+            sensor.send_signal(signal.SIGHUP)
+            self.wait_for(eve, lambda s: s["detect"]["reloads"] == 1, "the reload")
+            self.send()
+            self.wait_for(eve, lambda s: s["detect"]["alert"] >= self.passwd + self.cmd,
+                          "phase 2 alerts")
+        finally:
+            sensor.send_signal(signal.SIGTERM)
+            out, err = sensor.communicate(timeout=30)
+        self.assertEqual(sensor.returncode, 0, err)
+        self.assertIn("rules reloaded: rules: 1 loaded, 0 skipped", err)
+        self.assertEqual(self.sids(eve), {1: self.passwd, 2: self.cmd})
+        s = stats_events(eve)[-1]
+        self.assertEqual(s["capture"]["kernel_drops"], 0)
+        self.assertEqual(s["detect"]["reload_failures"], 0)
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)

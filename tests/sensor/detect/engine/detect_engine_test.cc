@@ -26,9 +26,10 @@ protected:
         std::ofstream(path_) << rules;
         cfg.rule_files = {path_};
         engine_ = DetectEngine::load(cfg, nullptr, &summary_);
-        worker_ = std::make_unique<DetectWorker>(engine_);
+        flow_state_ = std::make_unique<WorkerFlowState>(engine_->flowbit_registry());
+        worker_ = std::make_unique<DetectWorker>(engine_, flow_state_.get());
         flows_ = std::make_unique<flow::FlowTable>(flow::FlowConfig{});
-        flows_->set_on_free([this](flow::Flow& f) { worker_->release_flow(f); });
+        flows_->set_on_free([this](flow::Flow& f) { flow_state_->release_flow(f); });
     }
     void TearDown() override {
         if (flows_) {
@@ -68,6 +69,7 @@ protected:
     std::string path_;
     LoadSummary summary_;
     std::shared_ptr<const DetectEngine> engine_;
+    std::unique_ptr<WorkerFlowState> flow_state_;
     std::unique_ptr<DetectWorker> worker_;
     std::unique_ptr<flow::FlowTable> flows_;
     decode::DecodeContext dctx_{decode::DecodeOptions{decode::ChecksumMode::kNo}};
