@@ -89,6 +89,7 @@ struct Engine::Worker {
 
     Counter packets, bytes, bpf_filtered, no_flow, reassembled_inspected;
     Counter cap_packets, cap_drops;  // copied from the source's own stats (AF_PACKET)
+    Counter max_batch_ns;            // gauge: longest time spent on one batch
     std::unique_ptr<detect::WorkerFlowState> flow_state;  // outlives generations
     std::atomic<const GenSlot*> published{nullptr};
     const GenSlot* active = nullptr;  // this worker's current generation
@@ -410,6 +411,7 @@ void Engine::worker_main(Worker& w) {
             break;
         }
         if (r == capture::ReadResult::kOk) {
+            const int64_t batch_start = monotonic_ns();
             for (uint32_t i = 0; i < w.batch.count; ++i) {
                 const capture::RawPacket& raw = w.batch.pkts[i];
                 w.batch.verdict[i] = capture::Verdict::kAccept;
@@ -473,6 +475,10 @@ void Engine::worker_main(Worker& w) {
                 }
             }
             w.source->release(w.batch);
+            const uint64_t batch_ns = static_cast<uint64_t>(monotonic_ns() - batch_start);
+            if (batch_ns > w.max_batch_ns.get()) {
+                w.max_batch_ns.set(batch_ns);
+            }
         } else if (!offline) {
             // Idle live capture: let time advance for the timers.
             now_ns = std::max(now_ns, wall_clock_ns());
@@ -536,7 +542,7 @@ void Engine::reader_main() {
 
 StatsSnapshot Engine::collect_stats() const {
     StatsSnapshot s;
-    uint64_t cap_packets = 0, cap_drops = 0, filtered = 0;
+    uint64_t cap_packets = 0, cap_drops = 0, filtered = 0, max_batch_ns = 0;
     for (const auto& w : workers_) {
         // Every worker exports into the same snapshot: the modules add, and the decoder
         // derives decoder.avg_pkt_size / max_pkt_size from what is already there.
@@ -547,6 +553,7 @@ StatsSnapshot Engine::collect_stats() const {
             w->flow_state->export_stats(s);
         }
         cap_packets += w->cap_packets.get();
+        max_batch_ns = std::max(max_batch_ns, w->max_batch_ns.get());
         cap_drops += w->cap_drops.get();
         filtered += w->bpf_filtered.get();
     }
@@ -560,6 +567,7 @@ StatsSnapshot Engine::collect_stats() const {
     s.set("capture.kernel_packets", cap_packets);
     s.set("capture.kernel_drops", cap_drops);
     s.set("capture.bpf_filtered", filtered);
+    s.set("engine.max_batch_us", max_batch_ns / 1000);
     return s;
 }
 
