@@ -1,0 +1,136 @@
+#include "manager/store/migrations.h"
+
+namespace picket::manager::store {
+namespace {
+
+// Version 1: sensors, bundles and blobs, deployments and targets, the audit log.
+constexpr const char* kV1 = R"sql(
+CREATE TABLE sensors (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    host TEXT NOT NULL DEFAULT '',
+    version TEXT NOT NULL DEFAULT '',
+    capture_mode TEXT NOT NULL DEFAULT '',
+    workers INTEGER NOT NULL DEFAULT 0,
+    token_hash TEXT,
+    enrolled_at INTEGER,
+    first_seen INTEGER,
+    last_seen INTEGER,
+    connected INTEGER NOT NULL DEFAULT 0 CHECK (connected IN (0, 1)),
+    running_version INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE sensor_labels (
+    sensor_id INTEGER NOT NULL REFERENCES sensors(id),
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (sensor_id, key)
+) WITHOUT ROWID;
+
+CREATE TABLE blobs (
+    sha256 TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    data BLOB NOT NULL
+);
+CREATE TABLE bundles (
+    version INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL,
+    sha256 TEXT NOT NULL UNIQUE REFERENCES blobs(sha256),
+    author TEXT NOT NULL DEFAULT '',
+    message TEXT NOT NULL DEFAULT '',
+    created_at INTEGER NOT NULL,
+    parent_version INTEGER REFERENCES bundles(version)
+);
+CREATE TRIGGER bundles_immutable BEFORE UPDATE ON bundles
+BEGIN SELECT RAISE(ABORT, 'bundles are immutable'); END;
+CREATE TRIGGER bundles_kept BEFORE DELETE ON bundles
+BEGIN SELECT RAISE(ABORT, 'bundles are never deleted'); END;
+CREATE TRIGGER blobs_immutable BEFORE UPDATE ON blobs
+BEGIN SELECT RAISE(ABORT, 'blobs are immutable'); END;
+CREATE TRIGGER blobs_kept BEFORE DELETE ON blobs
+BEGIN SELECT RAISE(ABORT, 'blobs are never deleted'); END;
+
+CREATE TABLE deployments (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    bundle_version INTEGER REFERENCES bundles(version),
+    kind TEXT NOT NULL CHECK (kind IN ('deploy', 'rollback')),
+    selector TEXT NOT NULL,
+    canary_percent INTEGER NOT NULL DEFAULT 0 CHECK (canary_percent BETWEEN 0 AND 100),
+    soak_seconds INTEGER NOT NULL DEFAULT 0,
+    state TEXT NOT NULL CHECK (state IN ('canary', 'soaking', 'rolling', 'completed', 'failed',
+                                         'rolled_back')),
+    parent_id INTEGER REFERENCES deployments(id),
+    actor TEXT NOT NULL DEFAULT '',
+    error TEXT NOT NULL DEFAULT '',
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+CREATE TABLE deployment_targets (
+    deployment_id INTEGER NOT NULL REFERENCES deployments(id),
+    sensor_id INTEGER NOT NULL REFERENCES sensors(id),
+    bundle_version INTEGER NOT NULL REFERENCES bundles(version),
+    stage TEXT NOT NULL CHECK (stage IN ('canary', 'rest')),
+    state TEXT NOT NULL CHECK (state IN ('pending', 'sent', 'applied', 'rejected', 'timed_out',
+                                         'superseded')),
+    error TEXT NOT NULL DEFAULT '',
+    created_at INTEGER NOT NULL,
+    sent_at INTEGER,
+    finished_at INTEGER,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (deployment_id, sensor_id)
+);
+CREATE INDEX deployment_targets_by_sensor ON deployment_targets(sensor_id, state);
+
+CREATE TABLE events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    ts INTEGER NOT NULL,
+    actor TEXT NOT NULL DEFAULT '',
+    kind TEXT NOT NULL,
+    sensor TEXT NOT NULL DEFAULT '',
+    bundle_version INTEGER NOT NULL DEFAULT 0,
+    deployment_id INTEGER NOT NULL DEFAULT 0,
+    message TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX events_by_sensor ON events(sensor, id);
+CREATE INDEX events_by_deployment ON events(deployment_id, id);
+)sql";
+
+// Version 2: run history (one row per period a sensor ran one bundle) and per-minute metrics.
+constexpr const char* kV2 = R"sql(
+CREATE TABLE runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    sensor_id INTEGER NOT NULL REFERENCES sensors(id),
+    bundle_version INTEGER NOT NULL,
+    started_at INTEGER NOT NULL,
+    ended_at INTEGER,
+    packets INTEGER NOT NULL DEFAULT 0,
+    bytes INTEGER NOT NULL DEFAULT 0,
+    drops INTEGER NOT NULL DEFAULT 0,
+    alerts INTEGER NOT NULL DEFAULT 0
+);
+CREATE UNIQUE INDEX runs_open ON runs(sensor_id) WHERE ended_at IS NULL;
+CREATE INDEX runs_by_sensor ON runs(sensor_id, id);
+
+CREATE TABLE metric_names (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE
+);
+CREATE TABLE metric_minutes (
+    sensor_id INTEGER NOT NULL REFERENCES sensors(id),
+    name_id INTEGER NOT NULL REFERENCES metric_names(id),
+    minute INTEGER NOT NULL,
+    value INTEGER NOT NULL,
+    sample_ts INTEGER NOT NULL,
+    PRIMARY KEY (sensor_id, name_id, minute)
+) WITHOUT ROWID;
+CREATE INDEX metric_minutes_by_minute ON metric_minutes(minute);
+)sql";
+
+constexpr const char* kMigrations[] = {kV1, kV2};
+
+}  // namespace
+
+std::span<const char* const> migrations() {
+    return kMigrations;
+}
+
+}  // namespace picket::manager::store

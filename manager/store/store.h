@@ -1,0 +1,339 @@
+// The manager's durable state in one SQLite file: sensors, bundles (blobs stored once by hash),
+// deployments and their per-sensor targets, run history, per-minute metric history and the audit
+// log. Thread-safe: every method may be called from any thread. Writes are queued to one writer
+// thread that batches them into transactions and returns only after the commit (durable with
+// synchronous=FULL); reads use a pool of read-only connections and never wait for the writer.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace picket::manager::store {
+
+// All timestamps are int64 nanoseconds since the Unix epoch (the project's time unit); the
+// caller passes them in, so tests control the clock.
+
+// ---- Selectors: `all` | `NAME[,NAME...]` | `label=KEY=VALUE[,label=KEY=VALUE...]` (AND).
+class Selector {
+public:
+    enum class Kind { kAll, kNames, kLabels };
+    // INVALID_ARGUMENT with the offending term for anything else.
+    static absl::StatusOr<Selector> parse(std::string_view text);
+
+    Kind kind() const { return kind_; }
+    const std::vector<std::string>& names() const { return names_; }
+    const std::vector<std::pair<std::string, std::string>>& labels() const { return labels_; }
+    bool matches(std::string_view name, const std::map<std::string, std::string>& labels) const;
+    std::string to_string() const;  // canonical form, stored with deployments
+
+private:
+    Kind kind_ = Kind::kAll;
+    std::vector<std::string> names_;                           // sorted, unique
+    std::vector<std::pair<std::string, std::string>> labels_;  // sorted, unique keys
+};
+
+// Sensor names: 1-64 of [A-Za-z0-9._-], not "all". Label keys: 1-64 of [A-Za-z0-9._/-];
+// label values: 1-128 of [A-Za-z0-9._:/@+-]. So every sensor and label can be selected.
+absl::Status validate_sensor_name(std::string_view name);
+absl::Status validate_label(std::string_view key, std::string_view value);
+
+// ---- Sensors
+struct SensorHello {
+    std::string name;
+    std::string host;
+    std::string version;  // picket-sensor software version
+    std::string capture_mode;
+    int workers = 0;
+    std::map<std::string, std::string> labels;
+    int64_t running_version = 0;  // bundle version it runs; 0 = local rules, no bundle
+    std::string token_hash;       // empty when authenticated otherwise (client cert, insecure)
+};
+
+struct Sensor {
+    std::string name;
+    std::string host;
+    std::string version;
+    std::string capture_mode;
+    int workers = 0;
+    std::map<std::string, std::string> labels;
+    int64_t first_seen = 0;  // 0 = never connected (enrolled only)
+    int64_t last_seen = 0;
+    bool connected = false;
+    int64_t running_version = 0;
+    bool enrolled = false;  // has a token hash
+    int64_t enrolled_at = 0;
+};
+
+// ---- Bundles (immutable; versions only grow; nothing is overwritten or deleted)
+struct NewBundle {
+    std::string name;
+    std::string author;
+    std::string message;
+    int64_t created_at = 0;
+    int64_t parent_version = 0;  // 0 = none
+    std::string blob;            // the bundle archive; content address = sha256(blob)
+};
+
+struct PushResult {
+    int64_t version = 0;
+    std::string sha256;
+    bool created = false;  // false: identical content already stored as `version`
+};
+
+struct BundleInfo {
+    int64_t version = 0;
+    std::string name;
+    std::string sha256;  // lowercase hex of the blob
+    std::string author;
+    std::string message;
+    int64_t created_at = 0;
+    int64_t parent_version = 0;
+    int64_t size = 0;
+};
+
+struct Bundle {
+    BundleInfo info;
+    std::string blob;
+};
+
+// ---- Deployments
+enum class TargetState { kPending, kSent, kApplied, kRejected, kTimedOut, kSuperseded };
+enum class Stage { kCanary, kRest };
+enum class DeploymentKind { kDeploy, kRollback };
+// kCanary: only canary targets are dispatched; kSoaking: canaries done, health gate holding;
+// kRolling: every target may be dispatched; the rest are terminal.
+enum class DeploymentState {
+    kCanary,
+    kSoaking,
+    kRolling,
+    kCompleted,
+    kFailed,
+    kRolledBack,
+};
+
+std::string_view to_string(TargetState s);
+std::string_view to_string(Stage s);
+std::string_view to_string(DeploymentKind k);
+std::string_view to_string(DeploymentState s);
+bool is_terminal(TargetState s);
+bool is_terminal(DeploymentState s);
+// pending -> sent | applied (already running it) | timed_out | superseded;
+// sent -> pending (lost before the result) | applied | rejected | timed_out | superseded.
+bool valid_transition(TargetState from, TargetState to);
+// canary -> soaking | rolling | failed | rolled_back; soaking -> rolling | failed | rolled_back;
+// rolling -> completed | failed.
+bool valid_transition(DeploymentState from, DeploymentState to);
+
+struct NewDeployment {
+    int64_t bundle_version = 0;  // deploy: required; rollback: 0 = each sensor's previous one
+    DeploymentKind kind = DeploymentKind::kDeploy;
+    std::string selector;
+    int canary_percent = 0;  // 0 = no canary stage; else ceil(n * pct / 100) sensors, >= 1
+    int64_t soak_seconds = 0;
+    int64_t parent_id = 0;  // e.g. the canary deployment an automatic rollback reverts
+    std::string actor;
+    int64_t created_at = 0;
+};
+
+struct Target {
+    std::string sensor;
+    int64_t bundle_version = 0;  // per target: a rollback may send each sensor a different one
+    Stage stage = Stage::kRest;
+    TargetState state = TargetState::kPending;
+    std::string error;
+    int64_t created_at = 0;
+    int64_t sent_at = 0;      // 0 = not yet
+    int64_t finished_at = 0;  // when it reached a terminal state
+    int64_t updated_at = 0;
+};
+
+struct Deployment {
+    int64_t id = 0;
+    int64_t bundle_version = 0;  // 0 for a rollback to each sensor's previous version
+    DeploymentKind kind = DeploymentKind::kDeploy;
+    std::string selector;
+    int canary_percent = 0;
+    int64_t soak_seconds = 0;
+    DeploymentState state = DeploymentState::kRolling;
+    int64_t parent_id = 0;
+    std::string actor;
+    std::string error;
+    int64_t created_at = 0;
+    int64_t updated_at = 0;
+    std::vector<Target> targets;  // sorted by sensor name
+};
+
+struct PendingTarget {
+    int64_t deployment_id = 0;
+    int64_t bundle_version = 0;
+    Stage stage = Stage::kRest;
+    TargetState state = TargetState::kPending;  // pending or sent (resend after a reconnect)
+};
+
+// ---- Run history and metrics
+struct RunTotals {
+    int64_t packets = 0;
+    int64_t bytes = 0;
+    int64_t drops = 0;
+    int64_t alerts = 0;
+};
+
+struct Run {
+    int64_t id = 0;
+    std::string sensor;
+    int64_t bundle_version = 0;
+    int64_t started_at = 0;
+    int64_t ended_at = 0;  // 0 = still running
+    RunTotals totals;
+};
+
+struct MetricSample {
+    std::string name;
+    int64_t value = 0;
+};
+
+struct MetricPoint {
+    int64_t minute = 0;  // start of the minute, ns
+    int64_t value = 0;   // last value reported within that minute
+};
+
+// One metrics report of a sensor: last_seen, run totals and per-minute samples in one write.
+struct SensorReport {
+    std::string sensor;
+    int64_t ts = 0;
+    RunTotals deltas;
+    std::vector<MetricSample> samples;
+};
+
+// ---- Audit log
+struct Event {
+    int64_t id = 0;
+    int64_t ts = 0;
+    std::string actor;
+    std::string kind;  // bundle.push, deploy, rollback, target.applied, target.rejected, ...
+    std::string sensor;
+    int64_t bundle_version = 0;
+    int64_t deployment_id = 0;
+    std::string message;
+};
+
+struct StoreOptions {
+    int max_batch_ops = 512;                    // ops per transaction at most
+    std::chrono::microseconds batch_linger{0};  // extra wait for more ops when a batch is short
+    std::chrono::milliseconds busy_timeout{5000};
+    int64_t metric_retention_seconds = 7 * 24 * 3600;
+    int read_pool_idle = 4;         // idle read connections kept
+    bool reset_connections = true;  // mark every sensor disconnected at Open
+    int max_schema_version = 0;     // tests only: stop migrating at this version (0 = latest)
+    int64_t max_page_count = 0;     // caps the file size in pages (quota; 0 = SQLite default)
+};
+
+class Store {
+public:
+    static constexpr int kSchemaVersion = 2;
+
+    // Creates (mode 0600) or opens the database and migrates it. FAILED_PRECONDITION when the
+    // file's schema is newer than kSchemaVersion; DATA_LOSS when it is not a database.
+    static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
+                                                       StoreOptions options = {});
+    // Completes every queued write, then closes.
+    ~Store();
+    Store(const Store&) = delete;
+    Store& operator=(const Store&) = delete;
+
+    int schema_version() const { return schema_version_; }
+    const std::string& path() const { return path_; }
+
+    // ---- Writes: each returns after its transaction committed (or failed).
+    // Pre-enrolls a name with a token hash. ALREADY_EXISTS if enrolled with another token.
+    absl::Status enroll_sensor(const std::string& name, const std::string& token_hash, int64_t ts,
+                               const std::string& actor);
+    // A sensor said Hello. Unknown name: created when allow_create, else NOT_FOUND. A name
+    // enrolled with another token hash: ALREADY_EXISTS. Also begins a run when the running
+    // version differs from its open run's.
+    absl::StatusOr<Sensor> connect_sensor(const SensorHello& hello, int64_t ts, bool allow_create);
+    absl::Status disconnect_sensor(const std::string& name, int64_t ts);
+
+    absl::StatusOr<PushResult> push_bundle(const NewBundle& bundle);
+
+    // Resolves the selector over the sensors at commit time and records every target pending
+    // (canary share first, by name order). NOT_FOUND for an unknown version or a selector that
+    // matches nothing; a rollback without version uses each sensor's previous version
+    // (FAILED_PRECONDITION naming the sensor if it has none).
+    absl::StatusOr<Deployment> create_deployment(const NewDeployment& d);
+    // Validated target transition; terminal ones are logged. When a rolling deployment has no
+    // open target left it becomes completed (all applied) or failed.
+    absl::Status update_target(int64_t deployment_id, const std::string& sensor, TargetState to,
+                               const std::string& error, int64_t ts);
+    absl::Status set_deployment_state(int64_t id, DeploymentState to, const std::string& error,
+                                      int64_t ts);
+
+    // Closes the sensor's open run (ended_at = ts) and opens one for `version`. A no-op when
+    // the open run already has that version.
+    absl::Status begin_run(const std::string& sensor, int64_t version, int64_t ts);
+    // FAILED_PRECONDITION when the sensor has no open run; INVALID_ARGUMENT for a negative delta.
+    absl::Status add_run_totals(const std::string& sensor, const RunTotals& deltas);
+    // Keeps, per (sensor, counter, minute), the last value reported in that minute.
+    absl::Status record_metrics(const std::string& sensor, int64_t ts,
+                                const std::vector<MetricSample>& samples);
+    // last_seen + add_run_totals (skipped without an open run) + record_metrics, one op.
+    absl::Status report(const SensorReport& r);
+    // Same, without waiting: `done` runs on the writer thread after the commit.
+    void report_async(SensorReport r, std::function<void(absl::Status)> done);
+    // Deletes metric minutes older than now - retention; returns the number of rows deleted.
+    absl::StatusOr<int64_t> prune_metrics(int64_t now);
+    absl::Status record_event(const Event& e);
+
+    // ---- Reads (snapshot of the last commit).
+    // Empty selector = all sensors, possibly none. With a selector: see select_sensors.
+    absl::StatusOr<std::vector<Sensor>> list_sensors(std::string_view selector = {});
+    // INVALID_ARGUMENT for a bad selector; NOT_FOUND for an unknown name in a name list or a
+    // selector that matches no sensor.
+    absl::StatusOr<std::vector<Sensor>> select_sensors(std::string_view selector);
+    absl::StatusOr<Sensor> get_sensor(const std::string& name);
+    absl::StatusOr<std::vector<BundleInfo>> list_bundles();
+    absl::StatusOr<Bundle> get_bundle(int64_t version, bool with_blob = true);
+    absl::StatusOr<int64_t> latest_version();  // 0 when no bundle was pushed
+    absl::StatusOr<Deployment> get_deployment(int64_t id);
+    absl::StatusOr<std::vector<Deployment>> list_deployments(int limit, bool with_targets);
+    // What to send to a sensor now: its open targets of the newest deployment that may be
+    // dispatched (canary targets always, rest targets once the deployment is rolling).
+    absl::StatusOr<std::vector<PendingTarget>> pending_targets(const std::string& sensor);
+    // The bundle version the sensor ran before its current one; NOT_FOUND if none.
+    absl::StatusOr<int64_t> previous_version(const std::string& sensor);
+    absl::StatusOr<std::vector<Run>> list_runs(const std::string& sensor);  // oldest first
+    absl::StatusOr<std::vector<MetricPoint>> metric_history(const std::string& sensor,
+                                                            const std::string& counter,
+                                                            int64_t from, int64_t to);
+    // Newest first; empty sensor = the whole fleet. before_id = 0: from the newest.
+    absl::StatusOr<std::vector<Event>> history(const std::string& sensor, int limit,
+                                               int64_t before_id = 0);
+    // PRAGMA integrity_check on a read connection: OK or DATA_LOSS with its report.
+    absl::Status integrity_check();
+
+    struct WriterStats {
+        int64_t ops = 0;
+        int64_t transactions = 0;
+    };
+    WriterStats writer_stats() const;
+
+    class Impl;
+
+private:
+    explicit Store(std::unique_ptr<Impl> impl, std::string path, int schema_version);
+    std::unique_ptr<Impl> impl_;
+    std::string path_;
+    int schema_version_;
+};
+
+}  // namespace picket::manager::store
