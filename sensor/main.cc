@@ -3,6 +3,10 @@
 
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -10,6 +14,8 @@
 
 #include "common/config.h"
 #include "common/log.h"
+#include "common/time_util.h"
+#include "sensor/agent/agent.h"
 #include "sensor/engine/engine.h"
 
 namespace {
@@ -54,6 +60,54 @@ int check_rules(const picket::sensor::engine::SensorConfig& sc) {
     }
 }
 
+// The agent's options from the command line; an error message means exit 2.
+struct ManagerArgs {
+    std::string manager, name, token, tls_cert, tls_key, ca, state_dir = "/var/lib/picket-sensor";
+    std::string labels, bundle_key;
+    bool insecure = false;
+    double metrics_interval = 10;
+};
+
+std::string build_agent_options(const ManagerArgs& a, picket::sensor::agent::AgentOptions* o) {
+    namespace agent = picket::sensor::agent;
+    o->manager = a.manager;
+    o->name = a.name;
+    o->token = a.token;
+    o->tls_cert = a.tls_cert;
+    o->tls_key = a.tls_key;
+    o->ca = a.ca;
+    o->insecure = a.insecure;
+    o->state_dir = a.state_dir;
+    o->metrics_interval =
+        std::chrono::milliseconds(static_cast<int64_t>(a.metrics_interval * 1000));
+    auto labels = agent::parse_labels(a.labels);
+    if (!labels.ok()) {
+        return "--labels: " + std::string(labels.status().message());
+    }
+    o->labels = *labels;
+    if (!a.bundle_key.empty()) {
+        std::ifstream in(a.bundle_key);
+        if (!in) {
+            return "--bundle-key: cannot read " + a.bundle_key;
+        }
+        std::stringstream ss;
+        ss << in.rdbuf();
+        o->bundle_public_key_pem = ss.str();
+    }
+    if (auto s = agent::validate_options(*o); !s.ok()) {
+        return std::string(s.message());
+    }
+    if (auto s = agent::check_credentials(*o); !s.ok()) {
+        return std::string(s.message());
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(o->state_dir, ec);
+    if (ec) {
+        return "--state-dir: cannot create " + o->state_dir.string() + ": " + ec.message();
+    }
+    return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -93,12 +147,57 @@ int main(int argc, char** argv) {
                  "check the configuration and rules, print the load summary, and exit "
                  "(non-zero when a rule was skipped)");
     app.add_flag("-v", verbose, "verbose logging");
+    ManagerArgs margs;
+    auto* manager_opt = app.add_option("--manager", margs.manager, "fleet manager to connect to")
+                            ->type_name("HOST:PORT")
+                            ->group("Fleet");
+    app.add_option("--name", margs.name, "this sensor's name in the fleet")
+        ->needs(manager_opt)
+        ->group("Fleet");
+    app.add_option("--token", margs.token, "enrollment token")->needs(manager_opt)->group("Fleet");
+    app.add_option("--tls-cert", margs.tls_cert, "sensor client certificate (PEM)")
+        ->type_name("FILE")
+        ->needs(manager_opt)
+        ->group("Fleet");
+    app.add_option("--tls-key", margs.tls_key, "sensor client key (PEM)")
+        ->type_name("FILE")
+        ->needs(manager_opt)
+        ->group("Fleet");
+    app.add_option("--ca", margs.ca, "fleet CA certificate that signed the manager's (PEM)")
+        ->type_name("FILE")
+        ->needs(manager_opt)
+        ->group("Fleet");
+    app.add_flag("--insecure", margs.insecure,
+                 "no TLS and no authentication; only for a manager on loopback")
+        ->needs(manager_opt)
+        ->group("Fleet");
+    app.add_option("--state-dir", margs.state_dir,
+                   "where received bundles and the last good one are kept")
+        ->type_name("DIR")
+        ->capture_default_str()
+        ->group("Fleet");
+    app.add_option("--labels", margs.labels, "labels for deployment selectors")
+        ->type_name("k=v,...")
+        ->needs(manager_opt)
+        ->group("Fleet");
+    app.add_option("--metrics-interval", margs.metrics_interval,
+                   "seconds between metrics reports to the manager")
+        ->check(CLI::Range(0.01, 3600.0))
+        ->capture_default_str()
+        ->group("Fleet");
+    app.add_option("--bundle-key", margs.bundle_key,
+                   "Ed25519 public key (PEM): refuse bundles not signed by it")
+        ->type_name("FILE")
+        ->needs(manager_opt)
+        ->group("Fleet");
     app.add_option("bpf", bpf_words, "BPF filter expression, as with tcpdump")
         ->type_name("EXPRESSION");
     app.footer(
         "Examples:\n"
         "  picket-sensor -r capture.pcap -l /tmp/out\n"
-        "  picket-sensor -i eth0 --capture afpacket --workers 2 'tcp port 80'\n");
+        "  picket-sensor -i eth0 --capture afpacket --workers 2 'tcp port 80'\n"
+        "  picket-sensor -i eth0 --manager mgr:50051 --name s1 --ca ca.crt --tls-cert s1.crt "
+        "--tls-key s1.key\n");
 
     try {
         app.parse(argc, argv);
@@ -167,6 +266,36 @@ int main(int argc, char** argv) {
     if (test_rules) {
         return check_rules(sc);
     }
+    const bool managed = !margs.manager.empty();
+    sensor::agent::AgentOptions agent_options;
+    if (managed) {
+        if (std::string err = build_agent_options(margs, &agent_options); !err.empty()) {
+            std::fprintf(stderr, "picket-sensor: %s\n", err.c_str());
+            return kExitUsage;
+        }
+        // Start on the last good bundle, if any; the manager is not needed for that.
+        agent_options.base_detect = sc.detect;
+        agent_options.running.config = sc.detect;
+        auto last = sensor::agent::load_last_good(agent_options.state_dir, sc.detect,
+                                                  agent_options.bundle_public_key_pem);
+        if (!last.ok()) {
+            log::warning("last good bundle unusable, starting on the local rules: " +
+                         std::string(last.status().message()));
+        } else if (last->has_value()) {
+            agent_options.running = **last;
+            sc.detect = agent_options.running.config;
+            log::info("starting on bundle " + agent_options.running.ref.name() + " v" +
+                      std::to_string(agent_options.running.ref.version()));
+        }
+        if (sc.detect.rule_files.empty()) {
+            // The engine can only swap rules when it started with detection on: begin with an
+            // empty rules file so that the first bundle can be applied.
+            auto empty = agent_options.state_dir / "empty.rules";
+            std::ofstream(empty, std::ios::trunc).flush();
+            sc.detect.rule_files = {empty.string()};
+            agent_options.running.config = sc.detect;
+        }
+    }
     struct stat st {};
     if (stat(sc.log_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
         std::fprintf(stderr, "picket-sensor: log directory '%s' does not exist\n",
@@ -184,6 +313,37 @@ int main(int argc, char** argv) {
             std::fputs(summary.to_string().c_str(), stdout);
             std::fputc('\n', stdout);
         }
+        std::unique_ptr<sensor::agent::Agent> agent;
+        if (managed) {
+            using sensor::engine::CaptureMode;
+            agent_options.version = PICKET_VERSION;
+            agent_options.workers = sc.workers;
+            agent_options.started_at_ns = wall_clock_ns();
+            agent_options.running_summary = engine.load_summary();
+            switch (sc.mode) {
+                case CaptureMode::kPcapFile:
+                    agent_options.capture_mode = v1::CAPTURE_MODE_PCAP_FILE;
+                    agent_options.capture_source = sc.pcap_paths.empty() ? "" : sc.pcap_paths[0];
+                    break;
+                case CaptureMode::kPcapLive:
+                    agent_options.capture_mode = v1::CAPTURE_MODE_PCAP_LIVE;
+                    agent_options.capture_source = sc.iface;
+                    break;
+                case CaptureMode::kAfPacket:
+                    agent_options.capture_mode = v1::CAPTURE_MODE_AF_PACKET;
+                    agent_options.capture_source = sc.iface;
+                    break;
+            }
+            sensor::agent::SensorHooks hooks;
+            hooks.stats = [&engine] { return engine.collect_stats(); };
+            hooks.reload = [&engine](const sensor::detect::DetectConfig& c,
+                                     sensor::detect::LoadSummary* summary, std::string* error) {
+                return engine.reload(c, summary, error);
+            };
+            agent =
+                std::make_unique<sensor::agent::Agent>(std::move(agent_options), std::move(hooks));
+            agent->start();  // its own thread: inspection never waits for the manager
+        }
         g_engine = &engine;
         std::signal(SIGINT, on_signal);
         std::signal(SIGTERM, on_signal);
@@ -191,6 +351,9 @@ int main(int argc, char** argv) {
         log::info("running with " + std::to_string(sc.workers) + " worker(s)");
         sensor::engine::RunResult result = engine.run();
         g_engine = nullptr;
+        if (agent) {
+            agent->stop();
+        }
         if (sc.mode == sensor::engine::CaptureMode::kPcapFile) {
             std::fputs(sensor::engine::format_summary(result, sc.workers).c_str(), stdout);
         }

@@ -184,6 +184,7 @@ Engine::Engine(SensorConfig config) : config_(std::move(config)), output_(new Ou
         detecting_ = true;
         gen_ = build_generation(c.detect, 1, &load_summary_);
         detect_loaded_ns_ = wall_clock_ns();
+        running_detect_ = c.detect;
         for (size_t i = 0; i < workers_.size(); ++i) {
             workers_[i]->published.store(&gen_->slots[i], std::memory_order_release);
             workers_[i]->adopt_generation();
@@ -283,6 +284,7 @@ bool Engine::reload(const detect::DetectConfig& config, detect::LoadSummary* sum
         std::lock_guard<std::mutex> info(gen_info_mu_);
         load_summary_ = sum;
         detect_loaded_ns_ = wall_clock_ns();
+        running_detect_ = config;
         last_reload_ms_ = static_cast<double>(monotonic_ns() - t0) / 1e6;
     }
     old.reset();  // the last reference to the old engine goes with it
@@ -298,7 +300,14 @@ void Engine::control_main() {
         if (reload_requested_.exchange(false)) {
             detect::LoadSummary sum;
             std::string error;
-            if (reload(config_.detect, &sum, &error)) {
+            detect::DetectConfig config;
+            {
+                // The rules running now (a bundle applied since start-up replaces the
+                // configured ones), read again from their files.
+                std::lock_guard<std::mutex> info(gen_info_mu_);
+                config = running_detect_;
+            }
+            if (reload(config, &sum, &error)) {
                 std::string text = sum.to_string();
                 log::info("rules reloaded: " + text.substr(text.rfind('\n') + 1));
             } else {

@@ -137,6 +137,7 @@ private:
     detect::LoadSummary load_summary_;
     int64_t detect_loaded_ns_ = 0;
     double last_reload_ms_ = 0;
+    detect::DetectConfig running_detect_;  // what SIGHUP reloads: the last applied rules
     std::atomic<bool> reload_requested_{false};
     std::atomic<uint64_t> reloads_{0};
     std::atomic<uint64_t> reload_failures_{0};
