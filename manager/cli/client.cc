@@ -1,0 +1,136 @@
+// Channel set-up for picketctl: loopback check for --insecure, TLS credentials, status text.
+#include "manager/cli/picketctl.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <sstream>
+
+#include "common/pki/pki.h"
+
+namespace picket::manager::cli {
+
+namespace {
+
+bool starts_with(std::string_view s, std::string_view prefix) {
+    return s.substr(0, prefix.size()) == prefix;
+}
+
+bool host_is_loopback(std::string_view host) {
+    std::string h(host);
+    std::transform(h.begin(), h.end(), h.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (h == "localhost") {
+        return true;
+    }
+    in_addr v4{};
+    if (inet_pton(AF_INET, h.c_str(), &v4) == 1) {
+        return (ntohl(v4.s_addr) >> 24) == 127;
+    }
+    in6_addr v6{};
+    if (inet_pton(AF_INET6, h.c_str(), &v6) == 1) {
+        if (IN6_IS_ADDR_LOOPBACK(&v6)) {
+            return true;
+        }
+        return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
+    }
+    return false;
+}
+
+absl::StatusOr<std::string> read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        return absl::NotFoundError(path + ": cannot open");
+    }
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+}  // namespace
+
+bool is_loopback_target(std::string_view target) {
+    if (starts_with(target, "unix:") || starts_with(target, "unix-abstract:")) {
+        return true;
+    }
+    if (starts_with(target, "dns:///")) {
+        target.remove_prefix(7);
+    } else if (starts_with(target, "ipv4:") || starts_with(target, "ipv6:")) {
+        target.remove_prefix(5);
+        // ipv4:a:p,b:p lists several addresses: every one must be loopback.
+        size_t comma = target.find(',');
+        if (comma != std::string_view::npos) {
+            return is_loopback_target(std::string("ipv4:").append(target.substr(0, comma))) &&
+                   is_loopback_target(std::string("ipv4:").append(target.substr(comma + 1)));
+        }
+    }
+    std::string_view host;
+    if (starts_with(target, "[")) {
+        size_t close = target.find(']');
+        if (close == std::string_view::npos) {
+            return false;
+        }
+        host = target.substr(1, close - 1);
+    } else if (std::count(target.begin(), target.end(), ':') > 1) {
+        host = target;  // bare IPv6 literal without port
+    } else {
+        host = target.substr(0, target.find(':'));
+    }
+    return !host.empty() && host_is_loopback(host);
+}
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> make_channel(const ConnectOptions& options) {
+    if (options.manager.empty()) {
+        return absl::InvalidArgumentError("--manager ADDR is required for this command");
+    }
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(512 << 20);
+    args.SetMaxSendMessageSize(512 << 20);
+    if (options.insecure) {
+        if (!is_loopback_target(options.manager)) {
+            return absl::InvalidArgumentError(
+                "--insecure refused: manager address '" + options.manager +
+                "' is not loopback (127.0.0.0/8, ::1, localhost); use TLS (--ca)");
+        }
+        return grpc::CreateCustomChannel(options.manager, grpc::InsecureChannelCredentials(), args);
+    }
+    if (options.ca_file.empty()) {
+        return absl::InvalidArgumentError(
+            "TLS needs --ca FILE (the fleet CA), or --insecure for a loopback manager");
+    }
+    if (options.cert_file.empty() != options.key_file.empty()) {
+        return absl::InvalidArgumentError("--cert and --key go together");
+    }
+    grpc::SslCredentialsOptions ssl;
+    if (!options.cert_file.empty()) {
+        absl::StatusOr<pki::TlsCredentials> creds = pki::load_credentials(
+            options.cert_file, options.key_file, options.ca_file, pki::Purpose::kClient);
+        if (!creds.ok()) {
+            return creds.status();
+        }
+        ssl.pem_root_certs = creds->ca_pem;
+        ssl.pem_cert_chain = creds->cert_pem;
+        ssl.pem_private_key = creds->key_pem;
+    } else {
+        absl::StatusOr<std::string> ca = read_file(options.ca_file);
+        if (!ca.ok()) {
+            return ca.status();
+        }
+        ssl.pem_root_certs = *ca;
+    }
+    return grpc::CreateCustomChannel(options.manager, grpc::SslCredentials(ssl), args);
+}
+
+absl::Status to_absl(const grpc::Status& status) {
+    if (status.ok()) {
+        return absl::OkStatus();
+    }
+    return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
+std::string status_text(const absl::Status& status) {
+    return absl::StatusCodeToString(status.code()) + ": " + std::string(status.message());
+}
+
+}  // namespace picket::manager::cli

@@ -1,0 +1,664 @@
+// picketctl: argument parsing (CLI11) and one function per command.
+#include "manager/cli/picketctl.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <thread>
+
+#include "common/bundle/bundle.h"
+#include "common/pki/pki.h"
+#include "manager/store/store.h"
+
+namespace picket::manager::cli {
+
+namespace v1 = picket::v1;
+using nlohmann::json;
+
+namespace {
+
+using Stub = v1::FleetAdmin::Stub;
+
+constexpr std::chrono::seconds kRpcTimeout{60};
+
+struct Globals {
+    ConnectOptions conn;
+    std::string token_file;
+    bool json = false;
+};
+
+// A bundle or CA name: what verify_bundle / pki accept, checked before any I/O.
+bool valid_name(std::string_view name) {
+    if (name.empty() || name.size() > 64) {
+        return false;
+    }
+    return std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '.' || c == '_' || c == '-';
+    });
+}
+
+std::string local_user() {
+    if (const char* u = getenv("USER"); u != nullptr && *u != '\0') {
+        return u;
+    }
+    if (const passwd* pw = getpwuid(getuid()); pw != nullptr) {
+        return pw->pw_name;
+    }
+    return "unknown";
+}
+
+int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+class Command {
+public:
+    Command(std::string name, Globals& g, std::ostream& out, std::ostream& err)
+        : name_(std::move(name)), g_(g), out_(out), err_(err) {}
+
+    int usage(std::string_view message) {
+        err_ << "picketctl: " << name_ << ": " << message << "\n";
+        return kExitUsage;
+    }
+    int usage(const absl::Status& status) { return usage(std::string(status.message())); }
+    int fail(const absl::Status& status) {
+        err_ << "picketctl: " << name_ << ": " << status_text(status) << "\n";
+        return kExitFailed;
+    }
+    int fail(std::string_view message) {
+        err_ << "picketctl: " << name_ << ": " << message << "\n";
+        return kExitFailed;
+    }
+
+    // Opens the channel; a usage problem (missing --manager, --insecure off loopback) -> 2.
+    std::optional<int> connect() {
+        if (!g_.token_file.empty()) {
+            std::ifstream in(g_.token_file);
+            std::string token;
+            std::getline(in, token);
+            while (!token.empty() && isspace(static_cast<unsigned char>(token.back()))) {
+                token.pop_back();
+            }
+            if (token.empty()) {
+                return usage("--token-file " + g_.token_file + ": empty or unreadable");
+            }
+            g_.conn.token = token;
+        }
+        absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = make_channel(g_.conn);
+        if (!channel.ok()) {
+            if (channel.status().code() == absl::StatusCode::kInvalidArgument) {
+                return usage(channel.status());
+            }
+            return fail(channel.status());
+        }
+        stub_ = v1::FleetAdmin::NewStub(*channel);
+        return std::nullopt;
+    }
+
+    template <typename Req, typename Resp>
+    absl::Status call(grpc::Status (Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
+                      const Req& request, Resp* response) {
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + kRpcTimeout);
+        if (!g_.conn.token.empty()) {
+            ctx.AddMetadata("authorization", "Bearer " + g_.conn.token);
+        }
+        return to_absl(((*stub_).*method)(&ctx, request, response));
+    }
+
+    void print(const json& doc) {
+        out_ << doc.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+    }
+    void print(const std::string& text) { out_ << text; }
+    bool json_output() const { return g_.json; }
+    std::ostream& out() { return out_; }
+
+private:
+    std::string name_;
+    Globals& g_;
+    std::ostream& out_;
+    std::ostream& err_;
+    std::unique_ptr<Stub> stub_;
+};
+
+// Shared by deploy and rollback: prints progress while polling GetDeployment, then the final
+// document. Exit 1 when a target was not applied or the wait timed out.
+int finish_deployment(Command& cmd, v1::Deployment d, bool wait, int timeout_s, int poll_ms) {
+    if (!wait) {
+        if (cmd.json_output()) {
+            cmd.print(deployment_json(d));
+        } else {
+            cmd.print(deployment_text(d));
+        }
+        return kExitOk;
+    }
+    if (!cmd.json_output()) {
+        cmd.print(deployment_text(d));
+        cmd.out() << "\nwaiting for deployment " << d.id() << " (timeout " << timeout_s << " s)\n";
+    }
+    std::map<std::string, v1::TargetState> seen;
+    for (const v1::DeploymentTarget& t : d.targets()) {
+        seen[t.sensor()] = t.state();
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+    bool timed_out = false;
+    while (!deployment_final(d)) {
+        if (std::chrono::steady_clock::now() >= deadline) {
+            timed_out = true;
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(poll_ms));
+        v1::GetDeploymentRequest req;
+        req.set_id(d.id());
+        v1::GetDeploymentResponse resp;
+        absl::Status st = cmd.call(&Stub::GetDeployment, req, &resp);
+        if (st.code() == absl::StatusCode::kUnavailable ||
+            st.code() == absl::StatusCode::kDeadlineExceeded) {
+            continue;  // manager restarting: keep polling until our own timeout
+        }
+        if (!st.ok()) {
+            return cmd.fail(st);
+        }
+        d = resp.deployment();
+        if (!cmd.json_output()) {
+            for (const v1::DeploymentTarget& t : d.targets()) {
+                auto it = seen.find(t.sensor());
+                v1::TargetState before =
+                    it == seen.end() ? v1::TARGET_STATE_UNSPECIFIED : it->second;
+                if (before != t.state()) {
+                    cmd.out() << "  " << t.sensor() << ": " << target_state_name(before) << " -> "
+                              << target_state_name(t.state());
+                    if (!t.error().empty()) {
+                        cmd.out() << " (" << t.error().substr(0, t.error().find('\n')) << ")";
+                    }
+                    cmd.out() << "\n";
+                }
+                seen[t.sensor()] = t.state();
+            }
+        }
+    }
+    if (cmd.json_output()) {
+        cmd.print(deployment_json(d));
+    } else {
+        cmd.out() << "\n";
+        cmd.print(deployment_text(d));
+    }
+    if (timed_out) {
+        int final_count = 0;
+        for (const v1::DeploymentTarget& t : d.targets()) {
+            final_count += target_final(t.state()) ? 1 : 0;
+        }
+        return cmd.fail(absl::DeadlineExceededError(
+            "deployment " + d.id() + " not finished after " + std::to_string(timeout_s) + " s (" +
+            std::to_string(final_count) + " of " + std::to_string(d.targets_size()) +
+            " targets final)"));
+    }
+    if (!deployment_all_applied(d)) {
+        std::string which;
+        int bad = 0;
+        for (const v1::DeploymentTarget& t : d.targets()) {
+            if (t.state() != v1::TARGET_STATE_APPLIED) {
+                which += (bad++ == 0 ? "" : ", ") + t.sensor() + " " +
+                         std::string(target_state_name(t.state()));
+            }
+        }
+        return cmd.fail("deployment " + d.id() + ": " + std::to_string(bad) + " of " +
+                        std::to_string(d.targets_size()) + " targets not applied (" + which + ")");
+    }
+    return kExitOk;
+}
+
+std::optional<int> check_selector(Command& cmd, const std::string& selector) {
+    absl::StatusOr<store::Selector> sel = store::Selector::parse(selector);
+    if (!sel.ok()) {
+        return cmd.usage(sel.status());
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+int run(int argc, const char* const argv[], std::ostream& out, std::ostream& err) {
+    Globals g;
+    CLI::App app{"picketctl: operate a Picket sensor fleet through its manager", "picketctl"};
+    app.fallthrough();  // global options may follow the command
+    app.add_option("--manager", g.conn.manager, "Manager address HOST:PORT")
+        ->envname("PICKETCTL_MANAGER");
+    auto* token = app.add_option("--token", g.conn.token, "Admin bearer token");
+    auto* token_file = app.add_option("--token-file", g.token_file, "File holding the admin token")
+                           ->check(CLI::ExistingFile);
+    token->excludes(token_file);
+    app.add_option("--ca", g.conn.ca_file, "Fleet CA certificate (PEM)")->check(CLI::ExistingFile);
+    auto* cert = app.add_option("--cert", g.conn.cert_file, "Client certificate (PEM)")
+                     ->check(CLI::ExistingFile);
+    auto* key =
+        app.add_option("--key", g.conn.key_file, "Client key (PEM)")->check(CLI::ExistingFile);
+    cert->needs(key);
+    key->needs(cert);
+    app.add_flag("--insecure", g.conn.insecure, "No TLS, no auth (loopback managers only)");
+    app.add_flag("--json", g.json, "Print one JSON document");
+
+    // One entry per leaf command; the parsed one runs.
+    std::vector<std::pair<CLI::App*, std::function<int()>>> leaves;
+    auto leaf = [&](CLI::App* sub, std::function<int()> fn) { leaves.emplace_back(sub, fn); };
+    auto positive = CLI::Validator(
+        [](std::string& v) -> std::string {
+            if (v.empty() || !std::all_of(v.begin(), v.end(), ::isdigit) ||
+                v.find_first_not_of('0') == std::string::npos) {
+                return "expected a positive integer, got '" + v + "'";
+            }
+            return {};
+        },
+        "N>0");
+    int timeout_s = 300;
+    int poll_ms = 500;
+
+    // ---- sensors
+    std::string sensors_selector;
+    auto* sensors = app.add_subcommand("sensors", "List sensors");
+    sensors->add_option("--selector", sensors_selector,
+                        "Only sensors matching all | NAME,NAME | label=KEY=VALUE");
+    leaf(sensors, [&] {
+        Command cmd("sensors", g, out, err);
+        if (!sensors_selector.empty()) {
+            if (auto rc = check_selector(cmd, sensors_selector)) {
+                return *rc;
+            }
+        }
+        if (auto rc = cmd.connect()) {
+            return *rc;
+        }
+        v1::ListSensorsRequest req;
+        req.set_selector(sensors_selector);
+        v1::ListSensorsResponse resp;
+        if (absl::Status st = cmd.call(&Stub::ListSensors, req, &resp); !st.ok()) {
+            return cmd.fail(st);
+        }
+        cmd.json_output() ? cmd.print(sensors_json(resp)) : cmd.print(sensors_text(resp));
+        return kExitOk;
+    });
+
+    // ---- sensor show NAME
+    auto* sensor = app.add_subcommand("sensor", "One sensor");
+    sensor->require_subcommand(1);
+    std::string sensor_name;
+    auto* sensor_show = sensor->add_subcommand("show", "A sensor with its latest counters");
+    sensor_show->add_option("NAME", sensor_name, "Sensor name")->required();
+    leaf(sensor_show, [&] {
+        Command cmd("sensor show", g, out, err);
+        if (absl::Status st = store::validate_sensor_name(sensor_name); !st.ok()) {
+            return cmd.usage(st);
+        }
+        if (auto rc = cmd.connect()) {
+            return *rc;
+        }
+        v1::GetSensorRequest req;
+        req.set_name(sensor_name);
+        v1::GetSensorResponse resp;
+        if (absl::Status st = cmd.call(&Stub::GetSensor, req, &resp); !st.ok()) {
+            return cmd.fail(st);
+        }
+        cmd.json_output() ? cmd.print(sensor_json(resp)) : cmd.print(sensor_text(resp));
+        return kExitOk;
+    });
+
+    // ---- bundle push|list|show|diff
+    auto* bundle = app.add_subcommand("bundle", "Bundles: push, list, show, diff");
+    bundle->require_subcommand(1);
+
+    std::string push_dir;
+    std::optional<std::string> push_name;
+    std::optional<std::string> push_message;
+    auto* push = bundle->add_subcommand("push", "Upload a bundle directory; prints its version");
+    push->add_option("DIR", push_dir, "Bundle directory (rules/*.rules, config.yaml, ...)")
+        ->required()
+        ->check(CLI::ExistingDirectory);
+    push->add_option("--name", push_name, "Bundle name (default: manifest or directory name)");
+    push->add_option("-m,--message", push_message, "Change description");
+    leaf(push, [&] {
+        Command cmd("bundle push", g, out, err);
+        if (push_name && !valid_name(*push_name)) {
+            return cmd.usage("--name '" + *push_name + "': use 1-64 of [A-Za-z0-9._-]");
+        }
+        absl::StatusOr<bundle::Bundle> b = bundle::load_bundle_dir(push_dir);
+        if (!b.ok()) {
+            return cmd.fail(b.status());
+        }
+        v1::Manifest& m = *b->mutable_manifest();
+        const bool is_signed = !b->signature().empty();
+        if (is_signed && ((push_name && *push_name != m.name()) ||
+                          (push_message && *push_message != m.message()))) {
+            return cmd.usage("the bundle is signed: --name / -m would invalidate its signature");
+        }
+        if (!is_signed) {
+            if (push_name) {
+                m.set_name(*push_name);
+            }
+            if (push_message) {
+                m.set_message(*push_message);
+            }
+            if (m.author().empty()) {
+                m.set_author(local_user());
+            }
+            if (m.created_at() == 0) {
+                m.set_created_at(now_ns());
+            }
+        }
+        // The manager assigns versions; a directory written from a stored bundle carries one.
+        m.set_version(0);
+        m.set_parent_version(0);
+        bundle::VerifyOptions vo;
+        vo.require_version = false;
+        if (absl::Status st = bundle::verify_bundle(*b, vo); !st.ok()) {
+            return cmd.fail(st);
+        }
+        if (absl::Status st = bundle::check_content(*b); !st.ok()) {
+            return cmd.fail(st);
+        }
+        if (auto rc = cmd.connect()) {
+            return *rc;
+        }
+        v1::PushBundleRequest req;
+        *req.mutable_bundle() = std::move(*b);
+        v1::PushBundleResponse resp;
+        if (absl::Status st = cmd.call(&Stub::PushBundle, req, &resp); !st.ok()) {
+            return cmd.fail(st);
+        }
+        const v1::Manifest& pushed = req.bundle().manifest();
+        cmd.json_output() ? cmd.print(push_json(resp, pushed)) : cmd.print(push_text(resp, pushed));
+        return kExitOk;
+    });
+
+    std::string list_name;
+    uint32_t list_limit = 0;
+    auto* blist = bundle->add_subcommand("list", "Stored bundles, newest first");
+    blist->add_option("--name", list_name, "Only bundles with this name");
+    blist->add_option("--limit", list_limit, "At most N (default: the manager's, 100)")
+        ->check(CLI::Range(1, 100000));
+    leaf(blist, [&] {
+        Command cmd("bundle list", g, out, err);
+        if (auto rc = cmd.connect()) {
+            return *rc;
+        }
+        v1::ListBundlesRequest req;
+        req.set_name(list_name);
+        req.set_limit(list_limit);
+        v1::ListBundlesResponse resp;
+        if (absl::Status st = cmd.call(&Stub::ListBundles, req, &resp); !st.ok()) {
+            return cmd.fail(st);
+        }
+        cmd.json_output() ? cmd.print(bundles_json(resp)) : cmd.print(bundles_text(resp));
+        return kExitOk;
+    });
+
+    uint64_t show_version = 0;
+    auto* bshow = bundle->add_subcommand("show", "One stored bundle: manifest and files");
+    bshow->add_option("V", show_version, "Version")->required()->check(positive);
+    leaf(bshow, [&] {
+        Command cmd("bundle show", g, out, err);
+        if (auto rc = cmd.connect()) {
+            return *rc;
+        }
+        v1::GetBundleRequest req;
+        req.set_version(show_version);
+        v1::GetBundleResponse resp;
+        if (absl::Status st = cmd.call(&Stub::GetBundle, req, &resp); !st.ok()) {
+            return cmd.fail(st);
+        }
+        cmd.json_output() ? cmd.print(bundle_json(resp)) : cmd.print(bundle_text(resp));
+        return kExitOk;
+    });
+
+    uint64_t diff_from = 0;
+    uint64_t diff_to = 0;
+    auto* bdiff = bundle->add_subcommand("diff", "Rules and config changed from V1 to V2");
+    bdiff->add_option("V1", diff_from, "From version")->required()->check(positive);
+    bdiff->add_option("V2", diff_to, "To version")->required()->check(positive);
+    leaf(bdiff, [&] {
+        Command cmd("bundle diff", g, out, err);
+        if (auto rc = cmd.connect()) {
+            return *rc;
+        }
+        v1::DiffBundlesRequest req;
+        req.set_from_version(diff_from);
+        req.set_to_version(diff_to);
+        v1::DiffBundlesResponse resp;
+        if (absl::Status st = cmd.call(&Stub::DiffBundles, req, &resp); !st.ok()) {
+            return cmd.fail(st);
+        }
+        cmd.json_output() ? cmd.print(diff_json(resp.diff())) : cmd.print(diff_text(resp.diff()));
+        return kExitOk;
+    });
+
+    // ---- deploy V --to SELECTOR
+    uint64_t deploy_version = 0;
+    std::string deploy_to;
+    uint32_t canary = 0;
+    uint32_t soak = 0;
+    double max_drop_ratio = 0;
+    double max_alert_rate = 0;
+    bool deploy_wait = false;
+    auto* deploy = app.add_subcommand("deploy", "Deploy a stored version to sensors");
+    deploy->add_option("V", deploy_version, "Version")->required()->check(positive);
+    deploy->add_option("--to", deploy_to, "all | NAME,NAME | label=KEY=VALUE")->required();
+    auto* canary_opt = deploy->add_option("--canary", canary, "Percent of targets first (1-99)")
+                           ->check(CLI::Range(1, 99));
+    deploy->add_option("--soak", soak, "Seconds the canaries must stay healthy")
+        ->check(CLI::Range(0, 7 * 86400))
+        ->needs(canary_opt);
+    deploy
+        ->add_option("--max-drop-ratio", max_drop_ratio,
+                     "Health gate: drops/packets during the soak (default: manager's)")
+        ->check(CLI::Range(0.0, 1.0))
+        ->needs(canary_opt);
+    deploy
+        ->add_option("--max-alert-rate", max_alert_rate,
+                     "Health gate: alerts per second per sensor (default: manager's)")
+        ->check(CLI::NonNegativeNumber)
+        ->needs(canary_opt);
+    deploy->add_flag("--wait", deploy_wait, "Wait until every target applied or failed");
+    deploy->add_option("--timeout", timeout_s, "Seconds --wait waits (default 300)")
+        ->check(CLI::Range(1, 7 * 86400));
+    deploy->add_option("--poll-ms", poll_ms)->group("")->check(CLI::Range(10, 60000));
+    leaf(deploy, [&] {
+        Command cmd("deploy", g, out, err);
+        if (auto rc = check_selector(cmd, deploy_to)) {
+            return *rc;
+        }
+        if (auto rc = cmd.connect()) {
+            return *rc;
+        }
+        v1::DeployRequest req;
+        req.set_version(deploy_version);
+        req.set_selector(deploy_to);
+        req.set_canary_percent(canary);
+        req.set_soak_seconds(soak);
+        req.mutable_gate()->set_max_drop_ratio(max_drop_ratio);
+        req.mutable_gate()->set_max_alerts_per_second(max_alert_rate);
+        v1::DeployResponse resp;
+        if (absl::Status st = cmd.call(&Stub::Deploy, req, &resp); !st.ok()) {
+            return cmd.fail(st);
+        }
+        return finish_deployment(cmd, resp.deployment(), deploy_wait, timeout_s, poll_ms);
+    });
+
+    // ---- rollback --to SELECTOR [--version V]
+    std::string rollback_to;
+    std::optional<uint64_t> rollback_version;
+    bool rollback_wait = false;
+    auto* rollback = app.add_subcommand(
+        "rollback", "Deploy earlier versions (default: each sensor's previous one)");
+    rollback->add_option("--to", rollback_to, "all | NAME,NAME | label=KEY=VALUE")->required();
+    rollback->add_option("--version", rollback_version, "Version to go to")->check(positive);
+    rollback->add_flag("--wait", rollback_wait, "Wait until every target applied or failed");
+    rollback->add_option("--timeout", timeout_s, "Seconds --wait waits (default 300)")
+        ->check(CLI::Range(1, 7 * 86400));
+    rollback->add_option("--poll-ms", poll_ms)->group("")->check(CLI::Range(10, 60000));
+    leaf(rollback, [&] {
+        Command cmd("rollback", g, out, err);
+        if (auto rc = check_selector(cmd, rollback_to)) {
+            return *rc;
+        }
+        if (auto rc = cmd.connect()) {
+            return *rc;
+        }
+        v1::RollbackRequest req;
+        req.set_selector(rollback_to);
+        if (rollback_version) {
+            req.set_version(*rollback_version);
+        }
+        v1::RollbackResponse resp;
+        if (absl::Status st = cmd.call(&Stub::Rollback, req, &resp); !st.ok()) {
+            return cmd.fail(st);
+        }
+        return finish_deployment(cmd, resp.deployment(), rollback_wait, timeout_s, poll_ms);
+    });
+
+    // ---- history [--sensor NAME]
+    std::string history_sensor;
+    uint32_t history_limit = 0;
+    auto* history = app.add_subcommand("history", "Run periods and deployments, newest first");
+    history->add_option("--sensor", history_sensor, "Only this sensor");
+    history->add_option("--limit", history_limit, "At most N of each (default: manager's, 100)")
+        ->check(CLI::Range(1, 100000));
+    leaf(history, [&] {
+        Command cmd("history", g, out, err);
+        if (!history_sensor.empty()) {
+            if (absl::Status st = store::validate_sensor_name(history_sensor); !st.ok()) {
+                return cmd.usage(st);
+            }
+        }
+        if (auto rc = cmd.connect()) {
+            return *rc;
+        }
+        v1::HistoryRequest req;
+        req.set_sensor(history_sensor);
+        req.set_limit(history_limit);
+        v1::HistoryResponse resp;
+        if (absl::Status st = cmd.call(&Stub::History, req, &resp); !st.ok()) {
+            return cmd.fail(st);
+        }
+        cmd.json_output() ? cmd.print(history_json(resp)) : cmd.print(history_text(resp));
+        return kExitOk;
+    });
+
+    // ---- deployment show ID
+    auto* deployment = app.add_subcommand("deployment", "One deployment");
+    deployment->require_subcommand(1);
+    std::string deployment_id;
+    auto* dshow = deployment->add_subcommand("show", "A deployment with every target's state");
+    dshow->add_option("ID", deployment_id, "Deployment id")->required()->check(positive);
+    leaf(dshow, [&] {
+        Command cmd("deployment show", g, out, err);
+        if (auto rc = cmd.connect()) {
+            return *rc;
+        }
+        v1::GetDeploymentRequest req;
+        req.set_id(deployment_id);
+        v1::GetDeploymentResponse resp;
+        if (absl::Status st = cmd.call(&Stub::GetDeployment, req, &resp); !st.ok()) {
+            return cmd.fail(st);
+        }
+        cmd.json_output() ? cmd.print(deployment_json(resp.deployment()))
+                          : cmd.print(deployment_text(resp.deployment()));
+        return kExitOk;
+    });
+
+    // ---- pki init|issue (local, no manager)
+    auto* pki_cmd = app.add_subcommand("pki", "Fleet CA and certificates (local files)");
+    pki_cmd->require_subcommand(1);
+    std::string pki_dir;
+    std::string ca_cn = "Picket fleet CA";
+    auto* pinit = pki_cmd->add_subcommand("init", "Create DIR/ca.crt and DIR/ca.key");
+    pinit->add_option("DIR", pki_dir, "PKI directory (created 0700)")->required();
+    pinit->add_option("--cn", ca_cn, "CA common name");
+    leaf(pinit, [&] {
+        Command cmd("pki init", g, out, err);
+        if (ca_cn.empty() || ca_cn.size() > 64) {
+            return cmd.usage("--cn: 1-64 characters");
+        }
+        absl::StatusOr<pki::IssuedFiles> files = pki::init_ca(pki_dir, ca_cn);
+        if (!files.ok()) {
+            return cmd.fail(files.status());
+        }
+        if (cmd.json_output()) {
+            cmd.print(json{{"cert", files->cert.string()}, {"key", files->key.string()}});
+        } else {
+            cmd.print("created CA '" + ca_cn + "': " + files->cert.string() + ", " +
+                      files->key.string() + "\n");
+        }
+        return kExitOk;
+    });
+
+    std::string issue_dir;
+    std::string issue_kind;
+    std::string issue_name;
+    std::vector<std::string> issue_sans;
+    auto* pissue = pki_cmd->add_subcommand("issue", "Issue DIR/NAME.crt and DIR/NAME.key");
+    pissue->add_option("DIR", issue_dir, "PKI directory holding ca.crt and ca.key")
+        ->required()
+        ->check(CLI::ExistingDirectory);
+    pissue->add_option("--kind", issue_kind, "manager | sensor | admin")
+        ->required()
+        ->check(CLI::IsMember({"manager", "sensor", "admin"}));
+    pissue->add_option("--name", issue_name, "Certificate name (CN, file name)")->required();
+    pissue->add_option("--san", issue_sans, "Extra subjectAltName (DNS name or IP), repeatable");
+    leaf(pissue, [&] {
+        Command cmd("pki issue", g, out, err);
+        if (absl::Status st = pki::validate_name(issue_name); !st.ok()) {
+            return cmd.usage(st);
+        }
+        pki::CertKind kind = issue_kind == "manager"  ? pki::CertKind::kManager
+                             : issue_kind == "sensor" ? pki::CertKind::kSensor
+                                                      : pki::CertKind::kAdmin;
+        absl::StatusOr<pki::IssuedFiles> files =
+            pki::issue(issue_dir, kind, issue_name, issue_sans);
+        if (!files.ok()) {
+            return cmd.fail(files.status());
+        }
+        if (cmd.json_output()) {
+            cmd.print(json{{"cert", files->cert.string()},
+                           {"key", files->key.string()},
+                           {"kind", issue_kind},
+                           {"name", issue_name}});
+        } else {
+            cmd.print("issued " + issue_kind + " certificate '" + issue_name +
+                      "': " + files->cert.string() + ", " + files->key.string() + "\n");
+        }
+        return kExitOk;
+    });
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
+            return app.exit(e, out, err);  // --help
+        }
+        err << "picketctl: " << e.what() << "\nRun 'picketctl --help' for usage.\n";
+        return kExitUsage;
+    }
+    try {
+        for (auto& [sub, fn] : leaves) {
+            if (sub->parsed()) {
+                return fn();
+            }
+        }
+    } catch (const std::exception& e) {
+        err << "picketctl: " << e.what() << "\n";
+        return kExitFailed;
+    }
+    err << "picketctl: no command given\nRun 'picketctl --help' for usage.\n";
+    return kExitUsage;
+}
+
+}  // namespace picket::manager::cli

@@ -1,0 +1,335 @@
+#include "manager/rollout/rollout.h"
+
+#include <cstdio>
+#include <string_view>
+#include <vector>
+
+#include "common/log.h"
+#include "common/time_util.h"
+
+namespace picket::manager::rollout {
+namespace {
+
+using store::DeploymentState;
+using store::Stage;
+using store::TargetState;
+
+constexpr int64_t kNsPerSec = 1'000'000'000;
+
+uint64_t delta(const CounterSnapshot& base, const CounterSnapshot& cur, const std::string& name) {
+    auto c = cur.counters.find(name);
+    if (c == cur.counters.end()) {
+        return 0;
+    }
+    auto b = base.counters.find(name);
+    uint64_t before = b == base.counters.end() ? 0 : b->second;
+    return c->second >= before ? c->second - before : c->second;  // went backwards: restarted
+}
+
+std::string fmt(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.4f", v);
+    return buf;
+}
+
+std::string join_names(const std::vector<std::string>& names) {
+    std::string out;
+    for (const std::string& n : names) {
+        if (!out.empty()) {
+            out += ',';
+        }
+        out += n;
+    }
+    return out;
+}
+
+}  // namespace
+
+GateVerdict evaluate_gate(const HealthGate& gate, const std::string& sensor,
+                          const CounterSnapshot& base, const CounterSnapshot& current) {
+    uint64_t packets = std::max(delta(base, current, "decoder.pkts"),
+                                delta(base, current, "capture.kernel_packets"));
+    uint64_t drops = delta(base, current, "capture.kernel_drops");
+    double ratio = packets > 0 ? static_cast<double>(drops) / static_cast<double>(packets)
+                               : (drops > 0 ? 1.0 : 0.0);
+    if (ratio > gate.max_drop_ratio) {
+        return {false,
+                "drop ratio " + fmt(ratio) + " > " + fmt(gate.max_drop_ratio) + " on " + sensor};
+    }
+    int64_t span = current.timestamp - base.timestamp;
+    if (span > 0) {
+        double rate = static_cast<double>(delta(base, current, "detect.alert")) /
+                      (static_cast<double>(span) / kNsPerSec);
+        if (rate > gate.max_alerts_per_second) {
+            return {false, "alert rate " + fmt(rate) + "/s > " + fmt(gate.max_alerts_per_second) +
+                               "/s on " + sensor};
+        }
+    }
+    return {};
+}
+
+Rollout::Rollout(store::Store& store, RolloutOptions options, CountersFn counters, WakeFn wake)
+    : store_(store),
+      options_(std::move(options)),
+      counters_(std::move(counters)),
+      wake_(std::move(wake)) {}
+
+Rollout::~Rollout() {
+    stop();
+}
+
+int64_t Rollout::now() const {
+    return options_.now ? options_.now() : wall_clock_ns();
+}
+
+void Rollout::start() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (thread_.joinable() || stop_) {
+        return;
+    }
+    thread_ = std::thread([this] { run(); });
+}
+
+void Rollout::stop() {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) {
+        thread_.join();
+    }
+}
+
+void Rollout::kick() {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        kicked_ = true;
+    }
+    cv_.notify_all();
+}
+
+void Rollout::set_gate(int64_t deployment_id, const HealthGate& requested) {
+    HealthGate g = options_.default_gate;
+    if (requested.max_drop_ratio > 0) {
+        g.max_drop_ratio = requested.max_drop_ratio;
+    }
+    if (requested.max_alerts_per_second > 0) {
+        g.max_alerts_per_second = requested.max_alerts_per_second;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    gates_[deployment_id] = g;
+}
+
+HealthGate Rollout::gate(int64_t deployment_id) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = gates_.find(deployment_id);
+    return it == gates_.end() ? options_.default_gate : it->second;
+}
+
+void Rollout::run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+        cv_.wait_for(lock, options_.poll_interval, [this] { return stop_ || kicked_; });
+        if (stop_) {
+            break;
+        }
+        kicked_ = false;
+        lock.unlock();
+        if (absl::Status st = step(); !st.ok()) {
+            log::warning("rollout: " + std::string(st.message()));
+        }
+        lock.lock();
+    }
+}
+
+absl::Status Rollout::step() {
+    std::lock_guard<std::mutex> step_lock(step_mu_);
+    auto deployments = store_.list_deployments(100, true);
+    if (!deployments.ok()) {
+        return deployments.status();
+    }
+    bool woke = false;
+    absl::Status first;
+    for (const store::Deployment& d : *deployments) {
+        if (store::is_terminal(d.state)) {
+            soaks_.erase(d.id);
+            continue;
+        }
+        if (absl::Status st = drive(d, &woke); !st.ok() && first.ok()) {
+            first = st;
+        }
+    }
+    if (woke && wake_) {
+        wake_();
+    }
+    return first;
+}
+
+absl::Status Rollout::drive(const store::Deployment& d, bool* woke) {
+    const int64_t t = now();
+    const int64_t timeout = options_.target_timeout_seconds * kNsPerSec;
+    std::vector<store::Target> targets = d.targets;
+    // Timeouts first: a sent target that never answered, and a canary whose sensor never
+    // came (the canary stage would otherwise wait forever). Rest targets of offline sensors
+    // stay pending: they are sent when the sensor connects.
+    for (store::Target& tg : targets) {
+        std::string why;
+        if (tg.state == TargetState::kSent && tg.sent_at != 0 && t - tg.sent_at >= timeout) {
+            why = "no ApplyResult within " + std::to_string(options_.target_timeout_seconds) + " s";
+        } else if (tg.state == TargetState::kPending && tg.stage == Stage::kCanary &&
+                   d.state == DeploymentState::kCanary && t - d.created_at >= timeout) {
+            why = "canary sensor did not take the bundle within " +
+                  std::to_string(options_.target_timeout_seconds) + " s";
+        }
+        if (why.empty()) {
+            continue;
+        }
+        absl::Status st = store_.update_target(d.id, tg.sensor, TargetState::kTimedOut, why, t);
+        if (st.ok()) {
+            tg.state = TargetState::kTimedOut;
+            tg.error = why;
+        } else if (!absl::IsFailedPrecondition(st)) {  // raced with a result: fine
+            return st;
+        }
+    }
+
+    if (d.state == DeploymentState::kCanary || d.state == DeploymentState::kSoaking) {
+        std::vector<const store::Target*> canaries;
+        for (const store::Target& tg : targets) {
+            if (tg.stage == Stage::kCanary) {
+                canaries.push_back(&tg);
+            }
+        }
+        bool all_applied = true;
+        for (const store::Target* tg : canaries) {
+            if (tg->state == TargetState::kSuperseded) {
+                // A newer deployment took over this sensor: stop here, and do not roll back
+                // (that would undo the newer deployment).
+                soaks_.erase(d.id);
+                return store_.set_deployment_state(
+                    d.id, DeploymentState::kFailed,
+                    "canary " + tg->sensor + " superseded by a newer deployment", t);
+            }
+            if (tg->state == TargetState::kRejected || tg->state == TargetState::kTimedOut) {
+                std::string reason =
+                    "canary " + tg->sensor + " " + std::string(store::to_string(tg->state));
+                if (!tg->error.empty()) {
+                    reason += ": " + tg->error.substr(0, tg->error.find('\n'));
+                }
+                return fail(d, reason, woke);
+            }
+            all_applied = all_applied && tg->state == TargetState::kApplied;
+        }
+        if (d.state == DeploymentState::kCanary) {
+            if (!all_applied) {
+                return absl::OkStatus();
+            }
+            DeploymentState next =
+                d.soak_seconds > 0 ? DeploymentState::kSoaking : DeploymentState::kRolling;
+            std::string msg = d.soak_seconds > 0 ? "canaries applied; soaking " +
+                                                       std::to_string(d.soak_seconds) + " s"
+                                                 : std::string("canaries applied");
+            absl::Status st = store_.set_deployment_state(d.id, next, msg, t);
+            if (!st.ok()) {
+                return st;
+            }
+            soaks_[d.id] = Soak{t, {}};
+            *woke = *woke || next == DeploymentState::kRolling;
+            if (next == DeploymentState::kRolling) {
+                return absl::OkStatus();
+            }
+        }
+        Soak& soak = soaks_.try_emplace(d.id, Soak{t, {}}).first->second;
+        HealthGate g = gate(d.id);
+        for (const store::Target* tg : canaries) {
+            std::optional<CounterSnapshot> cur = counters_ ? counters_(tg->sensor) : std::nullopt;
+            if (!cur) {
+                continue;
+            }
+            auto [it, inserted] = soak.baseline.try_emplace(tg->sensor, *cur);
+            if (inserted) {
+                continue;
+            }
+            GateVerdict v = evaluate_gate(g, tg->sensor, it->second, *cur);
+            if (!v.ok) {
+                return fail(d, "health gate failed: " + v.reason, woke);
+            }
+        }
+        if (t - soak.started_at >= d.soak_seconds * kNsPerSec) {
+            absl::Status st = store_.set_deployment_state(d.id, DeploymentState::kRolling,
+                                                          "health gate held; rolling out", t);
+            if (!st.ok()) {
+                return st;
+            }
+            soaks_.erase(d.id);
+            *woke = true;
+        }
+        return absl::OkStatus();
+    }
+
+    if (d.state == DeploymentState::kRolling) {
+        // The store finishes a rolling deployment when its last target ends; this catches one
+        // whose targets all ended before it became rolling.
+        bool open = false;
+        bool all_applied = true;
+        for (const store::Target& tg : targets) {
+            open = open || !store::is_terminal(tg.state);
+            all_applied = all_applied && tg.state == TargetState::kApplied;
+        }
+        if (!open) {
+            absl::Status st = store_.set_deployment_state(
+                d.id, all_applied ? DeploymentState::kCompleted : DeploymentState::kFailed, "", t);
+            if (!st.ok() && !absl::IsFailedPrecondition(st)) {
+                return st;
+            }
+        }
+    }
+    return absl::OkStatus();
+}
+
+absl::Status Rollout::fail(const store::Deployment& d, const std::string& reason, bool* woke) {
+    const int64_t t = now();
+    soaks_.erase(d.id);
+    // Only canaries that applied run the new bundle; a rejected or timed-out one still runs
+    // its previous bundle and must not be "rolled back" further.
+    std::vector<std::string> applied;
+    for (const store::Target& tg : d.targets) {
+        if (tg.stage == Stage::kCanary && tg.state == TargetState::kApplied) {
+            applied.push_back(tg.sensor);
+        }
+    }
+    if (applied.empty()) {
+        return store_.set_deployment_state(d.id, DeploymentState::kFailed, reason, t);
+    }
+    absl::Status st = store_.set_deployment_state(d.id, DeploymentState::kRolledBack, reason, t);
+    if (!st.ok()) {
+        return st;
+    }
+    store::NewDeployment rb;
+    rb.kind = store::DeploymentKind::kRollback;
+    rb.bundle_version = 0;  // each canary's previous version
+    rb.selector = join_names(applied);
+    rb.parent_id = d.id;
+    rb.actor = "rollout";
+    rb.created_at = t;
+    auto created = store_.create_deployment(rb);
+    if (!created.ok()) {
+        log::error("rollout: automatic rollback of deployment " + std::to_string(d.id) +
+                   " failed: " + std::string(created.status().message()));
+        store::Event e;
+        e.ts = t;
+        e.actor = "rollout";
+        e.kind = "rollback.failed";
+        e.deployment_id = d.id;
+        e.message = std::string(created.status().message());
+        (void)store_.record_event(e);
+        return created.status();
+    }
+    log::warning("rollout: deployment " + std::to_string(d.id) + " rolled back (" + reason +
+                 "); rollback deployment " + std::to_string(created->id));
+    *woke = true;
+    return absl::OkStatus();
+}
+
+}  // namespace picket::manager::rollout

@@ -1,0 +1,348 @@
+// LiveState, Hub, BundleCache, bundle blobs and argument checks.
+#include <arpa/inet.h>
+
+#include <algorithm>
+
+#include "common/bundle/bundle.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "manager/service/internal.h"
+#include "manager/service/service.h"
+
+namespace picket::manager::service {
+
+grpc::Status to_grpc(const absl::Status& status) {
+    if (status.ok()) {
+        return grpc::Status::OK;
+    }
+    // absl and gRPC share the canonical code numbers.
+    return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                        std::string(status.message()));
+}
+
+// ---- Arguments
+
+namespace {
+
+std::string_view host_part(std::string_view address, bool* has_port) {
+    for (std::string_view prefix : {"ipv4:", "ipv6:", "dns:///", "dns:"}) {
+        if (address.substr(0, prefix.size()) == prefix) {
+            address.remove_prefix(prefix.size());
+            break;
+        }
+    }
+    *has_port = false;
+    if (!address.empty() && address.front() == '[') {
+        size_t close = address.find(']');
+        if (close == std::string_view::npos) {
+            return {};
+        }
+        *has_port = address.size() > close + 2 && address[close + 1] == ':';
+        return address.substr(1, close - 1);
+    }
+    size_t colon = address.rfind(':');
+    if (colon == std::string_view::npos) {
+        return address;
+    }
+    if (address.find(':') != colon) {
+        return address;  // bare IPv6 literal without brackets: no port
+    }
+    *has_port = colon + 1 < address.size();
+    return address.substr(0, colon);
+}
+
+}  // namespace
+
+bool is_loopback_address(std::string_view address) {
+    bool has_port = false;
+    std::string host(host_part(address, &has_port));
+    if (host == "localhost") {
+        return true;
+    }
+    in_addr v4{};
+    if (inet_pton(AF_INET, host.c_str(), &v4) == 1) {
+        return (ntohl(v4.s_addr) >> 24) == 127;
+    }
+    in6_addr v6{};
+    if (inet_pton(AF_INET6, host.c_str(), &v6) == 1) {
+        return IN6_IS_ADDR_LOOPBACK(&v6);
+    }
+    return false;
+}
+
+absl::Status validate_options(const ManagerOptions& o) {
+    bool has_port = false;
+    std::string_view host = host_part(o.listen, &has_port);
+    if (o.listen.empty() || host.empty() || !has_port) {
+        return absl::InvalidArgumentError("--listen '" + o.listen +
+                                          "' is not HOST:PORT (e.g. 127.0.0.1:7443)");
+    }
+    if (o.target_timeout_seconds <= 0) {
+        return absl::InvalidArgumentError("--target-timeout must be positive");
+    }
+    bool any_tls = !o.tls_cert_file.empty() || !o.tls_key_file.empty() || !o.client_ca_file.empty();
+    if (o.insecure) {
+        if (!is_loopback_address(o.listen)) {
+            return absl::InvalidArgumentError(
+                "--insecure is refused on a non-loopback address ('" + o.listen +
+                "'): listen on 127.0.0.1, ::1 or localhost, or use TLS");
+        }
+        if (any_tls) {
+            return absl::InvalidArgumentError(
+                "--insecure cannot be combined with --tls-cert/--tls-key/--client-ca");
+        }
+        return absl::OkStatus();
+    }
+    if (o.tls_cert_file.empty() || o.tls_key_file.empty() || o.client_ca_file.empty()) {
+        return absl::InvalidArgumentError(
+            "--tls-cert, --tls-key and --client-ca are required unless --insecure");
+    }
+    if (o.admin_token.empty()) {
+        return absl::InvalidArgumentError(
+            "an admin token (--admin-token-file) is required unless --insecure");
+    }
+    return absl::OkStatus();
+}
+
+// ---- Bundle blobs
+
+std::string bundle_blob(picket::v1::Bundle bundle) {
+    bundle.mutable_manifest()->set_version(0);
+    bundle.mutable_manifest()->set_parent_version(0);
+    auto* files = bundle.mutable_files();
+    std::sort(files->begin(), files->end(),
+              [](const picket::v1::BundleFile& a, const picket::v1::BundleFile& b) {
+                  return a.path() < b.path();
+              });
+    std::string out;
+    {
+        google::protobuf::io::StringOutputStream raw(&out);
+        google::protobuf::io::CodedOutputStream coded(&raw);
+        coded.SetSerializationDeterministic(true);
+        bundle.SerializeToCodedStream(&coded);
+    }
+    return out;
+}
+
+absl::StatusOr<picket::v1::Bundle> bundle_from_blob(const std::string& blob) {
+    picket::v1::Bundle b;
+    if (!b.ParseFromString(blob)) {
+        return absl::DataLossError("stored bundle blob does not parse");
+    }
+    return b;
+}
+
+picket::v1::BundleSummary summarize(const picket::v1::Bundle& bundle,
+                                    const store::BundleInfo& info) {
+    picket::v1::BundleSummary s;
+    *s.mutable_manifest() = bundle.manifest();
+    s.mutable_manifest()->set_version(static_cast<uint64_t>(info.version));
+    s.mutable_manifest()->set_parent_version(static_cast<uint64_t>(info.parent_version));
+    s.set_sha256(picket::bundle::bundle_sha256(bundle));
+    s.set_signed_(!bundle.signature().empty());
+    s.set_signing_key_id(bundle.signing_key_id());
+    uint64_t total = 0;
+    uint32_t rules = 0;
+    for (const auto& f : bundle.manifest().files()) {
+        total += f.size();
+        const std::string& p = f.path();
+        if (p.rfind(picket::bundle::kRulesDir.data(), 0) == 0 && p.size() > 6 &&
+            p.compare(p.size() - 6, 6, ".rules") == 0) {
+            ++rules;
+        }
+    }
+    s.set_total_bytes(total);
+    s.set_rule_files(rules);
+    s.set_pushed_at(info.created_at);
+    return s;
+}
+
+absl::StatusOr<picket::v1::BundleSummary> BundleCache::summary(int64_t version) {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = cache_.find(version);
+        if (it != cache_.end()) {
+            return it->second;
+        }
+    }
+    auto stored = store_.get_bundle(version, true);
+    if (!stored.ok()) {
+        return stored.status();
+    }
+    auto bundle = bundle_from_blob(stored->blob);
+    if (!bundle.ok()) {
+        return bundle.status();
+    }
+    picket::v1::BundleSummary s = summarize(*bundle, stored->info);
+    std::lock_guard<std::mutex> lock(mu_);
+    cache_[version] = s;
+    return s;
+}
+
+picket::v1::BundleRef BundleCache::ref(int64_t version) {
+    picket::v1::BundleRef r;
+    r.set_version(static_cast<uint64_t>(version));
+    if (version <= 0) {
+        return r;
+    }
+    auto s = summary(version);
+    if (s.ok()) {
+        r.set_name(s->manifest().name());
+        r.set_sha256(s->sha256());
+    }
+    return r;
+}
+
+// ---- Hub
+
+std::shared_ptr<Session> Hub::replace(const std::string& name, std::shared_ptr<Session> s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::shared_ptr<Session>& slot = sessions_[name];
+    std::shared_ptr<Session> old = std::move(slot);
+    slot = std::move(s);
+    return old;
+}
+
+bool Hub::remove_if(const std::string& name, const std::shared_ptr<Session>& s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sessions_.find(name);
+    if (it == sessions_.end() || it->second != s) {
+        return false;
+    }
+    sessions_.erase(it);
+    return true;
+}
+
+void Hub::wake_all() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [name, s] : sessions_) {
+        {
+            std::lock_guard<std::mutex> sl(s->mu);
+            s->wake = true;
+        }
+        s->cv.notify_all();
+    }
+}
+
+void Hub::cancel_all() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [name, s] : sessions_) {
+        std::lock_guard<std::mutex> sl(s->mu);
+        if (s->ctx != nullptr) {
+            s->ctx->TryCancel();
+        }
+    }
+}
+
+// ---- LiveState
+
+void LiveState::on_hello(const std::string& sensor, const picket::v1::Hello& hello,
+                         const std::string& peer) {
+    std::lock_guard<std::mutex> lock(mu_);
+    SensorLive& s = sensors_[sensor];
+    if (hello.started_at() != s.started_at) {
+        // A new process: its counters and report sequence start again from zero.
+        s.started_at = hello.started_at();
+        s.last_seq = 0;
+        s.latest = {};
+        s.workers.clear();
+    }
+    s.peer = peer;
+    s.capture_source = hello.capture_source();
+    s.ips_mode = hello.ips_mode();
+}
+
+bool LiveState::on_metrics(const std::string& sensor, const picket::v1::MetricsReport& report,
+                           store::RunTotals* deltas) {
+    std::lock_guard<std::mutex> lock(mu_);
+    SensorLive& s = sensors_[sensor];
+    *deltas = {};
+    if (report.seq() != 0 && report.seq() <= s.last_seq) {
+        return false;  // duplicate after a reconnect of the same process
+    }
+    auto value = [&](const std::map<std::string, uint64_t>& m, const char* name) -> uint64_t {
+        auto it = m.find(name);
+        return it == m.end() ? 0 : it->second;
+    };
+    std::map<std::string, uint64_t> now(report.counters().begin(), report.counters().end());
+    bool have_base = s.latest.timestamp != 0;
+    auto diff = [&](const char* name) -> int64_t {
+        uint64_t cur = value(now, name);
+        if (!have_base) {
+            return report.seq() == 1 ? static_cast<int64_t>(cur) : 0;
+        }
+        uint64_t before = value(s.latest.counters, name);
+        return static_cast<int64_t>(cur >= before ? cur - before : cur);
+    };
+    deltas->packets = diff("decoder.pkts");
+    deltas->bytes = diff("decoder.bytes");
+    deltas->drops = diff("capture.kernel_drops");
+    deltas->alerts = diff("detect.alert");
+    s.latest.timestamp = report.timestamp();
+    s.latest.counters = std::move(now);
+    s.workers.assign(report.workers().begin(), report.workers().end());
+    s.last_seq = report.seq();
+    return true;
+}
+
+void LiveState::on_alerts(const std::string& sensor, const picket::v1::AlertBatch& batch) {
+    std::lock_guard<std::mutex> lock(mu_);
+    SensorLive& s = sensors_[sensor];
+    s.alerts_received += static_cast<uint64_t>(batch.alerts_size());
+    s.alerts_dropped += batch.dropped();
+    for (const picket::v1::Alert& a : batch.alerts()) {
+        if (ring_size_ == 0) {
+            break;
+        }
+        if (alerts_.size() == ring_size_) {
+            alerts_.pop_front();
+        }
+        alerts_.push_back({sensor, a});
+    }
+}
+
+void LiveState::on_apply(int64_t deployment_id, const std::string& sensor,
+                         const ApplyStats& stats) {
+    std::lock_guard<std::mutex> lock(mu_);
+    apply_[{deployment_id, sensor}] = stats;
+}
+
+std::optional<LiveState::SensorLive> LiveState::sensor(const std::string& name) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sensors_.find(name);
+    if (it == sensors_.end()) {
+        return std::nullopt;
+    }
+    return it->second;
+}
+
+std::optional<rollout::CounterSnapshot> LiveState::counters(const std::string& name) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sensors_.find(name);
+    if (it == sensors_.end() || it->second.latest.timestamp == 0) {
+        return std::nullopt;
+    }
+    return it->second.latest;
+}
+
+std::map<std::string, LiveState::SensorLive> LiveState::all() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return sensors_;
+}
+
+std::vector<LiveState::RecentAlert> LiveState::recent_alerts() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return {alerts_.begin(), alerts_.end()};
+}
+
+std::optional<LiveState::ApplyStats> LiveState::apply_stats(int64_t deployment_id,
+                                                            const std::string& sensor) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = apply_.find({deployment_id, sensor});
+    if (it == apply_.end()) {
+        return std::nullopt;
+    }
+    return it->second;
+}
+
+}  // namespace picket::manager::service

@@ -1,0 +1,575 @@
+// FleetAdmin: the operator's RPCs. Each handler authorizes, validates, calls the store and
+// maps its absl::Status straight onto the wire.
+#include <algorithm>
+#include <charconv>
+
+#include "common/bundle/bundle.h"
+#include "common/log.h"
+#include "common/pki/pki.h"
+#include "common/time_util.h"
+#include "manager/service/internal.h"
+
+namespace picket::manager::service {
+namespace {
+
+namespace pb = picket::v1;
+
+constexpr uint32_t kDefaultLimit = 100;
+
+pb::TargetState target_state(store::TargetState s) {
+    switch (s) {
+        case store::TargetState::kPending:
+            return pb::TARGET_STATE_PENDING;
+        case store::TargetState::kSent:
+            return pb::TARGET_STATE_SENT;
+        case store::TargetState::kApplied:
+            return pb::TARGET_STATE_APPLIED;
+        case store::TargetState::kRejected:
+            return pb::TARGET_STATE_REJECTED;
+        case store::TargetState::kTimedOut:
+            return pb::TARGET_STATE_TIMED_OUT;
+        case store::TargetState::kSuperseded:
+            return pb::TARGET_STATE_CANCELLED;
+    }
+    return pb::TARGET_STATE_UNSPECIFIED;
+}
+
+pb::DeploymentState deployment_state(store::DeploymentState s) {
+    switch (s) {
+        case store::DeploymentState::kCanary:
+        case store::DeploymentState::kRolling:
+            return pb::DEPLOYMENT_STATE_IN_PROGRESS;
+        case store::DeploymentState::kSoaking:
+            return pb::DEPLOYMENT_STATE_SOAKING;
+        case store::DeploymentState::kCompleted:
+            return pb::DEPLOYMENT_STATE_SUCCEEDED;
+        case store::DeploymentState::kFailed:
+            return pb::DEPLOYMENT_STATE_FAILED;
+        case store::DeploymentState::kRolledBack:
+            return pb::DEPLOYMENT_STATE_ROLLED_BACK;
+    }
+    return pb::DEPLOYMENT_STATE_UNSPECIFIED;
+}
+
+absl::StatusOr<int64_t> parse_id(const std::string& s) {
+    int64_t id = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), id);
+    if (s.empty() || ec != std::errc() || end != s.data() + s.size() || id <= 0) {
+        return absl::InvalidArgumentError("deployment id '" + s + "' is not a positive number");
+    }
+    return id;
+}
+
+absl::Status require_version(store::Store& st, uint64_t version) {
+    if (version == 0) {
+        return absl::InvalidArgumentError("a bundle version is required");
+    }
+    auto b = st.get_bundle(static_cast<int64_t>(version), false);
+    if (!b.ok() && absl::IsNotFound(b.status())) {
+        return absl::NotFoundError("bundle version " + std::to_string(version) + " not found");
+    }
+    return b.status();
+}
+
+}  // namespace
+
+absl::Status FleetAdminService::authorize(grpc::ServerContext* ctx) const {
+    if (core_.options.insecure) {
+        return absl::OkStatus();  // loopback only (validate_options)
+    }
+    if (core_.options.admin_token.empty()) {
+        return absl::PermissionDeniedError("admin RPCs are disabled: no admin token configured");
+    }
+    const auto& md = ctx->client_metadata();
+    auto it = md.find("authorization");
+    if (it == md.end()) {
+        return absl::UnauthenticatedError("missing 'authorization: Bearer <token>' metadata");
+    }
+    std::string_view value(it->second.data(), it->second.size());
+    constexpr std::string_view kBearer = "Bearer ";
+    if (value.substr(0, kBearer.size()) != kBearer) {
+        return absl::UnauthenticatedError("authorization metadata is not 'Bearer <token>'");
+    }
+    value.remove_prefix(kBearer.size());
+    // Compare fixed-length hashes so the time depends on nothing about either token.
+    if (!pki::constant_time_equal(pki::token_hash(value),
+                                  pki::token_hash(core_.options.admin_token))) {
+        return absl::UnauthenticatedError("bad admin token");
+    }
+    return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<store::Sensor>> FleetAdminService::resolve(const std::string& selector) {
+    auto sel = store::Selector::parse(selector);
+    if (!sel.ok()) {
+        return sel.status();
+    }
+    auto all = core_.store.list_sensors();
+    if (!all.ok()) {
+        return all.status();
+    }
+    if (sel->kind() == store::Selector::Kind::kNames) {
+        for (const std::string& n : sel->names()) {
+            bool known = std::any_of(all->begin(), all->end(),
+                                     [&](const store::Sensor& s) { return s.name == n; });
+            if (!known) {
+                return absl::NotFoundError("unknown sensor '" + n + "'");
+            }
+        }
+    }
+    std::vector<store::Sensor> out;
+    for (store::Sensor& s : *all) {
+        if (sel->matches(s.name, s.labels)) {
+            out.push_back(std::move(s));
+        }
+    }
+    if (out.empty()) {
+        return absl::FailedPreconditionError("selector '" + selector + "' matches no sensor");
+    }
+    return out;
+}
+
+absl::StatusOr<pb::Deployment> FleetAdminService::to_proto(const store::Deployment& d,
+                                                           const std::string& only_sensor,
+                                                           RunCache* runs) {
+    RunCache local;
+    if (runs == nullptr) {
+        runs = &local;
+    }
+    pb::Deployment p;
+    p.set_id(std::to_string(d.id));
+    if (d.kind == store::DeploymentKind::kDeploy) {
+        p.set_kind(pb::DEPLOYMENT_KIND_DEPLOY);
+    } else {
+        p.set_kind(d.parent_id != 0 && d.actor == "rollout" ? pb::DEPLOYMENT_KIND_AUTO_ROLLBACK
+                                                            : pb::DEPLOYMENT_KIND_ROLLBACK);
+    }
+    if (d.parent_id != 0) {
+        p.set_rolls_back_deployment_id(std::to_string(d.parent_id));
+    }
+    p.set_version(static_cast<uint64_t>(d.bundle_version));
+    p.set_selector(d.selector);
+    p.set_canary_percent(static_cast<uint32_t>(d.canary_percent));
+    p.set_soak_seconds(static_cast<uint32_t>(d.soak_seconds));
+    rollout::HealthGate g = core_.rollout->gate(d.id);
+    p.mutable_gate()->set_max_drop_ratio(g.max_drop_ratio);
+    p.mutable_gate()->set_max_alerts_per_second(g.max_alerts_per_second);
+    p.set_state(deployment_state(d.state));
+    p.set_message(d.error);
+    p.set_created_at(d.created_at);
+    p.set_finished_at(store::is_terminal(d.state) ? d.updated_at : 0);
+    if (d.state == store::DeploymentState::kRolledBack) {
+        auto recent = core_.store.list_deployments(1000, false);
+        if (recent.ok()) {
+            for (const store::Deployment& r : *recent) {
+                if (r.parent_id == d.id) {
+                    p.set_rollback_deployment_id(std::to_string(r.id));
+                }
+            }
+        }
+    }
+    for (const store::Target& t : d.targets) {
+        if (!only_sensor.empty() && t.sensor != only_sensor) {
+            continue;
+        }
+        pb::DeploymentTarget* pt = p.add_targets();
+        pt->set_sensor(t.sensor);
+        pt->set_state(target_state(t.state));
+        pt->set_version(static_cast<uint64_t>(t.bundle_version));
+        pt->set_error(t.error);
+        pt->set_canary(t.stage == store::Stage::kCanary);
+        pt->set_created_at(t.created_at);
+        pt->set_sent_at(t.sent_at);
+        pt->set_finished_at(t.finished_at);
+        // previous_version: the bundle of the run open when the deployment was created.
+        auto cached = runs->find(t.sensor);
+        if (cached == runs->end()) {
+            auto list = core_.store.list_runs(t.sensor);
+            if (!list.ok()) {
+                return list.status();
+            }
+            cached = runs->emplace(t.sensor, std::move(*list)).first;
+        }
+        for (const store::Run& r : cached->second) {
+            if (r.started_at <= d.created_at && (r.ended_at == 0 || r.ended_at > d.created_at)) {
+                pt->set_previous_version(static_cast<uint64_t>(r.bundle_version));
+            }
+        }
+        if (auto st = core_.live.apply_stats(d.id, t.sensor)) {
+            pt->set_rules_loaded(st->rules_loaded);
+            pt->set_rules_skipped(st->rules_skipped);
+            pt->set_compile_ms(st->compile_ms);
+        }
+    }
+    return p;
+}
+
+namespace {
+
+pb::Sensor sensor_proto(const store::Sensor& s, Core& core) {
+    pb::Sensor p;
+    p.set_name(s.name);
+    p.set_host(s.host);
+    p.set_version(s.version);
+    pb::CaptureMode mode = pb::CAPTURE_MODE_UNSPECIFIED;
+    pb::CaptureMode_Parse(s.capture_mode, &mode);
+    p.set_capture_mode(mode);
+    p.set_workers(static_cast<uint32_t>(std::max(0, s.workers)));
+    p.mutable_labels()->insert(s.labels.begin(), s.labels.end());
+    p.set_connected(s.connected);
+    p.set_first_seen(s.first_seen);
+    p.set_last_seen(s.last_seen);
+    *p.mutable_bundle() = core.bundles.ref(s.running_version);
+    if (auto live = core.live.sensor(s.name)) {
+        p.set_peer(live->peer);
+        p.set_capture_source(live->capture_source);
+        p.set_ips_mode(live->ips_mode);
+    }
+    return p;
+}
+
+}  // namespace
+
+grpc::Status FleetAdminService::ListSensors(grpc::ServerContext* ctx,
+                                            const pb::ListSensorsRequest* req,
+                                            pb::ListSensorsResponse* resp) {
+    if (absl::Status st = authorize(ctx); !st.ok()) {
+        return to_grpc(st);
+    }
+    auto sensors = core_.store.list_sensors(req->selector());
+    if (!sensors.ok()) {
+        return to_grpc(sensors.status());
+    }
+    std::sort(sensors->begin(), sensors->end(),
+              [](const store::Sensor& a, const store::Sensor& b) { return a.name < b.name; });
+    for (const store::Sensor& s : *sensors) {
+        *resp->add_sensors() = sensor_proto(s, core_);
+    }
+    return grpc::Status::OK;
+}
+
+grpc::Status FleetAdminService::GetSensor(grpc::ServerContext* ctx, const pb::GetSensorRequest* req,
+                                          pb::GetSensorResponse* resp) {
+    if (absl::Status st = authorize(ctx); !st.ok()) {
+        return to_grpc(st);
+    }
+    auto s = core_.store.get_sensor(req->name());
+    if (!s.ok()) {
+        return to_grpc(s.status());
+    }
+    *resp->mutable_sensor() = sensor_proto(*s, core_);
+    if (auto live = core_.live.sensor(req->name())) {
+        resp->mutable_counters()->insert(live->latest.counters.begin(),
+                                         live->latest.counters.end());
+        resp->set_counters_timestamp(live->latest.timestamp);
+        for (const pb::WorkerMetrics& w : live->workers) {
+            *resp->add_workers() = w;
+        }
+    }
+    return grpc::Status::OK;
+}
+
+grpc::Status FleetAdminService::PushBundle(grpc::ServerContext* ctx,
+                                           const pb::PushBundleRequest* req,
+                                           pb::PushBundleResponse* resp) {
+    if (absl::Status st = authorize(ctx); !st.ok()) {
+        return to_grpc(st);
+    }
+    const pb::Bundle& b = req->bundle();
+    if (b.manifest().version() != 0 || b.manifest().parent_version() != 0) {
+        return to_grpc(absl::InvalidArgumentError(
+            "manifest version and parent_version must be 0: the manager assigns them"));
+    }
+    bundle::VerifyOptions vo;
+    vo.require_version = false;
+    absl::Status st = bundle::verify_bundle(b, vo);
+    if (st.ok()) {
+        st = bundle::check_content(b);
+    }
+    if (!st.ok()) {
+        // A hash or size mismatch is a corrupt or truncated upload: the request is invalid.
+        absl::StatusCode code =
+            absl::IsDataLoss(st) ? absl::StatusCode::kInvalidArgument : st.code();
+        return to_grpc(absl::Status(
+            code, "bundle '" + b.manifest().name() + "' rejected: " + std::string(st.message())));
+    }
+    store::NewBundle nb;
+    nb.name = b.manifest().name();
+    nb.author = b.manifest().author();
+    nb.message = b.manifest().message();
+    nb.created_at = wall_clock_ns();  // when the manager stored it (pushed_at)
+    auto existing = core_.store.list_bundles();
+    if (!existing.ok()) {
+        return to_grpc(existing.status());
+    }
+    for (const store::BundleInfo& i : *existing) {
+        if (i.name == nb.name) {
+            nb.parent_version = std::max(nb.parent_version, i.version);
+        }
+    }
+    nb.blob = bundle_blob(b);
+    auto pushed = core_.store.push_bundle(nb);
+    if (!pushed.ok()) {
+        return to_grpc(pushed.status());
+    }
+    resp->set_version(static_cast<uint64_t>(pushed->version));
+    resp->set_sha256(bundle::bundle_sha256(b));
+    log::info("bundle '" + nb.name + "' " +
+              (pushed->created ? "stored as version " : "already stored as version ") +
+              std::to_string(pushed->version));
+    return grpc::Status::OK;
+}
+
+grpc::Status FleetAdminService::ListBundles(grpc::ServerContext* ctx,
+                                            const pb::ListBundlesRequest* req,
+                                            pb::ListBundlesResponse* resp) {
+    if (absl::Status st = authorize(ctx); !st.ok()) {
+        return to_grpc(st);
+    }
+    auto infos = core_.store.list_bundles();
+    if (!infos.ok()) {
+        return to_grpc(infos.status());
+    }
+    std::sort(infos->begin(), infos->end(),
+              [](const store::BundleInfo& a, const store::BundleInfo& b) {
+                  return a.version > b.version;
+              });
+    uint32_t limit = req->limit() == 0 ? kDefaultLimit : req->limit();
+    for (const store::BundleInfo& i : *infos) {
+        if (!req->name().empty() && i.name != req->name()) {
+            continue;
+        }
+        if (static_cast<uint32_t>(resp->bundles_size()) >= limit) {
+            break;
+        }
+        auto s = core_.bundles.summary(i.version);
+        if (!s.ok()) {
+            return to_grpc(s.status());
+        }
+        *resp->add_bundles() = *s;
+    }
+    return grpc::Status::OK;
+}
+
+grpc::Status FleetAdminService::GetBundle(grpc::ServerContext* ctx, const pb::GetBundleRequest* req,
+                                          pb::GetBundleResponse* resp) {
+    if (absl::Status st = authorize(ctx); !st.ok()) {
+        return to_grpc(st);
+    }
+    auto stored = core_.store.get_bundle(static_cast<int64_t>(req->version()), true);
+    if (!stored.ok()) {
+        return to_grpc(stored.status());
+    }
+    auto b = bundle_from_blob(stored->blob);
+    if (!b.ok()) {
+        return to_grpc(b.status());
+    }
+    *resp->mutable_summary() = summarize(*b, stored->info);
+    b->mutable_manifest()->set_version(static_cast<uint64_t>(stored->info.version));
+    b->mutable_manifest()->set_parent_version(static_cast<uint64_t>(stored->info.parent_version));
+    if (!req->include_content()) {
+        b->clear_files();
+    }
+    *resp->mutable_bundle() = std::move(*b);
+    return grpc::Status::OK;
+}
+
+grpc::Status FleetAdminService::DiffBundles(grpc::ServerContext* ctx,
+                                            const pb::DiffBundlesRequest* req,
+                                            pb::DiffBundlesResponse* resp) {
+    if (absl::Status st = authorize(ctx); !st.ok()) {
+        return to_grpc(st);
+    }
+    pb::Bundle side[2];
+    uint64_t versions[2] = {req->from_version(), req->to_version()};
+    for (int i = 0; i < 2; ++i) {
+        auto stored = core_.store.get_bundle(static_cast<int64_t>(versions[i]), true);
+        if (!stored.ok()) {
+            return to_grpc(stored.status());
+        }
+        auto b = bundle_from_blob(stored->blob);
+        if (!b.ok()) {
+            return to_grpc(b.status());
+        }
+        side[i] = std::move(*b);
+        side[i].mutable_manifest()->set_version(versions[i]);
+    }
+    auto diff = bundle::diff_bundles(side[0], side[1]);
+    if (!diff.ok()) {
+        return to_grpc(diff.status());
+    }
+    *resp->mutable_diff() = std::move(*diff);
+    return grpc::Status::OK;
+}
+
+grpc::Status FleetAdminService::Deploy(grpc::ServerContext* ctx, const pb::DeployRequest* req,
+                                       pb::DeployResponse* resp) {
+    if (absl::Status st = authorize(ctx); !st.ok()) {
+        return to_grpc(st);
+    }
+    if (req->canary_percent() > 99) {
+        return to_grpc(
+            absl::InvalidArgumentError("canary percent must be 0 (no staging) or 1..99"));
+    }
+    if (auto sel = store::Selector::parse(req->selector()); !sel.ok()) {
+        return to_grpc(sel.status());
+    }
+    if (absl::Status st = require_version(core_.store, req->version()); !st.ok()) {
+        return to_grpc(st);
+    }
+    if (auto sensors = resolve(req->selector()); !sensors.ok()) {
+        return to_grpc(sensors.status());
+    }
+    store::NewDeployment nd;
+    nd.bundle_version = static_cast<int64_t>(req->version());
+    nd.kind = store::DeploymentKind::kDeploy;
+    nd.selector = req->selector();
+    nd.canary_percent = static_cast<int>(req->canary_percent());
+    nd.soak_seconds = req->canary_percent() > 0 ? req->soak_seconds() : 0;
+    nd.actor = "admin";
+    nd.created_at = wall_clock_ns();
+    auto d = core_.store.create_deployment(nd);
+    if (!d.ok()) {
+        return to_grpc(d.status());
+    }
+    core_.rollout->set_gate(d->id,
+                            {req->gate().max_drop_ratio(), req->gate().max_alerts_per_second()});
+    core_.hub.wake_all();
+    core_.rollout->kick();
+    auto p = to_proto(*d);
+    if (!p.ok()) {
+        return to_grpc(p.status());
+    }
+    *resp->mutable_deployment() = std::move(*p);
+    return grpc::Status::OK;
+}
+
+grpc::Status FleetAdminService::Rollback(grpc::ServerContext* ctx, const pb::RollbackRequest* req,
+                                         pb::RollbackResponse* resp) {
+    if (absl::Status st = authorize(ctx); !st.ok()) {
+        return to_grpc(st);
+    }
+    if (auto sel = store::Selector::parse(req->selector()); !sel.ok()) {
+        return to_grpc(sel.status());
+    }
+    if (req->has_version()) {
+        if (absl::Status st = require_version(core_.store, req->version()); !st.ok()) {
+            return to_grpc(st);
+        }
+    }
+    if (auto sensors = resolve(req->selector()); !sensors.ok()) {
+        return to_grpc(sensors.status());
+    }
+    store::NewDeployment nd;
+    nd.bundle_version = req->has_version() ? static_cast<int64_t>(req->version()) : 0;
+    nd.kind = store::DeploymentKind::kRollback;
+    nd.selector = req->selector();
+    nd.actor = "admin";
+    nd.created_at = wall_clock_ns();
+    auto d = core_.store.create_deployment(nd);
+    if (!d.ok()) {
+        return to_grpc(d.status());
+    }
+    core_.hub.wake_all();
+    core_.rollout->kick();
+    auto p = to_proto(*d);
+    if (!p.ok()) {
+        return to_grpc(p.status());
+    }
+    *resp->mutable_deployment() = std::move(*p);
+    return grpc::Status::OK;
+}
+
+grpc::Status FleetAdminService::GetDeployment(grpc::ServerContext* ctx,
+                                              const pb::GetDeploymentRequest* req,
+                                              pb::GetDeploymentResponse* resp) {
+    if (absl::Status st = authorize(ctx); !st.ok()) {
+        return to_grpc(st);
+    }
+    auto id = parse_id(req->id());
+    if (!id.ok()) {
+        return to_grpc(id.status());
+    }
+    auto d = core_.store.get_deployment(*id);
+    if (!d.ok()) {
+        return to_grpc(d.status());
+    }
+    auto p = to_proto(*d);
+    if (!p.ok()) {
+        return to_grpc(p.status());
+    }
+    *resp->mutable_deployment() = std::move(*p);
+    return grpc::Status::OK;
+}
+
+grpc::Status FleetAdminService::History(grpc::ServerContext* ctx, const pb::HistoryRequest* req,
+                                        pb::HistoryResponse* resp) {
+    if (absl::Status st = authorize(ctx); !st.ok()) {
+        return to_grpc(st);
+    }
+    const size_t limit = req->limit() == 0 ? kDefaultLimit : req->limit();
+    std::vector<std::string> names;
+    if (!req->sensor().empty()) {
+        auto s = core_.store.get_sensor(req->sensor());
+        if (!s.ok()) {
+            return to_grpc(s.status());
+        }
+        names.push_back(s->name);
+    } else {
+        auto all = core_.store.list_sensors();
+        if (!all.ok()) {
+            return to_grpc(all.status());
+        }
+        for (const store::Sensor& s : *all) {
+            names.push_back(s.name);
+        }
+    }
+    std::vector<store::Run> runs;
+    for (const std::string& n : names) {
+        auto r = core_.store.list_runs(n);
+        if (!r.ok()) {
+            return to_grpc(r.status());
+        }
+        runs.insert(runs.end(), r->begin(), r->end());
+    }
+    std::sort(runs.begin(), runs.end(), [](const store::Run& a, const store::Run& b) {
+        return a.started_at != b.started_at ? a.started_at > b.started_at : a.id > b.id;
+    });
+    for (const store::Run& r : runs) {
+        if (static_cast<size_t>(resp->runs_size()) >= limit) {
+            break;
+        }
+        pb::RunPeriod* p = resp->add_runs();
+        p->set_sensor(r.sensor);
+        *p->mutable_bundle() = core_.bundles.ref(r.bundle_version);
+        p->set_started_at(r.started_at);
+        p->set_ended_at(r.ended_at);
+        p->set_packets(static_cast<uint64_t>(r.totals.packets));
+        p->set_bytes(static_cast<uint64_t>(r.totals.bytes));
+        p->set_drops(static_cast<uint64_t>(r.totals.drops));
+        p->set_alerts(static_cast<uint64_t>(r.totals.alerts));
+    }
+    RunCache run_cache;
+    auto deployments = core_.store.list_deployments(req->sensor().empty() ? limit : 1000, true);
+    if (!deployments.ok()) {
+        return to_grpc(deployments.status());
+    }
+    for (const store::Deployment& d : *deployments) {
+        if (static_cast<size_t>(resp->deployments_size()) >= limit) {
+            break;
+        }
+        if (!req->sensor().empty() &&
+            std::none_of(d.targets.begin(), d.targets.end(),
+                         [&](const store::Target& t) { return t.sensor == req->sensor(); })) {
+            continue;
+        }
+        auto p = to_proto(d, req->sensor(), &run_cache);
+        if (!p.ok()) {
+            return to_grpc(p.status());
+        }
+        *resp->add_deployments() = std::move(*p);
+    }
+    return grpc::Status::OK;
+}
+
+}  // namespace picket::manager::service

@@ -1,0 +1,119 @@
+// Internals shared by the service's .cc files (not a public header).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "grpcpp/grpcpp.h"
+#include "manager/rollout/rollout.h"
+#include "manager/service/service.h"
+#include "manager/store/store.h"
+#include "picket/v1/picket.grpc.pb.h"
+
+namespace picket::manager::service {
+
+grpc::Status to_grpc(const absl::Status& status);
+
+// One open SensorLink stream, as seen by the other threads.
+struct Session {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool wake = false;  // pending targets may have changed
+    bool stop = false;  // the handler is ending
+    grpc::ServerContext* ctx = nullptr;
+};
+
+// Open streams by sensor name; a new stream of a name replaces (cancels) the old one.
+class Hub {
+public:
+    std::shared_ptr<Session> replace(const std::string& name, std::shared_ptr<Session> s);
+    // True when `s` was still the registered stream of `name` (and is now removed).
+    bool remove_if(const std::string& name, const std::shared_ptr<Session>& s);
+    void wake_all();
+    void cancel_all();
+
+private:
+    std::mutex mu_;
+    std::map<std::string, std::shared_ptr<Session>> sessions_;
+};
+
+// Manifest-level facts of stored bundles, computed once per version (bundles are immutable).
+class BundleCache {
+public:
+    explicit BundleCache(store::Store& store) : store_(store) {}
+    absl::StatusOr<picket::v1::BundleSummary> summary(int64_t version);
+    picket::v1::BundleRef ref(int64_t version);  // name/sha empty when unknown; version 0 = none
+
+private:
+    store::Store& store_;
+    std::mutex mu_;
+    std::map<int64_t, picket::v1::BundleSummary> cache_;
+};
+
+picket::v1::BundleSummary summarize(const picket::v1::Bundle& bundle,
+                                    const store::BundleInfo& info);
+
+struct Core {
+    Core(store::Store& s, const ManagerOptions& o)
+        : store(s), options(o), live(o.alert_ring_size), bundles(s) {}
+    store::Store& store;
+    ManagerOptions options;
+    LiveState live;
+    BundleCache bundles;
+    Hub hub;
+    std::unique_ptr<rollout::Rollout> rollout;
+    std::atomic<bool> stopping{false};
+};
+
+class SensorLinkService final : public picket::v1::SensorLink::Service {
+public:
+    explicit SensorLinkService(Core& core) : core_(core) {}
+    grpc::Status Connect(grpc::ServerContext* ctx,
+                         grpc::ServerReaderWriter<picket::v1::ManagerMessage,
+                                                  picket::v1::SensorMessage>* stream) override;
+
+private:
+    Core& core_;
+};
+
+class FleetAdminService final : public picket::v1::FleetAdmin::Service {
+public:
+    explicit FleetAdminService(Core& core) : core_(core) {}
+    grpc::Status ListSensors(grpc::ServerContext*, const picket::v1::ListSensorsRequest*,
+                             picket::v1::ListSensorsResponse*) override;
+    grpc::Status GetSensor(grpc::ServerContext*, const picket::v1::GetSensorRequest*,
+                           picket::v1::GetSensorResponse*) override;
+    grpc::Status PushBundle(grpc::ServerContext*, const picket::v1::PushBundleRequest*,
+                            picket::v1::PushBundleResponse*) override;
+    grpc::Status ListBundles(grpc::ServerContext*, const picket::v1::ListBundlesRequest*,
+                             picket::v1::ListBundlesResponse*) override;
+    grpc::Status GetBundle(grpc::ServerContext*, const picket::v1::GetBundleRequest*,
+                           picket::v1::GetBundleResponse*) override;
+    grpc::Status DiffBundles(grpc::ServerContext*, const picket::v1::DiffBundlesRequest*,
+                             picket::v1::DiffBundlesResponse*) override;
+    grpc::Status Deploy(grpc::ServerContext*, const picket::v1::DeployRequest*,
+                        picket::v1::DeployResponse*) override;
+    grpc::Status Rollback(grpc::ServerContext*, const picket::v1::RollbackRequest*,
+                          picket::v1::RollbackResponse*) override;
+    grpc::Status GetDeployment(grpc::ServerContext*, const picket::v1::GetDeploymentRequest*,
+                               picket::v1::GetDeploymentResponse*) override;
+    grpc::Status History(grpc::ServerContext*, const picket::v1::HistoryRequest*,
+                         picket::v1::HistoryResponse*) override;
+
+private:
+    absl::Status authorize(grpc::ServerContext* ctx) const;
+    absl::StatusOr<std::vector<store::Sensor>> resolve(const std::string& selector);
+    using RunCache = std::map<std::string, std::vector<store::Run>>;
+    // `runs` caches each sensor's run history across calls (History converts many).
+    absl::StatusOr<picket::v1::Deployment> to_proto(const store::Deployment& d,
+                                                    const std::string& only_sensor = {},
+                                                    RunCache* runs = nullptr);
+    Core& core_;
+};
+
+}  // namespace picket::manager::service

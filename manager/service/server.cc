@@ -1,0 +1,138 @@
+#include <condition_variable>
+#include <thread>
+
+#include "common/log.h"
+#include "common/pki/pki.h"
+#include "common/time_util.h"
+#include "manager/service/internal.h"
+#include "manager/service/service.h"
+
+namespace picket::manager::service {
+
+// Bundles may reach 256 MiB (common/bundle Limits); leave room for the envelope.
+constexpr int kMaxMessageBytes = 300 << 20;
+
+class ManagerServer::Impl {
+public:
+    Impl(store::Store& store, const ManagerOptions& options)
+        : core(store, options), sensor_link(core), fleet_admin(core) {}
+
+    void prune_loop() {
+        std::unique_lock<std::mutex> lock(mu);
+        while (!stop_prune) {
+            cv.wait_for(lock, core.options.metric_prune_interval, [this] { return stop_prune; });
+            if (stop_prune) {
+                break;
+            }
+            lock.unlock();
+            auto n = core.store.prune_metrics(wall_clock_ns());
+            if (!n.ok()) {
+                log::warning("metric retention: " + std::string(n.status().message()));
+            }
+            lock.lock();
+        }
+    }
+
+    Core core;
+    SensorLinkService sensor_link;
+    FleetAdminService fleet_admin;
+    std::unique_ptr<grpc::Server> server;
+    int port = 0;
+    std::mutex mu;
+    std::condition_variable cv;
+    bool stop_prune = false;
+    bool stopped = false;
+    std::thread prune;
+};
+
+absl::StatusOr<std::unique_ptr<ManagerServer>> ManagerServer::start(const ManagerOptions& options,
+                                                                    store::Store& store) {
+    if (absl::Status st = validate_options(options); !st.ok()) {
+        return st;
+    }
+    auto impl = std::make_unique<Impl>(store, options);
+    std::shared_ptr<grpc::ServerCredentials> creds;
+    if (options.insecure) {
+        creds = grpc::InsecureServerCredentials();
+    } else {
+        auto tls = pki::load_credentials(options.tls_cert_file, options.tls_key_file,
+                                         options.client_ca_file, pki::Purpose::kServer);
+        if (!tls.ok()) {
+            return tls.status();
+        }
+        // A client certificate is optional (token-enrolled sensors, picketctl) but, when
+        // presented, must chain to the fleet CA.
+        grpc::SslServerCredentialsOptions ssl(GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
+        ssl.pem_root_certs = tls->ca_pem;
+        ssl.pem_key_cert_pairs.push_back({tls->key_pem, tls->cert_pem});
+        creds = grpc::SslServerCredentials(ssl);
+    }
+
+    Core& core = impl->core;
+    rollout::RolloutOptions ro;
+    ro.poll_interval = options.rollout_poll;
+    ro.target_timeout_seconds = options.target_timeout_seconds;
+    ro.default_gate = options.default_gate;
+    core.rollout = std::make_unique<rollout::Rollout>(
+        store, ro, [&core](const std::string& s) { return core.live.counters(s); },
+        [&core] { core.hub.wake_all(); });
+
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(options.listen, creds, &impl->port);
+    builder.RegisterService(&impl->sensor_link);
+    builder.RegisterService(&impl->fleet_admin);
+    builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+    builder.SetMaxSendMessageSize(kMaxMessageBytes);
+    // gRPC sets SO_REUSEPORT by default: a second manager would silently share the port.
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    impl->server = builder.BuildAndStart();
+    if (impl->server == nullptr || impl->port == 0) {
+        return absl::UnavailableError("cannot listen on '" + options.listen +
+                                      "' (address in use or not available)");
+    }
+    core.rollout->start();
+    impl->prune = std::thread([p = impl.get()] { p->prune_loop(); });
+    log::info("picket-manager listening on " + options.listen + " (port " +
+              std::to_string(impl->port) + (options.insecure ? ", INSECURE)" : ", TLS)"));
+    return std::unique_ptr<ManagerServer>(new ManagerServer(std::move(impl)));
+}
+
+ManagerServer::ManagerServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+ManagerServer::~ManagerServer() {
+    stop();
+}
+
+int ManagerServer::port() const {
+    return impl_->port;
+}
+
+void ManagerServer::stop() {
+    {
+        std::lock_guard<std::mutex> lock(impl_->mu);
+        if (impl_->stopped) {
+            return;
+        }
+        impl_->stopped = true;
+        impl_->stop_prune = true;
+    }
+    impl_->cv.notify_all();
+    impl_->core.stopping = true;
+    impl_->core.hub.cancel_all();
+    impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    impl_->server->Wait();
+    impl_->core.rollout->stop();
+    if (impl_->prune.joinable()) {
+        impl_->prune.join();
+    }
+}
+
+LiveState& ManagerServer::live() {
+    return impl_->core.live;
+}
+
+rollout::Rollout& ManagerServer::rollout() {
+    return *impl_->core.rollout;
+}
+
+}  // namespace picket::manager::service

@@ -1,0 +1,131 @@
+// picket-manager's gRPC front: the SensorLink service (one bidirectional stream per sensor:
+// Hello/auth, metrics, alerts, apply results; ApplyBundle and Ping going out), the FleetAdmin
+// service used by picketctl, and the in-memory live state (latest counters, recent alerts) the
+// Prometheus exporter will read. gRPC's sync API: every stream holds one handler thread plus
+// one writer thread (README.md "Limits"). All public methods are thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "manager/rollout/rollout.h"
+#include "manager/store/store.h"
+#include "picket/v1/picket.pb.h"
+
+namespace picket::manager::service {
+
+struct ManagerOptions {
+    std::string listen;  // "127.0.0.1:7443", "[::1]:0", "0.0.0.0:7443"
+    std::string db_path;
+    std::string tls_cert_file;
+    std::string tls_key_file;
+    std::string client_ca_file;
+    std::string admin_token;  // empty: admin RPCs refused unless insecure
+    bool insecure = false;    // no TLS, no auth: loopback only
+    int64_t target_timeout_seconds = 60;
+    std::chrono::milliseconds ping_interval{15000};
+    std::chrono::milliseconds rollout_poll{500};
+    rollout::HealthGate default_gate;
+    size_t alert_ring_size = 1000;
+    std::chrono::minutes metric_prune_interval{10};
+};
+
+// True for 127.0.0.0/8, ::1 and "localhost" (host part of "HOST:PORT", "[V6]:PORT",
+// optionally prefixed "ipv4:" / "ipv6:").
+bool is_loopback_address(std::string_view address);
+// Argument checks of picket-manager (exit 2 on error): a listen address with a port,
+// --insecure only on a loopback address and without TLS files, otherwise all three TLS files
+// and an admin token, a positive target timeout.
+absl::Status validate_options(const ManagerOptions& options);
+
+// What the manager keeps in memory about connected sensors (not durable).
+class LiveState {
+public:
+    struct SensorLive {
+        rollout::CounterSnapshot latest;  // timestamp 0 = no report yet
+        std::vector<picket::v1::WorkerMetrics> workers;
+        uint64_t last_seq = 0;
+        int64_t started_at = 0;  // Hello.started_at: a new value = a new sensor process
+        std::string peer;
+        std::string capture_source;
+        bool ips_mode = false;
+        uint64_t alerts_received = 0;
+        uint64_t alerts_dropped = 0;  // AlertBatch.dropped, summed
+    };
+    struct RecentAlert {
+        std::string sensor;
+        picket::v1::Alert alert;
+    };
+    struct ApplyStats {
+        uint64_t rules_loaded = 0;
+        uint64_t rules_skipped = 0;
+        uint64_t compile_ms = 0;
+    };
+
+    explicit LiveState(size_t alert_ring_size) : ring_size_(alert_ring_size) {}
+
+    void on_hello(const std::string& sensor, const picket::v1::Hello& hello,
+                  const std::string& peer);
+    // Returns false (report ignored) for a duplicate seq; sets `deltas` to the increase of the
+    // run counters since the previous report (0 for the first one of a process that is not at
+    // seq 1: the counters before it were already counted or are unknown).
+    bool on_metrics(const std::string& sensor, const picket::v1::MetricsReport& report,
+                    store::RunTotals* deltas);
+    void on_alerts(const std::string& sensor, const picket::v1::AlertBatch& batch);
+    void on_apply(int64_t deployment_id, const std::string& sensor, const ApplyStats& stats);
+
+    std::optional<SensorLive> sensor(const std::string& name) const;
+    std::optional<rollout::CounterSnapshot> counters(const std::string& name) const;
+    std::map<std::string, SensorLive> all() const;
+    std::vector<RecentAlert> recent_alerts() const;  // oldest first, at most the ring size
+    std::optional<ApplyStats> apply_stats(int64_t deployment_id, const std::string& sensor) const;
+
+private:
+    mutable std::mutex mu_;
+    size_t ring_size_;
+    std::map<std::string, SensorLive> sensors_;
+    std::deque<RecentAlert> alerts_;
+    std::map<std::pair<int64_t, std::string>, ApplyStats> apply_;
+};
+
+// The serialized form of a stored bundle (the store's blob): the Bundle message with version
+// and parent_version cleared and files sorted by path, serialized deterministically, so equal
+// content gives an equal blob and the store deduplicates it.
+std::string bundle_blob(picket::v1::Bundle bundle);
+absl::StatusOr<picket::v1::Bundle> bundle_from_blob(const std::string& blob);
+
+class ManagerServer {
+public:
+    // Loads the TLS credentials (unless insecure), binds, starts the services and the rollout
+    // thread. UNAVAILABLE when the address cannot be bound (in use, not local).
+    static absl::StatusOr<std::unique_ptr<ManagerServer>> start(const ManagerOptions& options,
+                                                                store::Store& store);
+    ~ManagerServer();  // stop()
+    ManagerServer(const ManagerServer&) = delete;
+    ManagerServer& operator=(const ManagerServer&) = delete;
+
+    int port() const;
+    // Ends every stream (sensors see UNAVAILABLE and reconnect elsewhere/later), stops the
+    // rollout thread; idempotent.
+    void stop();
+    LiveState& live();
+    rollout::Rollout& rollout();
+
+    class Impl;
+
+private:
+    explicit ManagerServer(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace picket::manager::service

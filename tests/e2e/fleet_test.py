@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""End-to-end fleet: a real picket-manager, three real picket-sensor processes capturing live
+on a veth pair, and picketctl, all inside one network namespace the test creates (the manager
+listens on that namespace's loopback). Push a bundle, deploy it to all, check every sensor
+alerts exactly on the injected attacks; a broken bundle is rejected by every sensor and the
+old rules keep alerting; a new bundle, then rollback restores the previous alerts.
+
+Usage: fleet_test.py --build BUILD_DIR
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+BUILD = None
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from sensor_live_test import SENDER, have_netns, stats_events  # noqa: E402
+
+PORT = 47411
+
+
+def binary(*parts):
+    return os.path.join(BUILD, *parts)
+
+
+@unittest.skipUnless(have_netns(), "needs root and network namespaces")
+class Fleet(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="picket-fleet-")
+        cls.ns = "picket-fleet-%d" % os.getpid()
+        cls.procs = []
+        cls.pcap = os.path.join(cls.tmp, "attacks.pcap")
+        r = subprocess.run([binary("tools", "trafficgen", "picket-trafficgen"), "-o", cls.pcap,
+                            "--seed", "17", "--sessions", "200", "--vlan-share", "0",
+                            "--frag-share", "0", "--attack", "/etc/passwd", "--attack", "cmd.exe",
+                            "--attack-share", "0.4"], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        with open(cls.pcap + ".json") as f:
+            rec = json.load(f)
+        cls.passwd = sum(1 for a in rec["attacks"] if a["string"] == "/etc/passwd")
+        cls.cmd = sum(1 for a in rec["attacks"] if a["string"] == "cmd.exe")
+        for cmd in (["ip", "netns", "add", cls.ns],
+                    ["ip", "-n", cls.ns, "link", "add", "pkt-a", "type", "veth", "peer", "name",
+                     "pkt-b"]):
+            subprocess.run(cmd, check=True)
+        for cmd in (["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"],
+                    ["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"],
+                    ["ip", "link", "set", "lo", "up"], ["ip", "link", "set", "pkt-a", "up"],
+                    ["ip", "link", "set", "pkt-b", "up"]):
+            subprocess.run(["ip", "netns", "exec", cls.ns] + cmd, check=True)
+        cls.addr = "127.0.0.1:%d" % PORT
+        cls.manager = cls.start([binary("manager", "picket-manager"), "--listen", cls.addr,
+                                 "--db", os.path.join(cls.tmp, "fleet.db"), "--insecure"])
+        cls.wait_listening()
+        cls.sensors = {}
+        for name in ("s1", "s2", "s3"):
+            logdir = os.path.join(cls.tmp, name)
+            os.makedirs(logdir)
+            cls.sensors[name] = os.path.join(logdir, "eve.json")
+            cls.start([binary("sensor", "picket-sensor"), "-i", "pkt-b", "--workers", "1",
+                       "-l", logdir, "--manager", cls.addr, "--name", name, "--insecure",
+                       "--state-dir", os.path.join(logdir, "state"), "--labels", "site=lab",
+                       "--metrics-interval", "1", "--set", "stats-interval=0.5", "tcp"])
+
+    @classmethod
+    def start(cls, args):
+        p = subprocess.Popen(["ip", "netns", "exec", cls.ns] + args, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        cls.procs.append(p)
+        return p
+
+    @classmethod
+    def wait_listening(cls):
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            out = subprocess.run(["ip", "netns", "exec", cls.ns, "ss", "-ltn"],
+                                 capture_output=True, text=True).stdout
+            if ":%d " % PORT in out:
+                return
+            time.sleep(0.1)
+        raise AssertionError("manager did not listen")
+
+    @classmethod
+    def tearDownClass(cls):
+        for p in reversed(cls.procs):
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in cls.procs:
+            try:
+                p.communicate(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        subprocess.run(["ip", "netns", "del", cls.ns], capture_output=True)
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def ctl(self, *args, expect=0):
+        r = subprocess.run(["ip", "netns", "exec", self.ns, binary("manager", "cli", "picketctl"),
+                            "--manager", self.addr, "--insecure", "--json"] + list(args),
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, expect, "%s: %s %s" % (args, r.stdout, r.stderr))
+        return json.loads(r.stdout) if r.stdout.strip() else None
+
+    def bundle(self, name, rules):
+        d = os.path.join(self.tmp, "bundle-" + name)
+        os.makedirs(os.path.join(d, "rules"), exist_ok=True)
+        with open(os.path.join(d, "rules", "local.rules"), "w") as f:
+            f.write(rules)
+        with open(os.path.join(d, "config.yaml"), "w") as f:
+            f.write("{}\n")
+        return self.ctl("bundle", "push", d, "--name", name, "-m", "test " + name)["version"]
+
+    def send(self):
+        r = subprocess.run(["ip", "netns", "exec", self.ns, sys.executable, "-c", SENDER,
+                            self.pcap, "pkt-a"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def alerts(self, eve):
+        out = {}
+        if not os.path.exists(eve):
+            return out
+        with open(eve) as f:
+            for line in f:
+                if line.endswith("\n") and '"event_type":"alert"' in line:
+                    sid = json.loads(line)["alert"]["signature_id"]
+                    out[sid] = out.get(sid, 0) + 1
+        return out
+
+    def wait_alerts(self, want):
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            got = {n: self.alerts(e) for n, e in self.sensors.items()}
+            if all(got[n] == want for n in got):
+                return
+            time.sleep(0.2)
+        self.assertEqual(got, {n: want for n in self.sensors})
+
+    def test_fleet(self):
+        deadline = time.time() + 30
+        while True:
+            sensors = self.ctl("sensors")
+            if len([s for s in sensors if s["connected"]]) == 3 or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        self.assertEqual(sorted(s["name"] for s in sensors if s["connected"]), ["s1", "s2", "s3"])
+
+        v1 = self.bundle("passwd", 'alert tcp any any -> any any (msg:"passwd"; '
+                                   'content:"/etc/passwd"; sid:1;)\n')
+        d = self.ctl("deploy", str(v1), "--to", "all", "--wait")
+        self.assertEqual(sorted((t["sensor"], t["state"]) for t in d["targets"]),
+                         [("s1", "applied"), ("s2", "applied"), ("s3", "applied")])
+        self.send()
+        self.wait_alerts({1: self.passwd})
+
+        # Broken bundle: every sensor rejects it with its error; the old rules keep alerting.
+        v2 = self.bundle("broken", 'alert tcp any any -> any any (msg:"x"; lua:a.lua; sid:9;)\n')
+        d = self.ctl("deploy", str(v2), "--to", "all", "--wait", expect=1)
+        for t in d["targets"]:
+            self.assertEqual(t["state"], "rejected", t)
+            self.assertTrue(t["error"], t)
+        self.send()
+        self.wait_alerts({1: 2 * self.passwd})
+
+        # A new bundle, then rollback to the previous one.
+        v3 = self.bundle("cmd", 'alert tcp any any -> any any (msg:"cmd"; content:"cmd.exe"; '
+                                'sid:2;)\n')
+        self.ctl("deploy", str(v3), "--to", "all", "--wait")
+        self.send()
+        self.wait_alerts({1: 2 * self.passwd, 2: self.cmd})
+        d = self.ctl("rollback", "--to", "all", "--wait")
+        self.assertEqual(sorted((t["sensor"], t["version"]) for t in d["targets"]),
+                         [("s1", v1), ("s2", v1), ("s3", v1)])
+        self.send()
+        self.wait_alerts({1: 3 * self.passwd, 2: self.cmd})
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    args, rest = ap.parse_known_args()
+    BUILD = os.path.abspath(args.build)
+    unittest.main(argv=[sys.argv[0], "-v"] + rest)

@@ -1,0 +1,214 @@
+// Rollout driven step by step against a real store, with an injected clock and counters.
+#include "manager/rollout/rollout.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "gtest/gtest.h"
+
+namespace picket::manager::rollout {
+namespace {
+
+constexpr int64_t kSec = 1'000'000'000;
+constexpr int64_t kT0 = 1'700'000'000 * kSec;
+
+using store::DeploymentState;
+using store::TargetState;
+
+CounterSnapshot snap(int64_t ts, uint64_t pkts, uint64_t drops, uint64_t alerts) {
+    return {ts,
+            {{"decoder.pkts", pkts}, {"capture.kernel_drops", drops}, {"detect.alert", alerts}}};
+}
+
+TEST(EvaluateGateTest, WithinBoundsPasses) {
+    GateVerdict v =
+        evaluate_gate({0.01, 100}, "s1", snap(0, 1000, 0, 0), snap(2 * kSec, 11000, 100, 150));
+    EXPECT_TRUE(v.ok) << v.reason;
+}
+
+TEST(EvaluateGateTest, DropRatioOverBoundFails) {
+    GateVerdict v = evaluate_gate({0.01, 100}, "s2", snap(0, 0, 0, 0), snap(kSec, 1000, 50, 0));
+    EXPECT_FALSE(v.ok);
+    EXPECT_EQ(v.reason, "drop ratio 0.0500 > 0.0100 on s2");
+}
+
+TEST(EvaluateGateTest, AlertRateOverBoundFails) {
+    GateVerdict v = evaluate_gate({0.01, 10}, "s3", snap(0, 0, 0, 0), snap(2 * kSec, 10, 0, 42));
+    EXPECT_FALSE(v.ok);
+    EXPECT_EQ(v.reason, "alert rate 21.0000/s > 10.0000/s on s3");
+}
+
+TEST(EvaluateGateTest, CounterResetCountsFromZero) {
+    GateVerdict v = evaluate_gate({0.01, 10}, "s1", snap(0, 5000, 0, 900), snap(kSec, 100, 0, 5));
+    EXPECT_TRUE(v.ok) << v.reason;
+}
+
+class RolloutTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        std::string tmpl = "/tmp/picket-rollout-" + std::to_string(getpid()) + "-XXXXXX";
+        ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+        dir_ = tmpl;
+        auto s = store::Store::Open(dir_ + "/fleet.db");
+        ASSERT_TRUE(s.ok()) << s.status();
+        store_ = std::move(*s);
+        for (int v = 1; v <= 2; ++v) {
+            store::NewBundle b;
+            b.name = "base";
+            b.blob = "blob" + std::to_string(v);
+            b.created_at = kT0;
+            ASSERT_TRUE(store_->push_bundle(b).ok());
+        }
+        for (const char* n : {"s1", "s2", "s3", "s4"}) {
+            store::SensorHello h;
+            h.name = n;
+            h.running_version = 1;
+            ASSERT_TRUE(store_->connect_sensor(h, kT0, true).ok());
+        }
+        RolloutOptions o;
+        o.target_timeout_seconds = 60;
+        o.now = [this] { return now_; };
+        rollout_ = std::make_unique<Rollout>(
+            *store_, o,
+            [this](const std::string& s) -> std::optional<CounterSnapshot> {
+                auto it = counters_.find(s);
+                if (it == counters_.end()) {
+                    return std::nullopt;
+                }
+                return it->second;
+            },
+            [this] { ++wakes_; });
+    }
+    void TearDown() override {
+        rollout_.reset();
+        store_.reset();
+        std::filesystem::remove_all(dir_);
+    }
+    int64_t deploy(int canary, int64_t soak) {
+        store::NewDeployment d;
+        d.bundle_version = 2;
+        d.selector = "all";
+        d.canary_percent = canary;
+        d.soak_seconds = soak;
+        d.created_at = now_;
+        auto created = store_->create_deployment(d);
+        EXPECT_TRUE(created.ok()) << created.status();
+        return created->id;
+    }
+    store::Deployment get(int64_t id) { return store_->get_deployment(id).value(); }
+
+    std::string dir_;
+    std::unique_ptr<store::Store> store_;
+    std::unique_ptr<Rollout> rollout_;
+    int64_t now_ = kT0 + kSec;
+    std::map<std::string, CounterSnapshot> counters_;
+    int wakes_ = 0;
+};
+
+TEST_F(RolloutTest, HealthyCanaryGoesToEveryoneAfterTheSoak) {
+    int64_t id = deploy(25, 10);
+    ASSERT_TRUE(store_->update_target(id, "s1", TargetState::kSent, "", now_).ok());
+    ASSERT_TRUE(store_->update_target(id, "s1", TargetState::kApplied, "", now_).ok());
+    ASSERT_TRUE(rollout_->step().ok());
+    EXPECT_EQ(get(id).state, DeploymentState::kSoaking);
+    counters_["s1"] = snap(now_, 0, 0, 0);
+    ASSERT_TRUE(rollout_->step().ok());
+    now_ += 5 * kSec;
+    counters_["s1"] = snap(now_, 100000, 10, 20);
+    ASSERT_TRUE(rollout_->step().ok());
+    EXPECT_EQ(get(id).state, DeploymentState::kSoaking);
+    EXPECT_EQ(wakes_, 0);
+    now_ += 5 * kSec;
+    ASSERT_TRUE(rollout_->step().ok());
+    EXPECT_EQ(get(id).state, DeploymentState::kRolling);
+    EXPECT_EQ(wakes_, 1);
+    EXPECT_EQ(store_->pending_targets("s4").value().size(), 1u);
+}
+
+TEST_F(RolloutTest, FailingGateRollsTheCanariesBack) {
+    int64_t id = deploy(50, 10);  // s1, s2 are canaries
+    for (const char* n : {"s1", "s2"}) {
+        ASSERT_TRUE(store_->update_target(id, n, TargetState::kSent, "", now_).ok());
+        ASSERT_TRUE(store_->update_target(id, n, TargetState::kApplied, "", now_).ok());
+    }
+    ASSERT_TRUE(rollout_->step().ok());
+    counters_["s2"] = snap(now_, 0, 0, 0);
+    ASSERT_TRUE(rollout_->step().ok());
+    now_ += kSec;
+    counters_["s2"] = snap(now_, 1000, 200, 0);
+    ASSERT_TRUE(rollout_->step().ok());
+    store::Deployment d = get(id);
+    EXPECT_EQ(d.state, DeploymentState::kRolledBack);
+    EXPECT_EQ(d.error, "health gate failed: drop ratio 0.2000 > 0.0100 on s2");
+    EXPECT_EQ(d.targets[2].state, TargetState::kSuperseded);
+    EXPECT_EQ(wakes_, 1);
+    auto all = store_->list_deployments(10, true).value();
+    ASSERT_EQ(all.size(), 2u);
+    const store::Deployment& rb = all[0];
+    EXPECT_EQ(rb.kind, store::DeploymentKind::kRollback);
+    EXPECT_EQ(rb.parent_id, id);
+    EXPECT_EQ(rb.actor, "rollout");
+    ASSERT_EQ(rb.targets.size(), 2u);
+    EXPECT_EQ(rb.targets[0].sensor, "s1");
+    EXPECT_EQ(rb.targets[0].bundle_version, 1);
+    EXPECT_EQ(rb.targets[1].bundle_version, 1);
+}
+
+TEST_F(RolloutTest, RejectedCanaryFailsWithoutRollback) {
+    int64_t id = deploy(25, 10);
+    ASSERT_TRUE(store_->update_target(id, "s1", TargetState::kSent, "", now_).ok());
+    ASSERT_TRUE(store_->update_target(id, "s1", TargetState::kRejected, "bad rule", now_).ok());
+    ASSERT_TRUE(rollout_->step().ok());
+    store::Deployment d = get(id);
+    EXPECT_EQ(d.state, DeploymentState::kFailed);
+    EXPECT_EQ(d.error, "canary s1 rejected: bad rule");
+    EXPECT_EQ(store_->list_deployments(10, false).value().size(), 1u);
+}
+
+TEST_F(RolloutTest, SupersededCanaryEndsWithoutRollback) {
+    int64_t id = deploy(50, 10);  // s1, s2 are canaries
+    ASSERT_TRUE(store_->update_target(id, "s1", TargetState::kSent, "", now_).ok());
+    ASSERT_TRUE(store_->update_target(id, "s1", TargetState::kApplied, "", now_).ok());
+    int64_t newer = deploy(0, 0);  // supersedes s2's open canary target
+    ASSERT_TRUE(rollout_->step().ok());
+    store::Deployment d = get(id);
+    EXPECT_EQ(d.state, DeploymentState::kFailed);
+    EXPECT_EQ(d.error, "canary s2 superseded by a newer deployment");
+    EXPECT_EQ(store_->list_deployments(10, false).value().size(), 2u);
+    EXPECT_EQ(get(newer).state, DeploymentState::kRolling);
+}
+
+TEST_F(RolloutTest, UnansweredTargetsTimeOut) {
+    int64_t id = deploy(0, 0);
+    ASSERT_TRUE(store_->update_target(id, "s1", TargetState::kSent, "", now_).ok());
+    now_ += 59 * kSec;
+    ASSERT_TRUE(rollout_->step().ok());
+    EXPECT_EQ(get(id).targets[0].state, TargetState::kSent);
+    now_ += kSec;
+    ASSERT_TRUE(rollout_->step().ok());
+    store::Deployment d = get(id);
+    EXPECT_EQ(d.targets[0].state, TargetState::kTimedOut);
+    EXPECT_EQ(d.targets[0].error, "no ApplyResult within 60 s");
+    EXPECT_EQ(d.targets[1].state, TargetState::kPending);  // never sent: waits for its sensor
+}
+
+TEST_F(RolloutTest, OfflineCanaryTimesOutAndFailsTheDeployment) {
+    int64_t id = deploy(25, 10);
+    now_ += 60 * kSec;
+    ASSERT_TRUE(rollout_->step().ok());
+    ASSERT_TRUE(rollout_->step().ok());
+    store::Deployment d = get(id);
+    EXPECT_EQ(d.state, DeploymentState::kFailed);
+    EXPECT_EQ(d.targets[0].state, TargetState::kTimedOut);
+}
+
+TEST_F(RolloutTest, GateDefaultsFillUnsetBounds) {
+    rollout_->set_gate(7, {0, 5});
+    EXPECT_EQ(rollout_->gate(7).max_drop_ratio, 0.01);
+    EXPECT_EQ(rollout_->gate(7).max_alerts_per_second, 5);
+    EXPECT_EQ(rollout_->gate(8).max_alerts_per_second, 100);
+}
+
+}  // namespace
+}  // namespace picket::manager::rollout

@@ -1,0 +1,751 @@
+// picket-manager services over real gRPC on 127.0.0.1 (port 0), with a temporary SQLite store
+// and fake sensors implemented here as SensorLink clients.
+#include "manager/service/service.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "common/bundle/bundle.h"
+#include "common/pki/pki.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "picket/v1/picket.grpc.pb.h"
+
+namespace picket::manager::service {
+namespace {
+
+namespace pb = picket::v1;
+using namespace std::chrono_literals;
+
+bool wait_for(const std::function<bool()>& pred, std::chrono::milliseconds limit = 10s) {
+    auto end = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < end) {
+        if (pred()) {
+            return true;
+        }
+        std::this_thread::sleep_for(20ms);
+    }
+    return pred();
+}
+
+class TempDir {
+public:
+    TempDir() {
+        std::string tmpl = "/tmp/picket-service-" + std::to_string(getpid()) + "-XXXXXX";
+        EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
+        path_ = tmpl;
+    }
+    ~TempDir() { std::filesystem::remove_all(path_); }
+    std::string file(const std::string& name) const { return path_ + "/" + name; }
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_;
+};
+
+pb::Bundle make_bundle(const std::string& name, const std::string& rules) {
+    pb::Bundle b;
+    b.mutable_manifest()->set_name(name);
+    b.mutable_manifest()->set_author("tester");
+    b.mutable_manifest()->set_message("test bundle");
+    b.mutable_manifest()->set_created_at(1'700'000'000'000'000'000);
+    pb::BundleFile* f = b.add_files();
+    f->set_path("rules/a.rules");
+    f->set_content(rules);
+    bundle::update_manifest_files(b);
+    return b;
+}
+
+const char* const kRuleV1 = "alert ip any any -> any any (msg:\"one\"; sid:1; rev:1;)\n";
+const char* const kRuleV2 = "alert ip any any -> any any (msg:\"two\"; sid:1; rev:2;)\n";
+
+pb::Hello hello(const std::string& name, uint64_t version = 0,
+                std::map<std::string, std::string> labels = {}) {
+    pb::Hello h;
+    h.set_sensor_name(name);
+    h.set_host("host-" + name);
+    h.set_version("0.1.0");
+    h.set_capture_mode(pb::CAPTURE_MODE_PCAP_FILE);
+    h.set_workers(2);
+    h.mutable_labels()->insert(labels.begin(), labels.end());
+    h.mutable_bundle()->set_version(version);
+    return h;
+}
+
+// A sensor: sends Hello, records everything the manager sends, answers ApplyBundle (applied
+// or rejected with `reject_error`) when auto_reply is on.
+class FakeSensor {
+public:
+    FakeSensor(std::shared_ptr<grpc::Channel> channel, const pb::Hello& h,
+               std::string reject_error = {}, bool silent = false)
+        : stub_(pb::SensorLink::NewStub(channel)),
+          reject_error_(std::move(reject_error)),
+          silent_(silent) {
+        stream_ = stub_->Connect(&ctx_);
+        pb::SensorMessage m;
+        *m.mutable_hello() = h;
+        send(m);
+        reader_ = std::thread([this] { read_loop(); });
+    }
+    ~FakeSensor() { close(); }
+
+    void close() {
+        if (reader_.joinable()) {
+            ctx_.TryCancel();
+            reader_.join();
+        }
+    }
+
+    void send(const pb::SensorMessage& m) {
+        std::lock_guard<std::mutex> lock(write_mu_);
+        stream_->Write(m);
+    }
+
+    void send_metrics(uint64_t seq, int64_t ts, std::map<std::string, uint64_t> counters) {
+        pb::SensorMessage m;
+        m.mutable_metrics()->set_seq(seq);
+        m.mutable_metrics()->set_timestamp(ts);
+        m.mutable_metrics()->mutable_counters()->insert(counters.begin(), counters.end());
+        send(m);
+    }
+
+    std::vector<pb::ManagerMessage> messages() {
+        std::lock_guard<std::mutex> lock(mu_);
+        return messages_;
+    }
+    std::vector<pb::ApplyBundle> applies() {
+        std::vector<pb::ApplyBundle> out;
+        for (const auto& m : messages()) {
+            if (m.has_apply_bundle()) {
+                out.push_back(m.apply_bundle());
+            }
+        }
+        return out;
+    }
+    bool wait_applies(size_t n) {
+        return wait_for([&] { return applies().size() >= n; });
+    }
+    // The stream's final status (waits for the end).
+    grpc::Status final_status() {
+        EXPECT_TRUE(wait_for([&] { return done_.load(); }));
+        std::lock_guard<std::mutex> lock(mu_);
+        return status_;
+    }
+
+private:
+    void read_loop() {
+        pb::ManagerMessage m;
+        while (stream_->Read(&m)) {
+            {
+                std::lock_guard<std::mutex> lock(mu_);
+                messages_.push_back(m);
+            }
+            if (m.has_apply_bundle() && !silent_) {
+                pb::SensorMessage r;
+                pb::ApplyResult* a = r.mutable_apply_result();
+                a->set_deployment_id(m.apply_bundle().deployment_id());
+                a->set_version(m.apply_bundle().bundle().manifest().version());
+                a->set_applied(reject_error_.empty());
+                a->set_rules_loaded(1);
+                if (!reject_error_.empty()) {
+                    a->add_errors(reject_error_);
+                }
+                send(r);
+            }
+        }
+        grpc::Status st = stream_->Finish();
+        std::lock_guard<std::mutex> lock(mu_);
+        status_ = st;
+        done_ = true;
+    }
+
+    std::unique_ptr<pb::SensorLink::Stub> stub_;
+    grpc::ClientContext ctx_;
+    std::unique_ptr<grpc::ClientReaderWriter<pb::SensorMessage, pb::ManagerMessage>> stream_;
+    std::string reject_error_;
+    bool silent_ = false;
+    std::mutex write_mu_;
+    std::mutex mu_;
+    std::vector<pb::ManagerMessage> messages_;
+    grpc::Status status_;
+    std::atomic<bool> done_{false};
+    std::thread reader_;
+};
+
+class Admin {
+public:
+    Admin(std::shared_ptr<grpc::Channel> ch, std::string token = {})
+        : stub_(pb::FleetAdmin::NewStub(ch)), token_(std::move(token)) {}
+
+    template <typename Req, typename Resp, typename Method>
+    grpc::Status call(Method method, const Req& req, Resp* resp) {
+        grpc::ClientContext ctx;
+        if (!token_.empty()) {
+            ctx.AddMetadata("authorization", "Bearer " + token_);
+        }
+        return ((*stub_).*method)(&ctx, req, resp);
+    }
+    uint64_t push(const pb::Bundle& b) {
+        pb::PushBundleRequest req;
+        *req.mutable_bundle() = b;
+        pb::PushBundleResponse resp;
+        grpc::Status st = call(&pb::FleetAdmin::Stub::PushBundle, req, &resp);
+        EXPECT_TRUE(st.ok()) << st.error_message();
+        return resp.version();
+    }
+    grpc::Status deploy(uint64_t version, const std::string& selector, pb::DeployResponse* resp,
+                        uint32_t canary = 0, uint32_t soak = 0, double max_alert_rate = 0) {
+        pb::DeployRequest req;
+        req.set_version(version);
+        req.set_selector(selector);
+        req.set_canary_percent(canary);
+        req.set_soak_seconds(soak);
+        req.mutable_gate()->set_max_alerts_per_second(max_alert_rate);
+        return call(&pb::FleetAdmin::Stub::Deploy, req, resp);
+    }
+    pb::Deployment deployment(const std::string& id) {
+        pb::GetDeploymentRequest req;
+        req.set_id(id);
+        pb::GetDeploymentResponse resp;
+        grpc::Status st = call(&pb::FleetAdmin::Stub::GetDeployment, req, &resp);
+        EXPECT_TRUE(st.ok()) << st.error_message();
+        return resp.deployment();
+    }
+    bool wait_state(const std::string& id, pb::DeploymentState state) {
+        return wait_for([&] { return deployment(id).state() == state; });
+    }
+    pb::GetSensorResponse sensor(const std::string& name) {
+        pb::GetSensorRequest req;
+        req.set_name(name);
+        pb::GetSensorResponse resp;
+        grpc::Status st = call(&pb::FleetAdmin::Stub::GetSensor, req, &resp);
+        EXPECT_TRUE(st.ok()) << st.error_message();
+        return resp;
+    }
+
+private:
+    std::unique_ptr<pb::FleetAdmin::Stub> stub_;
+    std::string token_;
+};
+
+class InsecureManager : public ::testing::Test {
+protected:
+    void SetUp() override {
+        auto s = store::Store::Open(dir_.file("fleet.db"));
+        ASSERT_TRUE(s.ok()) << s.status();
+        store_ = std::move(*s);
+        ManagerOptions o;
+        o.listen = "127.0.0.1:0";
+        o.insecure = true;
+        o.rollout_poll = 50ms;
+        o.ping_interval = 60s;
+        auto srv = ManagerServer::start(o, *store_);
+        ASSERT_TRUE(srv.ok()) << srv.status();
+        server_ = std::move(*srv);
+        channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->port()),
+                                       grpc::InsecureChannelCredentials());
+        admin_ = std::make_unique<Admin>(channel_);
+    }
+    void TearDown() override {
+        server_->stop();
+        server_.reset();
+        store_.reset();
+    }
+    bool wait_connected(const std::string& name, bool connected = true) {
+        return wait_for([&] {
+            auto s = store_->get_sensor(name);
+            return s.ok() && s->connected == connected;
+        });
+    }
+
+    TempDir dir_;
+    std::unique_ptr<store::Store> store_;
+    std::unique_ptr<ManagerServer> server_;
+    std::shared_ptr<grpc::Channel> channel_;
+    std::unique_ptr<Admin> admin_;
+};
+
+TEST_F(InsecureManager, HelloRegistersSensorAndWelcomes) {
+    FakeSensor s1(channel_, hello("s1", 0, {{"site", "paris"}}));
+    ASSERT_TRUE(wait_for([&] { return !s1.messages().empty(); }));
+    pb::ManagerMessage first = s1.messages()[0];
+    EXPECT_TRUE(first.has_welcome());
+    EXPECT_TRUE(first.welcome().accepted());
+
+    pb::ListSensorsResponse list;
+    ASSERT_TRUE(
+        admin_->call(&pb::FleetAdmin::Stub::ListSensors, pb::ListSensorsRequest(), &list).ok());
+    ASSERT_EQ(list.sensors_size(), 1);
+    EXPECT_EQ(list.sensors(0).name(), "s1");
+    EXPECT_TRUE(list.sensors(0).connected());
+    EXPECT_EQ(list.sensors(0).host(), "host-s1");
+    EXPECT_EQ(list.sensors(0).workers(), 2u);
+    EXPECT_EQ(list.sensors(0).capture_mode(), pb::CAPTURE_MODE_PCAP_FILE);
+    EXPECT_EQ(list.sensors(0).labels().at("site"), "paris");
+
+    s1.close();
+    EXPECT_TRUE(wait_connected("s1", false));
+}
+
+TEST_F(InsecureManager, FirstMessageMustBeHello) {
+    auto stub = pb::SensorLink::NewStub(channel_);
+    grpc::ClientContext ctx;
+    auto stream = stub->Connect(&ctx);
+    pb::SensorMessage m;
+    m.mutable_metrics()->set_seq(1);
+    stream->Write(m);
+    pb::ManagerMessage out;
+    EXPECT_FALSE(stream->Read(&out));
+    EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(InsecureManager, MetricsAreKeptAndAddedToTheRun) {
+    FakeSensor s1(channel_, hello("s1"));
+    ASSERT_TRUE(wait_connected("s1"));
+    s1.send_metrics(1, 1000, {{"decoder.pkts", 100}, {"decoder.bytes", 6400}, {"detect.alert", 3}});
+    s1.send_metrics(2, 2000, {{"decoder.pkts", 250}, {"decoder.bytes", 9000}, {"detect.alert", 5}});
+    s1.send_metrics(2, 2000, {{"decoder.pkts", 999}, {"decoder.bytes", 9999}, {"detect.alert", 9}});
+    ASSERT_TRUE(wait_for([&] {
+        auto runs = store_->list_runs("s1");
+        return runs.ok() && runs->size() == 1 && (*runs)[0].totals.packets == 250;
+    }));
+    auto runs = store_->list_runs("s1");
+    EXPECT_EQ((*runs)[0].totals.bytes, 9000);
+    EXPECT_EQ((*runs)[0].totals.alerts, 5);
+    pb::GetSensorResponse got = admin_->sensor("s1");
+    EXPECT_EQ(got.counters().at("decoder.pkts"), 250u);
+    EXPECT_EQ(got.counters_timestamp(), 2000);
+}
+
+TEST_F(InsecureManager, AlertBatchesFillTheBoundedRing) {
+    FakeSensor s1(channel_, hello("s1"));
+    ASSERT_TRUE(wait_connected("s1"));
+    pb::SensorMessage m;
+    m.mutable_alerts()->set_dropped(4);
+    m.mutable_alerts()->add_alerts()->set_sid(10);
+    m.mutable_alerts()->add_alerts()->set_sid(11);
+    s1.send(m);
+    ASSERT_TRUE(wait_for([&] { return server_->live().recent_alerts().size() == 2; }));
+    EXPECT_EQ(server_->live().recent_alerts()[1].alert.sid(), 11u);
+    EXPECT_EQ(server_->live().sensor("s1")->alerts_dropped, 4u);
+}
+
+TEST_F(InsecureManager, DeployReachesSensorAndAppliedUpdatesRunningVersion) {
+    uint64_t v = admin_->push(make_bundle("base", kRuleV1));
+    EXPECT_EQ(v, 1u);
+    FakeSensor s1(channel_, hello("s1"));
+    ASSERT_TRUE(wait_connected("s1"));
+    pb::DeployResponse dep;
+    ASSERT_TRUE(admin_->deploy(v, "s1", &dep).ok());
+    ASSERT_TRUE(s1.wait_applies(1));
+    pb::ApplyBundle ab = s1.applies()[0];
+    EXPECT_EQ(ab.deployment_id(), dep.deployment().id());
+    EXPECT_EQ(ab.bundle().manifest().name(), "base");
+    EXPECT_EQ(ab.bundle().manifest().version(), v);
+    ASSERT_EQ(ab.bundle().files_size(), 1);
+    EXPECT_EQ(ab.bundle().files(0).content(), kRuleV1);
+    EXPECT_TRUE(bundle::verify_bundle(ab.bundle()).ok());
+
+    ASSERT_TRUE(admin_->wait_state(dep.deployment().id(), pb::DEPLOYMENT_STATE_SUCCEEDED));
+    pb::Deployment d = admin_->deployment(dep.deployment().id());
+    ASSERT_EQ(d.targets_size(), 1);
+    EXPECT_EQ(d.targets(0).state(), pb::TARGET_STATE_APPLIED);
+    EXPECT_EQ(d.targets(0).rules_loaded(), 1u);
+    EXPECT_EQ(admin_->sensor("s1").sensor().bundle().version(), v);
+    EXPECT_EQ(admin_->sensor("s1").sensor().bundle().name(), "base");
+}
+
+TEST_F(InsecureManager, RejectedApplyRecordsTheError) {
+    uint64_t v = admin_->push(make_bundle("base", kRuleV1));
+    FakeSensor s1(channel_, hello("s1"), "rules/a.rules:1: unknown keyword 'frob'");
+    ASSERT_TRUE(wait_connected("s1"));
+    pb::DeployResponse dep;
+    ASSERT_TRUE(admin_->deploy(v, "all", &dep).ok());
+    ASSERT_TRUE(admin_->wait_state(dep.deployment().id(), pb::DEPLOYMENT_STATE_FAILED));
+    pb::Deployment d = admin_->deployment(dep.deployment().id());
+    EXPECT_EQ(d.targets(0).state(), pb::TARGET_STATE_REJECTED);
+    EXPECT_EQ(d.targets(0).error(), "rules/a.rules:1: unknown keyword 'frob'");
+    EXPECT_EQ(admin_->sensor("s1").sensor().bundle().version(), 0u);
+}
+
+TEST_F(InsecureManager, SensorConnectingLaterGetsThePendingDeployment) {
+    uint64_t v = admin_->push(make_bundle("base", kRuleV1));
+    {
+        FakeSensor first(channel_, hello("s1"));
+        ASSERT_TRUE(wait_connected("s1"));
+    }
+    ASSERT_TRUE(wait_connected("s1", false));
+    pb::DeployResponse dep;
+    ASSERT_TRUE(admin_->deploy(v, "s1", &dep).ok());
+    EXPECT_EQ(admin_->deployment(dep.deployment().id()).targets(0).state(),
+              pb::TARGET_STATE_PENDING);
+    FakeSensor again(channel_, hello("s1"));
+    ASSERT_TRUE(again.wait_applies(1));
+    EXPECT_EQ(again.applies()[0].bundle().manifest().version(), v);
+    EXPECT_TRUE(admin_->wait_state(dep.deployment().id(), pb::DEPLOYMENT_STATE_SUCCEEDED));
+}
+
+TEST_F(InsecureManager, DisconnectMidApplyResendsOnReconnect) {
+    uint64_t v = admin_->push(make_bundle("base", kRuleV1));
+    auto silent = std::make_unique<FakeSensor>(channel_, hello("s1"), "", /*silent=*/true);
+    ASSERT_TRUE(wait_connected("s1"));
+    pb::DeployResponse dep;
+    ASSERT_TRUE(admin_->deploy(v, "s1", &dep).ok());
+    const std::string id = dep.deployment().id();
+    ASSERT_TRUE(silent->wait_applies(1));
+    EXPECT_TRUE(wait_for(
+        [&] { return admin_->deployment(id).targets(0).state() == pb::TARGET_STATE_SENT; }));
+    silent.reset();
+    EXPECT_TRUE(wait_for(
+        [&] { return admin_->deployment(id).targets(0).state() == pb::TARGET_STATE_PENDING; }));
+    FakeSensor again(channel_, hello("s1"));
+    ASSERT_TRUE(again.wait_applies(1));
+    EXPECT_EQ(again.applies()[0].deployment_id(), id);
+    EXPECT_TRUE(admin_->wait_state(id, pb::DEPLOYMENT_STATE_SUCCEEDED));
+}
+
+TEST_F(InsecureManager, StopEndsOpenStreamsAndMarksSensorsDisconnected) {
+    FakeSensor s1(channel_, hello("s1"));
+    ASSERT_TRUE(wait_connected("s1"));
+    server_->stop();
+    EXPECT_EQ(s1.final_status().error_code(), grpc::StatusCode::CANCELLED);
+    EXPECT_FALSE(store_->get_sensor("s1")->connected);
+}
+
+TEST_F(InsecureManager, RestartedSensorCountsFromZeroAndDuplicatesAreDropped) {
+    pb::Hello h = hello("s1");
+    h.set_started_at(100);
+    {
+        FakeSensor first(channel_, h);
+        ASSERT_TRUE(wait_connected("s1"));
+        first.send_metrics(1, 1000, {{"decoder.pkts", 100}});
+        first.send_metrics(2, 2000, {{"decoder.pkts", 300}});
+        ASSERT_TRUE(wait_for([&] { return store_->list_runs("s1")->at(0).totals.packets == 300; }));
+    }
+    ASSERT_TRUE(wait_connected("s1", false));
+    {
+        FakeSensor same_process(channel_, h);  // reconnect: buffered report 2 sent again
+        ASSERT_TRUE(wait_connected("s1"));
+        same_process.send_metrics(2, 2000, {{"decoder.pkts", 300}});
+        same_process.send_metrics(3, 3000, {{"decoder.pkts", 350}});
+        ASSERT_TRUE(wait_for([&] { return store_->list_runs("s1")->at(0).totals.packets == 350; }));
+    }
+    ASSERT_TRUE(wait_connected("s1", false));
+    h.set_started_at(200);
+    FakeSensor restarted(channel_, h);
+    ASSERT_TRUE(wait_connected("s1"));
+    restarted.send_metrics(1, 4000, {{"decoder.pkts", 40}});
+    EXPECT_TRUE(wait_for([&] { return store_->list_runs("s1")->at(0).totals.packets == 390; }));
+}
+
+TEST_F(InsecureManager, RollbackPicksThePreviousVersion) {
+    uint64_t v1 = admin_->push(make_bundle("base", kRuleV1));
+    uint64_t v2 = admin_->push(make_bundle("base", kRuleV2));
+    EXPECT_EQ(v2, v1 + 1);
+    FakeSensor s1(channel_, hello("s1", v1));
+    ASSERT_TRUE(wait_connected("s1"));
+    pb::DeployResponse dep;
+    ASSERT_TRUE(admin_->deploy(v2, "s1", &dep).ok());
+    ASSERT_TRUE(admin_->wait_state(dep.deployment().id(), pb::DEPLOYMENT_STATE_SUCCEEDED));
+
+    pb::RollbackRequest rb;
+    rb.set_selector("s1");
+    pb::RollbackResponse rresp;
+    grpc::Status st = admin_->call(&pb::FleetAdmin::Stub::Rollback, rb, &rresp);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    EXPECT_EQ(rresp.deployment().kind(), pb::DEPLOYMENT_KIND_ROLLBACK);
+    EXPECT_EQ(rresp.deployment().targets(0).version(), v1);
+    EXPECT_EQ(rresp.deployment().targets(0).previous_version(), v2);
+    ASSERT_TRUE(s1.wait_applies(2));
+    EXPECT_EQ(s1.applies()[1].bundle().manifest().version(), v1);
+    EXPECT_EQ(s1.applies()[1].bundle().files(0).content(), kRuleV1);
+    ASSERT_TRUE(admin_->wait_state(rresp.deployment().id(), pb::DEPLOYMENT_STATE_SUCCEEDED));
+    EXPECT_EQ(admin_->sensor("s1").sensor().bundle().version(), v1);
+    EXPECT_EQ(admin_->deployment(dep.deployment().id()).targets(0).previous_version(), v1);
+
+    pb::HistoryRequest hreq;
+    hreq.set_sensor("s1");
+    pb::HistoryResponse hist;
+    ASSERT_TRUE(admin_->call(&pb::FleetAdmin::Stub::History, hreq, &hist).ok());
+    ASSERT_EQ(hist.runs_size(), 3);  // v1 (hello), v2, v1 again: newest first
+    EXPECT_EQ(hist.runs(0).bundle().version(), v1);
+    EXPECT_EQ(hist.runs(0).ended_at(), 0);
+    EXPECT_EQ(hist.runs(1).bundle().version(), v2);
+    ASSERT_EQ(hist.deployments_size(), 2);
+    EXPECT_EQ(hist.deployments(0).id(), rresp.deployment().id());
+    EXPECT_EQ(hist.deployments(0).targets_size(), 1);
+}
+
+TEST_F(InsecureManager, CanaryWithFailingHealthGateRollsBackAutomatically) {
+    uint64_t v1 = admin_->push(make_bundle("base", kRuleV1));
+    uint64_t v2 = admin_->push(make_bundle("base", kRuleV2));
+    std::vector<std::unique_ptr<FakeSensor>> sensors;
+    for (const char* n : {"s1", "s2", "s3", "s4"}) {
+        sensors.push_back(std::make_unique<FakeSensor>(channel_, hello(n, v1)));
+        ASSERT_TRUE(wait_connected(n));
+    }
+    pb::DeployResponse dep;
+    ASSERT_TRUE(admin_->deploy(v2, "all", &dep, /*canary=*/25, /*soak=*/1, /*alerts/s=*/10).ok());
+    const std::string id = dep.deployment().id();
+    ASSERT_EQ(dep.deployment().targets_size(), 4);
+    EXPECT_TRUE(dep.deployment().targets(0).canary());
+    EXPECT_FALSE(dep.deployment().targets(1).canary());
+    FakeSensor& canary = *sensors[0];
+    ASSERT_TRUE(canary.wait_applies(1));
+    EXPECT_EQ(canary.applies()[0].bundle().manifest().version(), v2);
+
+    // The canary alerts at 10,000/s (1,000 per 100 ms report) against a bound of 10/s.
+    uint64_t seq = 0;
+    EXPECT_TRUE(wait_for([&] {
+        ++seq;
+        canary.send_metrics(seq, static_cast<int64_t>(seq) * 100'000'000,
+                            {{"decoder.pkts", seq * 100}, {"detect.alert", seq * 1000}});
+        std::this_thread::sleep_for(80ms);
+        return admin_->deployment(id).state() == pb::DEPLOYMENT_STATE_ROLLED_BACK;
+    }));
+    pb::Deployment d = admin_->deployment(id);
+    EXPECT_EQ(d.message().rfind("health gate failed: alert rate", 0), 0u) << d.message();
+    EXPECT_EQ(d.targets(0).state(), pb::TARGET_STATE_APPLIED);
+    EXPECT_EQ(d.targets(1).state(), pb::TARGET_STATE_CANCELLED);
+    ASSERT_FALSE(d.rollback_deployment_id().empty());
+    pb::Deployment rb = admin_->deployment(d.rollback_deployment_id());
+    EXPECT_EQ(rb.kind(), pb::DEPLOYMENT_KIND_AUTO_ROLLBACK);
+    EXPECT_EQ(rb.rolls_back_deployment_id(), id);
+    ASSERT_EQ(rb.targets_size(), 1);
+    EXPECT_EQ(rb.targets(0).sensor(), "s1");
+    EXPECT_EQ(rb.targets(0).version(), v1);
+    ASSERT_TRUE(canary.wait_applies(2));
+    EXPECT_EQ(canary.applies()[1].bundle().manifest().version(), v1);
+    EXPECT_TRUE(admin_->wait_state(rb.id(), pb::DEPLOYMENT_STATE_SUCCEEDED));
+    EXPECT_EQ(sensors[1]->applies().size(), 0u);
+    EXPECT_EQ(sensors[3]->applies().size(), 0u);
+}
+
+TEST_F(InsecureManager, CanaryWithHealthyGateReachesEveryone) {
+    uint64_t v1 = admin_->push(make_bundle("base", kRuleV1));
+    std::vector<std::unique_ptr<FakeSensor>> sensors;
+    for (const char* n : {"s1", "s2"}) {
+        sensors.push_back(std::make_unique<FakeSensor>(channel_, hello(n)));
+        ASSERT_TRUE(wait_connected(n));
+    }
+    pb::DeployResponse dep;
+    ASSERT_TRUE(admin_->deploy(v1, "all", &dep, 50, 1).ok());
+    ASSERT_TRUE(admin_->wait_state(dep.deployment().id(), pb::DEPLOYMENT_STATE_SUCCEEDED));
+    EXPECT_EQ(sensors[0]->applies().size(), 1u);
+    EXPECT_EQ(sensors[1]->applies().size(), 1u);
+}
+
+TEST_F(InsecureManager, CorruptOrTruncatedBundleIsRejectedAndNothingStored) {
+    pb::Bundle corrupt = make_bundle("base", kRuleV1);
+    corrupt.mutable_files(0)->set_content("alert ip any any -> any any (msg:\"evil\"; sid:1;)\n");
+    pb::Bundle truncated = make_bundle("base", kRuleV1);
+    truncated.mutable_files(0)->set_content(std::string(kRuleV1).substr(0, 10));
+    for (const pb::Bundle& b : {corrupt, truncated}) {
+        pb::PushBundleRequest req;
+        *req.mutable_bundle() = b;
+        pb::PushBundleResponse resp;
+        grpc::Status st = admin_->call(&pb::FleetAdmin::Stub::PushBundle, req, &resp);
+        EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+        EXPECT_NE(st.error_message().find("rules/a.rules"), std::string::npos)
+            << st.error_message();
+    }
+    pb::ListBundlesResponse list;
+    ASSERT_TRUE(
+        admin_->call(&pb::FleetAdmin::Stub::ListBundles, pb::ListBundlesRequest(), &list).ok());
+    EXPECT_EQ(list.bundles_size(), 0);
+    EXPECT_EQ(store_->latest_version().value(), 0);
+}
+
+TEST_F(InsecureManager, IdenticalPushReturnsTheExistingVersion) {
+    uint64_t v = admin_->push(make_bundle("base", kRuleV1));
+    EXPECT_EQ(admin_->push(make_bundle("base", kRuleV1)), v);
+    uint64_t v2 = admin_->push(make_bundle("base", kRuleV2));
+    EXPECT_EQ(v2, v + 1);
+    pb::GetBundleRequest req;
+    req.set_version(v2);
+    pb::GetBundleResponse resp;
+    ASSERT_TRUE(admin_->call(&pb::FleetAdmin::Stub::GetBundle, req, &resp).ok());
+    EXPECT_EQ(resp.summary().manifest().parent_version(), v);
+    EXPECT_EQ(resp.summary().rule_files(), 1u);
+    EXPECT_EQ(resp.bundle().files_size(), 0);
+    pb::DiffBundlesRequest dreq;
+    dreq.set_from_version(v);
+    dreq.set_to_version(v2);
+    pb::DiffBundlesResponse dresp;
+    ASSERT_TRUE(admin_->call(&pb::FleetAdmin::Stub::DiffBundles, dreq, &dresp).ok());
+    ASSERT_EQ(dresp.diff().rules_changed_size(), 1);
+    EXPECT_EQ(dresp.diff().rules_changed(0).sid(), 1u);
+}
+
+TEST_F(InsecureManager, DeployErrors) {
+    uint64_t v = admin_->push(make_bundle("base", kRuleV1));
+    FakeSensor s1(channel_, hello("s1", 0, {{"site", "paris"}}));
+    ASSERT_TRUE(wait_connected("s1"));
+    pb::DeployResponse dep;
+    EXPECT_EQ(admin_->deploy(v + 5, "all", &dep).error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_EQ(admin_->deploy(v, "label=site", &dep).error_code(),
+              grpc::StatusCode::INVALID_ARGUMENT);
+    grpc::Status none = admin_->deploy(v, "label=site=tokyo", &dep);
+    EXPECT_EQ(none.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_NE(none.error_message().find("matches no sensor"), std::string::npos);
+    EXPECT_EQ(admin_->deploy(v, "nosuch", &dep).error_code(), grpc::StatusCode::NOT_FOUND);
+    pb::GetDeploymentRequest req;
+    req.set_id("42");
+    pb::GetDeploymentResponse resp;
+    EXPECT_EQ(admin_->call(&pb::FleetAdmin::Stub::GetDeployment, req, &resp).error_code(),
+              grpc::StatusCode::NOT_FOUND);
+}
+
+// ---- TLS + tokens
+
+class SecureManager : public ::testing::Test {
+protected:
+    void SetUp() override {
+        ASSERT_TRUE(pki::init_ca(dir_.path(), "test-ca").ok());
+        ASSERT_TRUE(
+            pki::issue(dir_.path(), pki::CertKind::kManager, "manager", {"127.0.0.1", "localhost"})
+                .ok());
+        ASSERT_TRUE(pki::issue(dir_.path(), pki::CertKind::kSensor, "s1", {}).ok());
+        auto s = store::Store::Open(dir_.file("fleet.db"));
+        ASSERT_TRUE(s.ok()) << s.status();
+        store_ = std::move(*s);
+        ManagerOptions o;
+        o.listen = "127.0.0.1:0";
+        o.tls_cert_file = dir_.file("manager.crt");
+        o.tls_key_file = dir_.file("manager.key");
+        o.client_ca_file = dir_.file("ca.crt");
+        o.admin_token = "admin-secret";
+        o.rollout_poll = 50ms;
+        auto srv = ManagerServer::start(o, *store_);
+        ASSERT_TRUE(srv.ok()) << srv.status();
+        server_ = std::move(*srv);
+    }
+    void TearDown() override {
+        server_->stop();
+        server_.reset();
+        store_.reset();
+    }
+    std::string read(const std::string& name) {
+        std::ifstream in(dir_.file(name));
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    }
+    std::shared_ptr<grpc::Channel> channel(bool with_client_cert) {
+        grpc::SslCredentialsOptions ssl;
+        ssl.pem_root_certs = read("ca.crt");
+        if (with_client_cert) {
+            ssl.pem_private_key = read("s1.key");
+            ssl.pem_cert_chain = read("s1.crt");
+        }
+        grpc::ChannelArguments args;
+        args.SetSslTargetNameOverride("manager");
+        return grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(server_->port()),
+                                         grpc::SslCredentials(ssl), args);
+    }
+
+    TempDir dir_;
+    std::unique_ptr<store::Store> store_;
+    std::unique_ptr<ManagerServer> server_;
+};
+
+TEST_F(SecureManager, AdminTokenIsRequired) {
+    pb::ListSensorsResponse resp;
+    Admin wrong(channel(false), "not-the-token");
+    EXPECT_EQ(wrong.call(&pb::FleetAdmin::Stub::ListSensors, pb::ListSensorsRequest(), &resp)
+                  .error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+    Admin none(channel(false));
+    EXPECT_EQ(
+        none.call(&pb::FleetAdmin::Stub::ListSensors, pb::ListSensorsRequest(), &resp).error_code(),
+        grpc::StatusCode::UNAUTHENTICATED);
+    pb::PushBundleRequest push;
+    *push.mutable_bundle() = make_bundle("base", kRuleV1);
+    pb::PushBundleResponse presp;
+    EXPECT_EQ(wrong.call(&pb::FleetAdmin::Stub::PushBundle, push, &presp).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_EQ(store_->latest_version().value(), 0);
+    Admin right(channel(false), "admin-secret");
+    grpc::Status st =
+        right.call(&pb::FleetAdmin::Stub::ListSensors, pb::ListSensorsRequest(), &resp);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+}
+
+TEST_F(SecureManager, EnrollmentTokenMustMatch) {
+    ASSERT_TRUE(store_->enroll_sensor("s9", pki::token_hash("good-token"), 1, "test").ok());
+    pb::Hello bad = hello("s9");
+    bad.set_enrollment_token("bad-token");
+    FakeSensor refused(channel(false), bad);
+    EXPECT_EQ(refused.final_status().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_EQ(refused.messages().size(), 0u);
+    EXPECT_FALSE(store_->get_sensor("s9")->connected);
+
+    pb::Hello unknown = hello("s10");
+    unknown.set_enrollment_token("good-token");
+    FakeSensor stranger(channel(false), unknown);
+    EXPECT_EQ(stranger.final_status().error_code(), grpc::StatusCode::PERMISSION_DENIED);
+    EXPECT_EQ(stranger.messages().size(), 0u);
+
+    FakeSensor nothing(channel(false), hello("s9"));
+    EXPECT_EQ(nothing.final_status().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+
+    pb::Hello good = hello("s9");
+    good.set_enrollment_token("good-token");
+    FakeSensor accepted(channel(false), good);
+    ASSERT_TRUE(wait_for([&] { return !accepted.messages().empty(); }));
+    EXPECT_TRUE(accepted.messages()[0].welcome().accepted());
+}
+
+TEST_F(SecureManager, ClientCertificateMustNameTheSensor) {
+    FakeSensor impostor(channel(true), hello("s2"));
+    EXPECT_EQ(impostor.final_status().error_code(), grpc::StatusCode::PERMISSION_DENIED);
+    EXPECT_EQ(impostor.messages().size(), 0u);
+    FakeSensor s1(channel(true), hello("s1"));
+    ASSERT_TRUE(wait_for([&] { return !s1.messages().empty(); }));
+    EXPECT_TRUE(s1.messages()[0].welcome().accepted());
+    EXPECT_TRUE(store_->get_sensor("s1")->connected);
+}
+
+// ---- Arguments
+
+TEST(ManagerOptionsTest, InsecureOnlyOnLoopback) {
+    ManagerOptions o;
+    o.insecure = true;
+    for (const char* ok : {"127.0.0.1:7443", "127.1.2.3:0", "[::1]:7443", "localhost:7443"}) {
+        o.listen = ok;
+        EXPECT_TRUE(validate_options(o).ok()) << ok;
+    }
+    for (const char* bad : {"0.0.0.0:7443", "10.0.0.1:7443", "[::]:7443", "example.com:7443"}) {
+        o.listen = bad;
+        absl::Status st = validate_options(o);
+        EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << bad;
+        EXPECT_NE(st.message().find("--insecure"), std::string::npos) << bad;
+    }
+}
+
+TEST(ManagerOptionsTest, OtherArgumentChecks) {
+    ManagerOptions o;
+    o.listen = "0.0.0.0:7443";
+    EXPECT_EQ(validate_options(o).code(), absl::StatusCode::kInvalidArgument);  // no TLS
+    o.tls_cert_file = "m.crt";
+    o.tls_key_file = "m.key";
+    o.client_ca_file = "ca.crt";
+    EXPECT_EQ(validate_options(o).code(), absl::StatusCode::kInvalidArgument);  // no token
+    o.admin_token = "t";
+    EXPECT_TRUE(validate_options(o).ok());
+    o.listen = "7443";
+    EXPECT_EQ(validate_options(o).code(), absl::StatusCode::kInvalidArgument);
+    o.listen = "127.0.0.1:7443";
+    o.insecure = true;
+    EXPECT_EQ(validate_options(o).code(), absl::StatusCode::kInvalidArgument);  // + TLS files
+    EXPECT_TRUE(is_loopback_address("ipv4:127.0.0.1:1"));
+    EXPECT_FALSE(is_loopback_address("128.0.0.1:1"));
+}
+
+}  // namespace
+}  // namespace picket::manager::service
