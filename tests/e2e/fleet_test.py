@@ -179,6 +179,68 @@ class Fleet(unittest.TestCase):
                          [("s1", v1), ("s2", v1), ("s3", v1)])
         self.send()
         self.wait_alerts({1: 3 * self.passwd, 2: self.cmd})
+        self.__class__.v1 = v1
+
+
+    def connected(self):
+        return sorted(s["name"] for s in self.ctl("sensors") if s["connected"])
+
+    def wait_connected(self, names):
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                if self.connected() == names:
+                    return
+            except AssertionError:
+                pass  # the manager is still starting
+            time.sleep(0.3)
+        self.assertEqual(self.connected(), names)
+
+    def restart_manager(self):
+        self.__class__.manager = self.start(
+            [binary("manager", "picket-manager"), "--listen", self.addr,
+             "--db", os.path.join(self.tmp, "fleet.db"), "--insecure"])
+        self.wait_listening()
+
+    def test_z_restarts(self):
+        """After test_fleet: manager kill -9 and restart, then a sensor restart while the
+        manager is down."""
+        v1 = self.__class__.v1
+        # kill -9: history intact, sensors reconnect by themselves.
+        self.manager.send_signal(signal.SIGKILL)
+        self.manager.wait(timeout=20)
+        self.restart_manager()
+        self.wait_connected(["s1", "s2", "s3"])
+        self.assertEqual(len(self.ctl("bundle", "list")), 3)
+        self.assertTrue(self.ctl("history"))
+        self.assertEqual(sorted((s["name"], s["version"]) for s in self.ctl("sensors")),
+                         [("s1", v1), ("s2", v1), ("s3", v1)])
+
+        # The manager down, s3 restarts: it runs its last good bundle (v1) on its own.
+        self.manager.send_signal(signal.SIGTERM)
+        self.manager.wait(timeout=20)
+        s3 = [p for p in self.procs if "s3" in p.args][0]
+        s3.send_signal(signal.SIGTERM)
+        s3.communicate(timeout=20)
+        logdir = os.path.join(self.tmp, "s3-again")
+        os.makedirs(logdir)
+        self.start([binary("sensor", "picket-sensor"), "-i", "pkt-b", "--workers", "1",
+                    "-l", logdir, "--manager", self.addr, "--name", "s3", "--insecure",
+                    "--state-dir", os.path.join(self.tmp, "s3", "state"), "--labels", "site=lab",
+                    "--metrics-interval", "1", "--set", "stats-interval=0.5", "tcp"])
+        eve = os.path.join(logdir, "eve.json")
+        deadline = time.time() + 20
+        while not stats_events(eve) and time.time() < deadline:
+            time.sleep(0.1)
+        self.send()
+        deadline = time.time() + 20
+        while self.alerts(eve) != {1: self.passwd} and time.time() < deadline:
+            time.sleep(0.2)
+        self.assertEqual(self.alerts(eve), {1: self.passwd})
+        # The manager comes back: s3 reconnects and reports the bundle it runs.
+        self.restart_manager()
+        self.wait_connected(["s1", "s2", "s3"])
+        self.assertEqual([s["version"] for s in self.ctl("sensors") if s["name"] == "s3"], [v1])
 
 
 if __name__ == "__main__":
