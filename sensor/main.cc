@@ -343,6 +343,27 @@ int main(int argc, char** argv) {
             agent =
                 std::make_unique<sensor::agent::Agent>(std::move(agent_options), std::move(hooks));
             agent->start();  // its own thread: inspection never waits for the manager
+            // Alerts also go to the manager, in bounded, rate-limited batches.
+            engine.set_alert_tap([a = agent.get()](const sensor::output::AlertEvent& ev) {
+                v1::Alert alert;
+                char buf[48];
+                alert.set_timestamp(ev.ts_ns);
+                alert.set_gid(ev.meta->gid);
+                alert.set_sid(ev.meta->sid);
+                alert.set_rev(ev.meta->rev);
+                alert.set_msg(ev.meta->signature);
+                alert.set_severity(static_cast<uint32_t>(ev.meta->severity));
+                alert.set_src_ip(sensor::output::format_address(ev.src, buf));
+                alert.set_dst_ip(sensor::output::format_address(ev.dst, buf));
+                alert.set_src_port(ev.sport);
+                alert.set_dst_port(ev.dport);
+                const char* proto = sensor::output::proto_name(ev.proto);
+                alert.set_proto(proto != nullptr ? proto : std::to_string(ev.proto));
+                alert.set_action(ev.action == sensor::output::AlertAction::kBlocked
+                                     ? v1::ALERT_ACTION_BLOCKED
+                                     : v1::ALERT_ACTION_ALLOWED);
+                a->on_alert(std::move(alert));
+            });
         }
         g_engine = &engine;
         std::signal(SIGINT, on_signal);

@@ -456,8 +456,13 @@ bool Agent::run_session() {
         {
             std::unique_lock lk(mu_);
             auto deadline = welcomed ? next_report_ : std::min(next_report_, welcome_deadline);
-            cv_.wait_until(lk, deadline,
-                           [&] { return stop_.load() || !inbox.empty() || reader_done; });
+            if (welcomed && !alerts_.empty()) {
+                deadline = std::min(deadline, next_alert_batch_);
+            }
+            cv_.wait_until(lk, deadline, [&] {
+                return stop_.load() || !inbox.empty() || reader_done ||
+                       (welcomed && !alerts_.empty() && Clock::now() >= next_alert_batch_);
+            });
             if (stop_) {
                 break;
             }
@@ -524,6 +529,30 @@ bool Agent::run_session() {
                 ++counters_.reports_sent;
             }
         }
+        // Alerts: one bounded batch at most every 1/kMaxBatchesPerSecond seconds.
+        if (welcomed && ok && Clock::now() >= next_alert_batch_) {
+            v1::SensorMessage out;
+            {
+                std::lock_guard lk(mu_);
+                size_t n = std::min(alerts_.size(), kMaxAlertsPerBatch);
+                for (size_t i = 0; i < n; ++i) {
+                    *out.mutable_alerts()->add_alerts() = std::move(alerts_.front());
+                    alerts_.pop_front();
+                }
+                out.mutable_alerts()->set_dropped(alerts_dropped_unsent_);
+                if (n != 0 || alerts_dropped_unsent_ != 0) {
+                    alerts_dropped_unsent_ = 0;
+                    next_alert_batch_ =
+                        Clock::now() + std::chrono::milliseconds(1000 / kMaxBatchesPerSecond);
+                }
+            }
+            if (out.alerts().alerts_size() != 0 || out.alerts().dropped() != 0) {
+                ok = stream->Write(out);
+                if (ok) {
+                    counters_.alerts_sent += static_cast<uint64_t>(out.alerts().alerts_size());
+                }
+            }
+        }
         if (done) {
             break;
         }
@@ -541,6 +570,20 @@ bool Agent::run_session() {
                      (st.ok() ? std::string("closed by the manager") : st.error_message()));
     }
     return welcomed;
+}
+
+void Agent::on_alert(v1::Alert alert) {
+    {
+        std::lock_guard lk(mu_);
+        if (alerts_.size() >= kMaxPendingAlerts) {
+            alerts_.pop_front();
+            ++alerts_dropped_unsent_;
+            ++counters_.alerts_dropped;
+        }
+        alert.set_bundle_version(running_.ref.version());
+        alerts_.push_back(std::move(alert));
+    }
+    cv_.notify_all();
 }
 
 v1::ApplyResult Agent::apply(const v1::ApplyBundle& msg) {

@@ -161,6 +161,8 @@ struct AgentCounters {
     std::atomic<uint64_t> bundles_applied{0};
     std::atomic<uint64_t> bundles_rejected{0};
     std::atomic<uint64_t> pongs{0};
+    std::atomic<uint64_t> alerts_sent{0};
+    std::atomic<uint64_t> alerts_dropped{0};  // queue full, or over the rate limit
 };
 
 class Agent {
@@ -174,6 +176,15 @@ public:
     void start();
     // Cancels the stream and joins the thread. Idempotent.
     void stop();
+
+    // Any thread (the sensor's output thread): queues one alert for the next AlertBatch. The
+    // queue is bounded (kMaxPendingAlerts, oldest dropped and counted) and batches are
+    // rate-limited (at most kMaxBatchesPerSecond of kMaxAlertsPerBatch), so a flood of alerts
+    // never stalls the sensor or swamps the manager; eve.json keeps every alert.
+    void on_alert(picket::v1::Alert alert);
+    static constexpr size_t kMaxPendingAlerts = 10000;
+    static constexpr size_t kMaxAlertsPerBatch = 1000;
+    static constexpr int kMaxBatchesPerSecond = 5;
 
     const AgentCounters& counters() const { return counters_; }
     bool connected() const { return connected_.load(); }
@@ -199,6 +210,9 @@ private:
     std::condition_variable cv_;
     grpc::ClientContext* context_ = nullptr;  // the live stream's, for cancellation
     std::deque<picket::v1::MetricsReport> pending_;
+    std::deque<picket::v1::Alert> alerts_;
+    uint64_t alerts_dropped_unsent_ = 0;  // dropped since the last batch (goes in `dropped`)
+    std::chrono::steady_clock::time_point next_alert_batch_{};
     RunningBundle running_;
     detect::LoadSummary running_summary_;
 

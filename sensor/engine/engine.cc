@@ -337,6 +337,18 @@ void Engine::build_alert_output() {
     }
 }
 
+void Engine::drain_alerts() {
+    auto& o = *output_;
+    for (output::AlertQueue* q : o.queues) {
+        q->drain([&](const output::AlertEvent& ev) {
+            o.sink->write(ev);
+            if (alert_tap_) {
+                alert_tap_(ev);
+            }
+        });
+    }
+}
+
 void Engine::emit_alerts(Worker& w, const decode::Packet& p, const flow::Flow* f,
                          flow::Direction dir, uint32_t n, uint32_t link_len) {
     const uint8_t* packet = p.data;
@@ -613,7 +625,7 @@ void Engine::write_stats_event(bool final_event) {
     o.last_total_bytes = total_bytes;
     o.last_ns = now;
     if (o.sink) {
-        o.sink->drain(o.queues);
+        drain_alerts();
         drain_epoch_.fetch_add(1, std::memory_order_release);
     }
     if (o.eve) {
@@ -649,7 +661,7 @@ void Engine::stats_main() {
     while (!stop_.load(std::memory_order_relaxed) && workers_done_.load() < workers_.size()) {
         if (output_->sink) {
             lock.unlock();
-            output_->sink->drain(output_->queues);
+            drain_alerts();
             drain_epoch_.fetch_add(1, std::memory_order_release);
             lock.lock();
         }

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,6 +21,7 @@
 #include "sensor/defrag/defrag.h"
 #include "sensor/detect/detect.h"
 #include "sensor/flow/flow.h"
+#include "sensor/output/output.h"
 
 namespace picket::sensor::engine {
 
@@ -90,6 +92,10 @@ public:
                 std::string* error);
     // Async-signal-safe (SIGHUP): the engine's control thread reloads the configured rules.
     void request_reload();
+    // Called on the output thread with every alert it writes (the fleet agent forwards them).
+    // Set before run(); must not block.
+    using AlertTap = std::function<void(const output::AlertEvent&)>;
+    void set_alert_tap(AlertTap tap) { alert_tap_ = std::move(tap); }
     uint64_t reloads() const { return reloads_.load(); }
     // Sum of every worker's counters and the capture stats, as named in EVE stats.
     StatsSnapshot collect_stats() const;
@@ -105,6 +111,8 @@ private:
     void stats_main();
     void write_stats_event(bool final_event);
     void build_alert_output();
+    void drain_alerts();
+    AlertTap alert_tap_;
     void emit_alerts(Worker& w, const decode::Packet& p, const flow::Flow* f, flow::Direction dir,
                      uint32_t n, uint32_t link_len);
 

@@ -302,6 +302,38 @@ TEST_F(AgentTest, HelloCarriesIdentity) {
     EXPECT_EQ(h.started_at(), 1234);
 }
 
+// Alerts reach the manager in batches; past the bounded queue the oldest are dropped and
+// the batch says how many.
+TEST_F(AgentTest, AlertsAreForwardedInBoundedBatches) {
+    start_agent(options(server_.port));
+    server_.service->hellos(1);
+    for (uint32_t i = 0; i < 3; ++i) {
+        v1::Alert a;
+        a.set_sid(100 + i);
+        a.set_msg("m");
+        agent_->on_alert(a);
+    }
+    auto batches =
+        server_.service->wait_for(1, [](const v1::SensorMessage& m) { return m.has_alerts(); });
+    ASSERT_EQ(batches.size(), 1u);
+    ASSERT_EQ(batches[0].alerts().alerts_size(), 3);
+    EXPECT_EQ(batches[0].alerts().alerts(0).sid(), 100u);
+    EXPECT_EQ(batches[0].alerts().alerts(2).sid(), 102u);
+    EXPECT_EQ(batches[0].alerts().dropped(), 0u);
+    EXPECT_EQ(agent_->counters().alerts_sent.load(), 3u);
+
+    for (size_t i = 0; i < Agent::kMaxPendingAlerts + 5; ++i) {
+        v1::Alert a;
+        a.set_sid(1);
+        agent_->on_alert(a);
+    }
+    EXPECT_EQ(agent_->counters().alerts_dropped.load(), 5u);
+    auto more = server_.service->wait_for(
+        1, [](const v1::SensorMessage& m) { return m.has_alerts() && m.alerts().dropped() == 5; });
+    ASSERT_FALSE(more.empty());
+    EXPECT_LE(static_cast<size_t>(more[0].alerts().alerts_size()), Agent::kMaxAlertsPerBatch);
+}
+
 TEST_F(AgentTest, MetricsArriveAtTheInterval) {
     start_agent(options(server_.port));
     auto reports = server_.service->metrics(3);
@@ -529,7 +561,13 @@ TEST_F(AgentTest, BufferDropsOldestReportsWhileDisconnected) {
     o.metrics_interval = 20ms;
     o.max_buffered_reports = 3;
     start_agent(o);
-    std::this_thread::sleep_for(400ms);
+    // Reports are taken every 20 ms; on a loaded machine fewer fit in any fixed sleep, so
+    // wait (bounded) until the buffer has overflowed a few times.
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (agent_->counters().reports_dropped.load() < 5u &&
+           std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(10ms);
+    }
     EXPECT_GE(agent_->counters().reports_dropped.load(), 5u);
     server_ = start_server(port);
     auto reports = server_.service->metrics(3);
