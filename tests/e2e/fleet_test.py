@@ -202,17 +202,59 @@ class Fleet(unittest.TestCase):
              "--db", os.path.join(self.tmp, "fleet.db"), "--insecure"])
         self.wait_listening()
 
+    def poll(self, fn, what, seconds=40):
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            value = fn()
+            if value:
+                return value
+            time.sleep(0.2)
+        self.fail("timed out waiting for " + what)
+
+    def test_y_canary_gate_fails_and_rolls_back(self):
+        """After test_fleet (all on v1): a canary whose alert rate breaks the health gate
+        during its soak is rolled back automatically; the other sensors never get it."""
+        v1 = self.__class__.v1
+        v4 = self.bundle("noisy", 'alert tcp any any -> any any (msg:"noisy"; '
+                                  'content:"cmd.exe"; sid:4;)\n')
+        d = self.ctl("deploy", str(v4), "--to", "all", "--canary", "30", "--soak", "4",
+                     "--max-alert-rate", "0.5")
+        dep = str(d["deployment"])
+        show = self.poll(lambda: (lambda x: x if any(t["state"] == "applied"
+                                                     for t in x["targets"]) else None)(
+                             self.ctl("deployment", "show", dep)), "a canary to apply")
+        canaries = [t["sensor"] for t in show["targets"] if t["state"] == "applied"]
+        self.assertEqual(len(canaries), 1)  # 30% of 3 sensors, rounded up
+        self.send()  # the canary alerts on every cmd.exe: far above 0.5 alerts/s
+        show = self.poll(lambda: (lambda x: x if x["state"] in ("rolled_back", "failed",
+                                                                "succeeded") else None)(
+                             self.ctl("deployment", "show", dep)), "the gate to decide")
+        self.assertEqual(show["state"], "rolled_back", show)
+        self.poll(lambda: sorted((s["name"], s["version"]) for s in self.ctl("sensors")) ==
+                  [("s1", v1), ("s2", v1), ("s3", v1)], "the canary back on v1")
+        for name, eve in self.sensors.items():
+            if name not in canaries:
+                self.assertNotIn(4, self.alerts(eve), name)
+
     def test_z_restarts(self):
         """After test_fleet: manager kill -9 and restart, then a sensor restart while the
         manager is down."""
         v1 = self.__class__.v1
         # kill -9: history intact, sensors reconnect by themselves.
+        bundles = len(self.ctl("bundle", "list"))
+        history = self.ctl("history")
         self.manager.send_signal(signal.SIGKILL)
         self.manager.wait(timeout=20)
         self.restart_manager()
         self.wait_connected(["s1", "s2", "s3"])
-        self.assertEqual(len(self.ctl("bundle", "list")), 3)
-        self.assertTrue(self.ctl("history"))
+        self.assertEqual(len(self.ctl("bundle", "list")), bundles)
+        after = self.ctl("history")
+        self.assertEqual([d["deployment"] for d in after["deployments"]],
+                         [d["deployment"] for d in history["deployments"]])
+        runs_after = {(r["sensor"], r["version"], r["started_at"]) for r in after["runs"]}
+        for r in history["runs"]:
+            self.assertIn((r["sensor"], r["version"], r["started_at"]), runs_after)
+        self.assertGreaterEqual(len(history["deployments"]), 5)
         self.assertEqual(sorted((s["name"], s["version"]) for s in self.ctl("sensors")),
                          [("s1", v1), ("s2", v1), ("s3", v1)])
 
