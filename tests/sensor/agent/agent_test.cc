@@ -535,10 +535,21 @@ TEST_F(AgentTest, DamagedLastGoodBundleIsAnError) {
 TEST_F(AgentTest, ReconnectsAfterTheManagerComesBack) {
     start_agent(options(server_.port));
     ASSERT_EQ(server_.service->hellos(1).size(), 1u);
+    // The Hello can arrive before the agent has taken the Welcome: wait for the session.
+    const auto welcomed_by = std::chrono::steady_clock::now() + 10s;
+    while (agent_->counters().sessions.load() < 1u &&
+           std::chrono::steady_clock::now() < welcomed_by) {
+        std::this_thread::sleep_for(5ms);
+    }
+    ASSERT_EQ(agent_->counters().sessions.load(), 1u);
     const int port = server_.port;
     server_.stop();
     // Down for a while: several attempts with backoff, reports buffered.
-    std::this_thread::sleep_for(600ms);
+    const auto down_until = std::chrono::steady_clock::now() + 10s;
+    while (agent_->counters().connect_attempts.load() < 3u &&
+           std::chrono::steady_clock::now() < down_until) {
+        std::this_thread::sleep_for(10ms);
+    }
     EXPECT_FALSE(agent_->connected());
     EXPECT_GE(agent_->counters().connect_attempts.load(), 3u);
     server_ = start_server(port);
