@@ -22,6 +22,20 @@ namespace picket::manager::store {
 
 namespace {
 
+// Token hashes compared in constant time (no early exit on the first differing byte), so
+// response timing says nothing about a stored hash.
+bool same_secret(const std::string& a, const std::string& b) {
+    if (a.size() != b.size()) {
+        return false;
+    }
+    unsigned char diff = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        diff = static_cast<unsigned char>(
+            diff | (static_cast<unsigned char>(a[i]) ^ static_cast<unsigned char>(b[i])));
+    }
+    return diff == 0;
+}
+
 constexpr int64_t kNsPerSecond = 1'000'000'000;
 constexpr int64_t kNsPerMinute = 60 * kNsPerSecond;
 
@@ -998,7 +1012,7 @@ absl::Status Store::enroll_sensor(const std::string& name, const std::string& to
         s.bind(1, name);
         ASSIGN_OR_RETURN(bool row, s.step());
         if (row && !s.null(1)) {
-            if (s.text(1) != token_hash) {
+            if (!same_secret(s.text(1), token_hash)) {
                 return absl::AlreadyExistsError(
                     cat("sensor name '", name, "' is already enrolled with a different token"));
             }
@@ -1038,7 +1052,7 @@ absl::StatusOr<Sensor> Store::connect_sensor(const SensorHello& h, int64_t ts, b
         int64_t sid = 0;
         if (row) {
             sid = s.i64(0);
-            if (!s.null(1) && s.text(1) != h.token_hash) {
+            if (!s.null(1) && !same_secret(s.text(1), h.token_hash)) {
                 return absl::AlreadyExistsError(
                     cat("sensor name '", h.name, "' is already registered with a different token"));
             }
