@@ -17,45 +17,19 @@
 #include <string>
 #include <vector>
 
+#include "bench/common/bench_util.h"
 #include "common/config.h"
 #include "sensor/detect/detect.h"
 #include "sensor/engine/engine.h"
 
 namespace {
 
-namespace fs = std::filesystem;
 using picket::sensor::engine::Engine;
 using picket::sensor::engine::SensorConfig;
-
-uint64_t rss_kb() {
-    std::ifstream in("/proc/self/status");
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.rfind("VmRSS:", 0) == 0) {
-            return std::strtoull(line.c_str() + 6, nullptr, 10);
-        }
-    }
-    return 0;
-}
 
 double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v.empty() ? 0 : v[v.size() / 2];
-}
-
-std::vector<std::string> rule_files(const std::string& path) {
-    std::vector<std::string> out;
-    if (fs::is_directory(path)) {
-        for (const auto& e : fs::directory_iterator(path)) {
-            if (e.path().extension() == ".rules") {
-                out.push_back(e.path().string());
-            }
-        }
-        std::sort(out.begin(), out.end());
-    } else {
-        out.push_back(path);
-    }
-    return out;
 }
 
 struct Run {
@@ -118,15 +92,15 @@ int main(int argc, char** argv) {
         return 2;
     }
     picket::sensor::detect::DetectConfig dc;
-    dc.rule_files = rule_files(rules);
+    dc.rule_files = picket::bench::rule_files(rules);
     dc.classification_file = classification;
 
     // Load and compile once on its own for the load figures.
-    uint64_t rss0 = rss_kb();
+    uint64_t rss0 = picket::bench::proc_status_kb("VmRSS");
     picket::sensor::detect::LoadSummary sum;
     {
         auto engine = picket::sensor::detect::DetectEngine::load(dc, nullptr, &sum);
-        uint64_t rss1 = rss_kb();
+        uint64_t rss1 = picket::bench::proc_status_kb("VmRSS");
         std::printf("ruleset: %s (%zu files)\n", rules.c_str(), dc.rule_files.size());
         std::printf("  enabled rules %u, loaded %u (%.1f%%), skipped %u\n", sum.rules_seen,
                     sum.loaded, sum.rules_seen ? 100.0 * sum.loaded / sum.rules_seen : 0.0,

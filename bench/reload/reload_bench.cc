@@ -23,13 +23,13 @@
 #include <thread>
 #include <vector>
 
+#include "bench/common/bench_util.h"
 #include "common/config.h"
 #include "common/time_util.h"
 #include "sensor/engine/engine.h"
 
 namespace {
 
-namespace fs = std::filesystem;
 using picket::sensor::engine::Engine;
 
 struct Figures {
@@ -41,32 +41,6 @@ struct Figures {
     uint32_t reloads = 0;
     double reload_ms[64] = {};
 };
-
-uint64_t peak_kb() {
-    std::ifstream in("/proc/self/status");
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.rfind("VmHWM:", 0) == 0) {
-            return std::strtoull(line.c_str() + 6, nullptr, 10);
-        }
-    }
-    return 0;
-}
-
-std::vector<std::string> rule_files(const std::string& path) {
-    std::vector<std::string> out;
-    if (fs::is_directory(path)) {
-        for (const auto& e : fs::directory_iterator(path)) {
-            if (e.path().extension() == ".rules") {
-                out.push_back(e.path().string());
-            }
-        }
-        std::sort(out.begin(), out.end());
-    } else {
-        out.push_back(path);
-    }
-    return out;
-}
 
 Figures run(const std::string& pcap, int repeat, int workers, int reloads,
             const picket::sensor::detect::DetectConfig& dc) {
@@ -107,7 +81,7 @@ Figures run(const std::string& pcap, int repeat, int workers, int reloads,
     f.packets = result.stats.get("decoder.pkts");
     f.drops = result.stats.get("capture.kernel_drops");
     f.max_batch_us = result.stats.get("engine.max_batch_us");
-    f.peak_kb = peak_kb();
+    f.peak_kb = picket::bench::proc_status_kb("VmHWM");
     return f;
 }
 
@@ -174,8 +148,9 @@ int main(int argc, char** argv) {
         } else if (a == "--workers" && i + 1 < argc) {
             workers = std::max(1, std::atoi(argv[++i]));
         } else if (a.rfind("--", 0) == 0) {
-            std::fprintf(stderr, "usage: reload_bench --rules DIR|FILE [--classification F] "
-                                 "[--repeat N] [--reloads K] [--workers W] FILE.pcap\n");
+            std::fprintf(stderr,
+                         "usage: reload_bench --rules DIR|FILE [--classification F] "
+                         "[--repeat N] [--reloads K] [--workers W] FILE.pcap\n");
             return 2;
         } else {
             pcap = a;
@@ -186,7 +161,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     picket::sensor::detect::DetectConfig dc;
-    dc.rule_files = rule_files(rules);
+    dc.rule_files = picket::bench::rule_files(rules);
     dc.classification_file = classification;
     const uint64_t expected = count_packets(pcap) * static_cast<uint64_t>(repeat);
 
@@ -196,28 +171,28 @@ int main(int argc, char** argv) {
     std::sort(ms.begin(), ms.end());
     const double med = ms.empty() ? 0 : ms[ms.size() / 2];
     auto line = [&](const char* name, const Figures& f) {
-        std::printf("  %-16s %10llu packets (expected %llu, lost %lld), %.2f s, %.0f packets/s, "
-                    "worst batch %llu us, peak RSS %.1f MB\n",
-                    name, static_cast<unsigned long long>(f.packets),
-                    static_cast<unsigned long long>(expected),
-                    static_cast<long long>(expected) - static_cast<long long>(f.packets),
-                    f.elapsed_sec, static_cast<double>(f.packets) / f.elapsed_sec,
-                    static_cast<unsigned long long>(f.max_batch_us),
-                    static_cast<double>(f.peak_kb) / 1e3);
+        std::printf(
+            "  %-16s %10llu packets (expected %llu, lost %lld), %.2f s, %.0f packets/s, "
+            "worst batch %llu us, peak RSS %.1f MB\n",
+            name, static_cast<unsigned long long>(f.packets),
+            static_cast<unsigned long long>(expected),
+            static_cast<long long>(expected) - static_cast<long long>(f.packets), f.elapsed_sec,
+            static_cast<double>(f.packets) / f.elapsed_sec,
+            static_cast<unsigned long long>(f.max_batch_us), static_cast<double>(f.peak_kb) / 1e3);
     };
-    std::printf("%s x %d, %d worker(s), rules %s\n", pcap.c_str(), repeat, workers,
-                rules.c_str());
+    std::printf("%s x %d, %d worker(s), rules %s\n", pcap.c_str(), repeat, workers, rules.c_str());
     line("no reloads", base);
     line("with reloads", rel);
     if (!ms.empty()) {
         std::printf("  %u reloads during the run: min %.0f ms, median %.0f ms, max %.0f ms\n",
                     rel.reloads, ms.front(), med, ms.back());
     }
-    std::printf("reload: lost=%lld stall_us=%llu base_stall_us=%llu reload_ms_median=%.0f "
-                "peak_mb=%.1f base_peak_mb=%.1f\n",
-                static_cast<long long>(expected) - static_cast<long long>(rel.packets),
-                static_cast<unsigned long long>(rel.max_batch_us),
-                static_cast<unsigned long long>(base.max_batch_us), med,
-                static_cast<double>(rel.peak_kb) / 1e3, static_cast<double>(base.peak_kb) / 1e3);
+    std::printf(
+        "reload: lost=%lld stall_us=%llu base_stall_us=%llu reload_ms_median=%.0f "
+        "peak_mb=%.1f base_peak_mb=%.1f\n",
+        static_cast<long long>(expected) - static_cast<long long>(rel.packets),
+        static_cast<unsigned long long>(rel.max_batch_us),
+        static_cast<unsigned long long>(base.max_batch_us), med,
+        static_cast<double>(rel.peak_kb) / 1e3, static_cast<double>(base.peak_kb) / 1e3);
     return 0;
 }
