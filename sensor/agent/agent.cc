@@ -399,6 +399,9 @@ bool Agent::run_session() {
         return false;
     }
     grpc::ChannelArguments args;
+    // Bundles arrive in one ApplyBundle: a full ET Open bundle is ~30 MB, far above gRPC's
+    // 4 MB default. Bounded by the bundle limits (common/bundle Limits::max_total_bytes).
+    args.SetMaxReceiveMessageSize(512 << 20);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
     // A private subchannel per attempt: gRPC's own reconnect backoff on a shared subchannel
