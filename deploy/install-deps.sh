@@ -15,6 +15,9 @@ PACKAGES=(
     libgtest-dev libgmock-dev libbenchmark-dev
     # runtime tools used by the end-to-end tests
     iproute2 iptables iputils-ping ethtool tcpdump procps python3 python3-yaml
+    # metrics and deployment files: a real Prometheus server (and promtool) for the tests and
+    # the quickstart; docker-compose renders deploy/docker-compose.yml offline
+    prometheus docker-compose
 )
 
 missing=()
@@ -36,6 +39,15 @@ fi
 
 echo "install-deps: installing ${#missing[@]} packages: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# Packages with a service (prometheus) must not start it: Picket starts its own Prometheus on
+# loopback when it needs one. A policy-rc.d that refuses every start, only while installing.
+POLICY=/usr/sbin/policy-rc.d
+if [ ! -e "$POLICY" ]; then
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$POLICY" >/dev/null
+    $SUDO chmod 755 "$POLICY"
+    trap '$SUDO rm -f "$POLICY"' EXIT
+fi
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+
 echo "install-deps: done"

@@ -1,0 +1,689 @@
+#!/usr/bin/env python3
+"""Offline checks of the deployment files in deploy/, with the real tools.
+
+- promtool check config deploy/prometheus.yml; its scrape target's port is the manager's
+  metrics port (metrics-listen in deploy/manager.yaml).
+- docker-compose config renders deploy/docker-compose.yml; the services, ports and volumes
+  are the expected ones and every bind-mounted file exists; Grafana's provisioning points
+  at the mounted dashboards and at the compose Prometheus.
+- kubectl kustomize renders deploy/k8s; the DaemonSet, StatefulSet, Services and ConfigMaps
+  agree with each other and with deploy/manager.yaml / deploy/sensor.yaml.
+- systemd-analyze verify accepts the units (ExecStart binaries replaced by stubs, since
+  they are not installed here); every flag they pass exists in sensor/main.cc or
+  manager/main.cc.
+- every key of deploy/sensor.yaml is read by the sensor and every key of deploy/manager.yaml
+  by the manager, so the examples cannot drift; with --build, picket-sensor loads
+  deploy/sensor.yaml and applies its rule variables.
+
+A check whose tool is not installed prints SKIP and passes; everything else is exact.
+
+Usage: deploy_files_test.py --source SOURCE_DIR [--build BUILD_DIR]
+"""
+import argparse
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import yaml
+
+SOURCE = None
+BUILD = None
+
+# The ports the brief and the docs promise; the files must agree with them and each other.
+MANAGER_GRPC_PORT = 7443
+MANAGER_METRICS_PORT = 9750
+SENSOR_METRICS_PORT = 9751
+PROMETHEUS_PORT = 9090
+GRAFANA_PORT = 3000
+
+# Maps in sensor.yaml whose keys are user-chosen names (rule variables): the sensor iterates
+# them instead of naming each key, so the check is that it reads the map.
+# map -> string literals that prove the sensor reads it (sensor/engine/sensor_config.cc).
+SENSOR_OPEN_MAPS = {
+    "vars.address-groups": ['"vars"', '"address-groups"'],
+    "vars.port-groups": ['"vars"', '"port-groups"'],
+}
+
+
+def path(*parts):
+    return os.path.join(SOURCE, *parts)
+
+
+def read(*parts):
+    with open(path(*parts)) as f:
+        return f.read()
+
+
+def load_yaml(*parts):
+    with open(path(*parts)) as f:
+        return yaml.safe_load(f)
+
+
+def run(args, timeout=60, cwd=None):
+    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+
+
+def skip(test, tool):
+    print("SKIP: %s: %s is not installed" % (test.id(), tool), flush=True)
+    test.skipTest(tool + " not installed")
+
+
+def port_of(hostport):
+    """'0.0.0.0:9750', '[::]:9750', ':9750' -> 9750."""
+    m = re.fullmatch(r"(?:\[[^\]]*\]|[^:\[\]]*):(\d+)", str(hostport))
+    assert m, "not HOST:PORT: %r" % (hostport,)
+    return int(m.group(1))
+
+
+def host_of(hostport):
+    return str(hostport).rsplit(":", 1)[0]
+
+
+def leaf_keys(node, prefix=""):
+    """Dotted paths of the scalar / list values of a YAML mapping."""
+    out = []
+    for k, v in node.items():
+        key = prefix + str(k)
+        if isinstance(v, dict) and v:
+            out.extend(leaf_keys(v, key + "."))
+        else:
+            out.append(key)
+    return out
+
+
+def sources(*dirs, exts=(".cc", ".h")):
+    text = []
+    for d in dirs:
+        for root, _, files in os.walk(path(d)):
+            for f in sorted(files):
+                if f.endswith(exts):
+                    with open(os.path.join(root, f)) as fh:
+                        text.append(fh.read())
+    return "\n".join(text)
+
+
+def cli_flags(main_cc):
+    """Every option and flag name a CLI11 main.cc declares ('-c', '--config', ...)."""
+    text = read(main_cc)
+    flags = set()
+    for m in re.finditer(r'add_(?:option|flag)\(\s*"([^"]+)"', text):
+        for name in m.group(1).split(","):
+            if name.startswith("-"):
+                flags.add(name)
+    return flags
+
+
+def flags_in(argv):
+    """The option names in an argument vector (values and $VARS are not options)."""
+    return [a.split("=", 1)[0] for a in argv if a.startswith("-")]
+
+
+def option_value(argv, flag):
+    values = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == flag]
+    assert len(values) == 1, "%s given %d times in %s" % (flag, len(values), argv)
+    return values[0]
+
+
+def manager_config():
+    return load_yaml("deploy", "manager.yaml")
+
+
+class ExampleConfigs(unittest.TestCase):
+    def test_k8s_copies_are_identical(self):
+        # kustomize cannot read files outside deploy/k8s: the copies must not drift.
+        for name in ("manager.yaml", "sensor.yaml"):
+            self.assertEqual(read("deploy", "k8s", "config", name), read("deploy", name),
+                             "deploy/k8s/config/%s differs from deploy/%s: copy it" % (name, name))
+
+    def test_every_sensor_key_is_read_by_the_sensor(self):
+        cfg = load_yaml("deploy", "sensor.yaml")
+        src = sources("sensor")
+        for open_map, evidence in SENSOR_OPEN_MAPS.items():
+            for lit in evidence:
+                self.assertIn(lit, src, "sensor no longer reads %s (%s)" % (open_map, lit))
+        keys = leaf_keys(cfg)
+        self.assertGreater(len(keys), 50)
+        unread = []
+        for key in keys:
+            if any(key.startswith(m + ".") for m in SENSOR_OPEN_MAPS):
+                continue
+            if '"%s"' % key not in src:
+                unread.append(key)
+        self.assertEqual(unread, [], "keys in deploy/sensor.yaml that sensor/ never reads")
+
+    def test_every_sensor_key_line_is_commented(self):
+        # A key is documented by a comment on its line or right above it; a section header
+        # (no value) by its children; rule variables by the block comment above vars.
+        lines = read("deploy", "sensor.yaml").split("\n")
+        prev = ""
+        bare = []
+        in_open_map = False
+        flow_depth = 0  # inside a {...} spanning lines: its keys are the line's above
+        for n, line in enumerate(lines, 1):
+            m = re.match(r"^(\s*)([A-Za-z0-9_.-]+):(.*)$", line)
+            if m and flow_depth == 0:
+                indent, key, rest = len(m.group(1)), m.group(2), m.group(3)
+                if indent <= 2:
+                    in_open_map = key in ("address-groups", "port-groups")
+                elif in_open_map:
+                    prev = line
+                    continue
+                documented = ("#" in rest or prev.strip().startswith("#")
+                              or rest.strip() == "")
+                if not documented:
+                    bare.append("%d: %s" % (n, line))
+            code = line.split(" #", 1)[0]
+            flow_depth += code.count("{") - code.count("}")
+            if line.strip():
+                prev = line
+        self.assertEqual(bare, [], "deploy/sensor.yaml keys without a comment")
+
+    def test_every_manager_key_is_read_by_the_manager(self):
+        src = sources("manager")
+        unread = ['%s' % k for k in leaf_keys(manager_config()) if '"%s"' % k not in src]
+        self.assertEqual(unread, [], "keys in deploy/manager.yaml that manager/ never reads")
+
+    def test_manager_config_values(self):
+        cfg = manager_config()
+        self.assertEqual(port_of(cfg["listen"]), MANAGER_GRPC_PORT)
+        self.assertEqual(port_of(cfg["metrics-listen"]), MANAGER_METRICS_PORT)
+        self.assertEqual(cfg["db"], "/var/lib/picket/manager.db")
+        self.assertIs(cfg["insecure"], False)
+        self.assertEqual(cfg["tls"], {"cert": "/etc/picket/pki/manager.crt",
+                                      "key": "/etc/picket/pki/manager.key",
+                                      "client-ca": "/etc/picket/pki/ca.crt"})
+
+    def test_sensor_loads_the_example(self):
+        sensor = os.path.join(BUILD, "sensor", "picket-sensor") if BUILD else None
+        if not sensor or not os.access(sensor, os.X_OK):
+            print("SKIP: %s: no built picket-sensor (give --build)" % self.id(), flush=True)
+            self.skipTest("no picket-sensor")
+        with tempfile.TemporaryDirectory(prefix="picket-deploy-") as tmp:
+            rules = os.path.join(tmp, "vars.rules")
+            with open(rules, "w") as f:
+                # Rules over the variables deploy/sensor.yaml sets: a quoting mistake there
+                # (an unquoted "!$HOME_NET" is a YAML tag) makes them skip.
+                f.write('alert tcp $EXTERNAL_NET any -> $HOME_NET $HTTP_PORTS '
+                        '(msg:"deploy vars"; content:"x"; sid:1;)\n'
+                        'alert udp $HOME_NET any -> $DNS_SERVERS 53 '
+                        '(msg:"deploy vars 2"; content:"y"; sid:2;)\n')
+            r = run([sensor, "-c", path("deploy", "sensor.yaml"), "-T", "-S", rules])
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("rules: 2 loaded, 0 skipped", r.stdout)
+
+
+class Prometheus(unittest.TestCase):
+    def test_promtool_accepts_the_config(self):
+        promtool = shutil.which("promtool")
+        if not promtool:
+            skip(self, "promtool")
+        r = run([promtool, "check", "config", path("deploy", "prometheus.yml")])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("SUCCESS", r.stdout + r.stderr)
+
+    def test_scrapes_the_manager_metrics_port(self):
+        prom = load_yaml("deploy", "prometheus.yml")
+        jobs = {j["job_name"]: j for j in prom["scrape_configs"]}
+        self.assertEqual(sorted(jobs), ["picket-manager"])
+        job = jobs["picket-manager"]
+        self.assertEqual(job["scrape_interval"], "15s")
+        self.assertEqual(job.get("metrics_path", "/metrics"), "/metrics")
+        targets = [t for sc in job["static_configs"] for t in sc["targets"]]
+        self.assertEqual(len(targets), 1)
+        self.assertEqual(port_of(targets[0]), port_of(manager_config()["metrics-listen"]))
+        # The host is the compose service that runs the manager.
+        compose = load_yaml("deploy", "docker-compose.yml")
+        self.assertIn(host_of(targets[0]), compose["services"])
+        # The example sensor job is there, commented out.
+        self.assertRegex(read("deploy", "prometheus.yml"),
+                         r"#\s*- job_name: picket-sensor[\s\S]*:%d" % SENSOR_METRICS_PORT)
+
+
+def compose_ports(service):
+    """[(host_ip, published, target)] from docker-compose config's two renderings."""
+    out = []
+    for p in service.get("ports", []):
+        if isinstance(p, dict):
+            out.append((p.get("host_ip", ""), int(p["published"]), int(p["target"])))
+            continue
+        spec = str(p).split("/")[0].split(":")
+        if len(spec) == 3:
+            out.append((spec[0], int(spec[1]), int(spec[2])))
+        elif len(spec) == 2:
+            out.append(("", int(spec[0]), int(spec[1])))
+        else:
+            out.append(("", int(spec[0]), int(spec[0])))
+    return out
+
+
+def compose_volumes(service):
+    """{container path: (source, read_only)}."""
+    out = {}
+    for v in service.get("volumes", []):
+        if isinstance(v, dict):
+            out[v["target"]] = (v.get("source", ""), bool(v.get("read_only")))
+            continue
+        parts = str(v).split(":")
+        mode = parts[2] if len(parts) > 2 else "rw"
+        out[parts[1]] = (parts[0], "ro" in mode.split(","))
+    return out
+
+
+class Compose(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tool = shutil.which("docker-compose")
+        cls.rendered = None
+        if cls.tool:
+            env = {k: v for k, v in os.environ.items()
+                   if not k.startswith(("PICKET_", "GRAFANA_", "COMPOSE_"))}
+            r = subprocess.run([cls.tool, "-f", path("deploy", "docker-compose.yml"), "config"],
+                               capture_output=True, text=True, timeout=60, env=env)
+            cls.result = r
+            if r.returncode == 0:
+                cls.rendered = yaml.safe_load(r.stdout)
+
+    def setUp(self):
+        if not self.tool:
+            skip(self, "docker-compose")
+        self.assertEqual(self.result.returncode, 0, self.result.stdout + self.result.stderr)
+
+    def test_services(self):
+        self.assertEqual(sorted(self.rendered["services"]), ["grafana", "manager", "prometheus"])
+
+    def test_manager(self):
+        m = self.rendered["services"]["manager"]
+        self.assertEqual(m["image"], "picket:latest")
+        self.assertEqual(m["command"], ["picket-manager", "-c", "/etc/picket/manager.yaml"])
+        self.assertEqual(set(flags_in(m["command"][1:])) - cli_flags("manager/main.cc"), set())
+        published = {(t, p) for _, p, t in compose_ports(m)}
+        cfg = manager_config()
+        self.assertEqual(published, {(port_of(cfg["listen"]),) * 2,
+                                     (port_of(cfg["metrics-listen"]),) * 2})
+        vols = compose_volumes(m)
+        # The SQLite directory is a named volume, not the container's layer.
+        db_dir = os.path.dirname(cfg["db"])
+        self.assertIn(db_dir, vols)
+        self.assertIn(vols[db_dir][0], self.rendered["volumes"])
+        self.assertEqual(vols["/etc/picket/manager.yaml"],
+                         (path("deploy", "manager.yaml"), True))
+        self.assertIn(os.path.dirname(cfg["tls"]["cert"]), vols)
+        self.assertIn(cfg["admin-token-file"], vols)
+        self.assertEqual(m["build"]["context"], SOURCE)
+        self.assertTrue(os.path.isfile(os.path.join(SOURCE, m["build"]["dockerfile"])))
+
+    def test_prometheus(self):
+        p = self.rendered["services"]["prometheus"]
+        self.assertRegex(p["image"], r"^prom/prometheus:v2\.")
+        vols = compose_volumes(p)
+        self.assertEqual(vols["/etc/prometheus/prometheus.yml"],
+                         (path("deploy", "prometheus.yml"), True))
+        self.assertIn("--config.file=/etc/prometheus/prometheus.yml", p["command"])
+        self.assertIn("--web.listen-address=0.0.0.0:%d" % PROMETHEUS_PORT, p["command"])
+        self.assertEqual([(t, pub) for _, pub, t in compose_ports(p)],
+                         [(PROMETHEUS_PORT, PROMETHEUS_PORT)])
+
+    def test_grafana_and_its_provisioning(self):
+        g = self.rendered["services"]["grafana"]
+        self.assertRegex(g["image"], r"^grafana/grafana:10\.")
+        self.assertEqual([(t, pub) for _, pub, t in compose_ports(g)],
+                         [(GRAFANA_PORT, GRAFANA_PORT)])
+        vols = compose_volumes(g)
+        prov = path("deploy", "grafana", "provisioning")
+        self.assertEqual(vols["/etc/grafana/provisioning/datasources"],
+                         (os.path.join(prov, "datasources"), True))
+        self.assertEqual(vols["/etc/grafana/provisioning/dashboards"],
+                         (os.path.join(prov, "dashboards"), True))
+        # The dashboard provider reads the directory where dashboards/ is mounted.
+        providers = load_yaml("deploy", "grafana", "provisioning", "dashboards",
+                              "picket.yml")["providers"]
+        self.assertEqual(len(providers), 1)
+        dash_dir = providers[0]["options"]["path"]
+        self.assertEqual(vols[dash_dir], (path("dashboards"), True))
+        self.assertEqual(providers[0]["type"], "file")
+        # The home dashboard is one of those files.
+        home = g["environment"]["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"]
+        self.assertEqual(os.path.dirname(home), dash_dir)
+        self.assertTrue(os.path.isfile(path("dashboards", os.path.basename(home))), home)
+        # The data source is the compose Prometheus, the default one (the dashboards pick
+        # their data source with a variable whose default is the default data source).
+        ds = load_yaml("deploy", "grafana", "provisioning", "datasources",
+                       "picket.yml")["datasources"]
+        self.assertEqual(len(ds), 1)
+        self.assertEqual(ds[0]["type"], "prometheus")
+        self.assertIs(ds[0]["isDefault"], True)
+        self.assertEqual(ds[0]["url"], "http://prometheus:%d" % PROMETHEUS_PORT)
+
+    def test_bind_mounts_exist(self):
+        for name, svc in self.rendered["services"].items():
+            for source, _ in compose_volumes(svc).values():
+                if source.startswith(SOURCE + os.sep):
+                    self.assertTrue(os.path.exists(source), "%s: %s" % (name, source))
+
+
+class Kustomize(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tool = shutil.which("kubectl")
+        cls.objs = None
+        if cls.tool:
+            r = run([cls.tool, "kustomize", path("deploy", "k8s")], timeout=120)
+            cls.result = r
+            if r.returncode == 0:
+                cls.objs = [o for o in yaml.safe_load_all(r.stdout) if o]
+
+    def setUp(self):
+        if not self.tool:
+            skip(self, "kubectl")
+        self.assertEqual(self.result.returncode, 0, self.result.stdout + self.result.stderr)
+
+    def one(self, kind, name=None):
+        found = [o for o in self.objs if o["kind"] == kind
+                 and (name is None or o["metadata"]["name"] == name)]
+        self.assertEqual(len(found), 1, "%s %s: %d objects" % (kind, name, len(found)))
+        return found[0]
+
+    def configmap(self, generated_name):
+        return self.one("ConfigMap", generated_name)
+
+    def pod_configmap(self, pod_spec, volume):
+        vol = [v for v in pod_spec["volumes"] if v["name"] == volume]
+        self.assertEqual(len(vol), 1)
+        return self.configmap(vol[0]["configMap"]["name"])
+
+    def mounted_config(self, pod_spec, container, file_name):
+        """The YAML document mounted at /etc/picket/FILE, from the rendered ConfigMap."""
+        mounts = [m for m in container["volumeMounts"]
+                  if m["mountPath"] == "/etc/picket/" + file_name]
+        self.assertEqual(len(mounts), 1)
+        self.assertEqual(mounts[0]["subPath"], file_name)
+        cm = self.pod_configmap(pod_spec, mounts[0]["name"])
+        text = cm["data"][file_name]
+        self.assertEqual(text, read("deploy", file_name))
+        return yaml.safe_load(text)
+
+    def test_namespace(self):
+        ns = self.one("Namespace")
+        self.assertEqual(ns["metadata"]["name"], "picket")
+        for o in self.objs:
+            if o["kind"] != "Namespace":
+                self.assertEqual(o["metadata"].get("namespace"), "picket",
+                                 "%s %s" % (o["kind"], o["metadata"]["name"]))
+
+    def test_manager_statefulset(self):
+        sts = self.one("StatefulSet", "picket-manager")
+        self.assertEqual(sts["spec"]["replicas"], 1)
+        spec = sts["spec"]["template"]["spec"]
+        self.assertEqual(len(spec["containers"]), 1)
+        c = spec["containers"][0]
+        self.assertEqual(c["image"], "picket:latest")
+        argv = c["command"] + c["args"]
+        self.assertEqual(argv[0], "picket-manager")
+        self.assertEqual(set(flags_in(argv[1:])) - cli_flags("manager/main.cc"), set())
+        self.assertEqual(option_value(argv, "-c"), "/etc/picket/manager.yaml")
+        cfg = self.mounted_config(spec, c, "manager.yaml")
+        ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+        self.assertEqual(ports, {"grpc": port_of(cfg["listen"]),
+                                 "metrics": port_of(cfg["metrics-listen"])})
+        # The volume claim is mounted at the database's directory.
+        claims = [t["metadata"]["name"] for t in sts["spec"]["volumeClaimTemplates"]]
+        mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+        db_dir = os.path.dirname(cfg["db"])
+        self.assertIn(db_dir, mounts)
+        self.assertIn(mounts[db_dir], claims)
+        # The TLS files and the admin token are where manager.yaml says.
+        pki_dir = os.path.dirname(cfg["tls"]["cert"])
+        self.assertIn(pki_dir, mounts)
+        self.assertEqual(os.path.dirname(cfg["tls"]["key"]), pki_dir)
+        self.assertEqual(os.path.dirname(cfg["tls"]["client-ca"]), pki_dir)
+        pki = [v for v in spec["volumes"] if v["name"] == mounts[pki_dir]]
+        self.assertEqual(pki[0]["secret"]["secretName"], "picket-manager-pki")
+        self.assertIn(cfg["admin-token-file"], mounts)
+        # The service the pods are governed by exists.
+        self.one("Service", sts["spec"]["serviceName"])
+
+    def test_manager_service_matches_manager_yaml(self):
+        sts = self.one("StatefulSet", "picket-manager")
+        spec = sts["spec"]["template"]["spec"]
+        cfg = self.mounted_config(spec, spec["containers"][0], "manager.yaml")
+        svc = self.one("Service", "picket-manager")
+        ports = {p["name"]: (p["port"], p["targetPort"]) for p in svc["spec"]["ports"]}
+        self.assertEqual(ports, {"grpc": (port_of(cfg["listen"]), "grpc"),
+                                 "metrics": (port_of(cfg["metrics-listen"]), "metrics")})
+        self.assertEqual(ports["grpc"][0], MANAGER_GRPC_PORT)
+        self.assertEqual(ports["metrics"][0], MANAGER_METRICS_PORT)
+        ann = svc["metadata"]["annotations"]
+        self.assertEqual(ann["prometheus.io/scrape"], "true")
+        self.assertEqual(int(ann["prometheus.io/port"]), port_of(cfg["metrics-listen"]))
+        pod_labels = sts["spec"]["template"]["metadata"]["labels"]
+        for k, v in svc["spec"]["selector"].items():
+            self.assertEqual(pod_labels.get(k), v)
+
+    def test_sensor_daemonset(self):
+        ds = self.one("DaemonSet", "picket-sensor")
+        spec = ds["spec"]["template"]["spec"]
+        self.assertIs(spec["hostNetwork"], True)
+        self.assertEqual(spec["dnsPolicy"], "ClusterFirstWithHostNet")
+        self.assertIn({"operator": "Exists"}, spec["tolerations"])
+        self.assertEqual(len(spec["containers"]), 1)
+        c = spec["containers"][0]
+        self.assertEqual(c["image"], "picket:latest")
+        caps = c["securityContext"]["capabilities"]
+        self.assertLessEqual({"NET_RAW", "NET_ADMIN"}, set(caps["add"]))
+        self.assertEqual(set(caps["add"]) - {"NET_RAW", "NET_ADMIN", "IPC_LOCK"}, set())
+        self.assertIs(c["securityContext"].get("privileged", False), False)
+
+        argv = c["command"] + c["args"]
+        self.assertEqual(argv[0], "picket-sensor")
+        self.assertEqual(set(flags_in(argv[1:])) - cli_flags("sensor/main.cc"), set())
+        self.assertEqual(option_value(argv, "-c"), "/etc/picket/sensor.yaml")
+        self.assertEqual(option_value(argv, "--capture"), "afpacket")
+        self.mounted_config(spec, c, "sensor.yaml")
+
+        # The manager address is the Service's DNS name and gRPC port.
+        svc = self.one("Service", "picket-manager")
+        grpc = [p["port"] for p in svc["spec"]["ports"] if p["name"] == "grpc"]
+        manager = option_value(argv, "--manager")
+        self.assertEqual(port_of(manager), MANAGER_GRPC_PORT)
+        self.assertEqual(grpc, [port_of(manager)])
+        self.assertEqual(host_of(manager), "%s.%s.svc" % (svc["metadata"]["name"],
+                                                         svc["metadata"]["namespace"]))
+
+        # Metrics: the listen port is the host port the pod exposes and annotates.
+        metrics = port_of(option_value(argv, "--metrics-listen"))
+        self.assertEqual(metrics, SENSOR_METRICS_PORT)
+        self.assertEqual([(p["containerPort"], p["hostPort"]) for p in c["ports"]],
+                         [(metrics, metrics)])
+        ann = ds["spec"]["template"]["metadata"]["annotations"]
+        self.assertEqual(int(ann["prometheus.io/port"]), metrics)
+
+        # Every $(VAR) in the args is defined in env, from an existing ConfigMap key or the
+        # downward API, so that Kubernetes expands it.
+        env = {e["name"]: e for e in c["env"]}
+        used = set(re.findall(r"\$\((\w+)\)", " ".join(c["args"])))
+        self.assertEqual(used - set(env), set())
+        self.assertEqual(env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"], "spec.nodeName")
+        for e in env.values():
+            ref = e.get("valueFrom", {}).get("configMapKeyRef")
+            if ref:
+                self.assertNotEqual(self.configmap(ref["name"])["data"].get(ref["key"], ""), "",
+                                    "%s: empty %s/%s" % (e["name"], ref["name"], ref["key"]))
+
+        # TLS files come from the sensor Secret, named after the node.
+        mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+        pki_dir = os.path.dirname(option_value(argv, "--ca"))
+        self.assertEqual(option_value(argv, "--tls-cert"), pki_dir + "/$(NODE_NAME).crt")
+        self.assertEqual(option_value(argv, "--tls-key"), pki_dir + "/$(NODE_NAME).key")
+        self.assertEqual(option_value(argv, "--name"), "$(NODE_NAME)")
+        pki = [v for v in spec["volumes"] if v["name"] == mounts[pki_dir]]
+        self.assertEqual(pki[0]["secret"]["secretName"], "picket-sensor-pki")
+        # State and logs survive the pod: host paths.
+        for flag in ("--state-dir", "-l"):
+            d = option_value(argv, flag)
+            vol = [v for v in spec["volumes"] if v["name"] == mounts[d]][0]
+            self.assertIn("hostPath", vol, flag)
+
+
+def unit_sections(text):
+    """{section: [(key, value)]} of a systemd unit, continuation lines joined."""
+    sections = {}
+    cur = None
+    logical = []
+    buf = ""
+    for line in text.split("\n"):
+        if buf:
+            buf += " " + line.strip()
+        else:
+            buf = line.strip()
+        if buf.endswith("\\"):
+            buf = buf[:-1].rstrip()
+            continue
+        logical.append(buf)
+        buf = ""
+    for line in logical:
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("["):
+            cur = line.strip("[]")
+            sections.setdefault(cur, [])
+            continue
+        assert cur is not None, "key outside a section: " + line
+        key, _, value = line.partition("=")
+        sections[cur].append((key.strip(), value.strip()))
+    return sections
+
+
+def unit_values(sections, section, key):
+    return [v for k, v in sections.get(section, []) if k == key]
+
+
+class Systemd(unittest.TestCase):
+    UNITS = {
+        "picket-manager.service": ("picket-manager", "manager/main.cc"),
+        "picket-sensor@.service": ("picket-sensor", "sensor/main.cc"),
+    }
+
+    def test_structure_and_flags(self):
+        for unit, (binary, main_cc) in self.UNITS.items():
+            s = unit_sections(read("deploy", "systemd", unit))
+            self.assertEqual(sorted(s), ["Install", "Service", "Unit"], unit)
+            self.assertEqual(unit_values(s, "Install", "WantedBy"), ["multi-user.target"], unit)
+            self.assertEqual(unit_values(s, "Service", "User"), ["picket"], unit)
+            self.assertEqual(unit_values(s, "Service", "RestartPreventExitStatus"), ["2"], unit)
+            execs = unit_values(s, "Service", "ExecStart")
+            self.assertEqual(len(execs), 1, unit)
+            argv = shlex.split(execs[0])
+            self.assertEqual(argv[0], "/usr/local/bin/" + binary, unit)
+            flags = cli_flags(main_cc)
+            self.assertEqual(set(flags_in(argv[1:])) - flags, set(), unit)
+            self.assertTrue(option_value(argv, "-c").startswith("/etc/picket/"), unit)
+
+    def test_manager_unit(self):
+        s = unit_sections(read("deploy", "systemd", "picket-manager.service"))
+        argv = shlex.split(unit_values(s, "Service", "ExecStart")[0])
+        self.assertEqual(argv[1:], ["-c", "/etc/picket/manager.yaml"])
+        # StateDirectory=picket is /var/lib/picket: the database's directory.
+        self.assertEqual(unit_values(s, "Service", "StateDirectory"), ["picket"])
+        self.assertEqual(os.path.dirname(manager_config()["db"]), "/var/lib/picket")
+
+    def test_sensor_unit(self):
+        s = unit_sections(read("deploy", "systemd", "picket-sensor@.service"))
+        argv = shlex.split(unit_values(s, "Service", "ExecStart")[0])
+        self.assertEqual(option_value(argv, "-c"), "/etc/picket/sensor.yaml")
+        self.assertEqual(option_value(argv, "-i"), "%I")
+        self.assertEqual(option_value(argv, "--capture"), "afpacket")
+        self.assertEqual(option_value(argv, "--state-dir"), "/var/lib/picket/sensor-%I")
+        self.assertEqual(unit_values(s, "Service", "StateDirectory"), ["picket/sensor-%I"])
+        self.assertEqual(option_value(argv, "-l"), "/var/log/picket/%I")
+        self.assertEqual(unit_values(s, "Service", "LogsDirectory"), ["picket/%I"])
+        caps = set(unit_values(s, "Service", "AmbientCapabilities")[0].split())
+        self.assertLessEqual({"CAP_NET_RAW", "CAP_NET_ADMIN"}, caps)
+        self.assertEqual(set(unit_values(s, "Service", "CapabilityBoundingSet")[0].split()), caps)
+        # Every ${VAR} of ExecStart has a default in the unit.
+        defaults = {v.split("=", 1)[0] for v in unit_values(s, "Service", "Environment")}
+        used = set(re.findall(r"\$\{?(\w+)\}?", unit_values(s, "Service", "ExecStart")[0]))
+        self.assertEqual(used - defaults, set())
+        self.assertEqual(port_of(dict(v.split("=", 1) for v in unit_values(
+            s, "Service", "Environment"))["PICKET_MANAGER"]), MANAGER_GRPC_PORT)
+
+    def test_sensor_env_example(self):
+        env = {}
+        for line in read("deploy", "systemd", "picket-sensor.env").split("\n"):
+            line = line.strip()
+            if line and not line.startswith("#"):
+                k, _, v = line.partition("=")
+                env[k] = v
+        self.assertEqual(port_of(env["PICKET_MANAGER"]), MANAGER_GRPC_PORT)
+        args = shlex.split(env["PICKET_SENSOR_ARGS"])
+        self.assertEqual(set(flags_in(args)) - cli_flags("sensor/main.cc"), set())
+        self.assertEqual(port_of(option_value(args, "--metrics-listen")), SENSOR_METRICS_PORT)
+
+    def test_systemd_analyze_verify(self):
+        tool = shutil.which("systemd-analyze")
+        if not tool:
+            skip(self, "systemd-analyze")
+        with tempfile.TemporaryDirectory(prefix="picket-units-") as tmp:
+            # The binaries are not installed here: point ExecStart at executable stubs so that
+            # verify checks everything else.
+            bindir = os.path.join(tmp, "bin")
+            os.mkdir(bindir)
+            for binary, _ in self.UNITS.values():
+                stub = os.path.join(bindir, binary)
+                with open(stub, "w") as f:
+                    f.write("#!/bin/sh\nexit 0\n")
+                os.chmod(stub, 0o755)
+            for unit in self.UNITS:
+                text = read("deploy", "systemd", unit).replace("/usr/local/bin/", bindir + "/")
+                with open(os.path.join(tmp, unit), "w") as f:
+                    f.write(text)
+            for unit in ("picket-manager.service", "picket-sensor@eth0.service"):
+                r = run([tool, "verify", os.path.join(tmp, unit)], cwd=tmp)
+                out = r.stdout + r.stderr
+                self.assertEqual(r.returncode, 0, out)
+                # verify only warns about unknown keys and bad values: any line naming our
+                # unit files is a finding.
+                ours = [l for l in out.split("\n") if "picket-" in l]
+                self.assertEqual(ours, [], unit)
+
+
+class Dockerfile(unittest.TestCase):
+    def test_sanity(self):
+        # It cannot be built here (no Docker engine): check what can be checked offline.
+        text = read("deploy", "Dockerfile")
+        stages = re.findall(r"^FROM\s+(\S+)", text, re.M)
+        self.assertEqual(stages, ["debian:12", "debian:12"])
+        self.assertNotRegex(text, r"\b(curl|wget|pip|npm|go get|git clone)\b")
+        self.assertIn("COPY deploy/manager.yaml deploy/sensor.yaml /etc/picket/", text)
+        # Every package it installs exists in Debian 12's lists when apt-cache knows them.
+        cmd = re.search(r'^CMD (\[.*\])$', text, re.M).group(1)
+        self.assertEqual(yaml.safe_load(cmd), ["picket-manager", "-c", "/etc/picket/manager.yaml"])
+        pkgs = re.search(r"apt-get install -y --no-install-recommends \\\n([\s\S]*?)&&", text)
+        names = pkgs.group(1).replace("\\", " ").split()
+        apt_cache = shutil.which("apt-cache")
+        if not apt_cache:
+            print("SKIP: %s: apt-cache is not installed (package names)" % self.id())
+            return
+        r = run([apt_cache, "policy"] + names)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        known = set(re.findall(r"^(\S+):$", r.stdout, re.M))
+        self.assertEqual(set(names) - known, set(), "packages apt-cache does not know")
+
+
+def main():
+    global SOURCE, BUILD
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--source", required=True, help="repository root")
+    ap.add_argument("--build", help="build directory (for the picket-sensor load check)")
+    args, rest = ap.parse_known_args()
+    SOURCE = os.path.abspath(args.source)
+    BUILD = os.path.abspath(args.build) if args.build else None
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+
+
+if __name__ == "__main__":
+    main()
