@@ -596,6 +596,7 @@ absl::StatusOr<int64_t> previous_version_in(Conn& c, int64_t sid, std::string_vi
 struct WriteOp {
     std::function<absl::Status(Conn&)> run;
     std::function<void(const absl::Status&)> done;
+    std::chrono::steady_clock::time_point enqueued{};  // set by enqueue(): op latency
 };
 
 }  // namespace
@@ -670,6 +671,9 @@ public:
     }
 
     void enqueue(WriteOp op) {
+        if (opt_.observe_op) {
+            op.enqueued = std::chrono::steady_clock::now();
+        }
         {
             std::lock_guard lock(mu_);
             queue_.push_back(std::move(op));
@@ -768,25 +772,21 @@ private:
                     queue_.pop_front();
                 }
             }
-            int64_t txns = run_batch(batch);
-            {
-                std::lock_guard lock(mu_);
-                stats_.ops += static_cast<int64_t>(batch.size());
-                stats_.transactions += txns;
-            }
+            run_batch(batch);
             batch.clear();
         }
     }
 
     // Each op runs inside its own savepoint so a failing op (a NOT_FOUND, a bad transition)
     // leaves the rest of the batch intact. Results are handed out only after COMMIT.
-    int64_t run_batch(std::vector<WriteOp>& batch) {
+    void run_batch(std::vector<WriteOp>& batch) {
         Conn& c = *writer_;
         std::vector<absl::Status> results(batch.size());
         int64_t txns = 0;
         size_t i = 0;
         while (i < batch.size()) {
             size_t first = i;
+            auto txn_start = std::chrono::steady_clock::now();
             absl::Status st = c.exec("BEGIN IMMEDIATE");
             if (!st.ok()) {
                 c.metric_ids.clear();
@@ -839,13 +839,30 @@ private:
                     }
                 }
             }
+            if (opt_.observe_txn) {
+                opt_.observe_txn(
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - txn_start)
+                        .count());
+            }
+        }
+        {
+            // Counted before anyone is told: a caller that reads writer_stats() after its
+            // write returned must see that write counted.
+            std::lock_guard lock(mu_);
+            stats_.ops += static_cast<int64_t>(batch.size());
+            stats_.transactions += txns;
+        }
+        if (opt_.observe_op) {
+            auto now = std::chrono::steady_clock::now();
+            for (const WriteOp& op : batch) {
+                opt_.observe_op(std::chrono::duration<double>(now - op.enqueued).count());
+            }
         }
         for (size_t j = 0; j < batch.size(); ++j) {
             if (batch[j].done) {
                 batch[j].done(results[j]);
             }
         }
-        return txns;
     }
 
     std::string path_;
@@ -1468,6 +1485,32 @@ BundleInfo bundle_from_row(const Stmt& s) {
     return b;
 }
 }  // namespace
+
+absl::StatusOr<Store::FleetSummary> Store::fleet_summary() {
+    return impl_->read([](Conn& c) -> absl::StatusOr<FleetSummary> {
+        FleetSummary f;
+        {
+            ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT kind, count(*), max(created_at) FROM "
+                                               "deployments GROUP BY kind"));
+            for (;;) {
+                ASSIGN_OR_RETURN(bool row, s.step());
+                if (!row) {
+                    break;
+                }
+                (s.text(0) == "rollback" ? f.rollbacks : f.deploys) = s.i64(1);
+                f.last_deployment_at = std::max(f.last_deployment_at, s.i64(2));
+            }
+        }
+        ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT coalesce(max(version), 0), count(*) FROM "
+                                           "bundles"));
+        ASSIGN_OR_RETURN(bool row, s.step());
+        if (row) {
+            f.latest_bundle_version = s.i64(0);
+            f.bundles = s.i64(1);
+        }
+        return f;
+    });
+}
 
 absl::StatusOr<std::vector<BundleInfo>> Store::list_bundles() {
     return impl_->read([](Conn& c) -> absl::StatusOr<std::vector<BundleInfo>> {

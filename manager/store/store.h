@@ -236,6 +236,10 @@ struct StoreOptions {
     bool reset_connections = true;  // mark every sensor disconnected at Open
     int max_schema_version = 0;     // tests only: stop migrating at this version (0 = latest)
     int64_t max_page_count = 0;     // caps the file size in pages (quota; 0 = SQLite default)
+    // Latency observers (the manager's Prometheus histograms), called on the writer thread:
+    // seconds from a write's enqueue to its commit, and of each transaction (BEGIN to COMMIT).
+    std::function<void(double)> observe_op;
+    std::function<void(double)> observe_txn;
 };
 
 class Store {
@@ -320,6 +324,16 @@ public:
                                                int64_t before_id = 0);
     // PRAGMA integrity_check on a read connection: OK or DATA_LOSS with its report.
     absl::Status integrity_check();
+
+    // Counts for the metrics exporter, in one read.
+    struct FleetSummary {
+        int64_t deploys = 0;                // deployments of kind deploy
+        int64_t rollbacks = 0;              // of kind rollback (manual and automatic)
+        int64_t last_deployment_at = 0;     // created_at of the newest deployment, 0 = none
+        int64_t latest_bundle_version = 0;  // 0 = no bundle pushed
+        int64_t bundles = 0;
+    };
+    absl::StatusOr<FleetSummary> fleet_summary();
 
     struct WriterStats {
         int64_t ops = 0;
