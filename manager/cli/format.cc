@@ -124,6 +124,15 @@ json target_json(const v1::DeploymentTarget& t) {
                 {"compile_ms", t.compile_ms()}};
 }
 
+// "10.0.0.1:1234", "[2001:db8::1]:443"; the bare address when `with_port` is false.
+std::string endpoint_text(const std::string& ip, uint32_t port, bool with_port) {
+    if (!with_port) {
+        return or_dash(ip);
+    }
+    const bool v6 = ip.find(':') != std::string::npos;
+    return (v6 ? "[" + ip + "]" : or_dash(ip)) + ":" + std::to_string(port);
+}
+
 std::string first_line(const std::string& s) {
     size_t nl = s.find('\n');
     return nl == std::string::npos ? s : s.substr(0, nl) + " ...";
@@ -203,6 +212,17 @@ std::string_view change_kind_name(v1::ChangeKind kind) {
             return "removed";
         case v1::CHANGE_KIND_CHANGED:
             return "changed";
+        default:
+            return "unspecified";
+    }
+}
+
+std::string_view alert_action_name(v1::AlertAction action) {
+    switch (action) {
+        case v1::ALERT_ACTION_ALLOWED:
+            return "allowed";
+        case v1::ALERT_ACTION_BLOCKED:
+            return "blocked";
         default:
             return "unspecified";
     }
@@ -654,6 +674,51 @@ std::string history_text(const v1::HistoryResponse& response) {
                runs) +
            "\nDeployments\n" +
            render_table({"ID", "KIND", "VERSION", "SELECTOR", "STATE", "APPLIED", "CREATED"}, deps);
+}
+
+json alerts_json(const v1::ListAlertsResponse& response) {
+    json alerts = json::array();
+    for (const v1::AlertEntry& e : response.alerts()) {
+        const v1::Alert& a = e.alert();
+        alerts.push_back(json{{"sensor", e.sensor()},
+                              {"time", time_json(a.timestamp())},
+                              {"timestamp", a.timestamp()},
+                              {"gid", a.gid()},
+                              {"sid", a.sid()},
+                              {"rev", a.rev()},
+                              {"msg", a.msg()},
+                              {"src_ip", a.src_ip()},
+                              {"src_port", a.src_port()},
+                              {"dst_ip", a.dst_ip()},
+                              {"dst_port", a.dst_port()},
+                              {"proto", a.proto()},
+                              {"action", alert_action_name(a.action())},
+                              {"severity", a.severity()},
+                              {"bundle_version", a.bundle_version()}});
+    }
+    return json{{"alerts", alerts},
+                {"total_received", response.total_received()},
+                {"dropped_by_sensors", response.dropped_by_sensors()}};
+}
+
+std::string alerts_text(const v1::ListAlertsResponse& response) {
+    std::vector<std::vector<std::string>> rows;
+    for (const v1::AlertEntry& e : response.alerts()) {
+        const v1::Alert& a = e.alert();
+        // Both ports 0 = a protocol without ports (ICMP): print the bare addresses.
+        const bool ports = a.src_port() != 0 || a.dst_port() != 0;
+        rows.push_back({format_time(a.timestamp()), e.sensor(),
+                        std::to_string(a.sid()) + ":" + std::to_string(a.rev()),
+                        std::string(alert_action_name(a.action())), or_dash(a.proto()),
+                        endpoint_text(a.src_ip(), a.src_port(), ports) + " -> " +
+                            endpoint_text(a.dst_ip(), a.dst_port(), ports),
+                        first_line(a.msg())});
+    }
+    return render_table({"TIME", "SENSOR", "SID:REV", "ACTION", "PROTO", "SRC -> DST", "MSG"},
+                        rows) +
+           "\n" + std::to_string(response.alerts_size()) + " shown; " +
+           std::to_string(response.total_received()) + " received since the manager started, " +
+           std::to_string(response.dropped_by_sensors()) + " dropped by sensors\n";
 }
 
 }  // namespace picket::manager::cli

@@ -552,6 +552,39 @@ int run(int argc, const char* const argv[], std::ostream& out, std::ostream& err
         return kExitOk;
     });
 
+    // ---- alerts [--sensor NAME] [--sid N] [--limit N]
+    std::string alerts_sensor;
+    uint32_t alerts_sid = 0;
+    uint32_t alerts_limit = 0;
+    auto* alerts =
+        app.add_subcommand("alerts", "Recent alerts the manager holds in memory, newest first");
+    alerts->add_option("--sensor", alerts_sensor, "Only this sensor");
+    alerts->add_option("--sid", alerts_sid, "Only this rule sid")->check(positive);
+    // The manager's ring holds at most 1,000,000 alerts (--alert-ring-size).
+    alerts->add_option("--limit", alerts_limit, "At most N (default: manager's, 20)")
+        ->check(CLI::Range(1, 1000000));
+    leaf(alerts, [&] {
+        Command cmd("alerts", g, out, err);
+        if (!alerts_sensor.empty()) {
+            if (absl::Status st = store::validate_sensor_name(alerts_sensor); !st.ok()) {
+                return cmd.usage(st);
+            }
+        }
+        if (auto rc = cmd.connect()) {
+            return *rc;
+        }
+        v1::ListAlertsRequest req;
+        req.set_sensor(alerts_sensor);
+        req.set_sid(alerts_sid);
+        req.set_limit(alerts_limit);
+        v1::ListAlertsResponse resp;
+        if (absl::Status st = cmd.call(&Stub::ListAlerts, req, &resp); !st.ok()) {
+            return cmd.fail(st);
+        }
+        cmd.json_output() ? cmd.print(alerts_json(resp)) : cmd.print(alerts_text(resp));
+        return kExitOk;
+    });
+
     // ---- deployment show ID
     auto* deployment = app.add_subcommand("deployment", "One deployment");
     deployment->require_subcommand(1);

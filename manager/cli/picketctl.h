@@ -67,6 +67,7 @@ std::string_view deployment_state_name(picket::v1::DeploymentState state);
 std::string_view deployment_kind_name(picket::v1::DeploymentKind kind);
 std::string_view capture_mode_name(picket::v1::CaptureMode mode);
 std::string_view change_kind_name(picket::v1::ChangeKind kind);
+std::string_view alert_action_name(picket::v1::AlertAction action);  // "allowed", "blocked"
 // RFC 3339 UTC with seconds ("2026-11-29T23:56:05Z"); "-" for 0.
 std::string format_time(int64_t unix_ns);
 // "et-open@42", "-" for version 0.
@@ -117,5 +118,12 @@ std::string deployment_text(const picket::v1::Deployment& deployment);
 
 nlohmann::json history_json(const picket::v1::HistoryResponse& response);
 std::string history_text(const picket::v1::HistoryResponse& response);
+
+// {"alerts": [{"sensor", "time", "timestamp" (Unix ns), "gid", "sid", "rev", "msg", "src_ip",
+// "src_port", "dst_ip", "dst_port", "proto", "action", "severity", "bundle_version"}],
+// "total_received", "dropped_by_sensors"}
+nlohmann::json alerts_json(const picket::v1::ListAlertsResponse& response);
+// Table (newest first as received), then one line with the manager's totals.
+std::string alerts_text(const picket::v1::ListAlertsResponse& response);
 
 }  // namespace picket::manager::cli

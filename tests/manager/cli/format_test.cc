@@ -87,6 +87,8 @@ TEST(FormatValues, EnumNames) {
     EXPECT_EQ(deployment_kind_name(v1::DEPLOYMENT_KIND_AUTO_ROLLBACK), "auto_rollback");
     EXPECT_EQ(capture_mode_name(v1::CAPTURE_MODE_AF_PACKET), "af_packet");
     EXPECT_EQ(change_kind_name(v1::CHANGE_KIND_CHANGED), "changed");
+    EXPECT_EQ(alert_action_name(v1::ALERT_ACTION_BLOCKED), "blocked");
+    EXPECT_EQ(alert_action_name(v1::ALERT_ACTION_UNSPECIFIED), "unspecified");
 }
 
 TEST(Sensors, Table) {
@@ -280,6 +282,110 @@ TEST(History, TextAndJson) {
     EXPECT_EQ(doc["runs"][0]["version"], 42);
     EXPECT_EQ(doc["runs"][0]["ended_at"], nullptr);
     EXPECT_EQ(doc["deployments"][0]["deployment"], "7");
+}
+
+v1::ListAlertsResponse two_alerts() {
+    v1::ListAlertsResponse r;
+    v1::AlertEntry* e1 = r.add_alerts();
+    e1->set_sensor("edge1");
+    v1::Alert* a = e1->mutable_alert();
+    a->set_timestamp(kT0 + 123456789);
+    a->set_gid(1);
+    a->set_sid(2100498);
+    a->set_rev(7);
+    a->set_msg("GPL ATTACK_RESPONSE id check returned root");
+    a->set_src_ip("10.0.0.5");
+    a->set_src_port(80);
+    a->set_dst_ip("192.168.1.20");
+    a->set_dst_port(51544);
+    a->set_proto("TCP");
+    a->set_action(v1::ALERT_ACTION_BLOCKED);
+    a->set_severity(1);
+    a->set_bundle_version(42);
+    v1::AlertEntry* e2 = r.add_alerts();
+    e2->set_sensor("s2");
+    v1::Alert* b = e2->mutable_alert();
+    b->set_timestamp(kT0 - 61'000'000'000);
+    b->set_gid(1);
+    b->set_sid(9000001);
+    b->set_rev(1);
+    b->set_msg("local ping");
+    b->set_src_ip("2001:db8::1");
+    b->set_dst_ip("2001:db8::2");
+    b->set_proto("IPV6-ICMP");
+    b->set_action(v1::ALERT_ACTION_ALLOWED);
+    r.set_total_received(1234);
+    r.set_dropped_by_sensors(5);
+    return r;
+}
+
+TEST(Alerts, Table) {
+    EXPECT_EQ(alerts_text(two_alerts()),
+              "TIME                  SENSOR  SID:REV    ACTION   PROTO      SRC -> DST          "
+              "               MSG\n"
+              "2026-11-29T23:56:05Z  edge1   2100498:7  blocked  TCP        10.0.0.5:80 -> "
+              "192.168.1.20:51544  GPL ATTACK_RESPONSE id check returned root\n"
+              "2026-11-29T23:55:04Z  s2      9000001:1  allowed  IPV6-ICMP  2001:db8::1 -> "
+              "2001:db8::2         local ping\n"
+              "\n"
+              "2 shown; 1234 received since the manager started, 5 dropped by sensors\n");
+}
+
+TEST(Alerts, PortsOfIpv6AreBracketed) {
+    v1::ListAlertsResponse r;
+    v1::AlertEntry* e = r.add_alerts();
+    e->set_sensor("s1");
+    e->mutable_alert()->set_sid(1);
+    e->mutable_alert()->set_src_ip("2001:db8::1");
+    e->mutable_alert()->set_src_port(443);
+    e->mutable_alert()->set_dst_ip("2001:db8::2");
+    e->mutable_alert()->set_dst_port(0);
+    EXPECT_EQ(
+        alerts_text(r),
+        "TIME  SENSOR  SID:REV  ACTION       PROTO  SRC -> DST                            MSG\n"
+        "-     s1      1:0      unspecified  -      [2001:db8::1]:443 -> [2001:db8::2]:0\n"
+        "\n"
+        "1 shown; 0 received since the manager started, 0 dropped by sensors\n");
+}
+
+TEST(Alerts, Json) {
+    json doc = alerts_json(two_alerts());
+    EXPECT_EQ(doc, (json{{"alerts",
+                          {{{"sensor", "edge1"},
+                            {"time", "2026-11-29T23:56:05Z"},
+                            {"timestamp", kT0 + 123456789},
+                            {"gid", 1},
+                            {"sid", 2100498},
+                            {"rev", 7},
+                            {"msg", "GPL ATTACK_RESPONSE id check returned root"},
+                            {"src_ip", "10.0.0.5"},
+                            {"src_port", 80},
+                            {"dst_ip", "192.168.1.20"},
+                            {"dst_port", 51544},
+                            {"proto", "TCP"},
+                            {"action", "blocked"},
+                            {"severity", 1},
+                            {"bundle_version", 42}},
+                           {{"sensor", "s2"},
+                            {"time", "2026-11-29T23:55:04Z"},
+                            {"timestamp", kT0 - 61'000'000'000},
+                            {"gid", 1},
+                            {"sid", 9000001},
+                            {"rev", 1},
+                            {"msg", "local ping"},
+                            {"src_ip", "2001:db8::1"},
+                            {"src_port", 0},
+                            {"dst_ip", "2001:db8::2"},
+                            {"dst_port", 0},
+                            {"proto", "IPV6-ICMP"},
+                            {"action", "allowed"},
+                            {"severity", 0},
+                            {"bundle_version", 0}}}},
+                         {"total_received", 1234},
+                         {"dropped_by_sensors", 5}}));
+    v1::ListAlertsResponse none;
+    EXPECT_EQ(alerts_json(none),
+              (json{{"alerts", json::array()}, {"total_received", 0}, {"dropped_by_sensors", 0}}));
 }
 
 TEST(Loopback, Targets) {

@@ -141,8 +141,22 @@ public:
         return grpc::Status::OK;
     }
 
+    grpc::Status ListAlerts(grpc::ServerContext* ctx, const v1::ListAlertsRequest* req,
+                            v1::ListAlertsResponse* resp) override {
+        std::lock_guard lock(mu_);
+        record_auth(ctx);
+        last_alerts = *req;
+        if (!alerts_error.ok()) {
+            return alerts_error;
+        }
+        *resp = alerts;
+        return grpc::Status::OK;
+    }
+
     // Set before the client runs, read after it returned.
     v1::ListSensorsResponse sensors;
+    v1::ListAlertsResponse alerts;
+    grpc::Status alerts_error = grpc::Status::OK;
     v1::Deployment created;
     std::vector<v1::Deployment> polls;
     grpc::Status deploy_error = grpc::Status::OK;
@@ -151,6 +165,7 @@ public:
     v1::PushBundleRequest last_push;
     v1::DeployRequest last_deploy;
     v1::RollbackRequest last_rollback;
+    v1::ListAlertsRequest last_alerts;
     std::vector<std::string> authorization;
     size_t poll_count = 0;
 
@@ -254,6 +269,10 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{{"rollback", "--to", "all", "--version", "x"}, "expected a positive integer"},
         UsageCase{local({"rollback", "--to", "label=site"}), "must be label=KEY=VALUE"},
         UsageCase{local({"history", "--sensor", "no/slash"}), "invalid sensor name"},
+        UsageCase{local({"alerts", "--sensor", "no/slash"}), "invalid sensor name 'no/slash'"},
+        UsageCase{{"alerts", "--sid", "0"}, "expected a positive integer, got '0'"},
+        UsageCase{{"alerts", "--sid", "x"}, "expected a positive integer, got 'x'"},
+        UsageCase{{"alerts", "--limit", "0"}, "--limit"}, UsageCase{{"alerts", "extra"}, "extra"},
         UsageCase{{"deployment", "show", "x7"}, "expected a positive integer, got 'x7'"},
         UsageCase{{"pki", "init"}, "DIR is required"},
         UsageCase{{"pki", "issue", "/tmp", "--kind", "root", "--name", "x"}, "root"},
@@ -452,6 +471,75 @@ TEST_F(ClientTest, DeploymentShowUnknownIsNotFound) {
     Result r = cli({"deployment", "show", "99"});
     EXPECT_EQ(r.code, kExitFailed);
     EXPECT_EQ(r.err, "picketctl: deployment show: NOT_FOUND: deployment 99 not found\n");
+}
+
+// 2026-11-29T23:56:05Z
+constexpr int64_t kT0 = 1795996565LL * 1000000000LL;
+
+TEST_F(ClientTest, AlertsSendsTheFiltersAndPrintsJson) {
+    v1::AlertEntry* e = fake_.alerts.add_alerts();
+    e->set_sensor("s1");
+    v1::Alert* a = e->mutable_alert();
+    a->set_timestamp(kT0 + 5);
+    a->set_gid(1);
+    a->set_sid(2100498);
+    a->set_rev(7);
+    a->set_msg("GPL ATTACK_RESPONSE id check returned root");
+    a->set_src_ip("10.0.0.5");
+    a->set_src_port(80);
+    a->set_dst_ip("192.168.1.20");
+    a->set_dst_port(51544);
+    a->set_proto("TCP");
+    a->set_action(v1::ALERT_ACTION_ALLOWED);
+    a->set_severity(2);
+    a->set_bundle_version(42);
+    fake_.alerts.set_total_received(1234);
+    fake_.alerts.set_dropped_by_sensors(5);
+    Result r = cli({"alerts", "--sensor", "s1", "--sid", "2100498", "--limit", "3", "--json"});
+    ASSERT_EQ(r.code, kExitOk) << r.err;
+    EXPECT_EQ(fake_.last_alerts.sensor(), "s1");
+    EXPECT_EQ(fake_.last_alerts.sid(), 2100498u);
+    EXPECT_EQ(fake_.last_alerts.limit(), 3u);
+    EXPECT_EQ(fake_.authorization, std::vector<std::string>{"Bearer tok"});
+    EXPECT_EQ(json::parse(r.out), (json{{"alerts",
+                                         {{{"sensor", "s1"},
+                                           {"time", "2026-11-29T23:56:05Z"},
+                                           {"timestamp", kT0 + 5},
+                                           {"gid", 1},
+                                           {"sid", 2100498},
+                                           {"rev", 7},
+                                           {"msg", "GPL ATTACK_RESPONSE id check returned root"},
+                                           {"src_ip", "10.0.0.5"},
+                                           {"src_port", 80},
+                                           {"dst_ip", "192.168.1.20"},
+                                           {"dst_port", 51544},
+                                           {"proto", "TCP"},
+                                           {"action", "allowed"},
+                                           {"severity", 2},
+                                           {"bundle_version", 42}}}},
+                                        {"total_received", 1234},
+                                        {"dropped_by_sensors", 5}}));
+    EXPECT_EQ(r.err, "");
+}
+
+TEST_F(ClientTest, AlertsWithoutFiltersPrintsTheTable) {
+    Result r = cli({"alerts"});
+    ASSERT_EQ(r.code, kExitOk) << r.err;
+    EXPECT_EQ(fake_.last_alerts.sensor(), "");
+    EXPECT_EQ(fake_.last_alerts.sid(), 0u);
+    EXPECT_EQ(fake_.last_alerts.limit(), 0u);
+    EXPECT_EQ(r.out,
+              "TIME  SENSOR  SID:REV  ACTION  PROTO  SRC -> DST  MSG\n"
+              "\n"
+              "0 shown; 0 received since the manager started, 0 dropped by sensors\n");
+}
+
+TEST_F(ClientTest, AlertsErrorExitsOne) {
+    fake_.alerts_error = grpc::Status(grpc::StatusCode::NOT_FOUND, "sensor 's9' not found");
+    Result r = cli({"alerts", "--sensor", "s9"});
+    EXPECT_EQ(r.code, kExitFailed);
+    EXPECT_EQ(r.err, "picketctl: alerts: NOT_FOUND: sensor 's9' not found\n");
+    EXPECT_EQ(r.out, "");
 }
 
 TEST_F(ClientTest, UnimplementedRpcIsAnOperationFailure) {
