@@ -3,12 +3,16 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "common/config.h"
 #include "common/log.h"
+#include "common/metrics/http_exporter.h"
+#include "common/metrics/metrics.h"
 #include "common/pki/pki.h"
 #include "common/time_util.h"
 #include "manager/service/service.h"
@@ -63,6 +67,73 @@ int enroll_sensor(const std::string& db_path, const std::string& name) {
     return 0;
 }
 
+// manager.yaml keys (deploy/manager.yaml documents each). A key the manager does not know is an
+// error: a typo must not silently fall back to a default.
+constexpr const char* kConfigKeys[] = {
+    "listen",           "db",       "tls.cert",       "tls.key",        "tls.client-ca",
+    "admin-token-file", "insecure", "target-timeout", "metrics-listen", "alert-ring-size"};
+
+void check_keys(const picket::Config& cfg, const YAML::Node& node, const std::string& prefix) {
+    if (!node.IsMap()) {
+        return;
+    }
+    for (const auto& kv : node) {
+        std::string key = prefix + kv.first.as<std::string>();
+        bool known = false, is_parent = false;
+        for (const char* k : kConfigKeys) {
+            std::string_view ks(k);
+            known = known || ks == key;
+            is_parent = is_parent || (ks.size() > key.size() && ks.substr(0, key.size()) == key &&
+                                      ks[key.size()] == '.');
+        }
+        if (is_parent) {
+            check_keys(cfg, kv.second, key + ".");
+        } else if (!known) {
+            throw picket::ConfigError(cfg.source() + ":" +
+                                      std::to_string(kv.first.Mark().line + 1) + ": unknown key '" +
+                                      key + "'");
+        }
+    }
+}
+
+// Fills every option not given on the command line from the file.
+void apply_config(const picket::Config& cfg, const CLI::App& app,
+                  picket::manager::service::ManagerOptions* o, std::string* token_file,
+                  std::string* metrics_listen) {
+    check_keys(cfg, cfg.root(), "");
+    auto unset = [&](const char* flag) { return app.count(flag) == 0; };
+    if (unset("--listen")) {
+        o->listen = cfg.get_string("listen", o->listen);
+    }
+    if (unset("--db")) {
+        o->db_path = cfg.get_string("db", o->db_path);
+    }
+    if (unset("--tls-cert")) {
+        o->tls_cert_file = cfg.get_string("tls.cert", o->tls_cert_file);
+    }
+    if (unset("--tls-key")) {
+        o->tls_key_file = cfg.get_string("tls.key", o->tls_key_file);
+    }
+    if (unset("--client-ca")) {
+        o->client_ca_file = cfg.get_string("tls.client-ca", o->client_ca_file);
+    }
+    if (unset("--admin-token-file")) {
+        *token_file = cfg.get_string("admin-token-file", *token_file);
+    }
+    if (unset("--insecure")) {
+        o->insecure = cfg.get_bool("insecure", o->insecure);
+    }
+    if (unset("--target-timeout")) {
+        o->target_timeout_seconds =
+            cfg.get_int("target-timeout", o->target_timeout_seconds, 1, 365LL * 24 * 3600);
+    }
+    if (unset("--metrics-listen")) {
+        *metrics_listen = cfg.get_string("metrics-listen", *metrics_listen);
+    }
+    o->alert_ring_size = static_cast<size_t>(
+        cfg.get_int("alert-ring-size", static_cast<int64_t>(o->alert_ring_size), 1, 1'000'000));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -74,22 +145,21 @@ int main(int argc, char** argv) {
     std::string token_file;
     bool verbose = false;
     std::string enroll;
+    std::string config_path;
+    std::string metrics_listen;
+    app.add_option("-c,--config", config_path,
+                   "configuration file (YAML, see deploy/manager.yaml); flags override it")
+        ->type_name("manager.yaml")
+        ->check(CLI::ExistingFile);
     app.add_option("--listen", o.listen, "address to serve on, HOST:PORT")->type_name("ADDR");
     app.add_option("--db", o.db_path, "SQLite database file (created if missing)")
-        ->type_name("FILE")
-        ->required();
-    app.add_option("--tls-cert", o.tls_cert_file, "manager certificate (PEM)")
-        ->type_name("FILE")
-        ->check(CLI::ExistingFile);
-    app.add_option("--tls-key", o.tls_key_file, "manager private key (PEM)")
-        ->type_name("FILE")
-        ->check(CLI::ExistingFile);
+        ->type_name("FILE");
+    app.add_option("--tls-cert", o.tls_cert_file, "manager certificate (PEM)")->type_name("FILE");
+    app.add_option("--tls-key", o.tls_key_file, "manager private key (PEM)")->type_name("FILE");
     app.add_option("--client-ca", o.client_ca_file, "fleet CA that signs sensor certificates")
-        ->type_name("FILE")
-        ->check(CLI::ExistingFile);
+        ->type_name("FILE");
     app.add_option("--admin-token-file", token_file, "file holding the picketctl admin token")
-        ->type_name("FILE")
-        ->check(CLI::ExistingFile);
+        ->type_name("FILE");
     app.add_flag("--insecure", o.insecure,
                  "no TLS and no authentication (refused unless --listen is loopback)");
     app.add_option("--target-timeout", o.target_timeout_seconds,
@@ -100,12 +170,16 @@ int main(int argc, char** argv) {
                    "enroll sensor NAME: store a new enrollment token's hash in --db, print the "
                    "token and exit")
         ->type_name("NAME");
+    app.add_option("--metrics-listen", metrics_listen,
+                   "serve Prometheus /metrics over HTTP on HOST:PORT (e.g. 127.0.0.1:9750)")
+        ->type_name("ADDR");
     app.add_flag("-v", verbose, "verbose logging");
     app.footer(
         "Examples:\n"
         "  picket-manager --listen 127.0.0.1:7443 --db fleet.db --insecure\n"
         "  picket-manager --listen 0.0.0.0:7443 --db fleet.db --tls-cert manager.crt \\\n"
         "      --tls-key manager.key --client-ca ca.crt --admin-token-file admin.token\n"
+        "  picket-manager -c /etc/picket/manager.yaml --metrics-listen 0.0.0.0:9750\n"
         "  picket-manager --db fleet.db --enroll sensor-7   # prints the sensor's token\n");
     try {
         app.parse(argc, argv);
@@ -119,6 +193,38 @@ int main(int argc, char** argv) {
     }
     if (verbose) {
         log::set_level(log::Level::kDebug);
+    }
+    if (!config_path.empty()) {
+        try {
+            apply_config(Config::load_file(config_path), app, &o, &token_file, &metrics_listen);
+        } catch (const ConfigError& e) {
+            std::fprintf(stderr, "picket-manager: %s\n", e.what());
+            return kExitUsage;
+        }
+    }
+    if (o.db_path.empty()) {
+        std::fprintf(stderr,
+                     "picket-manager: --db (or db: in the configuration) is required\n"
+                     "Run with --help for usage.\n");
+        return kExitUsage;
+    }
+    // Files named on the command line or in the configuration must exist.
+    for (const auto& [what, path] :
+         {std::pair<const char*, const std::string*>{"--tls-cert", &o.tls_cert_file},
+          {"--tls-key", &o.tls_key_file},
+          {"--client-ca", &o.client_ca_file},
+          {"--admin-token-file", &token_file}}) {
+        if (!path->empty() && !std::filesystem::is_regular_file(*path)) {
+            std::fprintf(stderr, "picket-manager: %s %s: no such file\n", what, path->c_str());
+            return kExitUsage;
+        }
+    }
+    if (!metrics_listen.empty()) {
+        if (absl::Status st = metrics::check_listen_address(metrics_listen); !st.ok()) {
+            std::fprintf(stderr, "picket-manager: --metrics-listen: %s\n",
+                         std::string(st.message()).c_str());
+            return kExitUsage;
+        }
     }
     if (!enroll.empty()) {
         return enroll_sensor(o.db_path, enroll);
@@ -147,13 +253,36 @@ int main(int argc, char** argv) {
     sigaddset(&stop_signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-    auto store = manager::store::Store::Open(o.db_path);
+    // The registry outlives the server and the store (their instruments live in it).
+    metrics::Registry registry;
+    manager::store::StoreOptions so;
+    if (!metrics_listen.empty()) {
+        auto* op = &registry.histogram(
+            "picket_manager_store_op_duration_seconds",
+            "Time from queueing one SQLite write to its commit (includes batching wait).", {},
+            metrics::latency_buckets());
+        auto* txn = &registry.histogram("picket_manager_store_transaction_duration_seconds",
+                                        "Time of one SQLite write transaction, BEGIN to COMMIT.",
+                                        {}, metrics::latency_buckets());
+        so.observe_op = [op](double s) { op->observe(s); };
+        so.observe_txn = [txn](double s) { txn->observe(s); };
+        registry
+            .gauge("picket_manager_start_time_seconds",
+                   "When this manager process started (Unix seconds).")
+            .set(static_cast<double>(wall_clock_ns()) / 1e9);
+        registry
+            .gauge("picket_manager_build_info", "1, labelled with the manager's version.",
+                   {{"version", PICKET_VERSION}})
+            .set(1);
+    }
+    auto store = manager::store::Store::Open(o.db_path, so);
     if (!store.ok()) {
         std::fprintf(stderr, "picket-manager: --db %s: %s\n", o.db_path.c_str(),
                      std::string(store.status().message()).c_str());
         return kExitRuntime;
     }
-    auto server = manager::service::ManagerServer::start(o, **store);
+    auto server = manager::service::ManagerServer::start(
+        o, **store, metrics_listen.empty() ? nullptr : &registry);
     if (!server.ok()) {
         std::fprintf(stderr, "picket-manager: %s\n",
                      std::string(server.status().message()).c_str());
@@ -161,10 +290,25 @@ int main(int argc, char** argv) {
     }
     std::fprintf(stderr, "picket-manager: serving on %s (port %d), database %s\n", o.listen.c_str(),
                  (*server)->port(), o.db_path.c_str());
+    std::unique_ptr<metrics::HttpExporter> exporter;
+    if (!metrics_listen.empty()) {
+        auto e = metrics::HttpExporter::start(metrics_listen, registry);
+        if (!e.ok()) {
+            std::fprintf(stderr, "picket-manager: --metrics-listen: %s\n",
+                         std::string(e.status().message()).c_str());
+            (*server)->stop();
+            return kExitRuntime;
+        }
+        exporter = std::move(*e);
+        std::fprintf(stderr, "picket-manager: metrics on %s\n", exporter->url().c_str());
+    }
     int sig = 0;
     sigwait(&stop_signals, &sig);
     log::info(std::string("picket-manager: ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
               ", stopping");
+    if (exporter) {
+        exporter->stop();
+    }
     (*server)->stop();
     server->reset();
     store->reset();  // completes queued writes

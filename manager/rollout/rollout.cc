@@ -49,7 +49,8 @@ GateVerdict evaluate_gate(const HealthGate& gate, const std::string& sensor,
                           const CounterSnapshot& base, const CounterSnapshot& current) {
     uint64_t packets = std::max(delta(base, current, "decoder.pkts"),
                                 delta(base, current, "capture.kernel_packets"));
-    uint64_t drops = delta(base, current, "capture.kernel_drops");
+    uint64_t drops =
+        delta(base, current, "capture.kernel_drops") + delta(base, current, "capture.queue_drops");
     double ratio = packets > 0 ? static_cast<double>(drops) / static_cast<double>(packets)
                                : (drops > 0 ? 1.0 : 0.0);
     if (ratio > gate.max_drop_ratio) {

@@ -37,7 +37,7 @@ struct GateVerdict {
 };
 
 // Pure gate check between two snapshots of one sensor. Packets = the larger delta of
-// decoder.pkts and capture.kernel_packets, drops = capture.kernel_drops, alerts = detect.alert;
+// decoder.pkts and capture.kernel_packets, drops = capture.kernel_drops + capture.queue_drops, alerts = detect.alert;
 // a counter that went backwards (sensor restart) counts from zero. With no packets the drop
 // ratio is 0 (no drops) or 1; the alert rate needs a positive time span.
 GateVerdict evaluate_gate(const HealthGate& gate, const std::string& sensor,

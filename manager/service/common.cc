@@ -276,7 +276,7 @@ bool LiveState::on_metrics(const std::string& sensor, const picket::v1::MetricsR
     };
     deltas->packets = diff("decoder.pkts");
     deltas->bytes = diff("decoder.bytes");
-    deltas->drops = diff("capture.kernel_drops");
+    deltas->drops = diff("capture.kernel_drops") + diff("capture.queue_drops");
     deltas->alerts = diff("detect.alert");
     s.latest.timestamp = report.timestamp();
     s.latest.counters = std::move(now);

@@ -15,6 +15,8 @@ namespace {
 namespace pb = picket::v1;
 
 constexpr uint32_t kDefaultLimit = 100;
+// ListAlerts answers a terminal glance ("what fired just now"), not an export: a short page.
+constexpr uint32_t kDefaultAlertLimit = 20;
 
 pb::TargetState target_state(store::TargetState s) {
     switch (s) {
@@ -568,6 +570,48 @@ grpc::Status FleetAdminService::History(grpc::ServerContext* ctx, const pb::Hist
             return to_grpc(p.status());
         }
         *resp->add_deployments() = std::move(*p);
+    }
+    return grpc::Status::OK;
+}
+
+grpc::Status FleetAdminService::ListAlerts(grpc::ServerContext* ctx,
+                                           const pb::ListAlertsRequest* req,
+                                           pb::ListAlertsResponse* resp) {
+    if (absl::Status st = authorize(ctx); !st.ok()) {
+        return to_grpc(st);
+    }
+    const std::string& only = req->sensor();
+    if (!only.empty()) {
+        if (absl::Status st = store::validate_sensor_name(only); !st.ok()) {
+            return to_grpc(st);
+        }
+        // A typo would otherwise look like a quiet sensor.
+        if (auto s = core_.store.get_sensor(only); !s.ok()) {
+            return to_grpc(s.status());
+        }
+    }
+    // Two snapshots (counters, then the ring): a batch arriving in between may be listed but
+    // not yet counted in total_received.
+    for (const auto& [name, live] : core_.live.all()) {
+        if (only.empty() || name == only) {
+            resp->set_total_received(resp->total_received() + live.alerts_received);
+            resp->set_dropped_by_sensors(resp->dropped_by_sensors() + live.alerts_dropped);
+        }
+    }
+    const std::vector<LiveState::RecentAlert> ring = core_.live.recent_alerts();
+    size_t limit = req->limit() == 0 ? kDefaultAlertLimit : req->limit();
+    limit = std::min(limit, core_.options.alert_ring_size);
+    for (auto it = ring.rbegin(); it != ring.rend(); ++it) {
+        if (static_cast<size_t>(resp->alerts_size()) >= limit) {
+            break;
+        }
+        if ((!only.empty() && it->sensor != only) ||
+            (req->sid() != 0 && it->alert.sid() != req->sid())) {
+            continue;
+        }
+        pb::AlertEntry* e = resp->add_alerts();
+        e->set_sensor(it->sensor);
+        *e->mutable_alert() = it->alert;
     }
     return grpc::Status::OK;
 }

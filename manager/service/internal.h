@@ -9,7 +9,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/metrics/metrics.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/support/server_interceptor.h"
 #include "manager/rollout/rollout.h"
 #include "manager/service/service.h"
 #include "manager/store/store.h"
@@ -58,6 +60,34 @@ private:
 picket::v1::BundleSummary summarize(const picket::v1::Bundle& bundle,
                                     const store::BundleInfo& info);
 
+struct Core;
+
+// The manager's own instruments (null until init: a manager without --metrics-listen counts
+// nothing). Created once before the server starts; updated lock-free from the handlers.
+struct ServiceMetrics {
+    struct Rpc {
+        picket::metrics::Histogram* duration = nullptr;
+        std::vector<picket::metrics::Counter*> by_code;  // index = grpc::StatusCode
+    };
+    std::map<std::string, Rpc> rpcs;  // by full method path "/picket.v1.FleetAdmin/Deploy"
+    picket::metrics::Counter* hello = nullptr;
+    picket::metrics::Counter* metrics = nullptr;
+    picket::metrics::Counter* alerts = nullptr;
+    picket::metrics::Counter* apply_result = nullptr;
+    picket::metrics::Counter* pong = nullptr;
+
+    // Creates the instruments in `registry` and adds the collector of the sensor and fleet
+    // series (reads `core.store` and `core.live` on every scrape).
+    void init(picket::metrics::Registry& registry, Core& core);
+    std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> interceptor() const;
+
+    static void inc(picket::metrics::Counter* c) {
+        if (c != nullptr) {
+            c->inc();
+        }
+    }
+};
+
 struct Core {
     Core(store::Store& s, const ManagerOptions& o)
         : store(s), options(o), live(o.alert_ring_size), bundles(s) {}
@@ -66,6 +96,7 @@ struct Core {
     LiveState live;
     BundleCache bundles;
     Hub hub;
+    ServiceMetrics metrics;
     std::unique_ptr<rollout::Rollout> rollout;
     std::atomic<bool> stopping{false};
 };
@@ -104,6 +135,8 @@ public:
                                picket::v1::GetDeploymentResponse*) override;
     grpc::Status History(grpc::ServerContext*, const picket::v1::HistoryRequest*,
                          picket::v1::HistoryResponse*) override;
+    grpc::Status ListAlerts(grpc::ServerContext*, const picket::v1::ListAlertsRequest*,
+                            picket::v1::ListAlertsResponse*) override;
 
 private:
     absl::Status authorize(grpc::ServerContext* ctx) const;

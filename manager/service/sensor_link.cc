@@ -20,9 +20,9 @@ constexpr int64_t kNsPerSec = 1'000'000'000;
 
 // Counters kept in the per-minute metric history (each sample is a row: a chosen subset).
 constexpr const char* kRecordedCounters[] = {
-    "decoder.pkts",         "decoder.bytes",        "capture.kernel_packets",
-    "capture.kernel_drops", "detect.alert",         "detect.alert_queue_overflow",
-    "flow.active",          "tcp.reassembly_memuse"};
+    "decoder.pkts",         "decoder.bytes", "capture.kernel_packets",      "capture.kernel_drops",
+    "capture.queue_drops",  "detect.alert",  "detect.alert_queue_overflow", "flow.active",
+    "tcp.reassembly_memuse"};
 
 struct Authenticated {
     bool allow_create = false;
@@ -188,6 +188,7 @@ void Link::handle(const SensorMessage& m) {
     const int64_t now = wall_clock_ns();
     switch (m.msg_case()) {
         case SensorMessage::kMetrics: {
+            ServiceMetrics::inc(core_.metrics.metrics);
             store::SensorReport r;
             if (!core_.live.on_metrics(name_, m.metrics(), &r.deltas)) {
                 return;
@@ -209,9 +210,11 @@ void Link::handle(const SensorMessage& m) {
             return;
         }
         case SensorMessage::kAlerts:
+            ServiceMetrics::inc(core_.metrics.alerts);
             core_.live.on_alerts(name_, m.alerts());
             return;
         case SensorMessage::kApplyResult: {
+            ServiceMetrics::inc(core_.metrics.apply_result);
             const picket::v1::ApplyResult& r = m.apply_result();
             int64_t id = 0;
             const std::string& s = r.deployment_id();
@@ -237,6 +240,8 @@ void Link::handle(const SensorMessage& m) {
             return;
         }
         case SensorMessage::kPong:
+            ServiceMetrics::inc(core_.metrics.pong);
+            return;
         case SensorMessage::kHello:
         case SensorMessage::MSG_NOT_SET:
             return;
@@ -320,6 +325,7 @@ grpc::Status SensorLinkService::Connect(grpc::ServerContext* ctx, Stream* stream
         return to_grpc(st);
     }
     core_.live.on_hello(name, hello, ctx->peer());
+    ServiceMetrics::inc(core_.metrics.hello);
 
     auto session = std::make_shared<Session>();
     session->ctx = ctx;

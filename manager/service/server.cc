@@ -45,8 +45,8 @@ public:
     std::thread prune;
 };
 
-absl::StatusOr<std::unique_ptr<ManagerServer>> ManagerServer::start(const ManagerOptions& options,
-                                                                    store::Store& store) {
+absl::StatusOr<std::unique_ptr<ManagerServer>> ManagerServer::start(
+    const ManagerOptions& options, store::Store& store, picket::metrics::Registry* registry) {
     if (absl::Status st = validate_options(options); !st.ok()) {
         return st;
     }
@@ -85,6 +85,12 @@ absl::StatusOr<std::unique_ptr<ManagerServer>> ManagerServer::start(const Manage
     builder.SetMaxSendMessageSize(kMaxMessageBytes);
     // gRPC sets SO_REUSEPORT by default: a second manager would silently share the port.
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    if (registry != nullptr) {
+        core.metrics.init(*registry, core);
+        std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> ic;
+        ic.push_back(core.metrics.interceptor());
+        builder.experimental().SetInterceptorCreators(std::move(ic));
+    }
     impl->server = builder.BuildAndStart();
     if (impl->server == nullptr || impl->port == 0) {
         return absl::UnavailableError("cannot listen on '" + options.listen +

@@ -1,8 +1,8 @@
 // picket-manager's gRPC front: the SensorLink service (one bidirectional stream per sensor:
 // Hello/auth, metrics, alerts, apply results; ApplyBundle and Ping going out), the FleetAdmin
 // service used by picketctl, and the in-memory live state (latest counters, recent alerts) the
-// Prometheus exporter will read. gRPC's sync API: every stream holds one handler thread plus
-// one writer thread (README.md "Limits"). All public methods are thread-safe.
+// Prometheus exporter reads (metrics.cc). gRPC's sync API: every stream holds one handler thread
+// plus one writer thread (README.md "Limits"). All public methods are thread-safe.
 #pragma once
 
 #include <chrono>
@@ -21,6 +21,10 @@
 #include "manager/rollout/rollout.h"
 #include "manager/store/store.h"
 #include "picket/v1/picket.pb.h"
+
+namespace picket::metrics {
+class Registry;
+}
 
 namespace picket::manager::service {
 
@@ -108,8 +112,11 @@ class ManagerServer {
 public:
     // Loads the TLS credentials (unless insecure), binds, starts the services and the rollout
     // thread. UNAVAILABLE when the address cannot be bound (in use, not local).
-    static absl::StatusOr<std::unique_ptr<ManagerServer>> start(const ManagerOptions& options,
-                                                                store::Store& store);
+    // With a `registry`, the manager's series (per sensor, fleet, its own gRPC latencies) are
+    // added to it; it must outlive the server.
+    static absl::StatusOr<std::unique_ptr<ManagerServer>> start(
+        const ManagerOptions& options, store::Store& store,
+        picket::metrics::Registry* registry = nullptr);
     ~ManagerServer();  // stop()
     ManagerServer(const ManagerServer&) = delete;
     ManagerServer& operator=(const ManagerServer&) = delete;

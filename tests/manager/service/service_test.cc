@@ -13,7 +13,9 @@
 #include <thread>
 
 #include "common/bundle/bundle.h"
+#include "common/metrics/metrics.h"
 #include "common/pki/pki.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "picket/v1/picket.grpc.pb.h"
@@ -237,6 +239,8 @@ private:
 
 class InsecureManager : public ::testing::Test {
 protected:
+    virtual void configure(ManagerOptions&) {}
+    virtual picket::metrics::Registry* registry() { return nullptr; }
     void SetUp() override {
         auto s = store::Store::Open(dir_.file("fleet.db"));
         ASSERT_TRUE(s.ok()) << s.status();
@@ -246,7 +250,8 @@ protected:
         o.insecure = true;
         o.rollout_poll = 50ms;
         o.ping_interval = 60s;
-        auto srv = ManagerServer::start(o, *store_);
+        configure(o);
+        auto srv = ManagerServer::start(o, *store_, registry());
         ASSERT_TRUE(srv.ok()) << srv.status();
         server_ = std::move(*srv);
         channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->port()),
@@ -335,6 +340,153 @@ TEST_F(InsecureManager, AlertBatchesFillTheBoundedRing) {
     ASSERT_TRUE(wait_for([&] { return server_->live().recent_alerts().size() == 2; }));
     EXPECT_EQ(server_->live().recent_alerts()[1].alert.sid(), 11u);
     EXPECT_EQ(server_->live().sensor("s1")->alerts_dropped, 4u);
+}
+
+pb::Alert alert(uint32_t sid, int64_t ts) {
+    pb::Alert a;
+    a.set_timestamp(ts);
+    a.set_gid(1);
+    a.set_sid(sid);
+    a.set_rev(2);
+    a.set_msg("ET SCAN sid " + std::to_string(sid));
+    a.set_src_ip("10.0.0.1");
+    a.set_dst_ip("2001:db8::" + std::to_string(sid));
+    a.set_src_port(40000 + sid);
+    a.set_dst_port(443);
+    a.set_proto("TCP");
+    a.set_action(pb::ALERT_ACTION_BLOCKED);
+    a.set_severity(1);
+    a.set_bundle_version(7);
+    return a;
+}
+
+pb::SensorMessage alert_batch(const std::vector<pb::Alert>& alerts, uint64_t dropped = 0) {
+    pb::SensorMessage m;
+    for (const pb::Alert& a : alerts) {
+        *m.mutable_alerts()->add_alerts() = a;
+    }
+    m.mutable_alerts()->set_dropped(dropped);
+    return m;
+}
+
+// "sensor/sid" of each entry, in order.
+std::vector<std::string> entries(const pb::ListAlertsResponse& r) {
+    std::vector<std::string> out;
+    for (const pb::AlertEntry& e : r.alerts()) {
+        out.push_back(e.sensor() + "/" + std::to_string(e.alert().sid()));
+    }
+    return out;
+}
+
+grpc::Status list_alerts(Admin& admin, pb::ListAlertsResponse* resp, const std::string& sensor = "",
+                         uint32_t sid = 0, uint32_t limit = 0) {
+    pb::ListAlertsRequest req;
+    req.set_sensor(sensor);
+    req.set_sid(sid);
+    req.set_limit(limit);
+    resp->Clear();
+    return admin.call(&pb::FleetAdmin::Stub::ListAlerts, req, resp);
+}
+
+TEST_F(InsecureManager, ListAlertsNewestFirstWithFilters) {
+    FakeSensor s1(channel_, hello("s1"));
+    FakeSensor s2(channel_, hello("s2"));
+    ASSERT_TRUE(wait_connected("s1"));
+    ASSERT_TRUE(wait_connected("s2"));
+    const pb::Alert a10 = alert(10, 1'000);
+    const pb::Alert a11 = alert(11, 2'000);
+    const pb::Alert b10 = alert(10, 1'500);  // older packet time, received last
+    s1.send(alert_batch({a10, a11}, /*dropped=*/2));
+    ASSERT_TRUE(wait_for([&] { return server_->live().recent_alerts().size() == 2; }));
+    s2.send(alert_batch({b10}, /*dropped=*/1));
+    ASSERT_TRUE(wait_for([&] { return server_->live().recent_alerts().size() == 3; }));
+
+    pb::ListAlertsResponse r;
+    ASSERT_TRUE(list_alerts(*admin_, &r).ok());
+    EXPECT_EQ(entries(r), (std::vector<std::string>{"s2/10", "s1/11", "s1/10"}));
+    using google::protobuf::util::MessageDifferencer;
+    EXPECT_TRUE(MessageDifferencer::Equals(r.alerts(0).alert(), b10))
+        << r.alerts(0).alert().DebugString();
+    EXPECT_TRUE(MessageDifferencer::Equals(r.alerts(1).alert(), a11))
+        << r.alerts(1).alert().DebugString();
+    EXPECT_TRUE(MessageDifferencer::Equals(r.alerts(2).alert(), a10))
+        << r.alerts(2).alert().DebugString();
+    EXPECT_EQ(r.total_received(), 3u);
+    EXPECT_EQ(r.dropped_by_sensors(), 3u);
+
+    ASSERT_TRUE(list_alerts(*admin_, &r, "s1").ok());
+    EXPECT_EQ(entries(r), (std::vector<std::string>{"s1/11", "s1/10"}));
+    EXPECT_EQ(r.total_received(), 2u);
+    EXPECT_EQ(r.dropped_by_sensors(), 2u);
+
+    ASSERT_TRUE(list_alerts(*admin_, &r, "", 10).ok());
+    EXPECT_EQ(entries(r), (std::vector<std::string>{"s2/10", "s1/10"}));
+    EXPECT_EQ(r.total_received(), 3u);  // sid does not narrow the totals
+
+    ASSERT_TRUE(list_alerts(*admin_, &r, "s1", 10).ok());
+    EXPECT_EQ(entries(r), (std::vector<std::string>{"s1/10"}));
+
+    ASSERT_TRUE(list_alerts(*admin_, &r, "", 0, 2).ok());
+    EXPECT_EQ(entries(r), (std::vector<std::string>{"s2/10", "s1/11"}));
+    EXPECT_EQ(r.total_received(), 3u);
+
+    ASSERT_TRUE(list_alerts(*admin_, &r, "s2", 11).ok());
+    EXPECT_EQ(r.alerts_size(), 0);
+    EXPECT_EQ(r.total_received(), 1u);
+    EXPECT_EQ(r.dropped_by_sensors(), 1u);
+}
+
+TEST_F(InsecureManager, ListAlertsRejectsBadAndUnknownSensorNames) {
+    pb::ListAlertsResponse r;
+    grpc::Status bad = list_alerts(*admin_, &r, "bad name");
+    EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(bad.error_message(), "invalid sensor name 'bad name': use 1-64 of [A-Za-z0-9._-]");
+    grpc::Status all = list_alerts(*admin_, &r, "all");
+    EXPECT_EQ(all.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(all.error_message(), "invalid sensor name 'all': reserved for selectors");
+    grpc::Status unknown = list_alerts(*admin_, &r, "s9");
+    EXPECT_EQ(unknown.error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_EQ(unknown.error_message(), "sensor 's9' not found");
+}
+
+TEST_F(InsecureManager, ListAlertsDefaultsToTwenty) {
+    FakeSensor s1(channel_, hello("s1"));
+    ASSERT_TRUE(wait_connected("s1"));
+    std::vector<pb::Alert> batch;
+    for (uint32_t sid = 1; sid <= 25; ++sid) {
+        batch.push_back(alert(sid, sid * 1'000));
+    }
+    s1.send(alert_batch(batch));
+    ASSERT_TRUE(wait_for([&] { return server_->live().recent_alerts().size() == 25; }));
+    pb::ListAlertsResponse r;
+    ASSERT_TRUE(list_alerts(*admin_, &r).ok());
+    ASSERT_EQ(r.alerts_size(), 20);
+    EXPECT_EQ(r.alerts(0).alert().sid(), 25u);
+    EXPECT_EQ(r.alerts(19).alert().sid(), 6u);
+    EXPECT_EQ(r.total_received(), 25u);
+    ASSERT_TRUE(list_alerts(*admin_, &r, "", 0, 25).ok());
+    EXPECT_EQ(r.alerts_size(), 25);
+}
+
+class SmallAlertRing : public InsecureManager {
+protected:
+    void configure(ManagerOptions& o) override { o.alert_ring_size = 3; }
+};
+
+TEST_F(SmallAlertRing, LimitIsCappedAtTheRingAndTotalsKeepCounting) {
+    FakeSensor s1(channel_, hello("s1"));
+    ASSERT_TRUE(wait_connected("s1"));
+    s1.send(alert_batch({alert(1, 1), alert(2, 2), alert(3, 3), alert(4, 4), alert(5, 5)}, 6));
+    ASSERT_TRUE(wait_for([&] { return server_->live().sensor("s1")->alerts_received == 5; }));
+    pb::ListAlertsResponse r;
+    for (uint32_t limit : {0u, 3u, 100u}) {
+        ASSERT_TRUE(list_alerts(*admin_, &r, "", 0, limit).ok());
+        EXPECT_EQ(entries(r), (std::vector<std::string>{"s1/5", "s1/4", "s1/3"})) << limit;
+        EXPECT_EQ(r.total_received(), 5u);
+        EXPECT_EQ(r.dropped_by_sensors(), 6u);
+    }
+    ASSERT_TRUE(list_alerts(*admin_, &r, "", 1).ok());  // evicted from the ring
+    EXPECT_EQ(r.alerts_size(), 0);
 }
 
 TEST_F(InsecureManager, DeployReachesSensorAndAppliedUpdatesRunningVersion) {
@@ -670,9 +822,18 @@ TEST_F(SecureManager, AdminTokenIsRequired) {
     EXPECT_EQ(wrong.call(&pb::FleetAdmin::Stub::PushBundle, push, &presp).error_code(),
               grpc::StatusCode::UNAUTHENTICATED);
     EXPECT_EQ(store_->latest_version().value(), 0);
+    pb::ListAlertsResponse alerts;
+    EXPECT_EQ(wrong.call(&pb::FleetAdmin::Stub::ListAlerts, pb::ListAlertsRequest(), &alerts)
+                  .error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_EQ(
+        none.call(&pb::FleetAdmin::Stub::ListAlerts, pb::ListAlertsRequest(), &alerts).error_code(),
+        grpc::StatusCode::UNAUTHENTICATED);
     Admin right(channel(false), "admin-secret");
     grpc::Status st =
         right.call(&pb::FleetAdmin::Stub::ListSensors, pb::ListSensorsRequest(), &resp);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    st = right.call(&pb::FleetAdmin::Stub::ListAlerts, pb::ListAlertsRequest(), &alerts);
     EXPECT_TRUE(st.ok()) << st.error_message();
 }
 
@@ -745,6 +906,90 @@ TEST(ManagerOptionsTest, OtherArgumentChecks) {
     EXPECT_EQ(validate_options(o).code(), absl::StatusCode::kInvalidArgument);  // + TLS files
     EXPECT_TRUE(is_loopback_address("ipv4:127.0.0.1:1"));
     EXPECT_FALSE(is_loopback_address("128.0.0.1:1"));
+}
+
+// ---------------------------------------------------------------- Prometheus series
+
+class MeteredManager : public InsecureManager {
+protected:
+    picket::metrics::Registry* registry() override { return &registry_; }
+    bool has_line(const std::string& line) {
+        std::string text = registry_.render();
+        return text.find("\n" + line + "\n") != std::string::npos;
+    }
+    // Waits until the rendering has `line` (the state reaches the collector asynchronously).
+    bool wait_line(const std::string& line) {
+        return wait_for([&] { return has_line(line); });
+    }
+    picket::metrics::Registry registry_;  // reset server_ (TearDown) before it goes
+};
+
+TEST_F(MeteredManager, SensorSeriesComeFromTheLatestReport) {
+    FakeSensor s1(channel_, hello("s1", 0, {{"site", "paris"}}));
+    ASSERT_TRUE(wait_connected("s1"));
+    s1.send_metrics(1, 2'500'000'000,
+                    {{"decoder.pkts", 100},
+                     {"decoder.bytes", 6400},
+                     {"capture.kernel_drops", 2},
+                     {"capture.queue_drops", 3},
+                     {"detect.alert", 4},
+                     {"flow.active", 7},
+                     {"detect.rules_loaded", 12},
+                     {"detect.rules_failed", 1}});
+    ASSERT_TRUE(wait_line(R"(picket_sensor_packets_total{sensor="s1"} 100)"));
+    EXPECT_TRUE(has_line(R"(picket_sensor_up{sensor="s1"} 1)"));
+    EXPECT_TRUE(has_line(R"(picket_sensor_bytes_total{sensor="s1"} 6400)"));
+    EXPECT_TRUE(has_line(R"(picket_sensor_drops_total{sensor="s1",reason="kernel"} 2)"));
+    EXPECT_TRUE(has_line(R"(picket_sensor_drops_total{sensor="s1",reason="queue"} 3)"));
+    EXPECT_TRUE(has_line(R"(picket_sensor_alerts_total{sensor="s1"} 4)"));
+    EXPECT_TRUE(has_line(R"(picket_sensor_flows_active{sensor="s1"} 7)"));
+    EXPECT_TRUE(has_line(R"(picket_sensor_rules_loaded{sensor="s1"} 12)"));
+    EXPECT_TRUE(has_line(R"(picket_sensor_rules_failed{sensor="s1"} 1)"));
+    EXPECT_TRUE(has_line(R"(picket_sensor_last_report_timestamp_seconds{sensor="s1"} 2.5)"));
+    EXPECT_TRUE(has_line(R"(picket_sensor_bundle_info{sensor="s1",version="0",sha=""} 1)"));
+    EXPECT_TRUE(has_line(R"(picket_sensors{state="connected"} 1)"));
+    EXPECT_TRUE(has_line(R"(picket_sensors{state="disconnected"} 0)"));
+    EXPECT_TRUE(has_line(R"(picket_manager_sensor_messages_total{kind="hello"} 1)"));
+    EXPECT_TRUE(has_line(R"(picket_manager_sensor_messages_total{kind="metrics"} 1)"));
+    EXPECT_TRUE(has_line("picket_bundle_latest_version 0"));
+    EXPECT_TRUE(has_line(R"(picket_deployment_targets{state="pending"} 0)"));
+
+    // The sensor goes away: its series stay, with up 0.
+    s1.close();
+    ASSERT_TRUE(wait_line(R"(picket_sensor_up{sensor="s1"} 0)"));
+    EXPECT_TRUE(has_line(R"(picket_sensors{state="disconnected"} 1)"));
+    EXPECT_TRUE(has_line(R"(picket_sensor_packets_total{sensor="s1"} 100)"));
+}
+
+TEST_F(MeteredManager, AdminRpcsAreTimedAndBundlesAndDeploymentsCounted) {
+    FakeSensor s1(channel_, hello("s1"));
+    ASSERT_TRUE(wait_connected("s1"));
+    uint64_t v = admin_->push(make_bundle("demo", "alert tcp any any -> any any (sid:1;)\n"));
+    ASSERT_EQ(v, 1u);
+    pb::DeployResponse resp;
+    ASSERT_TRUE(admin_->deploy(v, "all", &resp).ok());
+    pb::ListSensorsResponse list;
+    pb::ListSensorsRequest bad;
+    bad.set_selector("label=");
+    EXPECT_FALSE(admin_->call(&pb::FleetAdmin::Stub::ListSensors, bad, &list).ok());
+
+    EXPECT_TRUE(has_line("picket_bundle_latest_version 1"));
+    EXPECT_TRUE(has_line("picket_deployments_total 1"));
+    EXPECT_TRUE(has_line("picket_rollbacks_total 0"));
+    EXPECT_TRUE(has_line("picket_deployment_latest_id 1"));
+    EXPECT_TRUE(
+        has_line(R"(picket_manager_grpc_request_duration_seconds_count{method="PushBundle"} 1)"));
+    EXPECT_TRUE(has_line(R"(picket_manager_grpc_requests_total{method="PushBundle",code="OK"} 1)"));
+    EXPECT_TRUE(has_line(
+        R"(picket_manager_grpc_requests_total{method="ListSensors",code="INVALID_ARGUMENT"} 1)"));
+    EXPECT_TRUE(
+        has_line(R"(picket_manager_grpc_requests_total{method="ListSensors",code="OK"} 0)"));
+    // The target is sent to s1 (connected) and waits for its answer.
+    ASSERT_TRUE(wait_line(R"(picket_deployment_targets{state="sent"} 1)"));
+    EXPECT_TRUE(has_line(R"(picket_deployment_latest_state{state="rolling"} 1)"));
+    // Store latencies are registered by picket-manager's main (not here); the SQLite writes
+    // of this test must not have touched the registry.
+    EXPECT_FALSE(has_line("picket_manager_store_op_duration_seconds_count 0"));
 }
 
 }  // namespace
