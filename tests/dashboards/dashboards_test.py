@@ -74,7 +74,7 @@ def sensor_families():
     families = {}
     with open(path, encoding="utf-8") as f:
         for line in f:
-            m = re.match(r"//\s{2,}(picket_\w+)(\{[^}]*\})?\s+(counter|gauge)\b", line)
+            m = re.match(r"//\s{2,}(picket_\w+)\s*(\{[^}]*\})?\s+(counter|gauge)\b", line)
             if m:
                 families[m.group(1)] = m.group(3)
     return families
