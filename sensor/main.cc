@@ -1,11 +1,14 @@
 // picket-sensor: argument parsing and wiring only; the pipeline lives in sensor/engine.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -14,6 +17,9 @@
 
 #include "common/config.h"
 #include "common/log.h"
+#include "common/metrics/http_exporter.h"
+#include "common/metrics/metrics.h"
+#include "common/metrics/sensor_series.h"
 #include "common/time_util.h"
 #include "sensor/agent/agent.h"
 #include "sensor/engine/engine.h"
@@ -108,6 +114,68 @@ std::string build_agent_options(const ManagerArgs& a, picket::sensor::agent::Age
     return "";
 }
 
+// CLI11 validators: "" when valid, else why (CLI11 puts the option's name in front).
+std::string check_loop_count(std::string& v) {
+    const bool digits =
+        !v.empty() && v.size() <= 18 && v.find_first_not_of("0123456789") == std::string::npos;
+    return digits ? "" : "expected a whole number (0 = forever), got '" + v + "'";
+}
+
+std::string check_packet_rate(std::string& v) {
+    char* end = nullptr;
+    const double d = std::strtod(v.c_str(), &end);
+    const bool ok = !v.empty() && *end == '\0' && d >= 0 && d <= 1e9;
+    return ok ? "" : "expected packets per second from 0 (unpaced) to 1e9, got '" + v + "'";
+}
+
+std::string host_name() {
+    char buf[256] = {};
+    if (gethostname(buf, sizeof(buf) - 1) != 0) {
+        return "";
+    }
+    return buf;
+}
+
+// "pcap-file:/x.pcap", "pcap-live:eth0", "af-packet:eth0": the manager's form of the same.
+std::string capture_text(const picket::sensor::engine::SensorConfig& sc) {
+    using picket::sensor::engine::CaptureMode;
+    switch (sc.mode) {
+        case CaptureMode::kPcapFile:
+            return "pcap-file:" + (sc.pcap_paths.empty() ? std::string() : sc.pcap_paths[0]);
+        case CaptureMode::kPcapLive:
+            return "pcap-live:" + sc.iface;
+        case CaptureMode::kAfPacket:
+            return "af-packet:" + sc.iface;
+    }
+    return "unknown";
+}
+
+// --metrics-listen: one collector that renders this sensor's live counters on every scrape,
+// with the same series the manager exports for it. `fixed` holds what does not change.
+void add_sensor_collector(picket::metrics::Registry& registry,
+                          const picket::sensor::engine::Engine& engine,
+                          const picket::sensor::agent::Agent* agent,
+                          picket::metrics::SensorSeriesInput fixed) {
+    registry.add_collector(
+        [&engine, agent, fixed = std::move(fixed)](picket::metrics::Exposition& out) {
+            std::vector<picket::sensor::engine::WorkerTotals> workers;
+            const picket::StatsSnapshot stats = engine.collect_stats(&workers);
+            picket::metrics::SensorSeriesInput in = fixed;
+            in.up = true;
+            in.last_report_ns = picket::wall_clock_ns();
+            in.counters = &stats.values();
+            for (const auto& w : workers) {
+                in.workers.push_back({w.worker, w.packets, w.bytes});
+            }
+            if (agent != nullptr) {
+                const picket::v1::BundleRef ref = agent->running_bundle();
+                in.bundle_version = ref.version();
+                in.bundle_sha = ref.sha256();
+            }
+            picket::metrics::append_sensor_series(out, {in});
+        });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -126,6 +194,23 @@ int main(int argc, char** argv) {
     app.add_option("-r", pcaps, "read packets from pcap/pcapng FILE or every file of DIR")
         ->type_name("FILE|DIR")
         ->allow_extra_args(false);
+    uint64_t pcap_loop = 1;
+    double pcap_rate = 0;
+    std::string metrics_listen;
+    auto* loop_opt = app.add_option("--pcap-loop", pcap_loop,
+                                    "with -r: read the files N times (0 = until SIGINT/SIGTERM) "
+                                    "as a live source: time moves forward, a full worker queue "
+                                    "drops packets")
+                         ->type_name("N")
+                         ->check(CLI::Validator(check_loop_count, ""));
+    auto* rate_opt = app.add_option("--pcap-rate", pcap_rate,
+                                    "with -r: pace the replay to PPS packets per second "
+                                    "(0 = unpaced), as a live source")
+                         ->type_name("PPS")
+                         ->check(CLI::Validator(check_packet_rate, ""));
+    app.add_option("--metrics-listen", metrics_listen,
+                   "serve Prometheus metrics at http://HOST:PORT/metrics (port 0: any free port)")
+        ->type_name("HOST:PORT");
     app.add_option("-i", iface, "capture live on interface IFACE")->type_name("IFACE");
     app.add_option("-c", config_path, "sensor configuration (YAML)")->type_name("sensor.yaml");
     app.add_option("-l", log_dir, "log directory; eve.json is written there")->type_name("DIR");
@@ -230,6 +315,15 @@ int main(int argc, char** argv) {
         if (!iface.empty()) {
             config.set_value("capture.interface", YAML::Node(iface));
         }
+        if (loop_opt->count() != 0) {
+            config.set_value("pcap-file.loop", YAML::Node(pcap_loop));
+        }
+        if (rate_opt->count() != 0) {
+            config.set_value("pcap-file.rate", YAML::Node(pcap_rate));
+        }
+        if (!metrics_listen.empty()) {
+            config.set_value("metrics.listen", YAML::Node(metrics_listen));
+        }
         if (!capture_mode.empty()) {
             config.set_value("capture.mode", YAML::Node(capture_mode));
         }
@@ -265,6 +359,13 @@ int main(int argc, char** argv) {
     }
     if (test_rules) {
         return check_rules(sc);
+    }
+    if (!sc.metrics_listen.empty()) {
+        if (auto st = metrics::check_listen_address(sc.metrics_listen); !st.ok()) {
+            std::fprintf(stderr, "picket-sensor: --metrics-listen (metrics.listen): %s\n",
+                         std::string(st.message()).c_str());
+            return kExitUsage;
+        }
     }
     const bool managed = !margs.manager.empty();
     sensor::agent::AgentOptions agent_options;
@@ -312,8 +413,15 @@ int main(int argc, char** argv) {
             }
             std::fputs(summary.to_string().c_str(), stdout);
             std::fputc('\n', stdout);
+            std::fflush(stdout);  // a long-running sensor's output may go to a file
         }
         std::unique_ptr<sensor::agent::Agent> agent;
+        metrics::SensorSeriesInput identity;
+        identity.sensor = managed ? margs.name : host_name();
+        identity.host = host_name();
+        identity.version = PICKET_VERSION;
+        identity.capture = capture_text(sc);
+        identity.labels = agent_options.labels;  // empty without --manager
         if (managed) {
             using sensor::engine::CaptureMode;
             agent_options.version = PICKET_VERSION;
@@ -335,7 +443,27 @@ int main(int argc, char** argv) {
                     break;
             }
             sensor::agent::SensorHooks hooks;
-            hooks.stats = [&engine] { return engine.collect_stats(); };
+            // The agent asks for the stats, then for the worker totals, of one report: hand it
+            // the shares read together with those stats, so that they sum to decoder.pkts.
+            struct WorkerShares {
+                std::mutex mu;
+                std::vector<sensor::agent::WorkerCounters> workers;
+            };
+            auto shares = std::make_shared<WorkerShares>();
+            hooks.stats = [&engine, shares] {
+                std::vector<sensor::engine::WorkerTotals> totals;
+                StatsSnapshot s = engine.collect_stats(&totals);
+                std::lock_guard<std::mutex> lock(shares->mu);
+                shares->workers.clear();
+                for (const auto& w : totals) {
+                    shares->workers.push_back({w.worker, w.packets, w.bytes});
+                }
+                return s;
+            };
+            hooks.worker_stats = [shares] {
+                std::lock_guard<std::mutex> lock(shares->mu);
+                return shares->workers;
+            };
             hooks.reload = [&engine](const sensor::detect::DetectConfig& c,
                                      sensor::detect::LoadSummary* summary, std::string* error) {
                 return engine.reload(c, summary, error);
@@ -365,13 +493,33 @@ int main(int argc, char** argv) {
                 a->on_alert(std::move(alert));
             });
         }
+        // Before the metrics line: whoever waits for it may signal the sensor at once.
         g_engine = &engine;
         std::signal(SIGINT, on_signal);
         std::signal(SIGTERM, on_signal);
         std::signal(SIGHUP, on_hup);
+        // Declared after the engine and the agent: destroyed (and so stopped) before them.
+        metrics::Registry registry;
+        std::unique_ptr<metrics::HttpExporter> exporter;
+        if (!sc.metrics_listen.empty()) {
+            add_sensor_collector(registry, engine, agent.get(), identity);
+            auto started = metrics::HttpExporter::start(sc.metrics_listen, registry);
+            if (!started.ok()) {
+                // The message names the address ("metrics: cannot listen on HOST:PORT: ...").
+                std::fprintf(stderr, "picket-sensor: %s\n",
+                             std::string(started.status().message()).c_str());
+                g_engine = nullptr;
+                return 1;
+            }
+            exporter = std::move(*started);
+            log::info("metrics: serving " + exporter->url());
+        }
         log::info("running with " + std::to_string(sc.workers) + " worker(s)");
         sensor::engine::RunResult result = engine.run();
         g_engine = nullptr;
+        if (exporter) {
+            exporter->stop();
+        }
         if (agent) {
             agent->stop();
         }

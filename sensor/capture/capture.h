@@ -51,7 +51,10 @@ enum class ReadResult : uint8_t {
 
 struct CaptureStats {
     uint64_t packets = 0;  // packets the capture layer saw (kernel_packets)
-    uint64_t drops = 0;    // lost before a worker got them (ring full, queue overflow)
+    // Lost before a worker got them: the kernel ring was full (AF_PACKET, libpcap: the
+    // engine's capture.kernel_drops) or the worker's dispatcher queue was full (Dispatcher
+    // sources: capture.queue_drops). One source only ever reports one of the two.
+    uint64_t drops = 0;
 };
 
 class PacketSource {
@@ -119,6 +122,10 @@ public:
     // a file of another link type. The filter must outlive the reader. Rejected packets still
     // take a pcap_cnt (pcap_cnt = frame number in the input, as in Wireshark).
     void set_filter(const BpfFilter& filter);
+    // Starts over at the first file, for replay loops (the files are opened again).
+    // packets_read(), bytes_read(), packets_filtered() and pcap_cnt keep counting. Not after
+    // kError.
+    void rewind();
     uint64_t packets_read() const { return packets_read_; }  // including filtered ones
     uint64_t bytes_read() const { return bytes_read_; }      // caplen sum, same packets
     uint64_t packets_filtered() const;                       // rejected by set_filter's program
@@ -149,6 +156,33 @@ private:
     size_t map_len_ = 0;
     bool swapped_ = false;  // file written on a machine of the other byte order
     bool nsec_ = false;     // nanosecond timestamps (magic 0xa1b23c4d)
+};
+
+// Replays the files of a PcapFileReader as a live capture would deliver them: `loops` passes
+// over the files (0 = endless, until the caller stops reading), with every pass's timestamps
+// shifted so that packet time only moves forward and flows and fragments time out as they
+// would on a wire. From the first pass: span = latest - earliest timestamp, gap = the mean
+// gap between its packets (span / (packets - 1), at least 1 us; 1 s for a single packet);
+// pass k is shifted by k * (span + gap), so it starts one gap after pass k-1's latest packet.
+// Pacing is the caller's (it knows the clock and the stop flag). Same thread rules as the
+// reader.
+class PcapReplay {
+public:
+    PcapReplay(PcapFileReader& reader, uint64_t loops);
+    // kOk: the next packet with its timestamp shifted. kEof after the last pass, or at the end
+    // of a pass that returned no packet (nothing to loop over). kError: as the reader.
+    ReadResult next(RawPacket& p);
+    uint64_t pass() const { return pass_; }  // 0-based pass being read
+    int64_t shift_ns() const { return shift_ns_; }
+
+private:
+    PcapFileReader& reader_;
+    uint64_t loops_;
+    uint64_t pass_ = 0;
+    int64_t shift_ns_ = 0;
+    int64_t period_ns_ = 0;  // shift added per pass; fixed by the first pass
+    uint64_t pass_packets_ = 0;
+    int64_t min_ts_ = 0, max_ts_ = 0;  // first pass, unshifted
 };
 
 // libpcap live capture on one interface (read by the reader thread, then dispatched).
@@ -183,9 +217,13 @@ using DispatchHash = uint32_t (*)(const RawPacket& p);
 // (the reader's buffer is reused on its next read). Lock-free; no allocation after start.
 class Dispatcher {
 public:
-    // queue_bytes: ring size per worker. blocking: offline mode waits when a queue is full
-    // (no loss); live mode drops and counts (capture.kernel_drops includes them).
-    Dispatcher(uint32_t workers, size_t queue_bytes, DispatchHash hash, bool blocking);
+    // queue_bytes: ring size per worker. queue_packets: at most this many packets queued per
+    // worker (pushed and not yet released by it; 0 = only the bytes limit). A queue is full
+    // when either limit would be passed. blocking: plain offline reading waits when a queue
+    // is full (no loss); live capture and live-like replay drop and count (the engine's
+    // capture.queue_drops).
+    Dispatcher(uint32_t workers, size_t queue_bytes, DispatchHash hash, bool blocking,
+               uint64_t queue_packets = 0);
     ~Dispatcher();
     // Reader thread only. Returns false if the packet was dropped (queue full, non-blocking).
     bool push(const RawPacket& p);

@@ -60,26 +60,58 @@ private:
 // Positions are byte counts since construction (never wrap in practice: 2^64 bytes); the
 // buffer offset is position % size. head_ is written by the producer only, tail_ by the
 // consumer only, each on its own cache line together with what the same thread reads.
+// With a packet limit, the consumer also publishes how many packets it has released; the
+// producer compares that with what it pushed, the same way it compares head with tail.
 struct Dispatcher::Queue final : public PacketSource {
-    explicit Queue(size_t bytes)
-        : size(bytes), buf(static_cast<uint8_t*>(::operator new(bytes, std::align_val_t(64)))) {}
+    Queue(size_t bytes, uint64_t packets)
+        : size(bytes),
+          max_packets(packets),
+          buf(static_cast<uint8_t*>(::operator new(bytes, std::align_val_t(64)))) {}
     ~Queue() override { ::operator delete(buf, std::align_val_t(64)); }
 
     // --- consumer (worker) side
     ReadResult next_batch(Batch& batch, int timeout_ms) override;
-    void release(Batch& batch) override { tail.store(batch.cookie, std::memory_order_release); }
+    void release(Batch& batch) override {
+        if (max_packets != 0) {
+            released_local += batch.count;
+            released.store(released_local, std::memory_order_release);
+        }
+        tail.store(batch.cookie, std::memory_order_release);
+    }
     CaptureStats stats() override { return CaptureStats{dispatched.get(), dropped.get()}; }
     std::string error() const override { return {}; }
 
+    // --- producer side: true when a record of `total` bytes (padding included) fits now.
+    bool fits(uint64_t head, size_t total) {
+        if (head + total - cached_tail > size) {
+            cached_tail = tail.load(std::memory_order_acquire);
+            if (head + total - cached_tail > size) {
+                return false;
+            }
+        }
+        if (max_packets != 0 && pushed - cached_released >= max_packets) {
+            cached_released = released.load(std::memory_order_acquire);
+            if (pushed - cached_released >= max_packets) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     const size_t size;
+    const uint64_t max_packets;  // 0 = no packet limit
     uint8_t* const buf;
 
     alignas(kCacheLine) std::atomic<uint64_t> head{0};  // producer publishes records
     uint64_t cached_tail = 0;                           // producer's view of tail
+    uint64_t pushed = 0;                                // producer: packets pushed
+    uint64_t cached_released = 0;                       // producer's view of released
     Counter dispatched;
     Counter dropped;
 
     alignas(kCacheLine) std::atomic<uint64_t> tail{0};  // consumer frees records
+    std::atomic<uint64_t> released{0};                  // consumer: packets released
+    uint64_t released_local = 0;
     uint64_t read_pos = 0;     // consumer: next record to hand out (>= tail)
     uint64_t cached_head = 0;  // consumer's view of head
 
@@ -133,7 +165,8 @@ ReadResult Dispatcher::Queue::next_batch(Batch& batch, int timeout_ms) {
     return ReadResult::kOk;
 }
 
-Dispatcher::Dispatcher(uint32_t workers, size_t queue_bytes, DispatchHash hash, bool blocking)
+Dispatcher::Dispatcher(uint32_t workers, size_t queue_bytes, DispatchHash hash, bool blocking,
+                       uint64_t queue_packets)
     : hash_(hash), blocking_(blocking) {
     if (workers == 0) {
         throw CaptureError("dispatcher: at least one worker is needed");
@@ -149,7 +182,7 @@ Dispatcher::Dispatcher(uint32_t workers, size_t queue_bytes, DispatchHash hash, 
     }
     queues_.reserve(workers);
     for (uint32_t i = 0; i < workers; ++i) {
-        queues_.push_back(std::make_unique<Queue>(queue_bytes));
+        queues_.push_back(std::make_unique<Queue>(queue_bytes, queue_packets));
     }
 }
 
@@ -166,26 +199,19 @@ bool Dispatcher::push(const RawPacket& p) {
     const size_t pad = to_end < need ? to_end : 0;
     const size_t total = pad + need;
 
-    if (head + total - q.cached_tail > q.size) {
-        q.cached_tail = q.tail.load(std::memory_order_acquire);
-        if (head + total - q.cached_tail > q.size) {
-            if (!blocking_) {
+    if (!q.fits(head, total)) {
+        if (!blocking_) {
+            ++q.dropped;
+            return false;
+        }
+        Backoff backoff;
+        do {
+            if (aborted_.load(std::memory_order_relaxed)) {
                 ++q.dropped;
                 return false;
             }
-            Backoff backoff;
-            for (;;) {
-                if (aborted_.load(std::memory_order_relaxed)) {
-                    ++q.dropped;
-                    return false;
-                }
-                backoff.wait();
-                q.cached_tail = q.tail.load(std::memory_order_acquire);
-                if (head + total - q.cached_tail <= q.size) {
-                    break;
-                }
-            }
-        }
+            backoff.wait();
+        } while (!q.fits(head, total));
     }
 
     size_t at = offset;
@@ -206,6 +232,7 @@ bool Dispatcher::push(const RawPacket& p) {
         std::memcpy(rec + 1, p.data, caplen);
     }
     q.head.store(head + total, std::memory_order_release);
+    ++q.pushed;
     ++q.dispatched;
     return true;
 }

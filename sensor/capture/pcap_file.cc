@@ -124,6 +124,15 @@ void PcapFileReader::set_filter(const BpfFilter& filter) {
     }
 }
 
+void PcapFileReader::rewind() {
+    if (pcap_ != nullptr) {
+        pcap_close(static_cast<pcap_t*>(pcap_));
+        pcap_ = nullptr;
+    }
+    unmap();
+    next_file_ = 0;
+}
+
 uint64_t PcapFileReader::packets_filtered() const {
     return filtered_;
 }

@@ -144,8 +144,10 @@ Engine::Engine(SensorConfig config) : config_(std::move(config)), output_(new Ou
             if (bpf_ && c.bpf_mode == capture::BpfMode::kKernel) {
                 file_reader_->set_filter(*bpf_);
             }
-            dispatcher_ = std::make_unique<capture::Dispatcher>(c.workers, c.queue_bytes, &hash_raw,
-                                                                /*blocking=*/true);
+            // Plain reading is exact: the reader waits for a full queue. Live-like replay
+            // drops and counts instead, as a live capture does.
+            dispatcher_ = std::make_unique<capture::Dispatcher>(
+                c.workers, c.queue_bytes, &hash_raw, /*blocking=*/!c.pcap_replay, c.queue_packets);
             break;
         }
         case CaptureMode::kPcapLive: {
@@ -154,8 +156,8 @@ Engine::Engine(SensorConfig config) : config_(std::move(config)), output_(new Ou
             if (bpf_ && c.bpf_mode == capture::BpfMode::kKernel) {
                 live_reader_->set_filter(*bpf_);
             }
-            dispatcher_ = std::make_unique<capture::Dispatcher>(c.workers, c.queue_bytes, &hash_raw,
-                                                                /*blocking=*/false);
+            dispatcher_ = std::make_unique<capture::Dispatcher>(
+                c.workers, c.queue_bytes, &hash_raw, /*blocking=*/false, c.queue_packets);
             break;
         }
         case CaptureMode::kAfPacket: {
@@ -182,7 +184,9 @@ Engine::Engine(SensorConfig config) : config_(std::move(config)), output_(new Ou
     }
     if (!c.detect.rule_files.empty()) {
         detecting_ = true;
+        const int64_t t0 = monotonic_ns();
         gen_ = build_generation(c.detect, 1, &load_summary_);
+        last_reload_us_ = static_cast<uint64_t>(monotonic_ns() - t0) / 1000;
         detect_loaded_ns_ = wall_clock_ns();
         running_detect_ = c.detect;
         for (size_t i = 0; i < workers_.size(); ++i) {
@@ -249,7 +253,10 @@ bool Engine::reload(const detect::DetectConfig& config, detect::LoadSummary* sum
     try {
         next = build_generation(config, gen_->id + 1, &sum);
     } catch (const std::exception& e) {
-        ++reload_failures_;
+        {
+            std::lock_guard<std::mutex> info(gen_info_mu_);
+            ++reload_failures_;
+        }
         *error = e.what();
         return false;
     }
@@ -285,10 +292,10 @@ bool Engine::reload(const detect::DetectConfig& config, detect::LoadSummary* sum
         load_summary_ = sum;
         detect_loaded_ns_ = wall_clock_ns();
         running_detect_ = config;
-        last_reload_ms_ = static_cast<double>(monotonic_ns() - t0) / 1e6;
+        last_reload_us_ = static_cast<uint64_t>(monotonic_ns() - t0) / 1000;
+        ++reloads_;
     }
     old.reset();  // the last reference to the old engine goes with it
-    ++reloads_;
     if (summary != nullptr) {
         *summary = std::move(sum);
     }
@@ -530,14 +537,43 @@ void Engine::worker_main(Worker& w) {
     done_cv_.notify_all();
 }
 
+// Waits until monotonic time `due_ns` or a stop request, in short sleeps so that SIGINT ends a
+// slowly paced replay at once. False when stopping.
+bool Engine::wait_until(int64_t due_ns) const {
+    for (;;) {
+        if (stop_.load(std::memory_order_relaxed)) {
+            return false;
+        }
+        const int64_t left = due_ns - monotonic_ns();
+        if (left <= 0) {
+            return true;
+        }
+        std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(left, 10000000)));
+    }
+}
+
 void Engine::reader_main() {
     capture::RawPacket p;
     if (file_reader_) {
+        const uint64_t loops = config_.pcap_replay ? config_.pcap_loops : 1;
+        capture::PcapReplay replay(*file_reader_, loops);
+        // Pacing: packet n is due at start + n / rate, so an oversleep is caught up by a short
+        // burst and the mean rate stays exact.
+        const double ns_per_packet = config_.pcap_rate_pps > 0 ? 1e9 / config_.pcap_rate_pps : 0;
+        const int64_t start = monotonic_ns();
+        uint64_t sent = 0;
         while (!stop_.load(std::memory_order_relaxed)) {
-            capture::ReadResult r = file_reader_->next(p);
+            capture::ReadResult r = replay.next(p);
             if (r == capture::ReadResult::kOk) {
-                dispatcher_->push(p);
+                if (ns_per_packet > 0 &&
+                    !wait_until(start +
+                                static_cast<int64_t>(static_cast<double>(sent) * ns_per_packet))) {
+                    break;
+                }
+                ++sent;
+                dispatcher_->push(p);  // false: dropped and counted (replay only)
                 reader_packets_.store(file_reader_->packets_read(), std::memory_order_relaxed);
+                reader_filtered_.store(file_reader_->packets_filtered(), std::memory_order_relaxed);
                 continue;
             }
             if (r == capture::ReadResult::kError) {
@@ -548,6 +584,12 @@ void Engine::reader_main() {
         reader_packets_.store(file_reader_->packets_read(), std::memory_order_relaxed);
         reader_filtered_.store(file_reader_->packets_filtered(), std::memory_order_relaxed);
     } else if (live_reader_) {
+        auto read_kernel_stats = [this] {
+            const capture::CaptureStats cs = live_reader_->stats();
+            reader_kernel_packets_.store(cs.packets, std::memory_order_relaxed);
+            reader_kernel_drops_.store(cs.drops, std::memory_order_relaxed);
+        };
+        int64_t next_stats = monotonic_ns();
         while (!stop_.load(std::memory_order_relaxed)) {
             capture::ReadResult r = live_reader_->next(p, kPollTimeoutMs);
             if (r == capture::ReadResult::kOk) {
@@ -556,18 +598,34 @@ void Engine::reader_main() {
                 reader_error_ = live_reader_->error();
                 break;
             }
+            // pcap_stats is a syscall: once per timer interval, not per packet.
+            if (monotonic_ns() >= next_stats) {
+                read_kernel_stats();
+                next_stats = monotonic_ns() + kTimerIntervalNs;
+            }
         }
+        read_kernel_stats();
     }
     dispatcher_->finish();
 }
 
-StatsSnapshot Engine::collect_stats() const {
+StatsSnapshot Engine::collect_stats(std::vector<WorkerTotals>* totals) const {
     StatsSnapshot s;
     uint64_t cap_packets = 0, cap_drops = 0, filtered = 0, max_batch_ns = 0;
+    if (totals != nullptr) {
+        totals->clear();
+    }
     for (const auto& w : workers_) {
         // Every worker exports into the same snapshot: the modules add, and the decoder
-        // derives decoder.avg_pkt_size / max_pkt_size from what is already there.
+        // derives decoder.avg_pkt_size / max_pkt_size from what is already there. A worker's
+        // share is what its export added, so the shares sum to the totals exactly.
+        const uint64_t pkts_before = s.get("decoder.pkts");
+        const uint64_t bytes_before = s.get("decoder.bytes");
         w->decode.export_stats(s);
+        if (totals != nullptr) {
+            totals->push_back(WorkerTotals{w->id, s.get("decoder.pkts") - pkts_before,
+                                           s.get("decoder.bytes") - bytes_before});
+        }
         w->defrag.export_stats(s);
         w->flows.export_stats(s);
         if (w->flow_state) {
@@ -581,14 +639,26 @@ StatsSnapshot Engine::collect_stats() const {
     if (config_.mode == CaptureMode::kPcapFile) {
         cap_packets = reader_packets_.load(std::memory_order_relaxed);
         filtered += reader_filtered_.load(std::memory_order_relaxed);
+    } else if (config_.mode == CaptureMode::kPcapLive) {
+        cap_packets = reader_kernel_packets_.load(std::memory_order_relaxed);
+        cap_drops = reader_kernel_drops_.load(std::memory_order_relaxed);
     }
-    if (dispatcher_) {
-        cap_drops += dispatcher_->dropped();
-    }
+    // Drops by reason: the kernel's (ring full, as AF_PACKET and libpcap report them) and
+    // ours (a worker's dispatcher queue full: the worker is the bottleneck, not the capture).
     s.set("capture.kernel_packets", cap_packets);
     s.set("capture.kernel_drops", cap_drops);
+    s.set("capture.queue_drops", dispatcher_ ? dispatcher_->dropped() : 0);
     s.set("capture.bpf_filtered", filtered);
     s.set("engine.max_batch_us", max_batch_ns / 1000);
+    if (detecting_) {
+        std::lock_guard<std::mutex> info(gen_info_mu_);
+        s.set("detect.rules_loaded", load_summary_.loaded);
+        s.set("detect.rules_failed", load_summary_.skipped);
+        s.set("detect.reloads", reloads_.load());
+        s.set("detect.reload_failures", reload_failures_.load());
+        s.set("detect.last_reload_unix_ms", static_cast<uint64_t>(detect_loaded_ns_ / 1000000));
+        s.set("detect.last_reload_us", last_reload_us_);
+    }
     return s;
 }
 
@@ -639,9 +709,9 @@ void Engine::write_stats_event(bool final_event) {
                                         {"last_reload", format_eve_timestamp(detect_loaded_ns_)},
                                         {"rules_loaded", load_summary_.loaded},
                                         {"rules_failed", load_summary_.skipped}}});
-            ev["stats"]["detect"]["reloads"] = reloads_.load();
-            ev["stats"]["detect"]["reload_failures"] = reload_failures_.load();
-            ev["stats"]["detect"]["last_reload_ms"] = last_reload_ms_;
+            // detect.reloads, reload_failures, rules_* and last_reload_* come with the
+            // snapshot; last_reload_ms stays for readers of earlier versions.
+            ev["stats"]["detect"]["last_reload_ms"] = static_cast<double>(last_reload_us_) / 1e3;
         }
         o.eve->write(ev);
         o.eve->flush();
@@ -737,7 +807,7 @@ std::string format_summary(const RunResult& r, uint32_t workers) {
         buf, sizeof(buf),
         "summary: %llu packets, %llu bytes in %.3f s with %u worker%s: %.0f packets/s, %.1f "
         "Mbit/s\n"
-        "  capture: %llu packets, %llu dropped, %llu filtered by BPF\n"
+        "  capture: %llu packets, %llu kernel drops, %llu queue drops, %llu filtered by BPF\n"
         "  decoder: ipv4 %llu, ipv6 %llu, tcp %llu, udp %llu, icmpv4 %llu, icmpv6 %llu, "
         "vlan %llu, arp %llu, invalid %llu\n"
         "  defrag: ipv4 %llu fragments / %llu reassembled, ipv6 %llu / %llu, %llu timeouts, "
@@ -749,6 +819,7 @@ std::string format_summary(const RunResult& r, uint32_t workers) {
         static_cast<double>(bytes) * 8 / 1e6 / secs,
         static_cast<unsigned long long>(s.get("capture.kernel_packets")),
         static_cast<unsigned long long>(s.get("capture.kernel_drops")),
+        static_cast<unsigned long long>(s.get("capture.queue_drops")),
         static_cast<unsigned long long>(s.get("capture.bpf_filtered")),
         static_cast<unsigned long long>(s.get("decoder.ipv4")),
         static_cast<unsigned long long>(s.get("decoder.ipv6")),

@@ -39,7 +39,18 @@ struct SensorConfig {
     uint32_t snaplen = 262144;
     bool promisc = true;
     uint64_t pcap_buffer_bytes = 32ULL << 20;
-    uint64_t queue_bytes = 8ULL << 20;  // dispatcher ring per worker
+    // capture.queue-size, per worker: "8mb" sets the dispatcher ring's bytes, "4096" a
+    // packet limit (0 = the bytes alone limit the queue).
+    uint64_t queue_bytes = 8ULL << 20;
+    uint64_t queue_packets = 0;
+    // Live-like replay of the files (pcap-file.loop / pcap-file.rate, set by --pcap-loop /
+    // --pcap-rate): when either key is given, timestamps keep moving forward across passes
+    // and the reader drops packets for a full worker queue (capture.queue_drops) instead of
+    // waiting, as a live capture does.
+    bool pcap_replay = false;
+    uint64_t pcap_loops = 1;     // passes over the files; 0 = until stopped
+    double pcap_rate_pps = 0;    // packets per second over all workers; 0 = unpaced
+    std::string metrics_listen;  // metrics.listen: HOST:PORT serving /metrics; empty = off
     std::string bpf;
     capture::BpfMode bpf_mode = capture::BpfMode::kKernel;
     capture::AfPacketOptions afpacket;
@@ -61,6 +72,13 @@ struct SensorConfig {
 // naming the key for bad values.
 // require_input: false for rule checking (-T), which needs no packets.
 SensorConfig load_sensor_config(const Config& config, bool require_input = true);
+
+// One worker's share of decoder.pkts / decoder.bytes.
+struct WorkerTotals {
+    uint32_t worker = 0;
+    uint64_t packets = 0;
+    uint64_t bytes = 0;
+};
 
 struct RunResult {
     int exit_code = 0;  // 0 ok; 1 capture error (e.g. a truncated file) after what was readable
@@ -97,8 +115,11 @@ public:
     using AlertTap = std::function<void(const output::AlertEvent&)>;
     void set_alert_tap(AlertTap tap) { alert_tap_ = std::move(tap); }
     uint64_t reloads() const { return reloads_.load(); }
-    // Sum of every worker's counters and the capture stats, as named in EVE stats.
-    StatsSnapshot collect_stats() const;
+    // Sum of every worker's counters, the capture stats and (when detecting) the rule and
+    // reload figures, as named in EVE stats. Any thread. With `workers`, also each worker's
+    // share of decoder.pkts and decoder.bytes read in the same pass, so that they sum exactly
+    // to the snapshot's totals.
+    StatsSnapshot collect_stats(std::vector<WorkerTotals>* workers = nullptr) const;
     // The rule load of this engine (empty when no rules are configured).
     const detect::LoadSummary& load_summary() const { return load_summary_; }
     bool detecting() const { return detecting_; }
@@ -108,6 +129,7 @@ private:
     struct Worker;
     void worker_main(Worker& w);
     void reader_main();
+    bool wait_until(int64_t due_ns) const;
     void stats_main();
     void write_stats_event(bool final_event);
     void build_alert_output();
@@ -132,6 +154,8 @@ private:
     std::string reader_error_;
     std::atomic<uint64_t> reader_packets_{0};
     std::atomic<uint64_t> reader_filtered_{0};
+    std::atomic<uint64_t> reader_kernel_packets_{0};  // libpcap live: pcap_stats
+    std::atomic<uint64_t> reader_kernel_drops_{0};
     int64_t start_ns_ = 0;
     struct Generation;
     std::unique_ptr<Generation> build_generation(const detect::DetectConfig& config, uint64_t id,
@@ -141,14 +165,18 @@ private:
     std::shared_ptr<detect::FlowbitRegistry> flowbits_;  // outlives generations
     std::unique_ptr<Generation> gen_;                    // replaced only under reload_mu_
     std::mutex reload_mu_;
-    std::mutex gen_info_mu_;  // guards the three below (read by the stats thread)
+    // Guards the members below up to reload_failures_ (read by the stats thread and the
+    // exporters), so that a snapshot never mixes two loads. The two counters change under it
+    // too and are atomic only for reloads().
+    mutable std::mutex gen_info_mu_;
     detect::LoadSummary load_summary_;
-    int64_t detect_loaded_ns_ = 0;
-    double last_reload_ms_ = 0;
+    int64_t detect_loaded_ns_ = 0;  // wall clock of the running rules' load
+    // That load's duration: from its start until every worker runs the new rules.
+    uint64_t last_reload_us_ = 0;
     detect::DetectConfig running_detect_;  // what SIGHUP reloads: the last applied rules
-    std::atomic<bool> reload_requested_{false};
-    std::atomic<uint64_t> reloads_{0};
+    std::atomic<uint64_t> reloads_{0};     // successful, after start-up
     std::atomic<uint64_t> reload_failures_{0};
+    std::atomic<bool> reload_requested_{false};
     std::atomic<uint64_t> drain_epoch_{0};  // bumped by the output thread after each drain
     std::atomic<bool> output_running_{false};
 };

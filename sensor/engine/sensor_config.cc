@@ -51,12 +51,41 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
     s.snaplen = static_cast<uint32_t>(c.get_int("capture.snaplen", 262144, 64, 262144));
     s.promisc = c.get_bool("capture.promisc", true);
     s.pcap_buffer_bytes = c.get_size("capture.buffer-size", 32ULL << 20);
-    s.queue_bytes = c.get_size("capture.queue-size", 8ULL << 20);
-    if (s.queue_bytes < (2ULL << 20)) {
-        throw ConfigError(c.source() +
-                          ": capture.queue-size: must be at least 2mb (a ring "
-                          "must hold several maximum-size packets)");
+    // capture.queue-size: a plain number is a packet count (the ring keeps its default byte
+    // size, so large packets still fit); a size with a unit is the ring's byte size.
+    const std::string queue = c.get_string("capture.queue-size", "");
+    if (!queue.empty() && queue.find_first_not_of("0123456789") == std::string::npos) {
+        s.queue_packets =
+            static_cast<uint64_t>(c.get_int("capture.queue-size", 0, 1, int64_t{1} << 32));
+    } else if (!queue.empty()) {
+        if (!parse_size(queue, &s.queue_bytes)) {
+            throw ConfigError(c.source() +
+                              ": capture.queue-size: expected a packet count such as 4096 or a "
+                              "ring size such as 8mb, got '" +
+                              queue + "'");
+        }
+        if (s.queue_bytes < (2ULL << 20)) {
+            throw ConfigError(c.source() +
+                              ": capture.queue-size: a ring size must be at least 2mb (it holds "
+                              "several maximum-size packets); a plain number is a packet count");
+        }
     }
+
+    // Live-like replay of the files. Either key switches it on (even loop 1).
+    s.pcap_replay = c.has("pcap-file.loop") || c.has("pcap-file.rate");
+    s.pcap_loops = static_cast<uint64_t>(c.get_int("pcap-file.loop", 1, 0, INT64_MAX));
+    s.pcap_rate_pps = c.get_double("pcap-file.rate", 0);
+    if (!(s.pcap_rate_pps >= 0 && s.pcap_rate_pps <= 1e9)) {  // also refuses NaN
+        throw ConfigError(c.source() +
+                          ": pcap-file.rate: must be a packet rate from 0 (unpaced) to 1e9");
+    }
+    if (s.pcap_replay && s.mode != CaptureMode::kPcapFile && require_input) {
+        throw ConfigError(c.source() + ": " +
+                          (c.has("pcap-file.loop") ? "pcap-file.loop (--pcap-loop)"
+                                                   : "pcap-file.rate (--pcap-rate)") +
+                          ": replays pcap files, but none are given (-r, pcap-file.paths)");
+    }
+    s.metrics_listen = c.get_string("metrics.listen", "");
     s.bpf = c.get_string("capture.bpf-filter", "");
     s.bpf_mode = c.get_choice("capture.bpf-mode", "kernel", {"kernel", "user"}) == "user"
                      ? capture::BpfMode::kUser

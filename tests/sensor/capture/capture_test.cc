@@ -450,6 +450,206 @@ TEST(Dispatcher, AbortUnblocksPush) {
     EXPECT_EQ(d.dropped(), 1u);
 }
 
+TEST(Dispatcher, PacketLimitDropsExactly) {
+    Dispatcher d(1, kMinQueue, nullptr, false, /*queue_packets=*/2);
+    std::vector<uint8_t> data(100, 0xcd);
+    RawPacket p = view(data);
+    std::vector<bool> pushed;
+    for (uint64_t i = 1; i <= 5; ++i) {
+        p.pcap_cnt = i;
+        pushed.push_back(d.push(p));
+    }
+    EXPECT_EQ(pushed, (std::vector<bool>{true, true, false, false, false}));
+    PacketSource& src = d.source(0);
+    Batch b;
+    ASSERT_EQ(src.next_batch(b, 0), ReadResult::kOk);
+    ASSERT_EQ(b.count, 2u);
+    EXPECT_EQ(b.pkts[0].pcap_cnt, 1u);
+    EXPECT_EQ(b.pkts[1].pcap_cnt, 2u);
+    // Handed out but not released: the two still count against the limit.
+    p.pcap_cnt = 6;
+    EXPECT_FALSE(d.push(p));
+    src.release(b);
+    for (uint64_t i = 7; i <= 9; ++i) {
+        p.pcap_cnt = i;
+        pushed.push_back(d.push(p));
+    }
+    EXPECT_EQ(pushed, (std::vector<bool>{true, true, false, false, false, true, true, false}));
+    EXPECT_EQ(d.dropped(), 5u);
+    EXPECT_EQ(src.stats().packets, 4u);
+    EXPECT_EQ(src.stats().drops, 5u);
+    ASSERT_EQ(src.next_batch(b, 0), ReadResult::kOk);
+    ASSERT_EQ(b.count, 2u);
+    EXPECT_EQ(b.pkts[0].pcap_cnt, 7u);
+    EXPECT_EQ(b.pkts[1].pcap_cnt, 8u);
+    src.release(b);
+}
+
+TEST(Dispatcher, BlockingWithPacketLimitLosesNothing) {
+    constexpr uint64_t kPackets = 20000;
+    Dispatcher d(1, kMinQueue, nullptr, true, /*queue_packets=*/2);
+    std::atomic<uint64_t> bad{0};
+    uint64_t seen = 0;
+    uint32_t max_batch = 0;
+    std::thread worker([&] {
+        PacketSource& src = d.source(0);
+        Batch b;
+        for (;;) {
+            const ReadResult rc = src.next_batch(b, 50);
+            if (rc == ReadResult::kEof) {
+                break;
+            }
+            if (rc != ReadResult::kOk) {
+                continue;
+            }
+            max_batch = std::max(max_batch, b.count);
+            for (uint32_t k = 0; k < b.count; ++k) {
+                bad += b.pkts[k].pcap_cnt != seen + 1 ? 1 : 0;
+                ++seen;
+            }
+            src.release(b);
+        }
+    });
+    std::vector<uint8_t> data(64, 1);
+    RawPacket p = view(data);
+    for (uint64_t i = 1; i <= kPackets; ++i) {
+        p.pcap_cnt = i;
+        ASSERT_TRUE(d.push(p));
+    }
+    d.finish();
+    worker.join();
+    EXPECT_EQ(seen, kPackets);
+    EXPECT_EQ(bad.load(), 0u);
+    EXPECT_EQ(d.dropped(), 0u);
+    EXPECT_LE(max_batch, 2u);  // never more than the limit queued
+}
+
+// ---------------------------------------------------------------------------------------
+// PcapReplay
+
+struct Replayed {
+    std::vector<int64_t> ts;
+    std::vector<uint64_t> cnt;
+    std::vector<std::string> payload;
+    ReadResult end = ReadResult::kOk;
+};
+
+Replayed replay_all(PcapReplay& r, size_t limit) {
+    Replayed out;
+    RawPacket p;
+    while (out.ts.size() < limit) {
+        out.end = r.next(p);
+        if (out.end != ReadResult::kOk) {
+            break;
+        }
+        out.ts.push_back(p.ts_ns);
+        out.cnt.push_back(p.pcap_cnt);
+        out.payload.push_back(payload_of(p, 14));
+    }
+    return out;
+}
+
+TEST(PcapReplay, ShiftsEveryPassForward) {
+    TempDir dir;
+    // Timestamps 1700000000 + i s + i us: span 2.000002 s, mean gap 1.000001 s.
+    write_pcap(dir.file("a.pcap"), DLT_EN10MB,
+               {eth_udp(1, 2, "p0"), eth_udp(1, 2, "p1"), eth_udp(1, 2, "p2")});
+    PcapFileReader reader({dir.file("a.pcap")});
+    PcapReplay replay(reader, 3);
+    const Replayed got = replay_all(replay, 100);
+    EXPECT_EQ(got.end, ReadResult::kEof);
+    constexpr int64_t kBase = 1700000000LL * 1000000000;
+    constexpr int64_t kPeriod = 2000002000LL + 1000001000LL;
+    std::vector<int64_t> want_ts;
+    for (int64_t pass = 0; pass < 3; ++pass) {
+        for (int64_t i = 0; i < 3; ++i) {
+            want_ts.push_back(kBase + i * 1000001000 + pass * kPeriod);
+        }
+    }
+    EXPECT_EQ(got.ts, want_ts);
+    EXPECT_EQ(got.cnt, (std::vector<uint64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9}));
+    EXPECT_EQ(got.payload,
+              (std::vector<std::string>{"p0", "p1", "p2", "p0", "p1", "p2", "p0", "p1", "p2"}));
+    EXPECT_EQ(replay.pass(), 2u);
+    EXPECT_EQ(replay.shift_ns(), 2 * kPeriod);
+    EXPECT_EQ(reader.packets_read(), 9u);
+}
+
+TEST(PcapReplay, OnePassIsThePlainReader) {
+    TempDir dir;
+    write_pcap(dir.file("a.pcap"), DLT_EN10MB, {eth_udp(1, 2, "p0"), eth_udp(1, 2, "p1")});
+    PcapFileReader reader({dir.file("a.pcap")});
+    PcapReplay replay(reader, 1);
+    const Replayed got = replay_all(replay, 100);
+    EXPECT_EQ(got.end, ReadResult::kEof);
+    EXPECT_EQ(got.ts,
+              (std::vector<int64_t>{1700000000LL * 1000000000, 1700000001LL * 1000000000 + 1000}));
+    EXPECT_EQ(replay.shift_ns(), 0);
+}
+
+TEST(PcapReplay, EndlessKeepsTimeMovingAcrossFilesOutOfOrder) {
+    TempDir dir;
+    // b.pcap is read second but its packets are older: every pass still starts after the
+    // latest timestamp of the one before.
+    write_pcap(dir.file("a.pcap"), DLT_EN10MB, {eth_udp(1, 2, "a0"), eth_udp(1, 2, "a1")});
+    pcap_t* dead = pcap_open_dead(DLT_EN10MB, 65535);
+    pcap_dumper_t* dump = pcap_dump_open(dead, dir.file("b.pcap").c_str());
+    ASSERT_NE(dump, nullptr);
+    const auto frame = eth_udp(1, 2, "b0");
+    pcap_pkthdr h{};
+    h.ts.tv_sec = 1699999990;
+    h.caplen = static_cast<uint32_t>(frame.size());
+    h.len = h.caplen;
+    pcap_dump(reinterpret_cast<u_char*>(dump), &h, frame.data());
+    pcap_dump_close(dump);
+    pcap_close(dead);
+
+    PcapFileReader reader({dir.path()});
+    PcapReplay replay(reader, 0);
+    const Replayed got = replay_all(replay, 3000);
+    EXPECT_EQ(got.end, ReadResult::kOk);
+    ASSERT_EQ(got.ts.size(), 3000u);
+    // Span: 1699999990 s .. 1700000001.000001 s; three packets, so gap = span / 2.
+    constexpr int64_t kSpan = 11LL * 1000000000 + 1000;
+    constexpr int64_t kPeriod = kSpan + kSpan / 2;
+    uint64_t backwards_across_passes = 0;
+    for (size_t i = 0; i < got.ts.size(); ++i) {
+        const int64_t pass = static_cast<int64_t>(i / 3);
+        EXPECT_EQ(got.ts[i], got.ts[i % 3] + pass * kPeriod) << i;
+        if (i >= 3 && i % 3 == 2) {
+            // b0, the oldest packet of a pass, against a1, the latest of the pass before.
+            backwards_across_passes += got.ts[i] <= got.ts[i - 4] ? 1 : 0;
+        }
+    }
+    EXPECT_EQ(backwards_across_passes, 0u);
+    EXPECT_EQ(got.cnt.back(), 3000u);
+    EXPECT_EQ(replay.pass(), 999u);
+}
+
+TEST(PcapReplay, SinglePacketRepeatsOncePerSecond) {
+    TempDir dir;
+    write_pcap(dir.file("a.pcap"), DLT_EN10MB, {eth_udp(1, 2, "p0")});
+    PcapFileReader reader({dir.file("a.pcap")});
+    PcapReplay replay(reader, 4);
+    const Replayed got = replay_all(replay, 100);
+    constexpr int64_t kBase = 1700000000LL * 1000000000;
+    EXPECT_EQ(got.ts, (std::vector<int64_t>{kBase, kBase + 1000000000, kBase + 2000000000,
+                                            kBase + 3000000000}));
+}
+
+TEST(PcapReplay, StopsWhenAPassYieldsNothing) {
+    TempDir dir;
+    write_pcap(dir.file("a.pcap"), DLT_EN10MB, {eth_udp(1, 2, "p0"), eth_udp(1, 2, "p1")});
+    PcapFileReader reader({dir.file("a.pcap")});
+    BpfFilter f("tcp", DLT_EN10MB);
+    reader.set_filter(f);
+    PcapReplay replay(reader, 0);  // endless, but the filter rejects everything
+    RawPacket p;
+    EXPECT_EQ(replay.next(p), ReadResult::kEof);
+    EXPECT_EQ(reader.packets_read(), 2u);
+    EXPECT_EQ(reader.packets_filtered(), 2u);
+}
+
 // ---------------------------------------------------------------------------------------
 // AF_PACKET and live capture: errors that need no traffic (the namespace test has the rest).
 

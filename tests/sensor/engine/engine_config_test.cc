@@ -28,6 +28,66 @@ TEST(SensorConfigTest, DefaultsAreSuricatas) {
     EXPECT_EQ(s.flow.timeouts.tcp_established, 600u);
     EXPECT_EQ(s.flow.timeouts.udp_new, 30u);
     EXPECT_EQ(s.bpf_mode, capture::BpfMode::kKernel);
+    EXPECT_EQ(s.queue_bytes, 8ULL << 20);
+    EXPECT_EQ(s.queue_packets, 0u);
+    EXPECT_FALSE(s.pcap_replay);
+    EXPECT_EQ(s.pcap_loops, 1u);
+    EXPECT_EQ(s.pcap_rate_pps, 0);
+    EXPECT_EQ(s.metrics_listen, "");
+}
+
+TEST(SensorConfigTest, ReplayQueueAndMetricsKeys) {
+    SensorConfig s = load_sensor_config(
+        with_input("pcap-file: {loop: 0, rate: 2500.5}\ncapture: {queue-size: 2}\n"
+                   "metrics: {listen: '127.0.0.1:9750'}\n"));
+    EXPECT_TRUE(s.pcap_replay);
+    EXPECT_EQ(s.pcap_loops, 0u);
+    EXPECT_EQ(s.pcap_rate_pps, 2500.5);
+    EXPECT_EQ(s.queue_packets, 2u);
+    EXPECT_EQ(s.queue_bytes, 8ULL << 20);  // the ring keeps its default size
+    EXPECT_EQ(s.metrics_listen, "127.0.0.1:9750");
+    // With a unit, the ring's bytes and no packet limit.
+    SensorConfig bytes = load_sensor_config(with_input("capture: {queue-size: 16MB}\n"));
+    EXPECT_EQ(bytes.queue_bytes, 16ULL << 20);
+    EXPECT_EQ(bytes.queue_packets, 0u);
+    // Either key alone switches replay on, even one pass.
+    EXPECT_TRUE(load_sensor_config(with_input("pcap-file: {loop: 1}\n")).pcap_replay);
+    SensorConfig rate_only = load_sensor_config(with_input("pcap-file: {rate: 10}\n"));
+    EXPECT_TRUE(rate_only.pcap_replay);
+    EXPECT_EQ(rate_only.pcap_loops, 1u);
+}
+
+TEST(SensorConfigTest, ReplayAndQueueErrorsNameTheKey) {
+    const auto message = [](std::string_view yaml) {
+        try {
+            load_sensor_config(with_input(yaml));
+        } catch (const ConfigError& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_EQ(message("pcap-file: {rate: -1}\n"),
+              "sensor.yaml: pcap-file.rate: must be a packet rate from 0 (unpaced) to 1e9");
+    EXPECT_EQ(message("pcap-file: {loop: -1}\n"),
+              "sensor.yaml:1: pcap-file.loop: value -1 out of range [0, 9223372036854775807]");
+    EXPECT_EQ(message("capture: {queue-size: many}\n"),
+              "sensor.yaml: capture.queue-size: expected a packet count such as 4096 or a ring "
+              "size such as 8mb, got 'many'");
+    EXPECT_EQ(message("capture: {queue-size: 1mb}\n"),
+              "sensor.yaml: capture.queue-size: a ring size must be at least 2mb (it holds "
+              "several maximum-size packets); a plain number is a packet count");
+    EXPECT_EQ(message("capture: {queue-size: 0}\n"),
+              "sensor.yaml:1: capture.queue-size: value 0 out of range [1, 4294967296]");
+    Config live =
+        Config::load_string("capture: {interface: eth9}\npcap-file: {loop: 0}\n", "sensor.yaml");
+    try {
+        load_sensor_config(live);
+        FAIL();
+    } catch (const ConfigError& e) {
+        EXPECT_EQ(std::string(e.what()),
+                  "sensor.yaml: pcap-file.loop (--pcap-loop): replays pcap files, but none are "
+                  "given (-r, pcap-file.paths)");
+    }
 }
 
 TEST(SensorConfigTest, ReadsEveryMappedKey) {

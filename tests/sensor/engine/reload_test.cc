@@ -93,6 +93,10 @@ TEST_F(ReloadTest, SwapsRulesWithoutLosingPackets) {
     EXPECT_EQ(result.exit_code, 0) << result.error;
     EXPECT_EQ(result.stats.get("decoder.pkts"), kRepeats * record_.packets);
     EXPECT_EQ(result.stats.get("capture.kernel_drops"), 0u);
+    EXPECT_EQ(result.stats.get("capture.queue_drops"), 0u);
+    EXPECT_EQ(result.stats.get("detect.reloads"), 1u);
+    EXPECT_EQ(result.stats.get("detect.reload_failures"), 1u);
+    EXPECT_EQ(result.stats.get("detect.rules_loaded"), 1u);
     EXPECT_EQ(result.stats.get("detect.alert_queue_overflow"), 0u);
 
     uint64_t sid1 = 0, sid2 = 0;
