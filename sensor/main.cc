@@ -9,6 +9,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "common/time_util.h"
 #include "sensor/agent/agent.h"
 #include "sensor/engine/engine.h"
+#include "sensor/profile/profile.h"
 
 namespace {
 
@@ -176,6 +178,96 @@ void add_sensor_collector(picket::metrics::Registry& registry,
         });
 }
 
+// --profile-configs: the ladder's options from the command line.
+struct ProfileArgs {
+    std::string ladder;
+    uint32_t repeat = 3;
+    std::vector<std::string> vars;  // NAME=VALUE
+    std::string format = "text";
+};
+
+// Runs the ladder over the -r files: the table on stdout, progress on stderr. Exit 2 for a bad
+// ladder or arguments, 1 when a run fails.
+int run_profile(const ProfileArgs& a, picket::Config base, const std::string& exclusive_rules,
+                const std::vector<std::string>& extra_rules) {
+    namespace profile = picket::sensor::profile;
+    auto ladder = profile::load_ladder(a.ladder);
+    if (!ladder.ok()) {
+        std::fprintf(stderr, "picket-sensor: %s\n", std::string(ladder.status().message()).c_str());
+        return kExitUsage;
+    }
+    const std::set<std::string> used = profile::referenced_variables(*ladder);
+    // ${rules}: what this command line would load (-S replaces rule-files, -s adds). Absolute,
+    // so that default-rule-path is not put in front of them a second time.
+    std::vector<std::string> rules =
+        picket::sensor::engine::load_sensor_config(base).detect.rule_files;
+    if (!exclusive_rules.empty()) {
+        rules = {exclusive_rules};
+    }
+    rules.insert(rules.end(), extra_rules.begin(), extra_rules.end());
+    profile::Variables vars;
+    for (const auto& r : rules) {
+        vars["rules"].push_back(std::filesystem::absolute(r).string());
+    }
+    std::set<std::string> given;
+    for (const auto& v : a.vars) {
+        const size_t eq = v.find('=');
+        if (eq == std::string::npos || eq == 0) {
+            std::fprintf(stderr, "picket-sensor: --profile-var %s: expected NAME=VALUE\n",
+                         v.c_str());
+            return kExitUsage;
+        }
+        const std::string name = v.substr(0, eq);
+        std::string value = v.substr(eq + 1);
+        if (used.count(name) == 0) {
+            std::fprintf(stderr, "picket-sensor: --profile-var %s: %s has no ${%s}\n", v.c_str(),
+                         a.ladder.c_str(), name.c_str());
+            return kExitUsage;
+        }
+        if (given.insert(name).second) {
+            vars[name].clear();  // the command line replaces ${rules} from -S / rule-files
+        }
+        std::error_code ec;
+        if (!value.empty() && std::filesystem::exists(value, ec)) {
+            value = std::filesystem::absolute(value).string();  // relative to here, as -S
+        }
+        vars[name].push_back(value);
+    }
+    if ((!exclusive_rules.empty() || !extra_rules.empty()) && used.count("rules") == 0) {
+        std::fprintf(stderr, "picket-sensor: warning: %s has no ${rules}: -S / -s are not used\n",
+                     a.ladder.c_str());
+    }
+    auto steps = profile::plan(*ladder, std::move(base), vars);
+    if (!steps.ok()) {
+        std::fprintf(stderr, "picket-sensor: %s\n", std::string(steps.status().message()).c_str());
+        return kExitUsage;
+    }
+    profile::RunOptions options;
+    options.repeat = a.repeat;
+    options.progress = [](const std::string& line) {
+        std::fprintf(stderr, "picket-sensor: profile: %s\n", line.c_str());
+    };
+    auto report = profile::run(*steps, options);
+    if (!report.ok()) {
+        std::fprintf(stderr, "picket-sensor: profile: %s\n",
+                     std::string(report.status().message()).c_str());
+        return report.status().code() == absl::StatusCode::kFailedPrecondition ? kExitUsage : 1;
+    }
+    const profile::Format format = a.format == "markdown" ? profile::Format::kMarkdown
+                                   : a.format == "json"   ? profile::Format::kJson
+                                                          : profile::Format::kText;
+    std::fputs(profile::format_report(*report, format).c_str(), stdout);
+    for (const auto& s : *steps) {
+        if (!s.skipped.empty()) {
+            std::fprintf(stderr,
+                         "picket-sensor: profile: steps were skipped: give their variables with "
+                         "--profile-var NAME=VALUE (-S FILE / -s FILE set ${rules})\n");
+            break;
+        }
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -189,6 +281,7 @@ int main(int argc, char** argv) {
     int workers = 0;
     bool verbose = false;
     bool test_rules = false;
+    bool profile_rules = false;
     std::string exclusive_rules;
     std::vector<std::string> extra_rules;
     app.add_option("-r", pcaps, "read packets from pcap/pcapng FILE or every file of DIR")
@@ -231,7 +324,34 @@ int main(int argc, char** argv) {
     app.add_flag("-T", test_rules,
                  "check the configuration and rules, print the load summary, and exit "
                  "(non-zero when a rule was skipped)");
+    app.add_flag("--profile-rules", profile_rules,
+                 "per-rule checks, matches and time: the costliest rules printed at exit, every "
+                 "rule in LOGDIR/rule_perf.json (profiling.rules.enabled)");
     app.add_flag("-v", verbose, "verbose logging");
+    ProfileArgs profile_args;
+    auto* profile_opt =
+        app.add_option("--profile-configs", profile_args.ladder,
+                       "run the -r files through each step of a ladder of configurations and "
+                       "print packets/s and Mbit/s per step (see deploy/profile-ladder.yaml)")
+            ->type_name("LADDER.yaml")
+            ->group("Profiling");
+    app.add_option("--profile-repeat", profile_args.repeat, "runs per step (median and spread)")
+        ->type_name("N")
+        ->check(CLI::Range(1, 100))
+        ->capture_default_str()
+        ->needs(profile_opt)
+        ->group("Profiling");
+    app.add_option("--profile-var", profile_args.vars,
+                   "set the ladder's ${NAME} (repeat for a list; -S / -s set ${rules})")
+        ->type_name("NAME=VALUE")
+        ->allow_extra_args(false)
+        ->needs(profile_opt)
+        ->group("Profiling");
+    app.add_option("--profile-format", profile_args.format, "table format")
+        ->check(CLI::IsMember({"text", "markdown", "json"}))
+        ->capture_default_str()
+        ->needs(profile_opt)
+        ->group("Profiling");
     ManagerArgs margs;
     auto* manager_opt = app.add_option("--manager", margs.manager, "fleet manager to connect to")
                             ->type_name("HOST:PORT")
@@ -281,6 +401,8 @@ int main(int argc, char** argv) {
         "Examples:\n"
         "  picket-sensor -r capture.pcap -l /tmp/out\n"
         "  picket-sensor -i eth0 --capture afpacket --workers 2 'tcp port 80'\n"
+        "  picket-sensor --profile-configs deploy/profile-ladder.yaml -r capture.pcap -S "
+        "all.rules\n"
         "  picket-sensor -i eth0 --manager mgr:50051 --name s1 --ca ca.crt --tls-cert s1.crt "
         "--tls-key s1.key\n");
 
@@ -296,6 +418,27 @@ int main(int argc, char** argv) {
     }
     if (verbose) {
         log::set_level(log::Level::kDebug);
+    }
+    if (!profile_args.ladder.empty()) {
+        // A profile reads files, once per run, and serves nothing.
+        const char* conflict = !iface.empty()            ? "-i"
+                               : !margs.manager.empty()  ? "--manager"
+                               : loop_opt->count() != 0  ? "--pcap-loop"
+                               : rate_opt->count() != 0  ? "--pcap-rate"
+                               : !metrics_listen.empty() ? "--metrics-listen"
+                               : test_rules              ? "-T"
+                                                         : nullptr;
+        if (conflict != nullptr) {
+            std::fprintf(stderr, "picket-sensor: --profile-configs cannot be combined with %s\n",
+                         conflict);
+            return kExitUsage;
+        }
+        if (pcaps.empty()) {
+            std::fprintf(stderr,
+                         "picket-sensor: --profile-configs needs -r FILE: the traffic to run "
+                         "through every step\n");
+            return kExitUsage;
+        }
     }
     if (pcaps.empty() && iface.empty() && !test_rules) {
         std::fprintf(stderr, "picket-sensor: no input: give -r FILE or -i IFACE\n");
@@ -343,10 +486,17 @@ int main(int argc, char** argv) {
             }
             config.set_value("capture.bpf-filter", YAML::Node(expr));
         }
+        if (profile_rules) {
+            config.set_value("profiling.rules.enabled", YAML::Node(true));
+        }
         for (const auto& s : sets) {
             config.set(s);
         }
+        if (!profile_args.ladder.empty()) {
+            return run_profile(profile_args, std::move(config), exclusive_rules, extra_rules);
+        }
         sc = sensor::engine::load_sensor_config(config, /*require_input=*/!test_rules);
+        sensor::detect::read_detect_settings(config, &sc.detect);  // mpm-algo, profiling.rules
         if (!exclusive_rules.empty()) {
             sc.detect.rule_files = {exclusive_rules};
         }
@@ -525,6 +675,16 @@ int main(int argc, char** argv) {
         }
         if (sc.mode == sensor::engine::CaptureMode::kPcapFile) {
             std::fputs(sensor::engine::format_summary(result, sc.workers).c_str(), stdout);
+        }
+        if (sc.detect.profiling.enabled && engine.detecting()) {
+            const auto rules_profile = engine.rule_profile();
+            std::fputs(rules_profile.format_table(sc.detect.profiling.limit).c_str(), stdout);
+            const std::string& name = sc.detect.profiling.filename;
+            const std::string path = name[0] == '/' ? name : sc.log_dir + "/" + name;
+            std::string error;
+            if (!rules_profile.write_json(path, &error)) {
+                std::fprintf(stderr, "picket-sensor: profiling.rules: %s\n", error.c_str());
+            }
         }
         if (result.exit_code != 0) {
             std::fprintf(stderr, "picket-sensor: error: %s\n", result.error.c_str());

@@ -10,8 +10,10 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "common/config.h"
 #include "common/counter.h"
 #include "common/stats.h"
 #include "sensor/decode/decode.h"
@@ -21,6 +23,21 @@ namespace picket::sensor::detect {
 
 struct Rule;
 class FlowbitRegistry;
+
+// detect.mpm-algo (Suricata's key): the multi-pattern prefilter that picks candidate rules.
+// kHyperscan ("hs"): one Hyperscan literal database per rule group, built from the rules'
+// fast patterns; kNone ("none"): no prefilter, every active rule of the packet's group is
+// verified on every packet (the baseline the prefilter is measured against). Both give exactly
+// the same alerts.
+enum class MpmAlgo : uint8_t { kHyperscan, kNone };
+
+// profiling.rules (--profile-rules): per-rule checks, matches and time, printed and written
+// at exit. Off costs one predictable branch per packet.
+struct RuleProfilingConfig {
+    bool enabled = false;
+    uint32_t limit = 10;                      // rows of the table printed at exit
+    std::string filename = "rule_perf.json";  // in default-log-dir unless absolute
+};
 
 struct DetectConfig {
     std::vector<std::string> rule_files;
@@ -33,7 +50,15 @@ struct DetectConfig {
     std::string threshold_file;  // threshold.config: suppress, threshold, event_filter
     bool pcre_jit = true;
     uint32_t packet_alert_max = 15;  // alerts kept per packet (Suricata's packet-alert-max)
+    MpmAlgo mpm_algo = MpmAlgo::kHyperscan;
+    RuleProfilingConfig profiling;
 };
+
+// Reads the keys of sensor.yaml that belong to detection alone: detect.mpm-algo (hs | none)
+// and profiling.rules.{enabled,limit,filename}. Throws ConfigError naming the key.
+void read_detect_settings(const Config& config, DetectConfig* out);
+// "hs" / "none".
+const char* mpm_algo_name(MpmAlgo algo);
 
 struct RuleDiagnostic {
     std::string file;
@@ -60,6 +85,10 @@ struct LoadSummary {
     uint32_t groups = 0;
     uint32_t hs_databases = 0;
     uint32_t no_fast_pattern_rules = 0;
+    // Rules with a pcre but no content to anchor it (no fast pattern): the regex runs on every
+    // packet of their group ("PCRE is evil"). Each also gets a warning naming it.
+    uint32_t pcre_without_content_rules = 0;
+    MpmAlgo mpm_algo = MpmAlgo::kHyperscan;
     // Loaded rules that need an app-layer protocol (http, dns, tls, ...): they match once the
     // app layer identifies flows; until then they are kept out of the matching structures.
     uint32_t app_layer_rules = 0;
@@ -157,10 +186,86 @@ public:
     DetectCounters& counters() { return flow_state_->counters(); }
 
 private:
+    friend class RuleProfile;  // reads the per-rule figures once the worker is done with them
+    // inspect() with or without profiling: two copies of the loop, chosen once per packet.
+    template <bool kProfile>
+    uint32_t inspect_packet(const decode::Packet& p, flow::Flow* f, flow::Direction dir,
+                            AlertRecord* out, uint32_t out_cap);
     std::shared_ptr<const DetectEngine> engine_;
     WorkerFlowState* flow_state_;
     struct Scratch;
     std::unique_ptr<Scratch> scratch_;
+    bool profiling_ = false;
+};
+
+// ---------------------------------------------------------------------------------------
+// Rule profiling (profiling.rules). Each DetectWorker of a profiling engine keeps, per rule, a
+// flat array entry indexed by the rule's index: checks (verifications after the prefilter),
+// matches (every option matched, before thresholds and noalert) and CPU ticks spent on the rule
+// (its checks and what a match then does; rdtsc on x86-64, nanoseconds elsewhere), plain
+// integers written by that worker alone. A
+// RuleProfile merges those arrays on the control thread once no worker uses them any more (a
+// generation retired by a reload, or every generation after run() returns), keyed by
+// gid:sid:rev: one rule's figures add up across workers and reloads, and a rule whose rev
+// changed in a reload is a separate entry.
+
+struct RuleProfileEntry {
+    uint32_t gid = 1, sid = 0, rev = 0;
+    std::string msg;
+    std::string file;
+    uint32_t line = 0;
+    std::vector<std::string> keywords;  // the rule's match keywords, sorted: "content", "pcre"
+    std::string fast_pattern;  // as chosen by the compiler: pkt_data:"abc|0d 0a|" nocase; ""
+    uint64_t checks = 0, matches = 0, ticks = 0, worst_ticks = 0;
+};
+
+// A rule's keyword list joined by ',' ("content,flow,pcre"); "header-only" when empty.
+std::string keyword_group(const RuleProfileEntry& e);
+
+// The rules of one keyword (a rule counts under each of its keywords) or one fast pattern.
+struct RuleProfileGroup {
+    std::string name;  // keyword, or fast pattern ("none" for rules without one)
+    uint32_t rules = 0;
+    uint64_t checks = 0, matches = 0, ticks = 0, worst_ticks = 0;
+};
+
+class RuleProfile {
+public:
+    // Adds the figures of one worker of one generation; nothing when its engine does not
+    // profile. That worker's thread must no longer run `worker` (reload has seen it switch,
+    // or run() returned). Control thread.
+    void add(const DetectWorker& worker);
+    // Calibrates ticks against steady_clock (from the earliest worker's creation until now,
+    // waiting until at least 20 ms have passed) and sorts the rules by total ticks, most first
+    // (then checks, then gid:sid:rev). Call once, after the last add().
+    void finish();
+
+    const std::vector<RuleProfileEntry>& rules() const { return rules_; }
+    std::vector<RuleProfileGroup> by_keyword() const;       // sorted like rules()
+    std::vector<RuleProfileGroup> by_fast_pattern() const;  // sorted like rules()
+    double ticks_per_us() const { return ticks_per_us_; }
+    uint32_t generations() const { return generations_; }
+    uint32_t worker_arrays() const { return arrays_; }
+    bool profiling() const { return arrays_ != 0; }
+
+    // What the sensor prints at exit: totals, the `limit` costliest rules, the keywords and
+    // the `limit` costliest fast patterns.
+    std::string format_table(uint32_t limit) const;
+    // rule_perf.json: every rule, plus "by_keyword" and "by_fast_pattern".
+    std::string to_json() const;
+    // Writes to_json() to path; false with *error ("rule_perf.json: cannot write: ...").
+    bool write_json(const std::string& path, std::string* error) const;
+
+private:
+    std::vector<RuleProfileEntry> rules_;
+    std::map<std::tuple<uint32_t, uint32_t, uint32_t>, size_t> index_;  // gid:sid:rev
+    const void* last_engine_ = nullptr;  // to count generations (consecutive adds)
+    uint32_t generations_ = 0;
+    uint32_t arrays_ = 0;
+    MpmAlgo mpm_algo_ = MpmAlgo::kHyperscan;
+    uint64_t start_ticks_ = 0;
+    int64_t start_ns_ = 0;
+    double ticks_per_us_ = 0;
 };
 
 }  // namespace picket::sensor::detect

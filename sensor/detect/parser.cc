@@ -701,6 +701,14 @@ std::string LoadSummary::to_string() const {
         o << "  " << app_layer_rules
           << " loaded rules need an app-layer protocol (http, dns, tls, ...) and wait for it\n";
     }
+    if (mpm_algo == MpmAlgo::kNone) {
+        o << "  mpm-algo none: no prefilter, every rule of a group is checked on every packet\n";
+    }
+    if (pcre_without_content_rules != 0) {
+        o << "  " << pcre_without_content_rules
+          << (pcre_without_content_rules == 1 ? " rule runs" : " rules run")
+          << " a pcre without a content anchor (warnings below)\n";
+    }
     for (const auto& w : warnings) {
         o << "warning: " << w << "\n";
     }

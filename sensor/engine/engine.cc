@@ -100,6 +100,7 @@ struct Engine::Worker {
     std::vector<uint8_t> alert_packet;  // reassembled packet for alert output
     capture::Batch batch;
     std::string error;
+    uint64_t busy_ns = 0;  // sum of the batch times; read after join
     std::thread thread;
 };
 
@@ -182,7 +183,7 @@ Engine::Engine(SensorConfig config) : config_(std::move(config)), output_(new Ou
     if (c.eve_enabled) {
         output_->eve = std::make_unique<output::EveWriter>(c.log_dir + "/" + c.eve_filename);
     }
-    if (!c.detect.rule_files.empty()) {
+    if (!c.detect.rule_files.empty() && c.stages >= Stage::kDetect) {
         detecting_ = true;
         const int64_t t0 = monotonic_ns();
         gen_ = build_generation(c.detect, 1, &load_summary_);
@@ -295,11 +296,26 @@ bool Engine::reload(const detect::DetectConfig& config, detect::LoadSummary* sum
         last_reload_us_ = static_cast<uint64_t>(monotonic_ns() - t0) / 1000;
         ++reloads_;
     }
+    for (const auto& dw : old->workers) {
+        retired_profile_.add(*dw);  // no-op unless profiling.rules; no worker uses it any more
+    }
     old.reset();  // the last reference to the old engine goes with it
     if (summary != nullptr) {
         *summary = std::move(sum);
     }
     return true;
+}
+
+detect::RuleProfile Engine::rule_profile() {
+    std::lock_guard<std::mutex> lock(reload_mu_);
+    detect::RuleProfile out = retired_profile_;
+    if (gen_) {
+        for (const auto& dw : gen_->workers) {
+            out.add(*dw);
+        }
+    }
+    out.finish();
+    return out;
 }
 
 void Engine::control_main() {
@@ -423,6 +439,7 @@ void Engine::stop() {
 
 void Engine::worker_main(Worker& w) {
     const bool offline = config_.mode == CaptureMode::kPcapFile;
+    const Stage stages = config_.stages;
     int64_t last_timer_ns = 0;
     int64_t now_ns = 0;
     decode::Packet p;
@@ -452,6 +469,9 @@ void Engine::worker_main(Worker& w) {
                         ++w.bpf_filtered;
                         continue;
                     }
+                }
+                if (stages == Stage::kRead) {
+                    continue;
                 }
                 p.pcap_cnt = raw.pcap_cnt;
                 decode::DecodeResult dr = decode::decode_packet(
@@ -486,7 +506,7 @@ void Engine::worker_main(Worker& w) {
                     }
                     ++w.reassembled_inspected;
                 }
-                if (p.ip_version == 0) {
+                if (p.ip_version == 0 || stages == Stage::kDecode) {
                     continue;
                 }
                 flow::Direction dir = flow::Direction::kToServer;
@@ -504,6 +524,7 @@ void Engine::worker_main(Worker& w) {
             }
             w.source->release(w.batch);
             const uint64_t batch_ns = static_cast<uint64_t>(monotonic_ns() - batch_start);
+            w.busy_ns += batch_ns;
             if (batch_ns > w.max_batch_ns.get()) {
                 w.max_batch_ns.set(batch_ns);
             }
@@ -781,6 +802,11 @@ RunResult Engine::run() {
     result.elapsed_sec = static_cast<double>(monotonic_ns() - start_ns_) / 1e9;
     write_stats_event(true);
     result.stats = collect_stats();
+    for (const auto& w : workers_) {
+        result.packets += w->packets.get();
+        result.bytes += w->bytes.get();
+        result.worker_busy_sec += static_cast<double>(w->busy_ns) / 1e9;
+    }
     if (file_reader_) {
         result.files = static_cast<uint32_t>(file_reader_->files().size());
     }

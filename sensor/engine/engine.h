@@ -27,11 +27,22 @@ namespace picket::sensor::engine {
 
 enum class CaptureMode : uint8_t { kPcapFile, kPcapLive, kAfPacket };
 
+// engine.stages: how far each packet goes, so that --profile-configs can measure what each
+// stage costs. Ordered: a stage runs every one before it. Stream reassembly and the app layer
+// will slot in between kFlow and kDetect. Below kDetect the rules are not even loaded.
+enum class Stage : uint8_t {
+    kRead,    // the workers take the packets in and count them; nothing else
+    kDecode,  // + decode and IP defragmentation
+    kFlow,    // + flow table
+    kDetect,  // + rules, when any are configured (the default)
+};
+
 struct SensorConfig {
     CaptureMode mode = CaptureMode::kPcapFile;
     std::vector<std::string> pcap_paths;  // -r, files or directories
     std::string iface;                    // -i
     uint32_t workers = 1;
+    Stage stages = Stage::kDetect;  // engine.stages
     std::string log_dir = ".";
     bool eve_enabled = true;
     std::string eve_filename = "eve.json";
@@ -86,6 +97,13 @@ struct RunResult {
     StatsSnapshot stats;
     double elapsed_sec = 0;
     uint32_t files = 0;
+    // What the workers took in (wire lengths), whatever engine.stages says: with kRead the
+    // decoder.* counters stay 0.
+    uint64_t packets = 0;
+    uint64_t bytes = 0;
+    // Time the workers spent on batches (from taking one to releasing it), summed: their cost
+    // per packet without the waits for the reader, which elapsed_sec includes.
+    double worker_busy_sec = 0;
 };
 
 class Engine {
@@ -122,6 +140,9 @@ public:
     StatsSnapshot collect_stats(std::vector<WorkerTotals>* workers = nullptr) const;
     // The rule load of this engine (empty when no rules are configured).
     const detect::LoadSummary& load_summary() const { return load_summary_; }
+    // profiling.rules: the per-rule figures of every generation, merged by gid:sid:rev
+    // (reload() merges the generation it retires), calibrated and sorted. After run() returns.
+    detect::RuleProfile rule_profile();
     bool detecting() const { return detecting_; }
     const SensorConfig& config() const { return config_; }
 
@@ -165,6 +186,7 @@ private:
     std::shared_ptr<detect::FlowbitRegistry> flowbits_;  // outlives generations
     std::unique_ptr<Generation> gen_;                    // replaced only under reload_mu_
     std::mutex reload_mu_;
+    detect::RuleProfile retired_profile_;  // generations replaced by reload(); under reload_mu_
     // Guards the members below up to reload_failures_ (read by the stats thread and the
     // exporters), so that a snapshot never mixes two loads. The two counters change under it
     // too and are atomic only for reloads().

@@ -34,6 +34,12 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
     } else {
         s.workers = static_cast<uint32_t>(c.get_int("workers", 1, 1, 256));
     }
+    const std::string stages =
+        c.get_choice("engine.stages", "detect", {"read", "decode", "flow", "detect"});
+    s.stages = stages == "read"     ? Stage::kRead
+               : stages == "decode" ? Stage::kDecode
+               : stages == "flow"   ? Stage::kFlow
+                                    : Stage::kDetect;
 
     s.log_dir = c.get_string("default-log-dir", ".");
     s.eve_enabled = c.get_bool("outputs.eve.enabled", true);
@@ -151,6 +157,7 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
     s.detect.reference_file = c.get_string("reference-config-file", "");
     s.detect.threshold_file = c.get_string("threshold-file", "");
     s.detect.pcre_jit = c.get_bool("detect.pcre-jit", true);
+    detect::read_detect_settings(c, &s.detect);  // detect.mpm-algo, profiling.rules.*
     // 0 means "the default", as in Suricata.
     s.detect.packet_alert_max = static_cast<uint32_t>(c.get_int("packet-alert-max", 15, 0, 1000));
     if (s.detect.packet_alert_max == 0) {

@@ -1,0 +1,24 @@
+// The sensor.yaml keys that only detection reads (detect.mpm-algo, profiling.rules.*), with
+// Suricata's names. Setup code: throws ConfigError like the rest of the configuration.
+#include "sensor/detect/detect.h"
+
+namespace picket::sensor::detect {
+
+const char* mpm_algo_name(MpmAlgo algo) {
+    return algo == MpmAlgo::kNone ? "none" : "hs";
+}
+
+void read_detect_settings(const Config& c, DetectConfig* out) {
+    out->mpm_algo = c.get_choice("detect.mpm-algo", "hs", {"hs", "none"}) == "none"
+                        ? MpmAlgo::kNone
+                        : MpmAlgo::kHyperscan;
+    out->profiling.enabled = c.get_bool("profiling.rules.enabled", false);
+    out->profiling.limit =
+        static_cast<uint32_t>(c.get_int("profiling.rules.limit", 10, 1, 1000000));
+    out->profiling.filename = c.get_string("profiling.rules.filename", "rule_perf.json");
+    if (out->profiling.filename.empty()) {
+        throw ConfigError(c.source() + ": profiling.rules.filename: must not be empty");
+    }
+}
+
+}  // namespace picket::sensor::detect
