@@ -962,7 +962,9 @@ TEST_F(MeteredManager, SensorSeriesComeFromTheLatestReport) {
 }
 
 TEST_F(MeteredManager, AdminRpcsAreTimedAndBundlesAndDeploymentsCounted) {
-    FakeSensor s1(channel_, hello("s1"));
+    // Silent: the sensor never answers, so its target stays "sent" however slow the machine
+    // (an answering sensor could move it to "applied" before the first look).
+    FakeSensor s1(channel_, hello("s1"), /*reject_error=*/"", /*silent=*/true);
     ASSERT_TRUE(wait_connected("s1"));
     uint64_t v = admin_->push(make_bundle("demo", "alert tcp any any -> any any (sid:1;)\n"));
     ASSERT_EQ(v, 1u);
