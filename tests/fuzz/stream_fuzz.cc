@@ -1,0 +1,246 @@
+// libFuzzer target for sensor/stream: the input drives a sequence of synthetic TCP segments
+// (flags, sequence and acknowledgement numbers, window, payload, direction, one of four
+// flows) through decode -> flow table -> one StreamTracker with small memcaps, a short depth
+// and a line splitter, so held segments, overlaps under every policy, gaps, memcap drops,
+// FIN/RST and flow recycling are all reached. Checks after every packet: memory within both
+// memcaps; per flow and direction, delivered offsets contiguous and monotonic (gaps
+// included), views readable, PDU ends inside the new bytes and ascending. At the end every
+// byte of memory must have been given back.
+// Input: [config: 4 bytes] then records of [8-byte header][payload]; see parse below.
+// Seed corpus: tests/fuzz/corpus/stream.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <vector>
+
+#include "sensor/decode/decode.h"
+#include "sensor/flow/flow.h"
+#include "sensor/stream/stream.h"
+
+namespace {
+
+using namespace picket::sensor;
+
+constexpr uint32_t kIsn[2] = {0xfffff000u, 0x7ffffff0u};  // client wraps early
+
+void put16(uint8_t* p, uint32_t v) {
+    p[0] = static_cast<uint8_t>(v >> 8);
+    p[1] = static_cast<uint8_t>(v);
+}
+void put32(uint8_t* p, uint32_t v) {
+    put16(p, v >> 16);
+    put16(p + 2, v & 0xffff);
+}
+uint32_t sum16(const uint8_t* p, size_t len, uint32_t sum) {
+    for (size_t i = 0; i + 1 < len; i += 2) {
+        sum += static_cast<uint32_t>(p[i] << 8 | p[i + 1]);
+    }
+    if (len & 1) {
+        sum += static_cast<uint32_t>(p[len - 1] << 8);
+    }
+    return sum;
+}
+uint16_t fold(uint32_t sum) {
+    while (sum >> 16) {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    return static_cast<uint16_t>(~sum);
+}
+
+// Ethernet + IPv4 + TCP (with a window-scale option on SYNs), checksums right unless `bad`.
+std::vector<uint8_t> frame(bool from_client, uint16_t cport, uint32_t seq, uint32_t ack,
+                           uint8_t flags, uint16_t window, uint8_t wscale, bool bad,
+                           const uint8_t* data, size_t len) {
+    const bool opt = (flags & 0x02) != 0;
+    const uint32_t thl = opt ? 24 : 20;
+    const uint32_t l4 = thl + static_cast<uint32_t>(len);
+    std::vector<uint8_t> f(14 + 20 + l4, 0);
+    put16(f.data() + 12, 0x0800);
+    uint8_t* ip = f.data() + 14;
+    const uint8_t c[4] = {10, 0, 0, 1};
+    const uint8_t s[4] = {10, 0, 0, 2};
+    ip[0] = 0x45;
+    put16(ip + 2, 20 + l4);
+    ip[8] = 64;
+    ip[9] = 6;
+    std::memcpy(ip + 12, from_client ? c : s, 4);
+    std::memcpy(ip + 16, from_client ? s : c, 4);
+    put16(ip + 10, fold(sum16(ip, 20, 0)));
+    uint8_t* t = ip + 20;
+    put16(t, from_client ? cport : 80);
+    put16(t + 2, from_client ? 80 : cport);
+    put32(t + 4, seq);
+    put32(t + 8, ack);
+    t[12] = static_cast<uint8_t>((thl / 4) << 4);
+    t[13] = flags;
+    put16(t + 14, window);
+    if (opt) {
+        t[20] = 1;
+        t[21] = 3;
+        t[22] = 3;
+        t[23] = wscale;
+    }
+    if (len != 0) {
+        std::memcpy(t + thl, data, len);
+    }
+    uint16_t ck = fold(sum16(t, l4, sum16(ip + 12, 8, 0) + 6 + l4));
+    if (bad) {
+        ck ^= 0x0101;
+    }
+    put16(t + 16, ck);
+    return f;
+}
+
+class LineSplitter : public stream::Splitter {
+public:
+    stream::SplitResult scan(flow::Direction, const uint8_t* data, size_t len) override {
+        const void* nl = std::memchr(data, '\n', len);
+        if (nl == nullptr) {
+            return {stream::SplitStatus::kNeedMore, 0};
+        }
+        return {stream::SplitStatus::kFlush,
+                static_cast<uint32_t>(static_cast<const uint8_t*>(nl) - data + 1)};
+    }
+};
+
+volatile uint64_t g_sink;
+
+struct Expect {
+    uint64_t next[2] = {0, 0};
+};
+
+void check(const stream::StreamUpdate& u, Expect& e, uint64_t* sink) {
+    for (int d = 0; d < 2; ++d) {
+        const stream::StreamChunk& c = u.chunk[d];
+        if (c.gap == 0 && c.new_len() == 0) {
+            if (c.window_len != 0 || c.pdu_count != 0) {
+                std::abort();
+            }
+            continue;
+        }
+        if (c.new_offset > c.window_len || c.stream_offset != e.next[d] + c.gap) {
+            std::abort();  // delivered offsets must be contiguous and monotonic
+        }
+        e.next[d] = c.stream_offset + c.new_len();
+        for (uint32_t i = 0; i < c.window_len; ++i) {
+            *sink += c.window[i];  // every byte of the view must be readable
+        }
+        uint64_t prev = c.stream_offset;
+        for (uint32_t i = 0; i < c.pdu_count; ++i) {
+            if (c.pdu_ends[i] <= prev || c.pdu_ends[i] > e.next[d]) {
+                std::abort();
+            }
+            prev = c.pdu_ends[i];
+        }
+    }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    if (size < 4) {
+        return 0;
+    }
+    stream::StreamConfig cfg;
+    cfg.midstream = (data[0] & 1) != 0;
+    cfg.inline_mode = (data[0] & 2) != 0;
+    cfg.checksum_validation = (data[0] & 4) == 0;
+    cfg.reassembly_depth = (data[0] & 8) != 0 ? 0 : 4096;
+    cfg.policy = static_cast<stream::Policy>(data[1] % 12);
+    cfg.keep_tail = data[2] % 80;
+    cfg.chunk_size = 64;
+    cfg.memcap = (1 + data[3] % 4) * stream::StreamTracker::session_bytes();
+    cfg.reassembly_memcap = 24 * 1024;
+    if ((data[0] & 16) != 0) {
+        stream::PolicyNet n;
+        stream::parse_cidr("10.0.0.1/32", &n);
+        n.policy = static_cast<stream::Policy>((data[1] >> 4) % 12);
+        cfg.policies.push_back(n);
+    }
+    stream::StreamTracker st(cfg);
+    decode::DecodeContext dctx{decode::DecodeOptions{decode::ChecksumMode::kYes}};
+    flow::FlowConfig fc;
+    fc.memcap = 3 * sizeof(flow::Flow);  // 4 ports over 3 flows: eviction releases sessions
+    fc.hash_size = 16;
+    fc.hash_seed = 1;
+    flow::FlowTable table(fc);
+    table.set_on_free([&st](flow::Flow& f) { st.release_flow(f); });
+    LineSplitter splitter;
+    std::map<uint64_t, Expect> expect;  // by flow_id
+    uint64_t sink = 0;
+
+    int64_t ts = 1000000000;
+    size_t pos = 4;
+    // Record: [flags][ctl][seq lo][seq hi][ack lo][ack hi][len][window hi] then len bytes.
+    // ctl: bit0 from server, bit1 bad checksum, bits2-3 flow (client port), bit4 flush
+    // after, bit5 set the splitter, bits6-7 window scale (0, 2, 7, 14).
+    while (pos + 8 <= size) {
+        const uint8_t* h = data + pos;
+        pos += 8;
+        const bool from_client = (h[1] & 1) == 0;
+        const uint16_t cport = static_cast<uint16_t>(40000 + ((h[1] >> 2) & 3));
+        const uint32_t rel_seq = static_cast<uint32_t>(h[2] | h[3] << 8);
+        const uint32_t rel_ack = static_cast<uint32_t>(h[4] | h[5] << 8);
+        const size_t len = std::min<size_t>(h[6], size - pos);
+        const uint8_t wscales[4] = {0, 2, 7, 14};
+        const int me = from_client ? 0 : 1;
+        // Sequence numbers near each side's ISN so that segments meet; the SYN's own
+        // number is ISN, data starts at ISN + 1.
+        const uint32_t seq = kIsn[me] + rel_seq;
+        const uint32_t ack = kIsn[1 - me] + rel_ack;
+        const uint16_t window = static_cast<uint16_t>(h[7] << 8 | 0xff);
+        const std::vector<uint8_t> fr = frame(from_client, cport, seq, ack, h[0], window,
+                                              wscales[h[1] >> 6], (h[1] & 2) != 0, data + pos, len);
+        pos += len;
+        ts += 1000000;
+
+        decode::Packet p;
+        if (decode::decode_packet(
+                dctx, decode::kDltEn10mb, fr.data(), static_cast<uint32_t>(fr.size()),
+                static_cast<uint32_t>(fr.size()), ts, p) != decode::DecodeResult::kOk) {
+            continue;
+        }
+        flow::Direction dir;
+        flow::Flow* f = table.lookup(p, &dir);
+        if (f == nullptr) {
+            continue;
+        }
+        Expect& e = expect[f->flow_id];
+        if ((h[1] & 32) != 0) {
+            st.set_splitter(*f, &splitter);
+        }
+        stream::StreamUpdate u = st.process(p, *f, dir, ts);
+        for (int guard = 0;; ++guard) {
+            check(u, e, &sink);
+            if (!u.more) {
+                break;
+            }
+            if (guard > 100000) {
+                std::abort();  // next() must make progress
+            }
+            u = st.next(*f);
+        }
+        if ((h[1] & 16) != 0) {
+            u = st.flush(*f);
+            for (;;) {
+                check(u, e, &sink);
+                if (!u.more) {
+                    break;
+                }
+                u = st.next(*f);
+            }
+        }
+        const stream::StreamCounters& c = st.counters();
+        if (c.memuse.get() > cfg.memcap || c.reassembly_memuse.get() > cfg.reassembly_memcap) {
+            std::abort();
+        }
+    }
+    table.clear();
+    if (st.counters().memuse.get() != 0 || st.counters().reassembly_memuse.get() != 0) {
+        std::abort();  // every session and buffer given back
+    }
+    g_sink = sink;
+    return 0;
+}

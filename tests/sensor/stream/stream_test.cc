@@ -1,0 +1,961 @@
+// TCP session tracking and reassembly. Every packet is a real Ethernet/IPv4 or IPv6/TCP frame
+// with correct checksums (unless a test breaks one), decoded by decode::decode_packet and
+// looked up in a real flow::FlowTable whose on_free releases the stream state, as the worker
+// will do. Expected bytes are exact; the overlap tables are Suricata's Sturges/Novak cases.
+#include "sensor/stream/stream.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace picket::sensor::stream {
+namespace {
+
+using decode::Packet;
+using flow::Direction;
+
+constexpr uint8_t kFin = 0x01;
+constexpr uint8_t kSyn = 0x02;
+constexpr uint8_t kRst = 0x04;
+constexpr uint8_t kPsh = 0x08;
+constexpr uint8_t kAck = 0x10;
+
+void put16(uint8_t* p, uint32_t v) {
+    p[0] = static_cast<uint8_t>(v >> 8);
+    p[1] = static_cast<uint8_t>(v);
+}
+void put32(uint8_t* p, uint32_t v) {
+    put16(p, v >> 16);
+    put16(p + 2, v & 0xffff);
+}
+
+// RFC 1071, written independently of the code under test.
+uint32_t sum16(const uint8_t* p, size_t len, uint32_t sum = 0) {
+    for (size_t i = 0; i + 1 < len; i += 2) {
+        sum += static_cast<uint32_t>(p[i] << 8 | p[i + 1]);
+    }
+    if (len & 1) {
+        sum += static_cast<uint32_t>(p[len - 1] << 8);
+    }
+    return sum;
+}
+uint16_t fold(uint32_t sum) {
+    while (sum >> 16) {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    return static_cast<uint16_t>(~sum);
+}
+
+// One TCP segment as the test describes it.
+struct Seg {
+    bool from_client = true;
+    uint32_t seq = 0;
+    uint32_t ack = 0;
+    uint8_t flags = kAck;
+    std::string data{};
+    uint16_t window = 65535;
+    uint8_t wscale = 0xff;  // option on SYN / SYN-ACK when != 0xff
+    bool bad_checksum = false;
+};
+
+struct Hosts {
+    bool v6 = false;
+    uint8_t client[16] = {10, 0, 0, 1};
+    uint8_t server[16] = {10, 0, 0, 2};
+    uint16_t cport = 40000;
+    uint16_t sport = 80;
+};
+
+Hosts v6_hosts() {
+    Hosts h;
+    h.v6 = true;
+    const uint8_t c[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    const uint8_t s[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+    std::memcpy(h.client, c, 16);
+    std::memcpy(h.server, s, 16);
+    return h;
+}
+
+std::vector<uint8_t> build_frame(const Hosts& hs, const Seg& s) {
+    const uint32_t opt = s.wscale != 0xff ? 4 : 0;
+    const uint32_t thl = 20 + opt;
+    const uint32_t l4 = thl + static_cast<uint32_t>(s.data.size());
+    const uint32_t iphl = hs.v6 ? 40 : 20;
+    std::vector<uint8_t> f(14 + iphl + l4, 0);
+    uint8_t* e = f.data();
+    const uint8_t macs[12] = {2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2};
+    std::memcpy(e, macs, 12);
+    put16(e + 12, hs.v6 ? 0x86dd : 0x0800);
+    uint8_t* ip = e + 14;
+    const uint8_t* src = s.from_client ? hs.client : hs.server;
+    const uint8_t* dst = s.from_client ? hs.server : hs.client;
+    uint32_t pseudo = 0;
+    if (hs.v6) {
+        ip[0] = 0x60;
+        put16(ip + 4, l4);
+        ip[6] = 6;
+        ip[7] = 64;
+        std::memcpy(ip + 8, src, 16);
+        std::memcpy(ip + 24, dst, 16);
+        pseudo = sum16(ip + 8, 32);
+        pseudo += l4 >> 16;
+        pseudo += l4 & 0xffff;
+        pseudo += 6;
+    } else {
+        ip[0] = 0x45;
+        put16(ip + 2, iphl + l4);
+        ip[8] = 64;
+        ip[9] = 6;
+        std::memcpy(ip + 12, src, 4);
+        std::memcpy(ip + 16, dst, 4);
+        put16(ip + 10, fold(sum16(ip, 20)));
+        pseudo = sum16(ip + 12, 8) + 6 + l4;
+    }
+    uint8_t* t = ip + iphl;
+    put16(t, s.from_client ? hs.cport : hs.sport);
+    put16(t + 2, s.from_client ? hs.sport : hs.cport);
+    put32(t + 4, s.seq);
+    put32(t + 8, s.ack);
+    t[12] = static_cast<uint8_t>((thl / 4) << 4);
+    t[13] = s.flags;
+    put16(t + 14, s.window);
+    if (opt != 0) {
+        t[20] = 1;  // NOP
+        t[21] = 3;
+        t[22] = 3;
+        t[23] = s.wscale;
+    }
+    std::copy(s.data.begin(), s.data.end(), t + thl);
+    uint16_t ck = fold(sum16(t, l4, pseudo));
+    if (s.bad_checksum) {
+        ck = static_cast<uint16_t>(ck ^ 0x5a5a);
+    }
+    put16(t + 16, ck);
+    return f;
+}
+
+// A worker in miniature: decoder, flow table, tracker. It keeps every frame alive (the
+// tracker may hand out views into a packet) and collects what each direction delivers.
+class Rig {
+public:
+    explicit Rig(StreamConfig cfg = {}, Hosts hosts = {})
+        : hosts_(hosts),
+          dctx_(decode::DecodeOptions{decode::ChecksumMode::kYes}),
+          table_(flow_config()),
+          st_(cfg) {
+        table_.set_on_free([this](flow::Flow& f) { st_.release_flow(f); });
+    }
+    ~Rig() { table_.clear(); }
+
+    static flow::FlowConfig flow_config() {
+        flow::FlowConfig fc;
+        fc.memcap = 4096 * sizeof(flow::Flow);
+        fc.hash_size = 1024;
+        fc.hash_seed = 7;
+        return fc;
+    }
+
+    // Sends one segment; returns the first update (later ones from next() are collected too).
+    StreamUpdate send(const Seg& s) {
+        frames_.push_back(std::make_unique<std::vector<uint8_t>>(build_frame(hosts_, s)));
+        const std::vector<uint8_t>& fr = *frames_.back();
+        Packet p;
+        ts_ += 1000000;
+        EXPECT_EQ(decode::decode_packet(dctx_, decode::kDltEn10mb, fr.data(),
+                                        static_cast<uint32_t>(fr.size()),
+                                        static_cast<uint32_t>(fr.size()), ts_, p),
+                  decode::DecodeResult::kOk);
+        Direction dir;
+        flow::Flow* f = table_.lookup(p, &dir);
+        EXPECT_NE(f, nullptr);
+        flow_ = f;
+        StreamUpdate u = st_.process(p, *f, dir, ts_);
+        const StreamUpdate first = u;
+        for (;;) {
+            collect(u);
+            if (!u.more) {
+                break;
+            }
+            u = st_.next(*f);
+        }
+        return first;
+    }
+
+    // Client SYN (isn), server SYN/ACK (isn_s), client ACK.
+    void handshake(uint32_t isn_c, uint32_t isn_s, uint8_t wscale = 0xff) {
+        send({true, isn_c, 0, kSyn, "", 65535, wscale});
+        send({false, isn_s, isn_c + 1, kSyn | kAck, "", 65535, wscale});
+        send({true, isn_c + 1, isn_s + 1, kAck});
+    }
+
+    // Output per flow (flow_id), so traffic of several flows never mixes.
+    struct Outputs {
+        std::string out[2];
+        int gaps[2] = {0, 0};
+        int eofs[2] = {0, 0};
+        std::vector<uint64_t> pdus[2];
+    };
+
+    void collect(const StreamUpdate& u) {
+        Outputs& o = outputs_[flow_->flow_id];
+        for (int d = 0; d < 2; ++d) {
+            const StreamChunk& c = u.chunk[d];
+            std::string& out = o.out[d];
+            if (c.gap != 0) {
+                out.append(c.gap, '\0');  // as Suricata's tests show holes
+                ++o.gaps[d];
+            }
+            if (c.new_len() == 0) {
+                continue;
+            }
+            // Offsets are monotonic and contiguous with what was delivered before.
+            EXPECT_EQ(c.stream_offset, out.size());
+            EXPECT_LE(c.new_offset, c.window_len);
+            out.append(reinterpret_cast<const char*>(c.new_data()), c.new_len());
+            for (uint32_t i = 0; i < c.pdu_count; ++i) {
+                o.pdus[d].push_back(c.pdu_ends[i]);
+            }
+        }
+        for (int d = 0; d < 2; ++d) {
+            if (u.chunk[d].eof) {
+                ++o.eofs[d];
+            }
+        }
+    }
+
+    // What the current flow (the last packet's) delivered.
+    const Outputs& cur() { return outputs_[flow_->flow_id]; }
+    const std::string& out(Direction d) { return cur().out[static_cast<int>(d)]; }
+    int gaps(Direction d) { return cur().gaps[static_cast<int>(d)]; }
+    int eofs(Direction d) { return cur().eofs[static_cast<int>(d)]; }
+    const std::vector<uint64_t>& pdus(Direction d) { return cur().pdus[static_cast<int>(d)]; }
+    StreamTracker& st() { return st_; }
+    flow::FlowTable& table() { return table_; }
+    flow::Flow& flow() { return *flow_; }
+    StatsSnapshot stats() const {
+        StatsSnapshot s;
+        st_.export_stats(s);
+        return s;
+    }
+    Hosts& hosts() { return hosts_; }
+
+private:
+    Hosts hosts_;
+    decode::DecodeContext dctx_;
+    flow::FlowTable table_;
+    StreamTracker st_;
+    std::vector<std::unique_ptr<std::vector<uint8_t>>> frames_;
+    flow::Flow* flow_ = nullptr;
+    int64_t ts_ = 1000000000;
+    std::map<uint64_t, Outputs> outputs_;
+};
+
+constexpr uint32_t kIsnC = 1000;
+constexpr uint32_t kIsnS = 50000;
+
+// ---- handshake, in order, out of order ----
+
+TEST(StreamSession, HandshakeThenInOrderData) {
+    Rig rig;
+    EXPECT_EQ(rig.send({true, kIsnC, 0, kSyn}).state, SessionState::kSynSent);
+    EXPECT_EQ(rig.send({false, kIsnS, kIsnC + 1, kSyn | kAck}).state, SessionState::kSynRecv);
+    EXPECT_EQ(rig.send({true, kIsnC + 1, kIsnS + 1, kAck}).state, SessionState::kEstablished);
+
+    StreamUpdate u = rig.send({true, kIsnC + 1, kIsnS + 1, kAck | kPsh, "hello "});
+    EXPECT_EQ(u.state, SessionState::kEstablished);
+    EXPECT_EQ(u.data(Direction::kToServer).stream_offset, 0u);
+    EXPECT_EQ(u.data(Direction::kToServer).new_len(), 6u);
+    EXPECT_EQ(u.data(Direction::kToServer).gap, 0u);
+    u = rig.send({true, kIsnC + 7, kIsnS + 1, kAck | kPsh, "world"});
+    EXPECT_EQ(u.data(Direction::kToServer).stream_offset, 6u);
+    rig.send({false, kIsnS + 1, kIsnC + 12, kAck | kPsh, "HTTP/1.1 200 OK"});
+
+    EXPECT_EQ(rig.out(Direction::kToServer), "hello world");
+    EXPECT_EQ(rig.out(Direction::kToClient), "HTTP/1.1 200 OK");
+    const StatsSnapshot s = rig.stats();
+    EXPECT_EQ(s.get("tcp.sessions"), 1u);
+    EXPECT_EQ(s.get("tcp.memuse"), StreamTracker::session_bytes());
+    EXPECT_EQ(s.get("tcp.reassembly_memuse"), 0u);  // keep_tail 0: in-order data is not copied
+    EXPECT_EQ(s.get("tcp.overlap"), 0u);
+    EXPECT_EQ(s.get("tcp.retransmissions"), 0u);
+}
+
+TEST(StreamSession, OutOfOrderHeldUntilTheHoleFills) {
+    Rig rig;
+    rig.handshake(kIsnC, kIsnS);
+    StreamUpdate u = rig.send({true, kIsnC + 1 + 5, kIsnS + 1, kAck, "world"});
+    EXPECT_EQ(u.data(Direction::kToServer).new_len(), 0u);
+    u = rig.send({true, kIsnC + 1 + 10, kIsnS + 1, kAck, "!!"});
+    EXPECT_EQ(u.data(Direction::kToServer).new_len(), 0u);
+    u = rig.send({true, kIsnC + 1, kIsnS + 1, kAck, "hello"});
+    // The packet brought 5 bytes; 12 became contiguous.
+    EXPECT_EQ(u.data(Direction::kToServer).stream_offset, 0u);
+    EXPECT_EQ(u.data(Direction::kToServer).new_len(), 12u);
+    EXPECT_EQ(rig.out(Direction::kToServer), "helloworld!!");
+    EXPECT_EQ(rig.stats().get("tcp.overlap"), 0u);
+    EXPECT_EQ(rig.stats().get("tcp.reassembly_gap"), 0u);
+}
+
+TEST(StreamSession, RetransmissionCountedAndDifferentDataFlagged) {
+    StreamConfig cfg;
+    cfg.keep_tail = 16;
+    Rig rig(cfg);
+    rig.handshake(kIsnC, kIsnS);
+    rig.send({true, kIsnC + 1, kIsnS + 1, kAck, "abcdef"});
+    StreamUpdate u = rig.send({true, kIsnC + 1, kIsnS + 1, kAck, "abcdef"});
+    EXPECT_TRUE(u.has(kEventRetransmission));
+    EXPECT_FALSE(u.has(kEventOverlapDiffData));
+    EXPECT_EQ(u.data(Direction::kToServer).new_len(), 0u);
+    u = rig.send({true, kIsnC + 1, kIsnS + 1, kAck, "abXdef"});
+    EXPECT_TRUE(u.has(kEventRetransmission));
+    EXPECT_TRUE(u.has(kEventOverlapDiffData));
+    // A retransmission that also carries new bytes: the old part is final, the new part
+    // is delivered.
+    u = rig.send({true, kIsnC + 4, kIsnS + 1, kAck, "defghi"});
+    EXPECT_TRUE(u.has(kEventOverlap));
+    EXPECT_EQ(u.data(Direction::kToServer).stream_offset, 6u);
+    EXPECT_EQ(rig.out(Direction::kToServer), "abcdefghi");
+    const StatsSnapshot s = rig.stats();
+    EXPECT_EQ(s.get("tcp.retransmissions"), 2u);
+    EXPECT_EQ(s.get("tcp.overlap"), 1u);
+    EXPECT_EQ(s.get("tcp.overlap_diff_data"), 1u);
+}
+
+// ---- overlap policies: Suricata's Sturges/Novak pattern (src/tests/stream-tcp-list.c) ----
+
+struct Step {
+    uint32_t rseq;  // relative to the ISN: 1 is the first data byte
+    const char* data;
+};
+
+// The main pattern: the first byte (rseq 1) comes last, so every other segment is queued
+// out of order when it meets the others, as in the paper.
+const Step kMainPattern[] = {
+    {2, "AAA"},  {6, "BB"},  {8, "CCC"}, {12, "D"},   {15, "EE"}, {17, "FFF"},
+    {20, "GG"},  {22, "HH"}, {24, "I"},  {3, "JJJJ"}, {8, "KKK"}, {11, "LLL"},
+    {14, "MMM"}, {18, "N"},  {21, "O"},  {22, "P"},   {24, "QQ"}, {1, "0"},
+};
+// Segments queued before the first byte arrives and overlaps it from before.
+const Step kBeforePattern[] = {
+    {3, "B"}, {9, "D"}, {12, "EE"}, {2, "AA"}, {1, "JJJJ"}, {8, "LLL"}, {11, "MMM"},
+};
+
+struct PolicyCase {
+    const char* name;
+    std::string main;
+    std::string before;  // holes (never sent) shown as NUL, reported as gaps at close
+};
+
+std::string with_nuls(const char* s, size_t n) {
+    return std::string(s, n);
+}
+
+const std::string kBsdBefore = with_nuls("JJJJ\0\0\0LLLMMM", 13);
+const std::string kFirstBefore = with_nuls("JABJ\0\0\0LDLMEE", 13);
+
+class OverlapPolicy : public ::testing::TestWithParam<PolicyCase> {};
+
+std::string run_pattern(Policy pol, uint32_t isn, const Step* steps, size_t n) {
+    StreamConfig cfg;
+    cfg.policy = pol;
+    Rig rig(cfg);
+    rig.handshake(isn, kIsnS);
+    for (size_t i = 0; i < n; ++i) {
+        rig.send({true, isn + steps[i].rseq, kIsnS + 1, kAck, steps[i].data});
+    }
+    // Close: what is still held after a hole is delivered, the hole reported as a gap.
+    rig.send({true, isn + 30, 0, kRst});
+    EXPECT_EQ(rig.st().state(rig.flow()), SessionState::kClosed);
+    return rig.out(Direction::kToServer);
+}
+
+TEST_P(OverlapPolicy, SturgesNovakPattern) {
+    const PolicyCase& c = GetParam();
+    Policy pol;
+    ASSERT_TRUE(parse_policy(c.name, &pol));
+    EXPECT_STREQ(policy_name(pol), c.name);
+    // ISNs as Suricata's tests use them, sequence wrap-around included.
+    for (uint32_t isn : {0u, 1u, 0xffffffffu, 0xfffffff5u}) {
+        SCOPED_TRACE(isn);
+        EXPECT_EQ(run_pattern(pol, isn, kMainPattern, std::size(kMainPattern)), c.main);
+        EXPECT_EQ(run_pattern(pol, isn, kBeforePattern, std::size(kBeforePattern)), c.before);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Policies, OverlapPolicy,
+    ::testing::Values(PolicyCase{"first", "0AAAJBBCCCLDLMEEFFFGGHHIQ", kFirstBefore},
+                      PolicyCase{"vista", "0AAAJBBCCCLDLMEEFFFGGHHIQ", kFirstBefore},
+                      PolicyCase{"last", "0AJJJJBKKKLLLMMMFNFGOPHQQ", kBsdBefore},
+                      PolicyCase{"bsd", "0AAAJJBCCCLLLMMMFFFGGHHIQ", kBsdBefore},
+                      PolicyCase{"windows", "0AAAJJBCCCLLLMMMFFFGGHHIQ", kBsdBefore},
+                      PolicyCase{"hpux10", "0AAAJJBCCCLLLMMMFFFGGHHIQ", kBsdBefore},
+                      PolicyCase{"irix", "0AAAJJBCCCLLLMMMFFFGGHHIQ", kBsdBefore},
+                      PolicyCase{"macos", "0AAAJJBCCCLLLMMMFFFGGHHIQ", kBsdBefore},
+                      PolicyCase{"linux", "0AAAJJBCCCLLLMMMFFFGGHHQQ", kBsdBefore},
+                      PolicyCase{"old-linux", "0AAAJJBKKKLLLMMMFFFGGHHQQ", kBsdBefore},
+                      PolicyCase{"solaris", "0AJJJBBKKKLLLMMMFFFGGHHQQ", kBsdBefore},
+                      PolicyCase{"hpux11", "0AJJJBBKKKLLLMMMFFFGGHHQQ", kBsdBefore}),
+    [](const ::testing::TestParamInfo<PolicyCase>& i) {
+        std::string n = i.param.name;
+        std::replace(n.begin(), n.end(), '-', '_');
+        return n;
+    });
+
+TEST(OverlapPolicyCounters, MainPatternCountsOverlapsAndDifferences) {
+    StreamConfig cfg;
+    cfg.policy = Policy::kBsd;
+    Rig rig(cfg);
+    rig.handshake(kIsnC, kIsnS);
+    for (const Step& s : kMainPattern) {
+        rig.send({true, kIsnC + s.rseq, kIsnS + 1, kAck, s.data});
+    }
+    const StatsSnapshot st = rig.stats();
+    // J K L M N O P Q overlap held data; all of them carry different bytes. "0" does not.
+    EXPECT_EQ(st.get("tcp.overlap"), 8u);
+    EXPECT_EQ(st.get("tcp.overlap_diff_data"), 8u);
+}
+
+TEST(OverlapPolicyConfig, PerDestinationNetworkLongestPrefixWins) {
+    StreamConfig cfg;
+    cfg.policy = Policy::kBsd;
+    PolicyNet a, b, c;
+    ASSERT_TRUE(parse_cidr("10.0.0.0/8", &a));
+    a.policy = Policy::kFirst;
+    ASSERT_TRUE(parse_cidr("10.0.0.0/24", &b));
+    b.policy = Policy::kLinux;
+    ASSERT_TRUE(parse_cidr("2001:db8::/32", &c));
+    c.policy = Policy::kSolaris;
+    cfg.policies = {a, b, c};
+    Rig rig(cfg);
+    uint8_t ip[16] = {10, 0, 0, 2};
+    EXPECT_EQ(rig.st().policy_for(decode::Address::from_v4(ip)), Policy::kLinux);
+    ip[2] = 1;
+    EXPECT_EQ(rig.st().policy_for(decode::Address::from_v4(ip)), Policy::kFirst);
+    ip[0] = 192;
+    EXPECT_EQ(rig.st().policy_for(decode::Address::from_v4(ip)), Policy::kBsd);
+    EXPECT_EQ(rig.st().policy_for(decode::Address::from_v6(v6_hosts().server)), Policy::kSolaris);
+
+    // The server 10.0.0.2 gets linux: its to-server data is resolved that way.
+    rig.handshake(kIsnC, kIsnS);
+    for (const Step& s : kMainPattern) {
+        rig.send({true, kIsnC + s.rseq, kIsnS + 1, kAck, s.data});
+    }
+    EXPECT_EQ(rig.out(Direction::kToServer), "0AAAJJBCCCLLLMMMFFFGGHHQQ");
+}
+
+TEST(OverlapPolicyConfig, ParseNamesAndCidrs) {
+    Policy p;
+    EXPECT_TRUE(parse_policy("windows2k3", &p));
+    EXPECT_EQ(p, Policy::kWindows);
+    EXPECT_FALSE(parse_policy("Linux", &p));
+    EXPECT_FALSE(parse_policy("", &p));
+    PolicyNet n;
+    EXPECT_TRUE(parse_cidr("192.0.2.77", &n));
+    EXPECT_EQ(n.prefix_len, 128);
+    EXPECT_TRUE(parse_cidr("192.0.2.77/24", &n));
+    EXPECT_EQ(n.prefix_len, 120);
+    EXPECT_EQ(n.net.b[15], 0);  // host bits cleared
+    EXPECT_TRUE(parse_cidr("::/0", &n));
+    EXPECT_EQ(n.prefix_len, 0);
+    EXPECT_FALSE(parse_cidr("10.0.0.0/33", &n));
+    EXPECT_FALSE(parse_cidr("10.0.0.0/", &n));
+    EXPECT_FALSE(parse_cidr("10.0.0/8", &n));
+    EXPECT_FALSE(parse_cidr("2001:db8::/129", &n));
+}
+
+TEST(OverlapPolicyConfig, InlineModeKeepsAcceptedData) {
+    StreamConfig cfg;
+    cfg.policy = Policy::kLast;
+    cfg.inline_mode = true;
+    Rig rig(cfg);
+    rig.handshake(kIsnC, kIsnS);
+    for (const Step& s : kMainPattern) {
+        rig.send({true, kIsnC + s.rseq, kIsnS + 1, kAck, s.data});
+    }
+    EXPECT_EQ(rig.out(Direction::kToServer), "0AAAJBBCCCLDLMEEFFFGGHHIQ");
+}
+
+// ---- depth, memcaps ----
+
+TEST(StreamLimits, ReassemblyDepthPerDirectionCountedOnce) {
+    StreamConfig cfg;
+    cfg.reassembly_depth = 10;
+    Rig rig(cfg);
+    rig.handshake(kIsnC, kIsnS);
+    rig.send({true, kIsnC + 1, kIsnS + 1, kAck, "abcdef"});
+    StreamUpdate u = rig.send({true, kIsnC + 7, kIsnS + 1, kAck, "ghijkl"});
+    EXPECT_TRUE(u.has(kEventDepthReached));
+    EXPECT_TRUE(u.data(Direction::kToServer).depth_reached);
+    u = rig.send({true, kIsnC + 13, kIsnS + 1, kAck, "mnopqr"});
+    EXPECT_EQ(u.data(Direction::kToServer).new_len(), 0u);
+    rig.send({false, kIsnS + 1, kIsnC + 19, kAck, "0123456789ABCDEF"});
+    EXPECT_EQ(rig.out(Direction::kToServer), "abcdefghij");
+    EXPECT_EQ(rig.out(Direction::kToClient), "0123456789");
+    EXPECT_EQ(rig.stats().get("tcp.reassembly_depth_reached"), 2u);
+}
+
+TEST(StreamLimits, SessionMemcapRefusesNewSessionsExactly) {
+    StreamConfig cfg;
+    cfg.memcap = 3 * StreamTracker::session_bytes();
+    Rig rig(cfg);
+    for (uint16_t i = 0; i < 5; ++i) {
+        rig.hosts().cport = static_cast<uint16_t>(1000 + i);
+        StreamUpdate u = rig.send({true, kIsnC, 0, kSyn});
+        EXPECT_EQ(u.has(kEventSessionMemcap), i >= 3);
+    }
+    StatsSnapshot s = rig.stats();
+    EXPECT_EQ(s.get("tcp.sessions"), 3u);
+    EXPECT_EQ(s.get("tcp.ssn_memcap_drop"), 2u);
+    EXPECT_EQ(s.get("tcp.memuse"), 3 * StreamTracker::session_bytes());
+    // Freeing a flow gives its share back.
+    rig.table().clear();
+    s = rig.stats();
+    EXPECT_EQ(s.get("tcp.memuse"), 0u);
+    rig.hosts().cport = 2000;
+    EXPECT_EQ(rig.send({true, kIsnC, 0, kSyn}).state, SessionState::kSynSent);
+}
+
+TEST(StreamLimits, ReassemblyMemcapDropsSegmentsExactly) {
+    StreamConfig cfg;
+    cfg.keep_tail = 16;
+    cfg.reassembly_memcap = 8192;
+    Rig rig(cfg);
+    rig.handshake(kIsnC, kIsnS);
+    rig.send({true, kIsnC + 1, kIsnS + 1, kAck, std::string(100, 'a')});
+    // 2 KiB buffer + its 256-byte bitmap.
+    EXPECT_EQ(rig.stats().get("tcp.reassembly_memuse"), 2048u + 256u);
+    // Held 5000 bytes ahead: the buffer would have to grow to 8 KiB (+1 KiB bitmap).
+    StreamUpdate u = rig.send({true, kIsnC + 1 + 5000, kIsnS + 1, kAck, std::string(100, 'b')});
+    EXPECT_TRUE(u.has(kEventSegmentMemcap));
+    EXPECT_EQ(rig.stats().get("tcp.segment_memcap_drop"), 1u);
+    EXPECT_EQ(rig.stats().get("tcp.reassembly_memuse"), 2048u + 256u);
+    // Held 1000 bytes ahead fits; the held-segment list costs 8 entries of 16 bytes.
+    u = rig.send({true, kIsnC + 1 + 1000, kIsnS + 1, kAck, std::string(100, 'c')});
+    EXPECT_FALSE(u.has(kEventSegmentMemcap));
+    EXPECT_EQ(rig.stats().get("tcp.reassembly_memuse"), 2048u + 256u + 128u);
+    // The missing bytes are acknowledged: gap, then the held data.
+    rig.send({false, kIsnS + 1, kIsnC + 1 + 1100, kAck});
+    EXPECT_EQ(rig.out(Direction::kToServer),
+              std::string(100, 'a') + std::string(900, '\0') + std::string(100, 'c'));
+    EXPECT_EQ(rig.stats().get("tcp.reassembly_gap"), 1u);
+    rig.table().clear();
+    EXPECT_EQ(rig.stats().get("tcp.reassembly_memuse"), 0u);
+    EXPECT_EQ(rig.stats().get("tcp.memuse"), 0u);
+}
+
+// Whatever arrives, memory stays under both caps, and everything is given back.
+TEST(StreamLimits, RandomTrafficStaysWithinMemcaps) {
+    StreamConfig cfg;
+    cfg.memcap = 20 * StreamTracker::session_bytes();
+    cfg.reassembly_memcap = 64 * 1024;
+    cfg.keep_tail = 32;
+    cfg.midstream = true;
+    cfg.reassembly_depth = 0;
+    Rig rig(cfg);
+    std::mt19937 rng(12345);
+    uint64_t max_mem = 0, max_rmem = 0;
+    for (int i = 0; i < 20000; ++i) {
+        rig.hosts().cport = static_cast<uint16_t>(1000 + rng() % 40);
+        Seg s;
+        s.from_client = (rng() & 1) != 0;
+        s.seq = kIsnC + static_cast<uint32_t>(rng() % 200000);
+        s.ack = kIsnS + static_cast<uint32_t>(rng() % 200000);
+        const uint32_t r = rng() % 100;
+        s.flags = r < 3 ? kSyn : r < 5 ? kRst : r < 7 ? kFin | kAck : kAck;
+        s.window = static_cast<uint16_t>(rng());
+        s.data.assign(rng() % 1400, static_cast<char>('a' + rng() % 26));
+        rig.send(s);
+        const StatsSnapshot st = rig.stats();
+        max_mem = std::max(max_mem, st.get("tcp.memuse"));
+        max_rmem = std::max(max_rmem, st.get("tcp.reassembly_memuse"));
+        ASSERT_LE(st.get("tcp.memuse"), cfg.memcap);
+        ASSERT_LE(st.get("tcp.reassembly_memuse"), cfg.reassembly_memcap);
+    }
+    EXPECT_GT(max_rmem, 0u);
+    EXPECT_GT(rig.stats().get("tcp.segment_memcap_drop"), 0u);
+    rig.table().clear();
+    EXPECT_EQ(rig.stats().get("tcp.memuse"), 0u);
+    EXPECT_EQ(rig.stats().get("tcp.reassembly_memuse"), 0u);
+    std::printf("random traffic: peak tcp.memuse %llu, peak tcp.reassembly_memuse %llu\n",
+                static_cast<unsigned long long>(max_mem),
+                static_cast<unsigned long long>(max_rmem));
+}
+
+// ---- midstream, RST, FIN, gaps, checksum ----
+
+TEST(StreamSession, MidstreamOffIgnoresSessionsWithoutSyn) {
+    Rig rig;
+    StreamUpdate u = rig.send({true, 5000, 9000, kAck, "GET / HTTP/1.1\r\n"});
+    EXPECT_EQ(u.state, SessionState::kNone);
+    EXPECT_TRUE(u.has(kEventNotTracked));
+    u = rig.send({false, 9000, 5016, kAck, "HTTP/1.1 200 OK\r\n"});
+    EXPECT_EQ(u.state, SessionState::kNone);
+    EXPECT_EQ(rig.out(Direction::kToServer), "");
+    EXPECT_EQ(rig.stats().get("tcp.sessions"), 0u);
+    EXPECT_EQ(rig.stats().get("tcp.midstream_pickups"), 0u);
+    EXPECT_EQ(rig.stats().get("tcp.memuse"), 0u);
+}
+
+TEST(StreamSession, MidstreamOnPicksUpBothDirections) {
+    StreamConfig cfg;
+    cfg.midstream = true;
+    Rig rig(cfg);
+    StreamUpdate u = rig.send({true, 5000, 9000, kAck, "GET / HTTP/1.1\r\n"});
+    EXPECT_EQ(u.state, SessionState::kEstablished);
+    EXPECT_TRUE(u.has(kEventMidstream));
+    EXPECT_EQ(u.data(Direction::kToServer).stream_offset, 0u);
+    rig.send({false, 9000, 5016, kAck, "HTTP/1.1 200 OK\r\n"});
+    rig.send({true, 5016, 9017, kAck, "next"});
+    EXPECT_EQ(rig.out(Direction::kToServer), "GET / HTTP/1.1\r\nnext");
+    EXPECT_EQ(rig.out(Direction::kToClient), "HTTP/1.1 200 OK\r\n");
+    EXPECT_EQ(rig.stats().get("tcp.midstream_pickups"), 1u);
+    EXPECT_EQ(rig.stats().get("tcp.sessions"), 1u);
+}
+
+TEST(StreamSession, MidstreamFromSynAck) {
+    StreamConfig cfg;
+    cfg.midstream = true;
+    Rig rig(cfg);
+    EXPECT_EQ(rig.send({false, kIsnS, kIsnC + 1, kSyn | kAck}).state, SessionState::kSynRecv);
+    EXPECT_EQ(rig.send({true, kIsnC + 1, kIsnS + 1, kAck, "abc"}).state,
+              SessionState::kEstablished);
+    EXPECT_EQ(rig.out(Direction::kToServer), "abc");
+}
+
+TEST(StreamSession, AcceptableRstClosesAndFlushes) {
+    Rig rig;
+    rig.handshake(kIsnC, kIsnS);
+    rig.send({true, kIsnC + 1, kIsnS + 1, kAck, "abc"});
+    rig.send({true, kIsnC + 7, kIsnS + 1, kAck, "ghi"});  // held behind a 3-byte hole
+    // A RST far outside the window is ignored.
+    StreamUpdate u = rig.send({false, kIsnS + 1 + 10000000, 0, kRst});
+    EXPECT_TRUE(u.has(kEventRstInvalid));
+    EXPECT_EQ(u.state, SessionState::kEstablished);
+    u = rig.send({false, kIsnS + 1, 0, kRst});
+    EXPECT_EQ(u.state, SessionState::kClosed);
+    EXPECT_EQ(u.data(Direction::kToServer).gap, 3u);
+    EXPECT_TRUE(u.data(Direction::kToServer).eof);
+    EXPECT_TRUE(u.data(Direction::kToClient).eof);
+    EXPECT_EQ(rig.out(Direction::kToServer), with_nuls("abc\0\0\0ghi", 9));
+    // Nothing after the close is reassembled.
+    rig.send({true, kIsnC + 10, kIsnS + 1, kAck, "jkl"});
+    EXPECT_EQ(rig.out(Direction::kToServer), with_nuls("abc\0\0\0ghi", 9));
+    const StatsSnapshot s = rig.stats();
+    EXPECT_EQ(s.get("tcp.rst_invalid"), 1u);
+    EXPECT_EQ(s.get("tcp.reassembly_gap"), 1u);
+}
+
+TEST(StreamSession, RefusedConnection) {
+    Rig rig;
+    rig.send({true, kIsnC, 0, kSyn});
+    EXPECT_EQ(rig.send({false, 0, kIsnC + 1, kRst | kAck}).state, SessionState::kClosed);
+}
+
+TEST(StreamSession, FinHandshakeCloses) {
+    Rig rig;
+    rig.handshake(kIsnC, kIsnS);
+    rig.send({true, kIsnC + 1, kIsnS + 1, kAck, "req"});
+    StreamUpdate u = rig.send({true, kIsnC + 4, kIsnS + 1, kFin | kAck});
+    EXPECT_EQ(u.state, SessionState::kClosing);
+    EXPECT_TRUE(u.data(Direction::kToServer).eof);
+    u = rig.send({false, kIsnS + 1, kIsnC + 5, kAck | kFin, "resp"});
+    EXPECT_EQ(u.state, SessionState::kClosing);
+    EXPECT_TRUE(u.data(Direction::kToClient).eof);
+    u = rig.send({true, kIsnC + 5, kIsnS + 6, kAck});
+    EXPECT_EQ(u.state, SessionState::kClosed);
+    EXPECT_EQ(rig.out(Direction::kToServer), "req");
+    EXPECT_EQ(rig.out(Direction::kToClient), "resp");
+    EXPECT_EQ(rig.eofs(Direction::kToServer), 1);
+    EXPECT_EQ(rig.eofs(Direction::kToClient), 1);
+}
+
+TEST(StreamSession, AcknowledgedHoleBecomesAGap) {
+    Rig rig;
+    rig.handshake(kIsnC, kIsnS);
+    rig.send({true, kIsnC + 1, kIsnS + 1, kAck, "one-"});
+    // "two-" (4 bytes at offset 4) was never captured.
+    rig.send({true, kIsnC + 9, kIsnS + 1, kAck, "three"});
+    EXPECT_EQ(rig.out(Direction::kToServer), "one-");
+    // The server acknowledges everything: it got the bytes we never saw. The gap and the
+    // held data come out on the server's packet, in the to-server chunk.
+    StreamUpdate u = rig.send({false, kIsnS + 1, kIsnC + 14, kAck});
+    EXPECT_EQ(u.data(Direction::kToServer).gap, 4u);
+    EXPECT_EQ(u.data(Direction::kToServer).stream_offset, 8u);
+    EXPECT_EQ(u.data(Direction::kToServer).new_len(), 5u);
+    EXPECT_EQ(u.data(Direction::kToClient).new_len(), 0u);
+    EXPECT_EQ(rig.out(Direction::kToServer), with_nuls("one-\0\0\0\0three", 13));
+    EXPECT_EQ(rig.stats().get("tcp.reassembly_gap"), 1u);
+    // An ACK that does not reach the held data skips nothing.
+    rig.send({true, kIsnC + 20, kIsnS + 1, kAck, "X"});
+    rig.send({false, kIsnS + 1, kIsnC + 16, kAck});
+    EXPECT_EQ(rig.stats().get("tcp.reassembly_gap"), 1u);
+}
+
+TEST(StreamSession, TwoAcknowledgedHolesNeedNext) {
+    Rig rig;
+    rig.handshake(kIsnC, kIsnS);
+    rig.send({true, kIsnC + 1 + 2, kIsnS + 1, kAck, "bb"});
+    rig.send({true, kIsnC + 1 + 6, kIsnS + 1, kAck, "dd"});
+    StreamUpdate u = rig.send({false, kIsnS + 1, kIsnC + 1 + 8, kAck});
+    EXPECT_TRUE(u.more);  // one run per call; the rig loops on next()
+    EXPECT_EQ(rig.out(Direction::kToServer), with_nuls("\0\0bb\0\0dd", 8));
+    EXPECT_EQ(rig.gaps(Direction::kToServer), 2);
+}
+
+TEST(StreamSession, BadChecksumIgnored) {
+    Rig rig;
+    rig.handshake(kIsnC, kIsnS);
+    Seg bad{true, kIsnC + 1, kIsnS + 1, kAck, "evil"};
+    bad.bad_checksum = true;
+    StreamUpdate u = rig.send(bad);
+    EXPECT_TRUE(u.has(kEventBadChecksum));
+    EXPECT_EQ(u.data(Direction::kToServer).new_len(), 0u);
+    rig.send({true, kIsnC + 1, kIsnS + 1, kAck, "good"});
+    EXPECT_EQ(rig.out(Direction::kToServer), "good");
+    EXPECT_EQ(rig.stats().get("tcp.invalid_checksum"), 1u);
+}
+
+TEST(StreamSession, ChecksumValidationOff) {
+    StreamConfig cfg;
+    cfg.checksum_validation = false;
+    Rig rig(cfg);
+    rig.handshake(kIsnC, kIsnS);
+    Seg bad{true, kIsnC + 1, kIsnS + 1, kAck, "data"};
+    bad.bad_checksum = true;
+    rig.send(bad);
+    EXPECT_EQ(rig.out(Direction::kToServer), "data");
+    EXPECT_EQ(rig.stats().get("tcp.invalid_checksum"), 0u);
+}
+
+TEST(StreamSession, SegmentBeyondWindowIgnored) {
+    Rig rig;
+    rig.handshake(kIsnC, kIsnS);  // server window 65535, no scaling
+    StreamUpdate u = rig.send({true, kIsnC + 1 + 70000, kIsnS + 1, kAck, "far"});
+    EXPECT_TRUE(u.has(kEventOutOfWindow));
+    EXPECT_EQ(rig.stats().get("tcp.out_of_window"), 1u);
+    // Window scaling from the handshake widens it.
+    Rig scaled;
+    scaled.handshake(kIsnC, kIsnS, 2);
+    scaled.send({false, kIsnS + 1, kIsnC + 1, kAck, "", 65535});
+    u = scaled.send({true, kIsnC + 1 + 70000, kIsnS + 1, kAck, "far"});
+    EXPECT_FALSE(u.has(kEventOutOfWindow));
+}
+
+// ---- inspection window, splitter, IPv6 ----
+
+TEST(StreamWindow, PatternStraddlingSegmentsIsFound) {
+    StreamConfig cfg;
+    cfg.keep_tail = 7;  // longest pattern - 1
+    Rig rig(cfg);
+    rig.handshake(kIsnC, kIsnS);
+    rig.send({true, kIsnC + 1, kIsnS + 1, kAck, "xxxxxxxxxxEVIL"});
+    StreamUpdate u = rig.send({true, kIsnC + 15, kIsnS + 1, kAck, "PAYLOADyy"});
+    const StreamChunk& c = u.data(Direction::kToServer);
+    const std::string window(reinterpret_cast<const char*>(c.window), c.window_len);
+    EXPECT_EQ(window, "xxxEVILPAYLOADyy");
+    EXPECT_EQ(c.new_offset, 7u);
+    EXPECT_EQ(c.stream_offset, 14u);
+    EXPECT_EQ(window.find("EVILPAYLOAD"), 3u);  // found, and it ends in the new bytes
+    // After a hole fills, the window still starts with the tail before the hole's start.
+    rig.send({true, kIsnC + 28, kIsnS + 1, kAck, "TAIL"});
+    u = rig.send({true, kIsnC + 24, kIsnS + 1, kAck, "abcd"});
+    const StreamChunk& d = u.data(Direction::kToServer);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(d.window), d.window_len),
+              "YLOADyyabcdTAIL");
+    EXPECT_EQ(d.new_offset, 7u);
+    EXPECT_EQ(d.stream_offset, 23u);
+}
+
+TEST(StreamWindow, TailNeverSpansAGap) {
+    StreamConfig cfg;
+    cfg.keep_tail = 8;
+    Rig rig(cfg);
+    rig.handshake(kIsnC, kIsnS);
+    rig.send({true, kIsnC + 1, kIsnS + 1, kAck, "before"});
+    rig.send({true, kIsnC + 11, kIsnS + 1, kAck, "after"});
+    StreamUpdate u = rig.send({false, kIsnS + 1, kIsnC + 16, kAck});
+    const StreamChunk& c = u.data(Direction::kToServer);
+    EXPECT_EQ(c.gap, 4u);
+    EXPECT_EQ(c.new_offset, 0u);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(c.window), c.window_len), "after");
+}
+
+// A toy line protocol: a message ends at each '\n'.
+class LineSplitter : public Splitter {
+public:
+    SplitResult scan(Direction dir, const uint8_t* data, size_t len) override {
+        ++calls[static_cast<int>(dir)];
+        const void* nl = std::memchr(data, '\n', len);
+        if (nl == nullptr) {
+            return {SplitStatus::kNeedMore, 0};
+        }
+        return {SplitStatus::kFlush,
+                static_cast<uint32_t>(static_cast<const uint8_t*>(nl) - data + 1)};
+    }
+    void gap(Direction dir) override { ++gaps[static_cast<int>(dir)]; }
+    int calls[2] = {0, 0};
+    int gaps[2] = {0, 0};
+};
+
+TEST(StreamSplitter, ReportsMessageEndsAcrossSegments) {
+    Rig rig;
+    rig.handshake(kIsnC, kIsnS);
+    LineSplitter sp;
+    ASSERT_TRUE(rig.st().set_splitter(rig.flow(), &sp));
+    StreamUpdate u = rig.send({true, kIsnC + 1, kIsnS + 1, kAck, "GE"});
+    EXPECT_EQ(u.data(Direction::kToServer).pdu_count, 0u);
+    u = rig.send({true, kIsnC + 3, kIsnS + 1, kAck, "T /\r\nHo"});
+    ASSERT_EQ(u.data(Direction::kToServer).pdu_count, 1u);
+    EXPECT_EQ(u.data(Direction::kToServer).pdu_ends[0], 7u);
+    // Out of order: the boundaries come out when the bytes become contiguous.
+    rig.send({true, kIsnC + 17, kIsnS + 1, kAck, "\r\n"});
+    rig.send({true, kIsnC + 10, kIsnS + 1, kAck, "st: a\r\n"});
+    rig.send({false, kIsnS + 1, kIsnC + 19, kAck, "200\nok\n"});
+    EXPECT_EQ(rig.out(Direction::kToServer), "GET /\r\nHost: a\r\n\r\n");
+    EXPECT_EQ(rig.pdus(Direction::kToServer), (std::vector<uint64_t>{7, 16, 18}));
+    EXPECT_EQ(rig.pdus(Direction::kToClient), (std::vector<uint64_t>{4, 7}));
+}
+
+class AbortSplitter : public Splitter {
+public:
+    SplitResult scan(Direction, const uint8_t*, size_t) override {
+        ++calls;
+        return {SplitStatus::kAbort, 0};
+    }
+    int calls = 0;
+};
+
+TEST(StreamSplitter, AbortStopsScanningThatDirection) {
+    Rig rig;
+    rig.handshake(kIsnC, kIsnS);
+    AbortSplitter sp;
+    ASSERT_TRUE(rig.st().set_splitter(rig.flow(), &sp));
+    StreamUpdate u = rig.send({true, kIsnC + 1, kIsnS + 1, kAck, "x"});
+    EXPECT_TRUE(u.data(Direction::kToServer).splitter_aborted);
+    rig.send({true, kIsnC + 2, kIsnS + 1, kAck, "y"});
+    EXPECT_EQ(sp.calls, 1);
+    EXPECT_EQ(rig.out(Direction::kToServer), "xy");
+}
+
+TEST(StreamIpv6, HandshakeOutOfOrderAndOverlap) {
+    StreamConfig cfg;
+    cfg.policy = Policy::kFirst;
+    Rig rig(cfg, v6_hosts());
+    rig.handshake(kIsnC, kIsnS);
+    EXPECT_EQ(rig.st().state(rig.flow()), SessionState::kEstablished);
+    rig.send({true, kIsnC + 4, kIsnS + 1, kAck, "DEF"});
+    rig.send({true, kIsnC + 4, kIsnS + 1, kAck, "xyz"});  // first wins
+    rig.send({true, kIsnC + 1, kIsnS + 1, kAck, "ABC"});
+    rig.send({false, kIsnS + 1, kIsnC + 7, kAck, "v6 reply"});
+    EXPECT_EQ(rig.out(Direction::kToServer), "ABCDEF");
+    EXPECT_EQ(rig.out(Direction::kToClient), "v6 reply");
+    EXPECT_EQ(rig.stats().get("tcp.overlap_diff_data"), 1u);
+    Seg bad{true, kIsnC + 7, kIsnS + 9, kAck, "bad"};
+    bad.bad_checksum = true;
+    rig.send(bad);
+    EXPECT_EQ(rig.stats().get("tcp.invalid_checksum"), 1u);
+}
+
+// ---- property: any segmentation, order and duplication rebuilds the stream ----
+
+TEST(StreamProperty, RandomSegmentationReorderingDuplicationRebuildsTheStream) {
+    for (uint32_t seed = 1; seed <= 40; ++seed) {
+        SCOPED_TRACE(seed);
+        std::mt19937 rng(seed);
+        StreamConfig cfg;
+        cfg.reassembly_depth = 0;
+        cfg.keep_tail = rng() % 3 == 0 ? 0 : rng() % 64;
+        cfg.policy = static_cast<Policy>(rng() % 12);
+        Rig rig(cfg);
+        const uint32_t isn = static_cast<uint32_t>(rng());  // wraps for some seeds
+        rig.handshake(isn, kIsnS);
+        const size_t len = 20000 + rng() % 20000;
+        std::string stream(len, '\0');
+        for (char& ch : stream) {
+            ch = static_cast<char>(rng());
+        }
+        // Segments: a cover of [0, len) with random cut points, plus duplicates and
+        // re-segmented retransmissions of random ranges (same bytes, so no conflicts).
+        std::vector<std::pair<size_t, size_t>> segs;
+        for (size_t pos = 0; pos < len;) {
+            const size_t n = std::min(len - pos, static_cast<size_t>(1 + rng() % 1460));
+            segs.emplace_back(pos, n);
+            pos += n;
+        }
+        const size_t extra = segs.size() / 3;
+        for (size_t i = 0; i < extra; ++i) {
+            const size_t a = rng() % len;
+            segs.emplace_back(a, std::min(len - a, static_cast<size_t>(1 + rng() % 2000)));
+        }
+        // Local reordering: each segment moves up to 8 places.
+        std::vector<std::pair<size_t, std::pair<size_t, size_t>>> keyed;
+        for (size_t i = 0; i < segs.size(); ++i) {
+            const size_t base = i < segs.size() - extra ? i : rng() % segs.size();
+            keyed.push_back({base * 16 + rng() % 128, segs[i]});
+        }
+        std::stable_sort(keyed.begin(), keyed.end(),
+                         [](const auto& x, const auto& y) { return x.first < y.first; });
+        for (const auto& k : keyed) {
+            const auto [a, n] = k.second;
+            rig.send(
+                {true, isn + 1 + static_cast<uint32_t>(a), kIsnS + 1, kAck, stream.substr(a, n)});
+        }
+        EXPECT_EQ(rig.out(Direction::kToServer).size(), len);
+        EXPECT_TRUE(rig.out(Direction::kToServer) == stream);
+        EXPECT_EQ(rig.stats().get("tcp.overlap_diff_data"), 0u);
+        EXPECT_EQ(rig.stats().get("tcp.reassembly_gap"), 0u);
+        EXPECT_EQ(rig.gaps(Direction::kToServer), 0);
+    }
+}
+
+// ---- cost: in-order 1460-byte segments, tracker only (prints a figure, asserts bytes) ----
+
+TEST(StreamPerf, InOrderSegmentsNsPerSegment) {
+    for (uint32_t keep : {0u, 64u}) {
+        StreamConfig cfg;
+        cfg.reassembly_depth = 0;
+        cfg.keep_tail = keep;
+        Rig rig(cfg);
+        rig.handshake(kIsnC, kIsnS, 14);  // scaled window: 1 GiB
+        rig.send({false, kIsnS + 1, kIsnC + 1, kAck, "", 65535});
+        const std::vector<uint8_t> fr =
+            build_frame(rig.hosts(), {true, kIsnC + 1, kIsnS + 1, kAck, std::string(1460, 'z')});
+        decode::DecodeContext dctx(decode::DecodeOptions{decode::ChecksumMode::kNo});
+        Packet p;
+        ASSERT_EQ(decode::decode_packet(dctx, decode::kDltEn10mb, fr.data(),
+                                        static_cast<uint32_t>(fr.size()),
+                                        static_cast<uint32_t>(fr.size()), 0, p),
+                  decode::DecodeResult::kOk);
+        constexpr uint32_t kSegments = 200000;
+        // Warm up: the first copied segment sizes the buffer; after that nothing grows.
+        p.tcp_seq = kIsnC + 1;
+        rig.st().process(p, rig.flow(), Direction::kToServer, 0);
+        const uint64_t mem_before = rig.stats().get("tcp.reassembly_memuse");
+        uint64_t delivered = 1460;
+        const auto t0 = std::chrono::steady_clock::now();
+        for (uint32_t i = 1; i < kSegments; ++i) {
+            p.tcp_seq = kIsnC + 1 + i * 1460;
+            const StreamUpdate u = rig.st().process(p, rig.flow(), Direction::kToServer, 0);
+            delivered += u.chunk[0].new_len();
+        }
+        const auto t1 = std::chrono::steady_clock::now();
+        EXPECT_EQ(delivered, uint64_t{kSegments} * 1460);
+        EXPECT_EQ(rig.stats().get("tcp.reassembly_memuse"), mem_before);
+        EXPECT_EQ(mem_before, keep == 0 ? 0u : 2048u + 256u);
+        const double ns = std::chrono::duration<double, std::nano>(t1 - t0).count() / kSegments;
+        std::printf("stream: in-order 1460-byte segments, keep_tail %u: %.1f ns/segment\n", keep,
+                    ns);
+    }
+}
+
+}  // namespace
+}  // namespace picket::sensor::stream
