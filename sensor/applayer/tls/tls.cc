@@ -1,0 +1,946 @@
+#include "sensor/applayer/tls/tls.h"
+
+#include <openssl/evp.h>
+
+#include <cstdio>
+#include <cstring>
+
+namespace picket::sensor::applayer::tls {
+
+namespace {
+
+constexpr uint32_t kMaxRecord = 16384 + 2048;  // TLSCiphertext limit, RFC 5246 6.2.3
+constexpr uint8_t kCcs = 20, kHandshake = 22, kHeartbeat = 24;
+
+// Bounds-checked big-endian reader; every read fails once the input is exhausted.
+class Reader {
+public:
+    Reader() = default;
+    Reader(const uint8_t* p, size_t n) : p_(p), n_(n) {}
+    bool u8(uint8_t* v) {
+        if (n_ < 1) {
+            return false;
+        }
+        *v = *p_;
+        skip_unchecked(1);
+        return true;
+    }
+    bool u16(uint16_t* v) {
+        if (n_ < 2) {
+            return false;
+        }
+        *v = static_cast<uint16_t>(p_[0] << 8 | p_[1]);
+        skip_unchecked(2);
+        return true;
+    }
+    bool u24(uint32_t* v) {
+        if (n_ < 3) {
+            return false;
+        }
+        *v = static_cast<uint32_t>(p_[0]) << 16 | static_cast<uint32_t>(p_[1]) << 8 | p_[2];
+        skip_unchecked(3);
+        return true;
+    }
+    bool bytes(size_t k, const uint8_t** out) {
+        if (n_ < k) {
+            return false;
+        }
+        *out = p_;
+        skip_unchecked(k);
+        return true;
+    }
+    // A vector with a 1-, 2- or 3-byte length prefix, returned as a sub-reader.
+    bool vec(int prefix, Reader* out) {
+        uint32_t k = 0;
+        if (prefix == 1) {
+            uint8_t v;
+            if (!u8(&v)) {
+                return false;
+            }
+            k = v;
+        } else if (prefix == 2) {
+            uint16_t v;
+            if (!u16(&v)) {
+                return false;
+            }
+            k = v;
+        } else if (!u24(&k)) {
+            return false;
+        }
+        const uint8_t* p;
+        if (!bytes(k, &p)) {
+            return false;
+        }
+        *out = Reader(p, k);
+        return true;
+    }
+    size_t left() const { return n_; }
+    const uint8_t* data() const { return p_; }
+
+private:
+    void skip_unchecked(size_t k) {
+        p_ += k;
+        n_ -= k;
+    }
+    const uint8_t* p_ = nullptr;
+    size_t n_ = 0;
+};
+
+void append_list(std::string* s, const std::vector<uint16_t>& v) {
+    bool first = true;
+    for (uint16_t x : v) {
+        if (is_grease(x)) {
+            continue;
+        }
+        if (!first) {
+            s->push_back('-');
+        }
+        *s += std::to_string(x);
+        first = false;
+    }
+}
+
+// RFC 8446 4.1.3: the random of a HelloRetryRequest (SHA-256 of "HelloRetryRequest").
+constexpr uint8_t kHrrRandom[32] = {
+    0xCF, 0x21, 0xAD, 0x74, 0xE5, 0x9A, 0x61, 0x11, 0xBE, 0x1D, 0x8C, 0x02, 0x1E, 0x65, 0xB8, 0x91,
+    0xC2, 0xA2, 0x11, 0x16, 0x7A, 0xBB, 0x8C, 0x5E, 0x07, 0x9E, 0x09, 0xE2, 0xC8, 0xA8, 0x33, 0x9C};
+
+bool is_tls13(uint16_t v) {
+    return v == 0x0304 || (v >> 8) == 0x7f;
+}
+
+// ---- DER (X.690) -------------------------------------------------------------------------
+
+struct Tlv {
+    uint8_t tag = 0;
+    const uint8_t* p = nullptr;
+    size_t n = 0;
+};
+
+// Reads the next TLV from *r. Only low tag numbers and definite lengths (DER) are accepted.
+bool der_next(Reader* r, Tlv* out) {
+    uint8_t tag, l0;
+    if (!r->u8(&tag) || (tag & 0x1F) == 0x1F || !r->u8(&l0)) {
+        return false;
+    }
+    size_t len = l0;
+    if (l0 & 0x80) {
+        int k = l0 & 0x7F;
+        if (k == 0 || k > 4) {
+            return false;
+        }
+        len = 0;
+        for (int i = 0; i < k; ++i) {
+            uint8_t b;
+            if (!r->u8(&b)) {
+                return false;
+            }
+            len = len << 8 | b;
+        }
+    }
+    out->tag = tag;
+    return r->bytes(len, &out->p) && ((out->n = len), true);
+}
+
+bool der_expect(Reader* r, uint8_t tag, Tlv* out) {
+    return der_next(r, out) && out->tag == tag;
+}
+
+struct OidName {
+    uint8_t len;
+    uint8_t der[10];
+    const char* name;
+};
+// x509-parser's abbreviations first (CN, C, L, ST, O, OU, DC, Email), then X.520 short names.
+constexpr OidName kOidNames[] = {
+    {3, {0x55, 0x04, 0x03}, "CN"},
+    {3, {0x55, 0x04, 0x06}, "C"},
+    {3, {0x55, 0x04, 0x07}, "L"},
+    {3, {0x55, 0x04, 0x08}, "ST"},
+    {3, {0x55, 0x04, 0x0A}, "O"},
+    {3, {0x55, 0x04, 0x0B}, "OU"},
+    {10, {0x09, 0x92, 0x26, 0x89, 0x93, 0xF2, 0x2C, 0x64, 0x01, 0x19}, "DC"},
+    {9, {0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x09, 0x01}, "Email"},
+    {3, {0x55, 0x04, 0x04}, "surname"},
+    {3, {0x55, 0x04, 0x05}, "serialNumber"},
+    {3, {0x55, 0x04, 0x09}, "streetAddress"},
+    {3, {0x55, 0x04, 0x0C}, "title"},
+    {3, {0x55, 0x04, 0x0F}, "businessCategory"},
+    {3, {0x55, 0x04, 0x11}, "postalCode"},
+    {3, {0x55, 0x04, 0x2A}, "givenName"},
+    {3, {0x55, 0x04, 0x2B}, "initials"},
+};
+
+void append_oid_text(std::string* s, const uint8_t* p, size_t n) {
+    // Dotted form; the first byte packs the first two arcs (X.690 8.19.4).
+    uint64_t v = 0;
+    bool first = true;
+    for (size_t i = 0; i < n; ++i) {
+        if (v > (UINT64_MAX >> 7)) {
+            *s += "?";
+            return;
+        }
+        v = v << 7 | (p[i] & 0x7F);
+        if (p[i] & 0x80) {
+            continue;
+        }
+        if (first) {
+            uint64_t a = v < 40 ? 0 : (v < 80 ? 1 : 2);
+            s->append(std::to_string(a));
+            s->push_back('.');
+            s->append(std::to_string(v - 40 * a));
+            first = false;
+        } else {
+            s->push_back('.');
+            s->append(std::to_string(v));
+        }
+        v = 0;
+    }
+}
+
+bool is_string_tag(uint8_t t) {
+    switch (t) {
+        case 0x07:  // ObjectDescriptor
+        case 0x0C:  // UTF8String
+        case 0x12:  // NumericString
+        case 0x13:  // PrintableString
+        case 0x14:  // T61String
+        case 0x15:  // VideotexString
+        case 0x16:  // IA5String
+        case 0x19:  // GraphicString
+        case 0x1A:  // VisibleString
+        case 0x1B:  // GeneralString
+        case 0x1E:  // BMPString (x509-parser takes its bytes as they are)
+            return true;
+        default:
+            return false;
+    }
+}
+
+void append_hex_upper(std::string* s, const uint8_t* p, size_t n, const char* sep) {
+    static const char kHex[] = "0123456789ABCDEF";
+    for (size_t i = 0; i < n; ++i) {
+        if (i != 0 && sep != nullptr) {
+            *s += sep;
+        }
+        s->push_back(kHex[p[i] >> 4]);
+        s->push_back(kHex[p[i] & 15]);
+    }
+}
+
+// Name ::= SEQUENCE OF RelativeDistinguishedName (SET OF AttributeTypeAndValue), rendered as
+// x509-parser (Suricata) does: RDNs joined by ", ", attributes of one RDN by " + ".
+bool render_name(const Tlv& name, std::string* out) {
+    Reader rdns(name.p, name.n);
+    out->clear();
+    while (rdns.left() > 0) {
+        Tlv set;
+        if (!der_expect(&rdns, 0x31, &set)) {
+            return false;
+        }
+        if (!out->empty()) {
+            *out += ", ";
+        }
+        Reader attrs(set.p, set.n);
+        bool first = true;
+        while (attrs.left() > 0) {
+            Tlv atv, oid, val;
+            if (!der_expect(&attrs, 0x30, &atv)) {
+                return false;
+            }
+            Reader a(atv.p, atv.n);
+            if (!der_expect(&a, 0x06, &oid) || !der_next(&a, &val)) {
+                return false;
+            }
+            if (!first) {
+                *out += " + ";
+            }
+            first = false;
+            const char* abbrev = nullptr;
+            for (const OidName& o : kOidNames) {
+                if (o.len == oid.n && std::memcmp(o.der, oid.p, oid.n) == 0) {
+                    abbrev = o.name;
+                    break;
+                }
+            }
+            if (abbrev != nullptr) {
+                *out += abbrev;
+            } else {
+                append_oid_text(out, oid.p, oid.n);
+            }
+            out->push_back('=');
+            if (is_string_tag(val.tag)) {
+                out->append(reinterpret_cast<const char*>(val.p), val.n);
+            } else {
+                append_hex_upper(out, val.p, val.n, nullptr);
+            }
+        }
+    }
+    return true;
+}
+
+// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
+int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
+    y -= m <= 2;
+    const int64_t era = (y >= 0 ? y : y - 399) / 400;
+    const unsigned yoe = static_cast<unsigned>(y - era * 400);
+    const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + static_cast<int64_t>(doe) - 719468;
+}
+
+bool digits(const uint8_t* p, int n, int* out) {
+    int v = 0;
+    for (int i = 0; i < n; ++i) {
+        if (p[i] < '0' || p[i] > '9') {
+            return false;
+        }
+        v = v * 10 + (p[i] - '0');
+    }
+    *out = v;
+    return true;
+}
+
+// UTCTime "YYMMDDHHMMSSZ" (RFC 5280 4.1.2.5.1: YY < 50 is 20YY) or GeneralizedTime
+// "YYYYMMDDHHMMSSZ".
+bool parse_time(const Tlv& t, int64_t* out) {
+    int year, mon, day, hh, mm, ss;
+    const uint8_t* p = t.p;
+    if (t.tag == 0x17 && t.n == 13 && p[12] == 'Z') {
+        if (!digits(p, 2, &year)) {
+            return false;
+        }
+        year += year < 50 ? 2000 : 1900;
+        p += 2;
+    } else if (t.tag == 0x18 && t.n == 15 && p[14] == 'Z') {
+        if (!digits(p, 4, &year)) {
+            return false;
+        }
+        p += 4;
+    } else {
+        return false;
+    }
+    if (!digits(p, 2, &mon) || !digits(p + 2, 2, &day) || !digits(p + 4, 2, &hh) ||
+        !digits(p + 6, 2, &mm) || !digits(p + 8, 2, &ss) || mon < 1 || mon > 12 || day < 1 ||
+        day > 31 || hh > 23 || mm > 59 || ss > 60) {
+        return false;
+    }
+    *out = days_from_civil(year, static_cast<unsigned>(mon), static_cast<unsigned>(day)) * 86400 +
+           hh * 3600 + mm * 60 + ss;
+    return true;
+}
+
+}  // namespace
+
+bool parse_certificate(const uint8_t* der, size_t len, CertInfo* out) {
+    out->parsed = false;
+    out->subject.clear();
+    out->issuer.clear();
+    out->serial.clear();
+    out->not_before = out->not_after = 0;
+    Reader top(der, len);
+    Tlv cert, tbs, t, serial, issuer, validity, subject;
+    if (!der_expect(&top, 0x30, &cert)) {
+        return false;
+    }
+    Reader c(cert.p, cert.n);
+    if (!der_expect(&c, 0x30, &tbs)) {
+        return false;
+    }
+    Reader r(tbs.p, tbs.n);
+    if (!der_next(&r, &t)) {
+        return false;
+    }
+    if (t.tag == 0xA0) {  // [0] EXPLICIT version
+        if (!der_next(&r, &t)) {
+            return false;
+        }
+    }
+    serial = t;
+    if (serial.tag != 0x02 || serial.n == 0) {
+        return false;
+    }
+    Tlv sigalg;
+    if (!der_expect(&r, 0x30, &sigalg) || !der_expect(&r, 0x30, &issuer) ||
+        !der_expect(&r, 0x30, &validity) || !der_expect(&r, 0x30, &subject)) {
+        return false;
+    }
+    CertInfo tmp;
+    Reader v(validity.p, validity.n);
+    Tlv nb, na;
+    if (!der_next(&v, &nb) || !der_next(&v, &na) || !parse_time(nb, &tmp.not_before) ||
+        !parse_time(na, &tmp.not_after)) {
+        return false;
+    }
+    if (!render_name(issuer, &tmp.issuer) || !render_name(subject, &tmp.subject)) {
+        return false;
+    }
+    append_hex_upper(&tmp.serial, serial.p, serial.n, ":");
+    out->subject = std::move(tmp.subject);
+    out->issuer = std::move(tmp.issuer);
+    out->serial = std::move(tmp.serial);
+    out->not_before = tmp.not_before;
+    out->not_after = tmp.not_after;
+    out->parsed = true;
+    return true;
+}
+
+std::string version_string(uint16_t version) {
+    switch (version) {
+        case 0:
+            return "UNDETERMINED";
+        case 0x0002:
+            return "SSLv2";
+        case 0x0300:
+            return "SSLv3";
+        case 0x0301:
+            return "TLSv1";
+        case 0x0302:
+            return "TLS 1.1";
+        case 0x0303:
+            return "TLS 1.2";
+        case 0x0304:
+            return "TLS 1.3";
+        default:
+            break;
+    }
+    char buf[24];
+    if ((version >> 8) == 0x7f && (version & 0xff) >= 16 && (version & 0xff) <= 28) {
+        std::snprintf(buf, sizeof buf, "TLS 1.3 draft-%u", version & 0xffu);
+    } else {
+        std::snprintf(buf, sizeof buf, "0x%04x", version);
+    }
+    return buf;
+}
+
+std::string md5_hex(const std::string& s) {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    if (EVP_Digest(s.data(), s.size(), md, &n, EVP_md5(), nullptr) != 1) {
+        return std::string();
+    }
+    static const char kHex[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(2 * n);
+    for (unsigned i = 0; i < n; ++i) {
+        out.push_back(kHex[md[i] >> 4]);
+        out.push_back(kHex[md[i] & 15]);
+    }
+    return out;
+}
+
+const char* event_name(Event e) {
+    switch (e) {
+        case Event::kInvalidRecordType:
+            return "invalid_record_type";
+        case Event::kInvalidRecordVersion:
+            return "invalid_record_version";
+        case Event::kInvalidRecordLength:
+            return "invalid_record_length";
+        case Event::kRecordOverflow:
+            return "record_overflow";
+        case Event::kInvalidHandshakeMessage:
+            return "invalid_handshake_message";
+        case Event::kHandshakeTooLong:
+            return "handshake_too_long";
+        case Event::kCertificateTooLong:
+            return "certificate_too_long";
+        case Event::kInvalidCertificate:
+            return "invalid_certificate";
+        case Event::kTruncatedMessage:
+            return "truncated_message";
+        case Event::kMultipleSni:
+            return "multiple_sni";
+        case Event::kInvalidSni:
+            return "invalid_sni";
+        case Event::kSslv2ClientHello:
+            return "sslv2_client_hello";
+        case Event::kCount:
+            break;
+    }
+    return "unknown";
+}
+
+ProbeResult probe(const uint8_t* data, size_t len) {
+    if (len == 0) {
+        return ProbeResult::kNeedMore;
+    }
+    if (data[0] == kHandshake) {
+        if (len < 3) {
+            return ProbeResult::kNeedMore;
+        }
+        if (data[1] != 3 || data[2] > 4) {
+            return ProbeResult::kNo;
+        }
+        if (len < 6) {
+            return ProbeResult::kNeedMore;
+        }
+        size_t rec = static_cast<size_t>(data[3]) << 8 | data[4];
+        if (rec < 4 || rec > kMaxRecord) {
+            return ProbeResult::kNo;
+        }
+        return data[5] == 1 || data[5] == 2 ? ProbeResult::kYes : ProbeResult::kNo;
+    }
+    // SSLv2 ClientHello: 2-byte header with the high bit, msg type 1, version 2 or 3.x.
+    if (data[0] & 0x80) {
+        if (len < 5) {
+            return ProbeResult::kNeedMore;
+        }
+        size_t rec = static_cast<size_t>(data[0] & 0x7F) << 8 | data[1];
+        bool version_ok = (data[3] == 0 && data[4] == 2) || (data[3] == 3 && data[4] <= 4);
+        return rec >= 9 && data[2] == 1 && version_ok ? ProbeResult::kYes : ProbeResult::kNo;
+    }
+    return ProbeResult::kNo;
+}
+
+void export_stats(const TlsCounters& c, StatsSnapshot& out) {
+    out.add("app_layer.tls.client_hellos", c.client_hellos.get());
+    out.add("app_layer.tls.server_hellos", c.server_hellos.get());
+    out.add("app_layer.tls.certificates", c.certificates.get());
+    for (size_t i = 0; i < kEventCount; ++i) {
+        std::string name = "app_layer.tls.events.";
+        name += event_name(static_cast<Event>(i));
+        out.add(name, c.events[i].get());
+    }
+}
+
+TlsParser::TlsParser(const TlsConfig& config, TlsCounters* counters)
+    : config_(config), counters_(counters) {}
+
+void TlsParser::raise(Event e) {
+    uint32_t bit = 1U << static_cast<unsigned>(e);
+    // Counted once per flow, like Suricata's app-layer events.
+    if ((events_ & bit) == 0) {
+        ++counters_->events[static_cast<size_t>(e)];
+    }
+    events_ |= bit;
+}
+
+uint32_t TlsParser::feed(Dir dir, const uint8_t* data, size_t len) {
+    update_ = 0;
+    Side& s = side_[static_cast<size_t>(dir)];
+    while (len > 0 && !failed_) {
+        if (s.body_left == 0) {
+            // Record header: 5 bytes, or 2 for an SSLv2 record (only as the client's first).
+            if (s.hdr_have == 0 && s.first && dir == Dir::kToServer && (data[0] & 0x80)) {
+                s.sslv2 = true;
+            }
+            size_t need = s.sslv2 ? 2 : 5;
+            while (s.hdr_have < need && len > 0) {
+                s.hdr[s.hdr_have++] = *data++;
+                --len;
+            }
+            if (s.hdr_have < need) {
+                break;
+            }
+            s.hdr_have = 0;
+            s.first = false;
+            if (s.sslv2) {
+                s.body_left = static_cast<uint32_t>(s.hdr[0] & 0x7F) << 8 | s.hdr[1];
+                s.v2.clear();
+                if (s.body_left == 0) {
+                    raise(Event::kInvalidRecordLength);
+                    failed_ = true;
+                }
+                continue;
+            }
+            s.type = s.hdr[0];
+            uint32_t rec_len = static_cast<uint32_t>(s.hdr[3]) << 8 | s.hdr[4];
+            if (s.type < kCcs || s.type > kHeartbeat) {
+                raise(Event::kInvalidRecordType);
+                failed_ = true;
+                break;
+            }
+            if (s.hdr[1] != 3) {
+                raise(Event::kInvalidRecordVersion);
+                failed_ = true;
+                break;
+            }
+            if (rec_len > kMaxRecord) {
+                raise(Event::kRecordOverflow);
+                failed_ = true;
+                break;
+            }
+            if (s.type == kCcs && !s.encrypted) {
+                // Everything this side sends from here on is under the new keys.
+                s.encrypted = true;
+                s.hs.clear();
+                s.hs_skip = 0;
+                update_ |= kEncrypted;
+            }
+            if (rec_len == 0 && s.type == kHandshake) {
+                raise(Event::kInvalidRecordLength);
+            }
+            s.body_left = rec_len;
+            continue;
+        }
+        size_t take = len < s.body_left ? len : s.body_left;
+        if (s.sslv2) {
+            s.v2.insert(s.v2.end(), data, data + take);
+        } else if (s.type == kHandshake && !s.encrypted) {
+            handshake_bytes(dir, s, data, take);
+        }
+        data += take;
+        len -= take;
+        s.body_left -= static_cast<uint32_t>(take);
+        if (s.body_left == 0 && s.sslv2) {
+            s.sslv2 = false;
+            parse_sslv2_client_hello(s.v2.data(), s.v2.size());
+            s.v2.clear();
+            s.v2.shrink_to_fit();
+        }
+    }
+    return update_;
+}
+
+void TlsParser::handshake_bytes(Dir dir, Side& s, const uint8_t* data, size_t len) {
+    while (len > 0 && !s.encrypted) {
+        if (s.hs_skip > 0) {
+            size_t k = len < s.hs_skip ? len : s.hs_skip;
+            s.hs_skip -= static_cast<uint32_t>(k);
+            data += k;
+            len -= k;
+            continue;
+        }
+        if (s.hs.empty() && len >= 4) {  // common case: whole message in hand, no copy
+            uint32_t mlen = static_cast<uint32_t>(data[1]) << 16 |
+                            static_cast<uint32_t>(data[2]) << 8 | data[3];
+            if (mlen <= config_.max_handshake_message && len >= 4 + static_cast<size_t>(mlen)) {
+                handshake_message(dir, data[0], data + 4, mlen);
+                data += 4 + mlen;
+                len -= 4 + mlen;
+                continue;
+            }
+        }
+        while (s.hs.size() < 4 && len > 0) {
+            s.hs.push_back(*data++);
+            --len;
+        }
+        if (s.hs.size() < 4) {
+            return;
+        }
+        uint32_t mlen =
+            static_cast<uint32_t>(s.hs[1]) << 16 | static_cast<uint32_t>(s.hs[2]) << 8 | s.hs[3];
+        if (mlen > config_.max_handshake_message) {
+            raise(s.hs[0] == 11 ? Event::kCertificateTooLong : Event::kHandshakeTooLong);
+            s.hs_skip = mlen;
+            s.hs.clear();
+            continue;
+        }
+        size_t missing = 4 + static_cast<size_t>(mlen) - s.hs.size();
+        size_t k = len < missing ? len : missing;
+        s.hs.insert(s.hs.end(), data, data + k);
+        data += k;
+        len -= k;
+        if (s.hs.size() == 4 + static_cast<size_t>(mlen)) {
+            handshake_message(dir, s.hs[0], s.hs.data() + 4, mlen);
+            s.hs.clear();
+            if (s.hs.capacity() > 4096) {
+                s.hs.shrink_to_fit();  // don't keep a 64 KiB certificate buffer per flow
+            }
+        }
+    }
+}
+
+void TlsParser::handshake_message(Dir dir, uint8_t type, const uint8_t* body, size_t len) {
+    switch (type) {
+        case 1:  // ClientHello
+            if (dir != Dir::kToServer) {
+                raise(Event::kInvalidHandshakeMessage);
+                return;
+            }
+            parse_client_hello(body, len);
+            return;
+        case 2:  // ServerHello
+            if (dir != Dir::kToClient) {
+                raise(Event::kInvalidHandshakeMessage);
+                return;
+            }
+            parse_server_hello(body, len);
+            return;
+        case 11:  // Certificate; the client's own (mutual TLS) is not inspected
+            if (dir == Dir::kToClient) {
+                parse_certificate_message(body, len);
+            }
+            return;
+        default:
+            return;
+    }
+}
+
+void TlsParser::parse_client_hello(const uint8_t* body, size_t len) {
+    ++counters_->client_hellos;
+    if (has_ch_) {
+        return;  // a second ClientHello (after HelloRetryRequest): JA3 stays the first one's
+    }
+    ClientHello ch;
+    Reader r(body, len);
+    const uint8_t* random;
+    Reader sid, suites, comp;
+    if (!r.u16(&ch.legacy_version) || !r.bytes(32, &random) || !r.vec(1, &sid) ||
+        !r.vec(2, &suites) || suites.left() % 2 != 0 || !r.vec(1, &comp)) {
+        raise(Event::kInvalidHandshakeMessage);
+        return;
+    }
+    ch.session_id.assign(sid.data(), sid.data() + sid.left());
+    uint16_t v;
+    while (suites.u16(&v)) {
+        ch.cipher_suites.push_back(v);
+    }
+    bool sni_seen = false;
+    if (r.left() > 0) {
+        Reader exts;
+        if (!r.vec(2, &exts)) {
+            raise(Event::kInvalidHandshakeMessage);
+            return;
+        }
+        while (exts.left() > 0) {
+            uint16_t type;
+            Reader e;
+            if (!exts.u16(&type) || !exts.vec(2, &e)) {
+                raise(Event::kInvalidHandshakeMessage);
+                return;
+            }
+            ch.extensions.push_back(type);
+            Reader l;
+            switch (type) {
+                case 0: {  // server_name, RFC 6066 3
+                    if (sni_seen) {
+                        raise(Event::kMultipleSni);
+                        break;
+                    }
+                    sni_seen = true;
+                    if (e.left() == 0) {
+                        break;  // the empty form a server echoes back
+                    }
+                    if (!e.vec(2, &l)) {
+                        raise(Event::kInvalidSni);
+                        break;
+                    }
+                    bool host_seen = false;
+                    while (l.left() > 0) {
+                        uint8_t nt;
+                        Reader host;
+                        if (!l.u8(&nt) || !l.vec(2, &host)) {
+                            raise(Event::kInvalidSni);
+                            break;
+                        }
+                        if (nt != 0) {
+                            continue;
+                        }
+                        if (host_seen) {
+                            raise(Event::kMultipleSni);
+                            continue;
+                        }
+                        host_seen = true;
+                        ch.sni.assign(reinterpret_cast<const char*>(host.data()), host.left());
+                    }
+                    break;
+                }
+                case 10:  // supported_groups
+                    if (e.vec(2, &l)) {
+                        while (l.u16(&v)) {
+                            ch.groups.push_back(v);
+                        }
+                    }
+                    break;
+                case 11: {  // ec_point_formats
+                    uint8_t pf;
+                    if (e.vec(1, &l)) {
+                        while (l.u8(&pf)) {
+                            ch.point_formats.push_back(pf);
+                        }
+                    }
+                    break;
+                }
+                case 16: {  // ALPN
+                    if (e.vec(2, &l)) {
+                        Reader name;
+                        while (l.vec(1, &name)) {
+                            ch.alpn.emplace_back(reinterpret_cast<const char*>(name.data()),
+                                                 name.left());
+                        }
+                    }
+                    break;
+                }
+                case 43:  // supported_versions
+                    if (e.vec(1, &l)) {
+                        while (l.u16(&v)) {
+                            ch.supported_versions.push_back(v);
+                        }
+                    }
+                    break;
+                default:
+                    break;
+            }
+        }
+    }
+    // JA3 (Salesforce): SSLVersion,Ciphers,Extensions,EllipticCurves,EllipticCurvePointFormats
+    ch.ja3 = std::to_string(ch.legacy_version);
+    ch.ja3.push_back(',');
+    append_list(&ch.ja3, ch.cipher_suites);
+    ch.ja3 += ",";
+    append_list(&ch.ja3, ch.extensions);
+    ch.ja3 += ",";
+    append_list(&ch.ja3, ch.groups);
+    ch.ja3 += ",";
+    for (size_t i = 0; i < ch.point_formats.size(); ++i) {
+        if (i != 0) {
+            ch.ja3 += "-";
+        }
+        ch.ja3 += std::to_string(ch.point_formats[i]);
+    }
+    ch.ja3_hash = md5_hex(ch.ja3);
+    ch_ = std::move(ch);
+    has_ch_ = true;
+    update_ |= kClientHello;
+}
+
+// SSLv2 CLIENT-HELLO (RFC 5246 E.2): msg_type(1)=1, version(2), cipher_spec_length(2),
+// session_id_length(2), challenge_length(2), cipher_specs (3 bytes each), session_id,
+// challenge. Only the 3-byte specs of the form 00 XX YY are TLS suites.
+void TlsParser::parse_sslv2_client_hello(const uint8_t* body, size_t len) {
+    raise(Event::kSslv2ClientHello);
+    Reader r(body, len);
+    uint8_t type;
+    uint16_t version, spec_len, sid_len, chal_len;
+    const uint8_t* specs;
+    if (!r.u8(&type) || type != 1 || !r.u16(&version) || !r.u16(&spec_len) || !r.u16(&sid_len) ||
+        !r.u16(&chal_len) || spec_len % 3 != 0 || !r.bytes(spec_len, &specs)) {
+        raise(Event::kInvalidHandshakeMessage);
+        return;
+    }
+    ++counters_->client_hellos;
+    if (has_ch_) {
+        return;
+    }
+    ClientHello ch;
+    ch.sslv2 = true;
+    ch.legacy_version = version;
+    for (size_t i = 0; i + 3 <= spec_len; i += 3) {
+        if (specs[i] == 0) {
+            ch.cipher_suites.push_back(static_cast<uint16_t>(specs[i + 1] << 8 | specs[i + 2]));
+        }
+    }
+    ch_ = std::move(ch);
+    has_ch_ = true;
+    update_ |= kClientHello;
+}
+
+void TlsParser::parse_server_hello(const uint8_t* body, size_t len) {
+    ++counters_->server_hellos;
+    if (has_sh_ && !sh_.hello_retry_request) {
+        return;
+    }
+    ServerHello sh;
+    Reader r(body, len);
+    const uint8_t* random;
+    Reader sid;
+    if (!r.u16(&sh.legacy_version) || !r.bytes(32, &random) || !r.vec(1, &sid) ||
+        !r.u16(&sh.cipher_suite) || !r.u8(&sh.compression)) {
+        raise(Event::kInvalidHandshakeMessage);
+        return;
+    }
+    sh.hello_retry_request = std::memcmp(random, kHrrRandom, 32) == 0;
+    if (r.left() > 0) {
+        Reader exts;
+        if (!r.vec(2, &exts)) {
+            raise(Event::kInvalidHandshakeMessage);
+            return;
+        }
+        while (exts.left() > 0) {
+            uint16_t type;
+            Reader e;
+            if (!exts.u16(&type) || !exts.vec(2, &e)) {
+                raise(Event::kInvalidHandshakeMessage);
+                return;
+            }
+            sh.extensions.push_back(type);
+            if (type == 43) {
+                e.u16(&sh.selected_version);
+            } else if (type == 16) {
+                Reader l, name;
+                if (e.vec(2, &l) && l.vec(1, &name)) {
+                    sh.alpn.assign(reinterpret_cast<const char*>(name.data()), name.left());
+                }
+            }
+        }
+    }
+    // JA3S: SSLVersion,Cipher,SSLExtension
+    sh.ja3s = std::to_string(sh.legacy_version);
+    sh.ja3s.push_back(',');
+    sh.ja3s.append(std::to_string(sh.cipher_suite));
+    sh.ja3s.push_back(',');
+    append_list(&sh.ja3s, sh.extensions);
+    sh.ja3s_hash = md5_hex(sh.ja3s);
+    sh_ = std::move(sh);
+    has_sh_ = true;
+    update_ |= kServerHello;
+    if (!sh_.hello_retry_request && is_tls13(sh_.version())) {
+        // TLS 1.3: everything the server sends after ServerHello is encrypted (RFC 8446 2).
+        Side& s = side_[static_cast<size_t>(Dir::kToClient)];
+        s.encrypted = true;
+        s.hs.clear();
+        s.hs_skip = 0;
+        update_ |= kEncrypted;
+    }
+}
+
+void TlsParser::parse_certificate_message(const uint8_t* body, size_t len) {
+    if (has_cert_) {
+        return;
+    }
+    Reader r(body, len);
+    Reader list;
+    if (!r.vec(3, &list) || r.left() != 0) {
+        raise(Event::kInvalidHandshakeMessage);
+        return;
+    }
+    CertInfo info;
+    while (list.left() > 0) {
+        Reader der;
+        if (!list.vec(3, &der)) {
+            raise(Event::kInvalidHandshakeMessage);
+            return;
+        }
+        if (info.chain.size() < config_.max_certificates) {
+            info.chain.emplace_back(der.data(), der.data() + der.left());
+        }
+    }
+    if (info.chain.empty()) {
+        return;  // an empty Certificate message (no certificate)
+    }
+    if (!parse_certificate(info.chain[0].data(), info.chain[0].size(), &info)) {
+        raise(Event::kInvalidCertificate);
+    }
+    ++counters_->certificates;
+    cert_ = std::move(info);
+    has_cert_ = true;
+    update_ |= kCertificate;
+}
+
+void TlsParser::finish() {
+    if (failed_) {
+        return;
+    }
+    for (const Side& s : side_) {
+        if (s.hdr_have != 0 || s.body_left != 0 || !s.hs.empty() || s.hs_skip != 0) {
+            raise(Event::kTruncatedMessage);
+            return;
+        }
+    }
+}
+
+size_t TlsParser::memory() const {
+    size_t n = sizeof(*this);
+    for (const Side& s : side_) {
+        n += s.hs.capacity() + s.v2.capacity();
+    }
+    for (const auto& c : cert_.chain) {
+        n += c.capacity();
+    }
+    n += ch_.cipher_suites.capacity() * 2 + ch_.extensions.capacity() * 2 + ch_.ja3.capacity();
+    return n;
+}
+
+}  // namespace picket::sensor::applayer::tls
