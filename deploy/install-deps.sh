@@ -11,6 +11,9 @@ PACKAGES=(
     libpcre2-dev libhyperscan-dev libpcap-dev libsqlite3-dev libyaml-cpp-dev nlohmann-json3-dev
     libcli11-dev libspdlog-dev libcivetweb-dev civetweb libnetfilter-queue-dev libmnl-dev
     libbpf-dev libssl-dev zlib1g-dev
+    # DPDK 22.11 for the optional DPDK capture (picket_capture_dpdk); pulls in the net_pcap,
+    # net_ring and net_af_packet PMDs and the ring mempool that the virtual-device tests use
+    libdpdk-dev
     # tests and benchmarks
     libgtest-dev libgmock-dev libbenchmark-dev
     # runtime tools used by the end-to-end tests
