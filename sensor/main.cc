@@ -148,6 +148,13 @@ std::string capture_text(const picket::sensor::engine::SensorConfig& sc) {
             return "pcap-live:" + sc.iface;
         case CaptureMode::kAfPacket:
             return "af-packet:" + sc.iface;
+        case CaptureMode::kNfqueue:
+            return "nfqueue:" + std::to_string(sc.nfqueue.queue) +
+                   (sc.nfqueue_count > 1
+                        ? ":" + std::to_string(sc.nfqueue.queue + sc.nfqueue_count - 1)
+                        : std::string());
+        case CaptureMode::kAfPacketInline:
+            return "afpacket-inline:" + sc.afpacket_inline.iface1 + ":" + sc.afpacket_inline.iface2;
     }
     return "unknown";
 }
@@ -282,6 +289,8 @@ int main(int argc, char** argv) {
     bool verbose = false;
     bool test_rules = false;
     bool profile_rules = false;
+    bool simulate_ips = false;
+    std::string queue, bridge;
     std::string exclusive_rules;
     std::vector<std::string> extra_rules;
     app.add_option("-r", pcaps, "read packets from pcap/pcapng FILE or every file of DIR")
@@ -309,8 +318,24 @@ int main(int argc, char** argv) {
     app.add_option("-l", log_dir, "log directory; eve.json is written there")->type_name("DIR");
     app.add_option("--workers", workers, "worker threads (default: one per core)")
         ->check(CLI::Range(1, 256));
-    app.add_option("--capture", capture_mode, "live capture backend")
-        ->check(CLI::IsMember({"pcap", "afpacket"}));
+    auto* capture_opt =
+        app.add_option("--capture", capture_mode,
+                       "live capture backend: pcap, afpacket (passive, -i IFACE), or inline "
+                       "(IPS): nfqueue (--queue), afpacket-inline (--bridge)")
+            ->check(CLI::IsMember({"pcap", "afpacket", "nfqueue", "afpacket-inline"}));
+    app.add_option("--queue", queue,
+                   "with --capture nfqueue: netfilter queue Q, or queues Q..R (one worker each)")
+        ->type_name("Q[:R]")
+        ->needs(capture_opt);
+    app.add_option("--bridge", bridge,
+                   "with --capture afpacket-inline: forward between IF1 and IF2, dropping "
+                   "what the rules drop")
+        ->type_name("IF1:IF2")
+        ->needs(capture_opt);
+    app.add_flag("--simulate-ips", simulate_ips,
+                 "decide verdicts as if inline (drop / reject rules block, alerts say "
+                 "\"blocked\", ips.* counters) while reading -r files or a passive capture "
+                 "(ips.simulate)");
     app.add_option("-k", checksum, "checksum validation: all (check) or none")
         ->check(CLI::IsMember({"all", "none"}));
     app.add_option("--set", sets, "override a configuration key: --set KEY=VALUE")
@@ -401,6 +426,9 @@ int main(int argc, char** argv) {
         "Examples:\n"
         "  picket-sensor -r capture.pcap -l /tmp/out\n"
         "  picket-sensor -i eth0 --capture afpacket --workers 2 'tcp port 80'\n"
+        "  picket-sensor --capture nfqueue --queue 0:1 -S drop.rules   (IPS, docs/inline.md)\n"
+        "  picket-sensor --capture afpacket-inline --bridge eth1:eth2 -S drop.rules\n"
+        "  picket-sensor -r capture.pcap --simulate-ips -S drop.rules\n"
         "  picket-sensor --profile-configs deploy/profile-ladder.yaml -r capture.pcap -S "
         "all.rules\n"
         "  picket-sensor -i eth0 --manager mgr:50051 --name s1 --ca ca.crt --tls-cert s1.crt "
@@ -440,8 +468,19 @@ int main(int argc, char** argv) {
             return kExitUsage;
         }
     }
-    if (pcaps.empty() && iface.empty() && !test_rules) {
-        std::fprintf(stderr, "picket-sensor: no input: give -r FILE or -i IFACE\n");
+    const bool inline_capture = capture_mode == "nfqueue" || capture_mode == "afpacket-inline";
+    if (!queue.empty() && capture_mode != "nfqueue") {
+        std::fprintf(stderr, "picket-sensor: --queue needs --capture nfqueue\n");
+        return kExitUsage;
+    }
+    if (!bridge.empty() && capture_mode != "afpacket-inline") {
+        std::fprintf(stderr, "picket-sensor: --bridge needs --capture afpacket-inline\n");
+        return kExitUsage;
+    }
+    if (pcaps.empty() && iface.empty() && !inline_capture && !test_rules) {
+        std::fprintf(stderr,
+                     "picket-sensor: no input: give -r FILE, -i IFACE, --capture nfqueue "
+                     "--queue Q or --capture afpacket-inline --bridge IF1:IF2\n");
         return kExitUsage;
     }
 
@@ -472,6 +511,15 @@ int main(int argc, char** argv) {
         }
         if (workers > 0) {
             config.set_value("workers", YAML::Node(workers));
+        }
+        if (!queue.empty()) {
+            config.set_value("capture.nfqueue.queue", YAML::Node(queue));
+        }
+        if (!bridge.empty()) {
+            config.set_value("capture.afpacket-inline.bridge", YAML::Node(bridge));
+        }
+        if (simulate_ips) {
+            config.set_value("ips.simulate", YAML::Node(true));
         }
         if (!log_dir.empty()) {
             config.set_value("default-log-dir", YAML::Node(log_dir));
@@ -571,6 +619,7 @@ int main(int argc, char** argv) {
         identity.host = host_name();
         identity.version = PICKET_VERSION;
         identity.capture = capture_text(sc);
+        identity.ips = sc.ips();
         identity.labels = agent_options.labels;  // empty without --manager
         if (managed) {
             using sensor::engine::CaptureMode;
@@ -590,6 +639,14 @@ int main(int argc, char** argv) {
                 case CaptureMode::kAfPacket:
                     agent_options.capture_mode = v1::CAPTURE_MODE_AF_PACKET;
                     agent_options.capture_source = sc.iface;
+                    break;
+                case CaptureMode::kNfqueue:
+                case CaptureMode::kAfPacketInline:
+                    // The protocol has no inline modes yet: the source text says which.
+                    agent_options.capture_mode = sc.mode == CaptureMode::kAfPacketInline
+                                                     ? v1::CAPTURE_MODE_AF_PACKET
+                                                     : v1::CAPTURE_MODE_UNSPECIFIED;
+                    agent_options.capture_source = capture_text(sc);
                     break;
             }
             sensor::agent::SensorHooks hooks;

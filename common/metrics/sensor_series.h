@@ -30,7 +30,9 @@
 //   picket_sensor_reload_duration_seconds         gauge    detect.last_reload_us / 1e6
 //   picket_sensor_ips_verdicts_total {verdict}    counter  pass|drop|reject from
 //                                                          ips.verdict.pass/.drop/.reject
-//                                                          (0 on a passive sensor)
+//                                                          (0 on a passive sensor; the
+//                                                          engine sets them to ips.accepted,
+//                                                          blocked - rejected, rejected)
 //   picket_sensor_worker_packets_total {worker}   counter  per-worker packets
 //   picket_sensor_worker_bytes_total {worker}     counter  per-worker bytes
 //   picket_sensor_worker_max_batch_seconds        gauge    engine.max_batch_us / 1e6

@@ -17,6 +17,7 @@
 #include "common/counter.h"
 #include "common/stats.h"
 #include "sensor/decode/decode.h"
+#include "sensor/detect/buffer_id.h"
 #include "sensor/flow/flow.h"
 
 namespace picket::sensor::detect {
@@ -104,7 +105,8 @@ struct AlertRecord {
     const Rule* rule = nullptr;
     uint32_t rule_index = 0;  // into DetectEngine::rule_infos()
     AlertAction action = AlertAction::kAllowed;
-    bool drop_rule = false;  // the rule's action is drop or reject
+    bool drop_rule = false;    // the rule's action is drop or reject
+    bool from_stream = false;  // matched on reassembled stream data
     uint64_t tx_id = 0;
 };
 
@@ -126,6 +128,9 @@ public:
                                                     LoadSummary* summary);
     ~DetectEngine();
     uint32_t rule_count() const;
+    // Bytes of already inspected stream data worth keeping in front of new data: the longest
+    // fast pattern of the TCP groups (a match must end in the new bytes to count).
+    uint32_t stream_tail_bytes() const;
     const DetectConfig& config() const;
     const std::shared_ptr<FlowbitRegistry>& flowbit_registry() const;
     // One entry per loaded rule, indexed like AlertRecord::rule_index.
@@ -172,6 +177,35 @@ private:
     DetectCounters counters_;
 };
 
+// Reassembled TCP data of the packet's direction, for stream inspection: `data[0, len)` is
+// contiguous stream bytes, of which `[new_off, len)` arrived with this packet and the bytes
+// before are the tail of earlier data kept so a pattern straddling the boundary is found. A
+// rule is checked on the stream only when its fast pattern ends in the new bytes, so each byte
+// is inspected once per rule group however long the stream grows.
+struct StreamView {
+    const uint8_t* data = nullptr;
+    uint32_t len = 0;
+    uint32_t new_off = 0;
+};
+
+// What the worker knows of the packet beyond its headers.
+struct InspectExtras {
+    AppProto app = AppProto::kUnknown;   // the flow's app protocol (rule headers http, dns, tls)
+    const StreamView* stream = nullptr;  // TCP stream data for this direction, if any
+    mutable bool passed = false;         // out: a pass rule matched (the flow is passed)
+};
+
+// Alerts already raised per transaction on one flow, so that a transaction inspected again as
+// it progresses (request line, headers, body, response) alerts at most once per rule. Owned by
+// the caller per flow; bounded (the oldest entries go first).
+struct TxAlertLog {
+    static constexpr size_t kMax = 64;
+    uint64_t key[kMax] = {};  // (tx_id << 32) | (sid) ; 0 = free
+    uint32_t next = 0;
+    bool seen(uint64_t tx_id, uint32_t sid) const;
+    void add(uint64_t tx_id, uint32_t sid);
+};
+
 class DetectWorker {
 public:
     // flow_state: the worker's state that survives reloads; must outlive this DetectWorker.
@@ -181,7 +215,13 @@ public:
     // packet_alert_max alerts, in Suricata's order (action priority, then sid), and returns
     // how many. Applies flowbits, thresholds and noalert. No allocation in steady state.
     uint32_t inspect(const decode::Packet& p, flow::Flow* f, flow::Direction dir, AlertRecord* out,
-                     uint32_t out_cap);
+                     uint32_t out_cap, const InspectExtras* extras = nullptr);
+    // Inspects one app-layer transaction (its buffers as of this packet) against the rules
+    // that use app-layer buffers or keywords of view.proto; alerts of a rule already in `log`
+    // for this transaction are not repeated. Same output contract as inspect().
+    uint32_t inspect_tx(const decode::Packet& p, flow::Flow* f, flow::Direction dir,
+                        const AppView& view, TxAlertLog* log, AlertRecord* out, uint32_t out_cap,
+                        const InspectExtras* extras = nullptr);
     const DetectEngine& engine() const { return *engine_; }
     DetectCounters& counters() { return flow_state_->counters(); }
 
@@ -190,7 +230,8 @@ private:
     // inspect() with or without profiling: two copies of the loop, chosen once per packet.
     template <bool kProfile>
     uint32_t inspect_packet(const decode::Packet& p, flow::Flow* f, flow::Direction dir,
-                            AlertRecord* out, uint32_t out_cap);
+                            AlertRecord* out, uint32_t out_cap, const InspectExtras* extras,
+                            const AppView* view, TxAlertLog* log);
     std::shared_ptr<const DetectEngine> engine_;
     WorkerFlowState* flow_state_;
     struct Scratch;

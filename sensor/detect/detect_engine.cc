@@ -38,6 +38,7 @@
 #include "sensor/detect/rule.h"
 #include "sensor/detect/rule_profile.h"
 #include "sensor/detect/threshold.h"
+#include "sensor/detect/transform.h"
 
 namespace picket::sensor::detect {
 namespace {
@@ -95,17 +96,21 @@ int action_rank(Action a) {
 
 struct FastPattern {
     BufferId buffer = BufferId::kPacket;
+    uint32_t transforms = 0;
     std::string bytes;
     bool nocase = false;
 };
 
 // Picks the rule's fast pattern: an explicit fast_pattern wins; otherwise the longest
 // non-negated content (ties: the first). Returns false when the rule has no usable content.
-bool choose_fast_pattern(const Rule& r, FastPattern* out) {
+bool choose_fast_pattern(const Rule& r, FastPattern* out, bool app_only = false) {
     bool found = false;
     bool found_explicit = false;
     size_t best_len = 0;
     for (const auto& bm : r.buffers) {
+        if (app_only && bm.buffer == BufferId::kPacket) {
+            continue;
+        }
         for (const auto& opt : bm.options) {
             ContentInfo ci;
             if (!get_content_info(*opt, &ci) || ci.negated || ci.bytes.empty()) {
@@ -121,6 +126,7 @@ bool choose_fast_pattern(const Rule& r, FastPattern* out) {
             bool take = !found || (ci.fast_pattern && !found_explicit) || bytes.size() > best_len;
             if (take) {
                 out->buffer = bm.buffer;
+                out->transforms = bm.transforms;
                 out->bytes = bytes;
                 out->nocase = ci.nocase;
                 best_len = bytes.size();
@@ -132,9 +138,16 @@ bool choose_fast_pattern(const Rule& r, FastPattern* out) {
     return found;
 }
 
-// A buffer the sensor can fill today. App-layer buffers join when their parsers exist.
-bool buffer_available(BufferId id) {
-    return id == BufferId::kPacket;
+// The app-layer protocol a rule inspects (its buffers', or what a keyword such as urilen
+// needs); kUnknown for packet rules, which may still name a protocol in their header
+// (`alert http ... content:"x";` matches packets of HTTP flows).
+AppProto rule_app(const Rule& r) {
+    for (const auto& bm : r.buffers) {
+        if (bm.buffer != BufferId::kPacket) {
+            return buffer_def(bm.buffer).app;
+        }
+    }
+    return r.app_needed;
 }
 
 struct PatternKey {
@@ -173,6 +186,22 @@ struct Part {
     std::vector<uint32_t> always;                      // checked on every packet
     AddrIndex by_src, by_dst;                          // checked when the address is in range
     uint32_t rule_count = 0;
+    uint32_t max_pattern = 0;  // longest fast pattern (bytes of stream tail worth keeping)
+};
+
+// The rules of one app-layer protocol that inspect its buffers: one Hyperscan database per
+// (buffer, transform chain) holding the fast patterns found in that buffer, and the rules
+// with no app-buffer fast pattern, checked on every transaction.
+struct AppDb {
+    BufferId buffer = BufferId::kPacket;
+    uint32_t transforms = 0;
+    hs_database_t* db = nullptr;
+    std::vector<std::vector<uint32_t>> pattern_rules;
+};
+struct AppSet {
+    std::vector<AppDb> dbs;
+    std::vector<uint32_t> always;
+    uint32_t rule_count = 0;
 };
 
 // A group = the rules that can match a packet of one transport class and destination port:
@@ -190,14 +219,23 @@ struct DetectEngine::Impl {
     // Per transport class: the group of each destination port (TCP/UDP), or one group.
     std::vector<Group> port_group[kNumClasses];
     Group class_group[kNumClasses];
+    AppSet app_sets[kNumAppProtos];
     mutable std::unique_ptr<ThresholdTable> thresholds;  // shared, locked on the match path
     size_t max_candidates = 0;
+    uint32_t max_stream_pattern = 0;  // longest fast pattern of the TCP parts
     uint64_t memory = 0;
 
     ~Impl() {
         for (auto& part : parts) {
             if (part.db != nullptr) {
                 hs_free_database(part.db);
+            }
+        }
+        for (auto& set : app_sets) {
+            for (auto& adb : set.dbs) {
+                if (adb.db != nullptr) {
+                    hs_free_database(adb.db);
+                }
             }
         }
     }
@@ -319,16 +357,13 @@ void build_index(const std::vector<std::unique_ptr<Rule>>& rules,
 // Builds a part from a sorted set of rule indices.
 void build_part(const std::vector<std::unique_ptr<Rule>>& rules,
                 const std::vector<FastPattern>& fps, const std::vector<bool>& has_fp,
-                const std::vector<uint32_t>& members, MpmAlgo mpm, Part& part, uint64_t* memory,
-                std::string* error) {
+                const std::vector<uint32_t>& members, MpmAlgo mpm, bool all_matches, Part& part,
+                uint64_t* memory, std::string* error) {
     std::unordered_map<PatternKey, uint32_t, PatternKeyHash> ids;
     std::vector<const PatternKey*> order;
     std::vector<uint32_t> src_indexed, dst_indexed;
     part.rule_count = static_cast<uint32_t>(members.size());
     for (uint32_t ri : members) {
-        if (has_fp[ri] && !buffer_available(fps[ri].buffer)) {
-            continue;  // its buffer is not filled yet: it cannot match
-        }
         if (mpm == MpmAlgo::kNone) {
             part.always.push_back(ri);  // members are sorted: so is the list
             continue;
@@ -366,8 +401,16 @@ void build_part(const std::vector<std::unique_ptr<Rule>>& rules,
     for (size_t i = 0; i < order.size(); ++i) {
         exprs.push_back(order[i]->bytes.data());
         lens.push_back(order[i]->bytes.size());
-        flags.push_back(HS_FLAG_SINGLEMATCH | (order[i]->nocase ? HS_FLAG_CASELESS : 0));
+        // TCP parts also scan stream windows, where only matches ending in the new bytes
+        // count: they need every match, not just the first of each pattern.
+        flags.push_back((all_matches ? 0 : HS_FLAG_SINGLEMATCH) |
+                        (order[i]->nocase ? HS_FLAG_CASELESS : 0));
         hs_ids.push_back(static_cast<unsigned>(i));
+    }
+    part.max_pattern = 0;
+    for (const PatternKey* k : order) {
+        part.max_pattern =
+            std::max<uint32_t>(part.max_pattern, static_cast<uint32_t>(k->bytes.size()));
     }
     hs_compile_error_t* err = nullptr;
     if (hs_compile_lit_multi(exprs.data(), flags.data(), hs_ids.data(), lens.data(),
@@ -411,7 +454,85 @@ bool rule_sets_flowbits(const Rule& r) {
     return false;
 }
 
+// Compiles a literal database; "" or an error message.
+hs_database_t* compile_literals(const std::vector<const PatternKey*>& order, bool single,
+                                uint64_t* memory, std::string* error) {
+    std::vector<const char*> exprs;
+    std::vector<size_t> lens;
+    std::vector<unsigned> flags, hs_ids;
+    for (size_t i = 0; i < order.size(); ++i) {
+        exprs.push_back(order[i]->bytes.data());
+        lens.push_back(order[i]->bytes.size());
+        flags.push_back((single ? HS_FLAG_SINGLEMATCH : 0) |
+                        (order[i]->nocase ? HS_FLAG_CASELESS : 0));
+        hs_ids.push_back(static_cast<unsigned>(i));
+    }
+    hs_database_t* db = nullptr;
+    hs_compile_error_t* err = nullptr;
+    if (hs_compile_lit_multi(exprs.data(), flags.data(), hs_ids.data(), lens.data(),
+                             static_cast<unsigned>(exprs.size()), HS_MODE_BLOCK, nullptr, &db,
+                             &err) != HS_SUCCESS) {
+        *error = std::string("hyperscan: ") + (err != nullptr ? err->message : "compile failed");
+        hs_free_compile_error(err);
+        return nullptr;
+    }
+    size_t size = 0;
+    hs_database_size(db, &size);
+    *memory += size;
+    return db;
+}
+
 }  // namespace
+
+// App-layer rules, per protocol: fast patterns from app buffers only (a rule's packet content
+// cannot prefilter a transaction), one database per (buffer, transform chain).
+static void build_app_sets(DetectEngine::Impl& d, const std::vector<AppProto>& apps, MpmAlgo mpm,
+                           std::string* error) {
+    for (size_t a = 0; a < kNumAppProtos; ++a) {
+        AppSet& set = d.app_sets[a];
+        std::map<std::pair<BufferId, uint32_t>, size_t> db_of;
+        std::vector<std::unordered_map<PatternKey, uint32_t, PatternKeyHash>> ids;
+        std::vector<std::vector<const PatternKey*>> orders;
+        for (uint32_t ri = 0; ri < d.rules.size(); ++ri) {
+            if (static_cast<size_t>(apps[ri]) != a) {
+                continue;
+            }
+            ++set.rule_count;
+            FastPattern fp;
+            if (mpm == MpmAlgo::kNone || !choose_fast_pattern(*d.rules[ri], &fp, true)) {
+                set.always.push_back(ri);
+                continue;
+            }
+            auto key = std::make_pair(fp.buffer, fp.transforms);
+            auto it = db_of.find(key);
+            if (it == db_of.end()) {
+                it = db_of.emplace(key, set.dbs.size()).first;
+                set.dbs.emplace_back();
+                set.dbs.back().buffer = fp.buffer;
+                set.dbs.back().transforms = fp.transforms;
+                ids.emplace_back();
+                orders.emplace_back();
+            }
+            AppDb& adb = set.dbs[it->second];
+            PatternKey pk{fp.bytes, fp.nocase};
+            auto& id_map = ids[it->second];
+            auto pit = id_map.find(pk);
+            if (pit == id_map.end()) {
+                pit = id_map.emplace(pk, static_cast<uint32_t>(adb.pattern_rules.size())).first;
+                adb.pattern_rules.emplace_back();
+                orders[it->second].push_back(&pit->first);
+            }
+            adb.pattern_rules[pit->second].push_back(ri);
+        }
+        for (size_t k = 0; k < set.dbs.size(); ++k) {
+            set.dbs[k].db = compile_literals(orders[k], true, &d.memory, error);
+            if (set.dbs[k].db == nullptr) {
+                return;
+            }
+        }
+        d.max_candidates = std::max(d.max_candidates, static_cast<size_t>(set.rule_count));
+    }
+}
 
 std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& config,
                                                        std::shared_ptr<FlowbitRegistry> flowbits,
@@ -473,29 +594,35 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
 
     // Parts: each distinct rule set compiled once. Rules that need an app-layer protocol wait
     // for the app layer (no flow has one yet) and join no part.
-    std::map<std::vector<uint32_t>, uint32_t> part_ids;
+    std::map<std::pair<std::vector<uint32_t>, bool>, uint32_t> part_ids;
     std::string hs_error;
-    auto part_of = [&](std::vector<uint32_t> members) {
+    auto part_of = [&](std::vector<uint32_t> members, bool tcp) {
         if (members.empty()) {
             return kNoGroup;
         }
         std::sort(members.begin(), members.end());
-        auto it = part_ids.find(members);
+        auto key = std::make_pair(std::move(members), tcp);
+        auto it = part_ids.find(key);
         if (it != part_ids.end()) {
             return it->second;
         }
         uint32_t id = static_cast<uint32_t>(d.parts.size());
         d.parts.emplace_back();
-        build_part(d.rules, fps, has_fp, members, config.mpm_algo, d.parts.back(), &d.memory,
+        build_part(d.rules, fps, has_fp, key.first, config.mpm_algo, tcp, d.parts.back(), &d.memory,
                    &hs_error);
-        part_ids.emplace(std::move(members), id);
+        if (tcp) {
+            d.max_stream_pattern = std::max(d.max_stream_pattern, d.parts.back().max_pattern);
+        }
+        part_ids.emplace(std::move(key), id);
         return id;
     };
-    uint32_t waiting_for_app = 0;
+    std::vector<AppProto> apps(n);
+    uint32_t app_rules = 0;
     for (uint32_t i = 0; i < n; ++i) {
-        waiting_for_app += d.rules[i]->proto.app != AppProto::kUnknown ? 1 : 0;
+        apps[i] = rule_app(*d.rules[i]);
+        app_rules += apps[i] != AppProto::kUnknown ? 1 : 0;
     }
-    sum.app_layer_rules = waiting_for_app;
+    sum.app_layer_rules = app_rules;
     for (int c = 0; c < kNumClasses; ++c) {
         std::vector<uint32_t> any_port;
         std::vector<std::vector<uint32_t>> by_port;
@@ -504,7 +631,7 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
         }
         for (uint32_t i = 0; i < n; ++i) {
             const Rule& r = *d.rules[i];
-            if ((class_mask(r) & (1u << c)) == 0 || r.proto.app != AppProto::kUnknown) {
+            if ((class_mask(r) & (1u << c)) == 0 || apps[i] != AppProto::kUnknown) {
                 continue;
             }
             if (!class_has_ports(c) || (!ports_are_specific(r.dport) &&
@@ -541,7 +668,8 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
                 add_ports(r.sport);
             }
         }
-        const uint32_t any_part = part_of(any_port);
+        const bool tcp = c == kClassTcp;
+        const uint32_t any_part = part_of(any_port, tcp);
         size_t any_count = any_port.size();
         if (!class_has_ports(c)) {
             d.class_group[c] = Group{any_part, kNoGroup};
@@ -556,13 +684,14 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
             }
             auto it = local.find(by_port[port]);
             if (it == local.end()) {
-                it = local.emplace(by_port[port], part_of(by_port[port])).first;
+                it = local.emplace(by_port[port], part_of(by_port[port], tcp)).first;
                 d.max_candidates = std::max(d.max_candidates, any_count + by_port[port].size());
             }
             d.port_group[c][port].port_part = it->second;
         }
         d.max_candidates = std::max(d.max_candidates, any_count);
     }
+    build_app_sets(d, apps, config.mpm_algo, &hs_error);
     if (!hs_error.empty()) {
         throw std::runtime_error(hs_error);
     }
@@ -588,6 +717,10 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
     sum.groups = static_cast<uint32_t>(d.parts.size());
     for (const auto& part : d.parts) {
         sum.hs_databases += part.db != nullptr ? 1 : 0;
+    }
+    for (const auto& set : d.app_sets) {
+        sum.groups += set.rule_count != 0 ? 1 : 0;
+        sum.hs_databases += static_cast<uint32_t>(set.dbs.size());
     }
     d.memory += n * sizeof(Rule);
     for (int c = 0; c < kNumClasses; ++c) {
@@ -634,6 +767,9 @@ struct DetectWorker::Scratch {
     PayloadScratchPtr payload;
     std::vector<uint32_t> candidates;
     std::vector<uint8_t> seen;  // per rule index: candidate already listed
+    // Per rule index: its fast pattern ended in the new bytes of the stream window.
+    std::vector<uint8_t> stream_hit;
+    std::string xform;  // a transformed buffer (reused)
     // profiling.rules: per rule index; empty when off. Written by this worker only.
     std::vector<RuleCounters> profile;
     uint64_t profile_start_ticks = 0;  // when this worker was built, for the calibration
@@ -654,6 +790,14 @@ DetectWorker::DetectWorker(std::shared_ptr<const DetectEngine> engine, WorkerFlo
             throw std::runtime_error("hyperscan: cannot allocate scratch");
         }
     }
+    for (const auto& set : d.app_sets) {
+        for (const auto& adb : set.dbs) {
+            if (hs_alloc_scratch(adb.db, &scratch_->hs) != HS_SUCCESS) {
+                throw std::runtime_error("hyperscan: cannot allocate scratch");
+            }
+        }
+    }
+    scratch_->stream_hit.assign(d.rules.size(), 0);
     scratch_->payload = make_payload_scratch();
     scratch_->candidates.reserve(d.max_candidates + 16);
     scratch_->seen.assign(d.rules.size(), 0);
@@ -670,9 +814,13 @@ DetectWorker::~DetectWorker() = default;
 namespace {
 
 struct ScanContext {
-    const Part* part;
+    const std::vector<std::vector<uint32_t>>* pattern_rules;
     std::vector<uint32_t>* candidates;
     std::vector<uint8_t>* seen;
+    // Stream scans: matches ending at or before min_end lie in already inspected bytes; the
+    // others mark their rules in stream_hit.
+    unsigned long long min_end = 0;
+    std::vector<uint8_t>* stream_hit = nullptr;
 };
 
 void add_candidates(const std::vector<uint32_t>& rules, std::vector<uint32_t>* candidates,
@@ -685,9 +833,18 @@ void add_candidates(const std::vector<uint32_t>& rules, std::vector<uint32_t>* c
     }
 }
 
-int on_hs_match(unsigned int id, unsigned long long, unsigned long long, unsigned int, void* ctx) {
+int on_hs_match(unsigned int id, unsigned long long, unsigned long long to, unsigned int,
+                void* ctx) {
     auto* sc = static_cast<ScanContext*>(ctx);
-    add_candidates(sc->part->pattern_rules[id], sc->candidates, sc->seen);
+    if (sc->stream_hit != nullptr) {
+        if (to <= sc->min_end) {
+            return 0;
+        }
+        for (uint32_t ri : (*sc->pattern_rules)[id]) {
+            (*sc->stream_hit)[ri] = 1;
+        }
+    }
+    add_candidates((*sc->pattern_rules)[id], sc->candidates, sc->seen);
     return 0;
 }
 
@@ -725,30 +882,69 @@ inline void record_check(RuleCounters& c, uint64_t ticks, bool matched) {
 
 template <bool kProfile>
 uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, flow::Direction dir,
-                                      AlertRecord* out, uint32_t out_cap) {
+                                      AlertRecord* out, uint32_t out_cap,
+                                      const InspectExtras* extras, const AppView* view,
+                                      TxAlertLog* log) {
     const auto& d = engine_->impl();
-    if (d.parts.empty() || p.ip_version == 0) {
+    if (p.ip_version == 0) {
         return 0;
     }
-    const Group& g = d.group_for(p);
     Scratch& s = *scratch_;
     s.candidates.clear();
-    for (uint32_t part_id : {g.any_part, g.port_part}) {
-        if (part_id == kNoGroup) {
-            continue;
+    const StreamView* stream = extras != nullptr ? extras->stream : nullptr;
+    if (stream != nullptr && (stream->len == 0 || stream->new_off >= stream->len)) {
+        stream = nullptr;
+    }
+    if (view == nullptr) {
+        if (d.parts.empty()) {
+            return 0;
         }
-        const Part& part = d.parts[part_id];
-        add_candidates(part.always, &s.candidates, &s.seen);
-        if (const auto* r = part.by_src.find(p.src)) {
-            add_candidates(*r, &s.candidates, &s.seen);
+        const Group& g = d.group_for(p);
+        for (uint32_t part_id : {g.any_part, g.port_part}) {
+            if (part_id == kNoGroup) {
+                continue;
+            }
+            const Part& part = d.parts[part_id];
+            add_candidates(part.always, &s.candidates, &s.seen);
+            if (const auto* r = part.by_src.find(p.src)) {
+                add_candidates(*r, &s.candidates, &s.seen);
+            }
+            if (const auto* r = part.by_dst.find(p.dst)) {
+                add_candidates(*r, &s.candidates, &s.seen);
+            }
+            if (part.db != nullptr && p.payload_len > 0) {
+                ScanContext sc{&part.pattern_rules, &s.candidates, &s.seen};
+                hs_scan(part.db, reinterpret_cast<const char*>(p.payload), p.payload_len, 0, s.hs,
+                        on_hs_match, &sc);
+            }
+            if (part.db != nullptr && stream != nullptr) {
+                // Only the new bytes and the tail a pattern may straddle from.
+                uint32_t from =
+                    stream->new_off > part.max_pattern ? stream->new_off - part.max_pattern : 0;
+                ScanContext sc{&part.pattern_rules, &s.candidates, &s.seen, stream->new_off - from,
+                               &s.stream_hit};
+                hs_scan(part.db, reinterpret_cast<const char*>(stream->data + from),
+                        stream->len - from, 0, s.hs, on_hs_match, &sc);
+            }
         }
-        if (const auto* r = part.by_dst.find(p.dst)) {
-            add_candidates(*r, &s.candidates, &s.seen);
+    } else {
+        const AppSet& set = d.app_sets[static_cast<size_t>(view->proto)];
+        if (set.rule_count == 0) {
+            return 0;
         }
-        if (part.db != nullptr && p.payload_len > 0) {
-            ScanContext sc{&part, &s.candidates, &s.seen};
-            hs_scan(part.db, reinterpret_cast<const char*>(p.payload), p.payload_len, 0, s.hs,
-                    on_hs_match, &sc);
+        add_candidates(set.always, &s.candidates, &s.seen);
+        for (const AppDb& adb : set.dbs) {
+            std::string_view buf = view->buf[static_cast<size_t>(adb.buffer)];
+            if (buf.data() == nullptr) {
+                continue;
+            }
+            buf = apply_transforms(adb.transforms, buf, &s.xform);
+            if (buf.empty()) {
+                continue;
+            }
+            ScanContext sc{&adb.pattern_rules, &s.candidates, &s.seen};
+            hs_scan(adb.db, buf.data(), static_cast<unsigned>(buf.size()), 0, s.hs, on_hs_match,
+                    &sc);
         }
     }
     counters().prefilter_candidates += s.candidates.size();
@@ -761,7 +957,39 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
     pc.dir = dir;
     pc.established = f != nullptr && f->state == flow::FlowState::kEstablished;
     pc.flowbits = bits;
-    pc.app = AppProto::kUnknown;
+    pc.app = view != nullptr ? view->proto : (extras != nullptr ? extras->app : AppProto::kUnknown);
+    pc.view = view;
+
+    // One pass of a rule's options: header options, then each buffer (the packet payload or
+    // the stream window for pkt_data, the transaction's buffers otherwise).
+    auto options_match = [&](const Rule& r, const uint8_t* pkt, uint32_t pkt_len) {
+        for (const auto& h : r.header_options) {
+            if (!h->match(pc)) {
+                return false;
+            }
+        }
+        for (const BufferMatch& bm : r.buffers) {
+            if (bm.buffer == BufferId::kPacket) {
+                if (!inspect_buffer(bm, pkt, pkt_len, pc, *s.payload)) {
+                    return false;
+                }
+                continue;
+            }
+            if (view == nullptr) {
+                return false;
+            }
+            std::string_view buf = view->buf[static_cast<size_t>(bm.buffer)];
+            if (buf.data() == nullptr) {
+                return false;  // the transaction has no such buffer (yet)
+            }
+            buf = apply_transforms(bm.transforms, buf, &s.xform);
+            if (!inspect_buffer(bm, reinterpret_cast<const uint8_t*>(buf.data()),
+                                static_cast<uint32_t>(buf.size()), pc, *s.payload)) {
+                return false;
+            }
+        }
+        return true;
+    };
 
     uint32_t n = 0;
     bool passed = false;
@@ -781,10 +1009,15 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
             }
         }
         s.seen[ri] = 0;
+        const bool stream_hit = s.stream_hit[ri] != 0;
+        s.stream_hit[ri] = 0;
         if (passed) {
             continue;
         }
         const Rule& r = *d.rules[ri];
+        if (log != nullptr && log->seen(view->tx_id, r.sid)) {
+            continue;  // this transaction already alerted on this rule
+        }
         ++counters().rules_evaluated;
         if constexpr (kProfile) {
             timed = ri;
@@ -794,26 +1027,20 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
         if (!proto_matches(r, p, pc.app) || !addresses_match(r, p)) {
             continue;
         }
-        bool ok = true;
-        for (const auto& h : r.header_options) {
-            if (!h->match(pc)) {
-                ok = false;
-                break;
-            }
-        }
-        for (size_t b = 0; ok && b < r.buffers.size(); ++b) {
-            const BufferMatch& bm = r.buffers[b];
-            if (bm.buffer != BufferId::kPacket) {
-                ok = false;  // the app layer does not fill this buffer yet
-                break;
-            }
-            ok = inspect_buffer(bm, p.payload, p.payload_len, pc, *s.payload);
+        pc.from_stream = false;
+        bool ok = !r.proto.tcp_stream_only && options_match(r, p.payload, p.payload_len);
+        if (!ok && stream_hit && !r.proto.tcp_pkt_only) {
+            pc.from_stream = true;
+            ok = options_match(r, stream->data, stream->len);
         }
         if (!ok) {
             continue;
         }
         if constexpr (kProfile) {
             timed_matched = true;  // every option matched, whatever thresholds decide
+        }
+        if (log != nullptr) {
+            log->add(view->tx_id, r.sid);
         }
         // Thresholds decide first: kNone means "as if the rule had not matched" (threshold
         // below its count, detection_filter not reached), so its flowbits do not apply either.
@@ -835,6 +1062,9 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
         if (r.action == Action::kPass) {
             // A pass rule stops inspection of this packet and discards its other alerts.
             passed = true;
+            if (extras != nullptr) {
+                extras->passed = true;
+            }
             n = 0;
             continue;
         }
@@ -850,7 +1080,8 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
             out[n].rule_index = r.index;
             out[n].drop_rule = r.action == Action::kDrop || r.action == Action::kReject;
             out[n].action = AlertAction::kAllowed;
-            out[n].tx_id = 0;
+            out[n].tx_id = view != nullptr ? view->tx_id : 0;
+            out[n].from_stream = pc.from_stream;
             ++n;
         }
     }
@@ -875,12 +1106,43 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
 }
 
 uint32_t DetectWorker::inspect(const decode::Packet& p, flow::Flow* f, flow::Direction dir,
-                               AlertRecord* out, uint32_t out_cap) {
+                               AlertRecord* out, uint32_t out_cap, const InspectExtras* extras) {
     // Profiling off costs this branch, taken the same way on every packet.
     if (__builtin_expect(profiling_, 0)) {
-        return inspect_packet<true>(p, f, dir, out, out_cap);
+        return inspect_packet<true>(p, f, dir, out, out_cap, extras, nullptr, nullptr);
     }
-    return inspect_packet<false>(p, f, dir, out, out_cap);
+    return inspect_packet<false>(p, f, dir, out, out_cap, extras, nullptr, nullptr);
+}
+
+uint32_t DetectWorker::inspect_tx(const decode::Packet& p, flow::Flow* f, flow::Direction dir,
+                                  const AppView& view, TxAlertLog* log, AlertRecord* out,
+                                  uint32_t out_cap, const InspectExtras* extras) {
+    if (view.proto == AppProto::kUnknown) {
+        return 0;
+    }
+    if (__builtin_expect(profiling_, 0)) {
+        return inspect_packet<true>(p, f, dir, out, out_cap, extras, &view, log);
+    }
+    return inspect_packet<false>(p, f, dir, out, out_cap, extras, &view, log);
+}
+
+bool TxAlertLog::seen(uint64_t tx_id, uint32_t sid) const {
+    const uint64_t k = ((tx_id + 1) << 32) | sid;
+    for (uint64_t e : key) {
+        if (e == k) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void TxAlertLog::add(uint64_t tx_id, uint32_t sid) {
+    key[next] = ((tx_id + 1) << 32) | sid;
+    next = (next + 1) % kMax;
+}
+
+uint32_t DetectEngine::stream_tail_bytes() const {
+    return impl_->max_stream_pattern;
 }
 
 void RuleProfile::add(const DetectWorker& worker) {

@@ -24,16 +24,16 @@ constexpr const char* kUnsupported[] = {
     // Lua, variables, tagging, reputation, datasets, misc engine features.
     "lua", "luajit", "xbits", "flowint", "flowvar", "pktvar", "hostbits", "tag", "iprep",
     "dataset", "datarep", "geoip", "bypass", "replace", "prefilter", "requires", "config",
-    "rpc", "ftpbounce", "stream_size", "ipopts", "fragoffset", "urilen", "asn1", "entropy",
+    "rpc", "ftpbounce", "stream_size", "ipopts", "fragoffset", "asn1", "entropy",
     "absent", "l3_proto", "pkthdr", "flow.age", "flow.pkts", "flow.bytes",
     "tcp.mss", "tcp.hdr", "udp.hdr", "ipv4.hdr", "ipv6.hdr", "icmpv4.hdr", "icmpv6.hdr",
     "icmpv6.mtu", "ipv4-csum", "tcpv4-csum", "tcpv6-csum", "udpv4-csum", "udpv6-csum",
     "icmpv4-csum", "icmpv6-csum", "app-layer-protocol", "app-layer-event", "app-layer-state",
     "decode-event", "stream-event", "engine-event",
     // Decoders and transforms.
-    "base64_decode", "base64_data", "dotprefix", "to_md5", "to_sha1", "to_sha256",
-    "strip_whitespace", "compress_whitespace", "url_decode", "xor", "pcrexform",
-    "header_lowercase", "strip_pseudo_headers", "to_lowercase", "to_uppercase", "from_base64",
+    "base64_decode", "base64_data", "to_md5", "to_sha1", "to_sha256",
+    "xor", "pcrexform",
+    "header_lowercase", "strip_pseudo_headers", "from_base64",
     // Files.
     "filestore", "filemagic", "file.magic", "filename", "file.name", "fileext", "filemd5",
     "filesha1", "filesha256", "filesize",
@@ -43,7 +43,7 @@ constexpr const char* kUnsupported[] = {
     "http2.priority", "http2.window", "http2.size_update", "http2.settings",
     "http2.header_name", "http2.header",
     // TLS / SSH.
-    "tls.version", "tls.subject", "tls.issuerdn", "tls_cert_notbefore", "tls_cert_notafter",
+    "tls.subject", "tls.issuerdn", "tls_cert_notbefore", "tls_cert_notafter",
     "tls_cert_expired", "tls_cert_valid", "tls.fingerprint", "tls.cert_fingerprint",
     "tls_cert_fingerprint", "tls.store", "tls.random", "tls.random_time", "tls.random_bytes",
     "tls.subjectaltname", "tls.alpn", "ssl_version", "ssl_state", "ja3s.string", "ja4.hash",
@@ -51,7 +51,7 @@ constexpr const char* kUnsupported[] = {
     "ssh.software", "ssh.hassh", "ssh.hassh.string", "ssh.hassh.server",
     "ssh.hassh.server.string",
     // DNS and other application layers.
-    "dns.opcode", "dns.answer.name", "dns.query.name", "dns.rrtype", "smb.named_pipe",
+    "dns.answer.name", "dns.query.name", "dns.rrtype", "smb.named_pipe",
     "smb.share", "smb.ntlmssp_user", "smb.ntlmssp_domain", "smb.version", "dcerpc.iface",
     "dcerpc.opnum", "dcerpc.stub_data", "dce_iface", "dce_opnum", "dce_stub_data",
     "krb5_msg_type", "krb5_cname", "krb5_sname", "krb5_err_code", "krb5.ticket_encryption",

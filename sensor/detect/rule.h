@@ -11,58 +11,10 @@
 #include <vector>
 
 #include "sensor/decode/decode.h"
+#include "sensor/detect/buffer_id.h"
 #include "sensor/flow/flow.h"
 
 namespace picket::sensor::detect {
-
-// ---------------------------------------------------------------------------------------
-// Inspection buffers. One table row per buffer: its Suricata sticky-buffer name(s), its Snort
-// 2.9 content-modifier name (content:"x"; http_uri;) if any, and the app-layer protocol that
-// fills it. Buffers whose filler does not exist yet still parse and compile; they never match
-// until the app layer provides them.
-enum class BufferId : uint8_t {
-    kPacket,  // the packet's payload (pkt_data); also the default buffer of content
-    kHttpUri,
-    kHttpUriRaw,
-    kHttpMethod,
-    kHttpRequestLine,
-    kHttpProtocol,
-    kHttpHeader,
-    kHttpHeaderRaw,
-    kHttpHeaderNames,
-    kHttpCookie,
-    kHttpUserAgent,
-    kHttpHost,
-    kHttpHostRaw,
-    kHttpContentType,
-    kHttpContentLen,
-    kHttpReferer,
-    kHttpRequestBody,
-    kHttpStatCode,
-    kHttpStatMsg,
-    kHttpResponseLine,
-    kHttpResponseBody,  // http.response_body, file.data / file_data on HTTP
-    kHttpStart,
-    kHttpLocation,
-    kHttpServer,
-    kHttpAccept,
-    kHttpAcceptEnc,
-    kHttpAcceptLang,
-    kHttpConnection,
-    kDnsQuery,
-    kTlsSni,
-    kTlsCertSubject,
-    kTlsCertIssuer,
-    kTlsCertSerial,
-    kTlsCerts,
-    kJa3Hash,
-    kJa3String,
-    kJa3sHash,
-    kCount
-};
-inline constexpr size_t kNumBuffers = static_cast<size_t>(BufferId::kCount);
-
-enum class AppProto : uint8_t { kUnknown, kHttp, kDns, kTls, kSmtp, kFtp, kSmb, kSsh, kDcerpc };
 
 struct BufferDef {
     BufferId id;
@@ -130,6 +82,8 @@ struct PacketContext {
     bool from_stream = false;  // payload is reassembled stream data (stream issue)
     FlowbitStore* flowbits = nullptr;
     AppProto app = AppProto::kUnknown;  // flow's detected app protocol
+    // The transaction being inspected (app-layer rules only), else nullptr.
+    const AppView* view = nullptr;
 };
 
 // Per-worker scratch owned by the engine generation, handed to payload evaluation.
@@ -161,6 +115,9 @@ public:
 // The payload options of one buffer, in rule order.
 struct BufferMatch {
     BufferId buffer = BufferId::kPacket;
+    // Suricata transforms (dotprefix, to_lowercase, ...) given after the sticky buffer, in
+    // order; the options see the transformed bytes. 0 = none (see transform.h).
+    uint32_t transforms = 0;
     std::vector<std::unique_ptr<PayloadOption>> options;
 };
 
@@ -240,6 +197,8 @@ struct Rule {
     ThresholdSpec threshold;
     bool has_detection_filter = false;
     ThresholdSpec detection_filter;
+    // An app-layer protocol a header option needs (urilen: http) though no buffer names it.
+    AppProto app_needed = AppProto::kUnknown;
     bool ip_only = false;  // set by the compiler: no payload, no L4 header options
     uint32_t index = 0;    // position in the engine's rule list, set by the compiler
 

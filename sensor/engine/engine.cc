@@ -1,6 +1,7 @@
 #include "sensor/engine/engine.h"
 
 #include <pcap/dlt.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -11,6 +12,8 @@
 #include "common/counter.h"
 #include "common/log.h"
 #include "common/time_util.h"
+#include "sensor/detect/rule.h"
+#include "sensor/engine/respond.h"
 #include "sensor/output/output.h"
 
 namespace picket::sensor::engine {
@@ -18,6 +21,9 @@ namespace {
 
 constexpr int kPollTimeoutMs = 100;
 constexpr int64_t kTimerIntervalNs = 1000000000;  // flow/defrag expiry once per second
+// App-layer transactions one packet can advance that detection looks at (HTTP pipelining of
+// many requests in one segment beyond this is inspected up to this many).
+constexpr uint32_t kMaxTxPerPacket = 64;
 
 uint32_t hash_raw(const capture::RawPacket& p) {
     return decode::dispatch_hash(p.linktype, p.data, p.caplen);
@@ -25,6 +31,25 @@ uint32_t hash_raw(const capture::RawPacket& p) {
 
 // Link types a capture may carry; user-mode BPF keeps one compiled program per type.
 constexpr int kLinkTypes[] = {DLT_EN10MB, DLT_RAW, DLT_LINUX_SLL, DLT_NULL, DLT_LOOP, 276};
+
+// Whether detection reports that a pass rule matched the packet (InspectExtras::passed, set by
+// inspect()). Detected at compile time so that the engine builds against a detection module
+// that does not report it yet; then a pass rule stops the packet's inspection only.
+template <typename E>
+constexpr bool has_pass_signal() {
+    return requires(E & e) {
+        e.passed;
+    };
+}
+
+template <typename E>
+bool passed(const E& extras) {
+    if constexpr (has_pass_signal<E>()) {
+        return extras.passed;
+    } else {
+        return false;
+    }
+}
 
 // What a worker needs of one detection generation; published to it with one atomic store.
 struct GenSlot {
@@ -45,7 +70,16 @@ struct Engine::Generation {
 
 struct Engine::Worker {
     Worker(uint32_t worker_id, const SensorConfig& c)
-        : id(worker_id), decode(c.decode), defrag(c.defrag), flows(flow_config(c, worker_id)) {}
+        : id(worker_id), decode(c.decode), defrag(c.defrag), flows(flow_config(c, worker_id)) {
+        if (c.stages >= Stage::kStream) {
+            stream = std::make_unique<stream::StreamTracker>(stream_config(c));
+        }
+        if (c.stages >= Stage::kAppLayer) {
+            app = std::make_unique<applayer::AppLayer>(c.app_layer);
+            tx_buf.resize(kMaxTxPerPacket);
+        }
+        set_on_free();
+    }
     ~Worker() {
         // Detection state hangs on flows: give it back while the flow state still exists.
         flows.clear();
@@ -58,7 +92,30 @@ struct Engine::Worker {
         alerts = std::make_unique<output::AlertQueue>(c.alert_queue_bytes);
         alert_buf.resize(c.detect.packet_alert_max);
         alert_packet.reserve(65535 + 64);
-        flows.set_on_free([this](flow::Flow& f) { flow_state->release_flow(f); });
+        set_on_free();
+    }
+
+    // Every layer that hangs state on a flow gets it back before the flow is recycled.
+    void set_on_free() {
+        flows.set_on_free([this](flow::Flow& f) {
+            if (flow_state) {
+                flow_state->release_flow(f);
+            }
+            if (stream) {
+                stream->release_flow(f);
+            }
+            if (app) {
+                app->release_flow(f);
+            }
+        });
+    }
+
+    static stream::StreamConfig stream_config(const SensorConfig& c) {
+        stream::StreamConfig s = c.stream;
+        // Memcaps are the sensor's; each worker's tracker gets its share.
+        s.memcap = c.stream.memcap / c.workers;
+        s.reassembly_memcap = c.stream.reassembly_memcap / c.workers;
+        return s;
     }
 
     // Once per loop turn: switch to a newly published generation.
@@ -67,7 +124,31 @@ struct Engine::Worker {
         if (slot != active) {
             active = slot;
             flow_state->adopt(slot->detect->engine());
+            if (stream) {
+                stream->set_keep_tail(slot->detect->engine().stream_tail_bytes());
+            }
             gen_seen.store(slot->id, std::memory_order_release);
+        }
+    }
+
+    // The source's and the responder's own counters, into this worker's (owner thread).
+    void copy_source_stats() {
+        if (own_source) {
+            capture::CaptureStats cs = source->stats();
+            cap_packets.set(cs.packets);
+            cap_drops.set(cs.drops);
+        }
+        if (inline_src != nullptr) {
+            const capture::InlineStats is = inline_src->inline_stats();
+            inl_accepted.set(is.accepted);
+            inl_dropped.set(is.dropped);
+            inl_tx_errors.set(is.tx_errors);
+            inl_injected.set(is.injected);
+        }
+        if (responder) {
+            const ResponderStats rs = responder->stats();
+            resp_sent.set(rs.sent);
+            resp_failed.set(rs.failed);
         }
     }
 
@@ -82,6 +163,10 @@ struct Engine::Worker {
     uint32_t id;
     capture::PacketSource* source = nullptr;
     std::unique_ptr<capture::PacketSource> own_source;
+    capture::InlineSource* inline_src = nullptr;  // own_source, in inline modes
+    // Sends RSTs / ICMP for reject rules (inline modes). Declared after own_source: the bridge
+    // responder uses the source's sockets, so it goes first.
+    std::unique_ptr<Responder> responder;
     decode::DecodeContext decode;
     defrag::Defragmenter defrag;
     flow::FlowTable flows;
@@ -90,15 +175,30 @@ struct Engine::Worker {
     Counter packets, bytes, bpf_filtered, no_flow, reassembled_inspected;
     Counter cap_packets, cap_drops;  // copied from the source's own stats (AF_PACKET)
     Counter max_batch_ns;            // gauge: longest time spent on one batch
+    // IPS (ips()): verdicts by outcome and drops by reason (exactly one reason per drop).
+    Counter ips_accepted, ips_blocked, ips_rejected;
+    Counter drop_rules, drop_flow, drop_decode, drop_stream_memcap, drop_flow_memcap;
+    // Copied from the inline source and the responder (their own counters).
+    Counter inl_accepted, inl_dropped, inl_tx_errors, inl_injected, resp_sent, resp_failed;
+    // The packet being processed: what its alerts decided so far.
+    bool pkt_drop = false;    // a drop or reject rule matched (IPS)
+    bool pkt_reject = false;  // ... a reject rule
+    bool pkt_pass = false;    // a pass rule matched
+    bool pkt_stream_memcap = false;
     std::unique_ptr<detect::WorkerFlowState> flow_state;  // outlives generations
     std::atomic<const GenSlot*> published{nullptr};
     const GenSlot* active = nullptr;  // this worker's current generation
     std::atomic<uint64_t> gen_seen{0};
     std::atomic<bool> finished{false};
+    std::unique_ptr<stream::StreamTracker> stream;  // stages >= kStream
+    std::unique_ptr<applayer::AppLayer> app;        // stages >= kAppLayer
+    std::vector<applayer::TxUpdate> tx_buf;         // transactions changed by one packet
+    std::string app_json;                           // alert metadata being rendered
     std::unique_ptr<output::AlertQueue> alerts;
     std::vector<detect::AlertRecord> alert_buf;
     std::vector<uint8_t> alert_packet;  // reassembled packet for alert output
     capture::Batch batch;
+    decode::Packet pkt;  // the packet being processed
     std::string error;
     uint64_t busy_ns = 0;  // sum of the batch times; read after join
     std::thread thread;
@@ -121,7 +221,9 @@ Engine::Engine(SensorConfig config) : config_(std::move(config)), output_(new Ou
         // Compile once for Ethernet up front so a bad expression fails at start-up with
         // libpcap's message, whatever the mode.
         bpf_ = std::make_unique<capture::BpfFilter>(c.bpf, DLT_EN10MB, c.snaplen);
-        if (c.bpf_mode == capture::BpfMode::kUser) {
+        // Inline sources have no kernel filter: their packets are filtered in user space (a
+        // packet the filter rejects passes uninspected).
+        if (c.bpf_mode == capture::BpfMode::kUser || c.inline_capture()) {
             for (int lt : kLinkTypes) {
                 try {
                     output_->user_filters.emplace(lt, capture::BpfFilter(c.bpf, lt, c.snaplen));
@@ -172,6 +274,36 @@ Engine::Engine(SensorConfig config) : config_(std::move(config)), output_(new Ou
             }
             for (auto& w : workers_) {
                 w->own_source = capture::open_afpacket(opts);
+            }
+            break;
+        }
+        case CaptureMode::kNfqueue: {
+            // Worker i binds queue first + i; responses leave through raw sockets of this
+            // namespace, routed like the host's own traffic.
+            for (auto& w : workers_) {
+                capture::NfqueueOptions opts = c.nfqueue;
+                opts.queue = static_cast<uint16_t>(c.nfqueue.queue + w->id);
+                auto src = capture::make_nfqueue_source(opts);
+                w->inline_src = src.get();
+                w->own_source = std::move(src);
+                w->responder = make_raw_socket_responder();
+            }
+            break;
+        }
+        case CaptureMode::kAfPacketInline: {
+            capture::AfPacketInlineOptions opts = c.afpacket_inline;
+            if (opts.fanout_id == 0) {
+                // One id for every worker (they join the same two groups), +1 must fit too.
+                opts.fanout_id = static_cast<uint16_t>(1 + getpid() % 65534);
+            }
+            for (auto& w : workers_) {
+                auto src = capture::make_afpacket_inline_source(opts);
+                capture::BridgeInjector* injector = capture::bridge_injector(*src);
+                w->inline_src = src.get();
+                w->own_source = std::move(src);
+                if (injector != nullptr) {
+                    w->responder = make_bridge_responder(*injector);
+                }
             }
             break;
         }
@@ -372,8 +504,118 @@ void Engine::drain_alerts() {
     }
 }
 
+void Engine::inspect_flow_packet(Worker& w, const decode::Packet& p, flow::Flow* f,
+                                 flow::Direction dir, uint32_t link_len, int64_t now_ns) {
+    detect::StreamView sv;
+    bool have_stream = false;
+    uint32_t ntx = 0;
+    applayer::TxUpdate* txs = w.tx_buf.data();
+    const uint32_t tx_cap = static_cast<uint32_t>(w.tx_buf.size());
+    flow::Direction tx_dir[kMaxTxPerPacket];
+    if (f != nullptr && w.stream && p.has(decode::kFlagTcp)) {
+        stream::StreamUpdate u = w.stream->process(p, *f, dir, now_ns);
+        w.pkt_stream_memcap =
+            u.has(stream::kEventSegmentMemcap) || u.has(stream::kEventSessionMemcap);
+        for (;;) {
+            // The packet's own direction first: its new bytes are what the stream view shows.
+            for (flow::Direction d :
+                 {dir, dir == flow::Direction::kToServer ? flow::Direction::kToClient
+                                                         : flow::Direction::kToServer}) {
+                const stream::StreamChunk& c = u.data(d);
+                if (c.gap != 0 && w.app) {
+                    w.app->on_gap(*f, d);
+                }
+                if (c.new_len() != 0) {
+                    if (d == dir && !have_stream) {
+                        sv.data = c.window;
+                        sv.len = c.window_len;
+                        sv.new_off = c.new_offset;
+                        have_stream = true;
+                    }
+                    if (w.app) {
+                        uint32_t k = w.app->on_data(*f, d, c.new_data(), c.new_len(), true,
+                                                    txs + ntx, tx_cap - ntx);
+                        for (uint32_t i = 0; i < k; ++i) {
+                            tx_dir[ntx + i] = d;
+                        }
+                        ntx += k;
+                    }
+                }
+                if (c.eof && w.app) {
+                    uint32_t k = w.app->on_eof(*f, d, txs + ntx, tx_cap - ntx);
+                    for (uint32_t i = 0; i < k; ++i) {
+                        tx_dir[ntx + i] = d;
+                    }
+                    ntx += k;
+                }
+            }
+            if (!u.more) {
+                break;
+            }
+            u = w.stream->next(*f);
+        }
+    } else if (f != nullptr && w.app && p.has(decode::kFlagUdp) && p.payload_len != 0) {
+        ntx = w.app->on_data(*f, dir, p.payload, p.payload_len, false, txs, tx_cap);
+        for (uint32_t i = 0; i < ntx; ++i) {
+            tx_dir[i] = dir;
+        }
+    }
+    if (!w.active) {
+        return;
+    }
+    detect::InspectExtras extras;
+    extras.app = f != nullptr && w.app ? w.app->proto(*f) : detect::AppProto::kUnknown;
+    extras.stream = have_stream ? &sv : nullptr;
+    const auto cap = static_cast<uint32_t>(w.alert_buf.size());
+    uint32_t n = w.active->detect->inspect(p, f, dir, w.alert_buf.data(), cap, &extras);
+    if (passed(extras)) {
+        // A pass rule: no alert for this packet, and (Suricata's flow pass) none of the rest
+        // of its flow is inspected. Its transactions are not inspected either.
+        w.pkt_pass = true;
+        if (f != nullptr && f->action == 0) {
+            f->action = flow::kFlowPass;
+        }
+        return;
+    }
+    if (n != 0) {
+        apply_actions(w, p, f, n);
+        emit_alerts(w, p, f, dir, n, link_len, extras.stream);
+    }
+    for (uint32_t i = 0; i < ntx; ++i) {
+        n = w.active->detect->inspect_tx(p, f, tx_dir[i], txs[i].view, w.app->alert_log(*f),
+                                         w.alert_buf.data(), cap, &extras);
+        if (n != 0) {
+            apply_actions(w, p, f, n);
+            emit_alerts(w, p, f, tx_dir[i], n, link_len, extras.stream, true);
+        }
+    }
+}
+
+void Engine::apply_actions(Worker& w, const decode::Packet& p, flow::Flow* f, uint32_t n) {
+    (void)p;
+    if (!config_.ips()) {
+        return;  // IDS: drop and reject rules only alert ("allowed")
+    }
+    for (uint32_t i = 0; i < n; ++i) {
+        detect::AlertRecord& a = w.alert_buf[i];
+        if (!a.drop_rule) {
+            continue;
+        }
+        a.action = detect::AlertAction::kBlocked;
+        w.pkt_drop = true;
+        if (a.rule != nullptr && a.rule->action == detect::Action::kReject) {
+            w.pkt_reject = true;
+        }
+    }
+    // The rest of the flow is dropped too, uninspected (the first of drop / pass wins).
+    if (w.pkt_drop && f != nullptr && f->action == 0) {
+        f->action = flow::kFlowDrop;
+    }
+}
+
 void Engine::emit_alerts(Worker& w, const decode::Packet& p, const flow::Flow* f,
-                         flow::Direction dir, uint32_t n, uint32_t link_len) {
+                         flow::Direction dir, uint32_t n, uint32_t link_len,
+                         const detect::StreamView* stream, bool tx) {
     const uint8_t* packet = p.data;
     uint32_t packet_len = p.caplen;
     if (p.has(decode::kFlagReassembled)) {
@@ -413,7 +655,34 @@ void Engine::emit_alerts(Worker& w, const decode::Packet& p, const flow::Flow* f
         ev.origin = p.has(decode::kFlagReassembled) ? output::PacketOrigin::kDefrag
                                                     : output::PacketOrigin::kWire;
         ev.drop_rule = a.drop_rule;
-        if (!w.alerts->push(ev, packet, packet_len, p.payload, p.payload_len)) {
+        if (config_.alert_verdict) {
+            ev.verdict = w.pkt_drop   ? output::AlertVerdict::kDrop
+                         : w.pkt_pass ? output::AlertVerdict::kPass
+                                      : output::AlertVerdict::kAlert;
+            ev.reject = w.pkt_reject;
+        }
+        const uint8_t* payload = p.payload;
+        uint32_t payload_len = p.payload_len;
+        if (a.from_stream && stream != nullptr) {
+            // Suricata logs the reassembled data that matched, flagged "stream": 1.
+            payload = stream->data;
+            payload_len = stream->len;
+            ev.stream = true;
+        }
+        const uint8_t* app_json = nullptr;
+        uint32_t app_json_len = 0;
+        if (f != nullptr && w.app) {
+            ev.app_proto = w.app->proto_name(*f);
+            if (tx) {
+                ev.has_tx_id = true;
+                ev.tx_id = a.tx_id;
+                w.app_json.clear();
+                w.app->render_metadata(*f, a.tx_id, &w.app_json);
+                app_json = reinterpret_cast<const uint8_t*>(w.app_json.data());
+                app_json_len = static_cast<uint32_t>(w.app_json.size());
+            }
+        }
+        if (!w.alerts->push(ev, packet, packet_len, payload, payload_len, app_json, app_json_len)) {
             ++w.flow_state->counters().alerts_dropped;
         }
     }
@@ -437,12 +706,118 @@ void Engine::stop() {
     }
 }
 
+capture::Verdict Engine::process_packet(Worker& w, const capture::RawPacket& raw, int64_t now_ns) {
+    using capture::Verdict;
+    const Stage stages = config_.stages;
+    decode::Packet& p = w.pkt;
+    w.pkt_drop = false;
+    w.pkt_reject = false;
+    w.pkt_pass = false;
+    w.pkt_stream_memcap = false;
+    if (w.user_bpf != nullptr) {
+        auto it = w.user_bpf->find(raw.linktype);
+        if (it != w.user_bpf->end() && !it->second.matches(raw)) {
+            ++w.bpf_filtered;
+            return Verdict::kAccept;
+        }
+    }
+    if (stages == Stage::kRead) {
+        return Verdict::kAccept;
+    }
+    p.pcap_cnt = raw.pcap_cnt;
+    decode::DecodeResult dr = decode::decode_packet(w.decode, raw.linktype, raw.data, raw.caplen,
+                                                    raw.wirelen, raw.ts_ns, p);
+    bool malformed = false;
+    flow::Flow* f = nullptr;
+    bool no_flow = false;
+    if (dr == decode::DecodeResult::kInvalid) {
+        // A packet whose IP layer decoded still meets the IP-level rules (as in Suricata); it
+        // gets no flow, since its transport header is unusable.
+        if (w.active && p.ip_version != 0 && !p.has(decode::kFlagFragment)) {
+            uint32_t n = w.active->detect->inspect(p, nullptr, flow::Direction::kToServer,
+                                                   w.alert_buf.data(),
+                                                   static_cast<uint32_t>(w.alert_buf.size()));
+            if (n != 0) {
+                apply_actions(w, p, nullptr, n);
+                emit_alerts(w, p, nullptr, flow::Direction::kToServer, n, 0);
+            }
+        }
+        malformed = true;
+    } else {
+        uint32_t link_len = 0;
+        bool inspect = true;
+        if (dr == decode::DecodeResult::kFragment) {
+            // The link header of the last fragment fronts the rebuilt datagram in alert
+            // output, as Suricata's reassembled pseudo-packet does. Inline, the fragments
+            // before the last pass; the verdict on the datagram falls on its last fragment
+            // (dropping it leaves the receiver unable to reassemble the rest).
+            link_len = static_cast<uint32_t>(p.l3 - p.data);
+            const uint8_t* dgram = nullptr;
+            uint32_t dgram_len = 0;
+            if (w.defrag.process(p, &dgram, &dgram_len) != defrag::DefragResult::kReassembled) {
+                inspect = false;
+            } else if (decode::decode_reassembled(w.decode, dgram, dgram_len, p) ==
+                       decode::DecodeResult::kInvalid) {
+                inspect = false;
+                malformed = true;
+            } else {
+                ++w.reassembled_inspected;
+            }
+        }
+        if (inspect && p.ip_version != 0 && stages != Stage::kDecode) {
+            flow::Direction dir = flow::Direction::kToServer;
+            f = w.flows.lookup(p, &dir);
+            if (f == nullptr) {
+                ++w.no_flow;
+                no_flow = true;
+            }
+            if (f != nullptr && f->action == flow::kFlowDrop) {
+                // Only IPS mode sets the mark: the flow is dropped, uninspected.
+                ++w.drop_flow;
+                return Verdict::kDrop;
+            }
+            if (f == nullptr || f->action != flow::kFlowPass) {
+                inspect_flow_packet(w, p, f, dir, link_len, now_ns);
+            }
+        }
+    }
+    if (!config_.ips()) {
+        return Verdict::kAccept;
+    }
+    // One reason per drop, the rules first.
+    if (w.pkt_drop) {
+        ++w.drop_rules;
+        if (w.pkt_reject) {
+            ++w.ips_rejected;
+            if (w.responder) {
+                // The packet itself is dropped: the RST toward its receiver carries its seq.
+                w.responder->reject(p, RejectTarget::kBoth, /*original_dropped=*/true);
+            }
+        }
+        return Verdict::kDrop;
+    }
+    if (malformed && config_.malformed_drop) {
+        ++w.drop_decode;
+        return Verdict::kDrop;
+    }
+    if (!config_.fail_open) {
+        if (w.pkt_stream_memcap) {
+            ++w.drop_stream_memcap;
+            return Verdict::kDrop;
+        }
+        if (no_flow) {
+            ++w.drop_flow_memcap;
+            return Verdict::kDrop;
+        }
+    }
+    return Verdict::kAccept;
+}
+
 void Engine::worker_main(Worker& w) {
     const bool offline = config_.mode == CaptureMode::kPcapFile;
-    const Stage stages = config_.stages;
+    const bool ips = config_.ips();
     int64_t last_timer_ns = 0;
     int64_t now_ns = 0;
-    decode::Packet p;
     while (!stop_.load(std::memory_order_relaxed)) {
         if (w.flow_state) {
             w.adopt_generation();  // once per batch: no packet sees two rulesets
@@ -459,66 +834,16 @@ void Engine::worker_main(Worker& w) {
             const int64_t batch_start = monotonic_ns();
             for (uint32_t i = 0; i < w.batch.count; ++i) {
                 const capture::RawPacket& raw = w.batch.pkts[i];
-                w.batch.verdict[i] = capture::Verdict::kAccept;
                 ++w.packets;
                 w.bytes += raw.wirelen;
                 now_ns = raw.ts_ns > now_ns ? raw.ts_ns : now_ns;
-                if (w.user_bpf != nullptr) {
-                    auto it = w.user_bpf->find(raw.linktype);
-                    if (it != w.user_bpf->end() && !it->second.matches(raw)) {
-                        ++w.bpf_filtered;
-                        continue;
-                    }
-                }
-                if (stages == Stage::kRead) {
-                    continue;
-                }
-                p.pcap_cnt = raw.pcap_cnt;
-                decode::DecodeResult dr = decode::decode_packet(
-                    w.decode, raw.linktype, raw.data, raw.caplen, raw.wirelen, raw.ts_ns, p);
-                if (dr == decode::DecodeResult::kInvalid) {
-                    // A packet whose IP layer decoded still meets the IP-level rules (as in
-                    // Suricata); it gets no flow, since its transport header is unusable.
-                    if (w.active && p.ip_version != 0 && !p.has(decode::kFlagFragment)) {
-                        uint32_t n = w.active->detect->inspect(
-                            p, nullptr, flow::Direction::kToServer, w.alert_buf.data(),
-                            static_cast<uint32_t>(w.alert_buf.size()));
-                        if (n != 0) {
-                            emit_alerts(w, p, nullptr, flow::Direction::kToServer, n, 0);
-                        }
-                    }
-                    continue;
-                }
-                uint32_t link_len = 0;
-                if (dr == decode::DecodeResult::kFragment) {
-                    // The link header of the last fragment fronts the rebuilt datagram in
-                    // alert output, as Suricata's reassembled pseudo-packet does.
-                    link_len = static_cast<uint32_t>(p.l3 - p.data);
-                    const uint8_t* dgram = nullptr;
-                    uint32_t dgram_len = 0;
-                    if (w.defrag.process(p, &dgram, &dgram_len) !=
-                        defrag::DefragResult::kReassembled) {
-                        continue;
-                    }
-                    if (decode::decode_reassembled(w.decode, dgram, dgram_len, p) ==
-                        decode::DecodeResult::kInvalid) {
-                        continue;
-                    }
-                    ++w.reassembled_inspected;
-                }
-                if (p.ip_version == 0 || stages == Stage::kDecode) {
-                    continue;
-                }
-                flow::Direction dir = flow::Direction::kToServer;
-                flow::Flow* f = w.flows.lookup(p, &dir);
-                if (f == nullptr) {
-                    ++w.no_flow;
-                }
-                if (w.active) {
-                    uint32_t n = w.active->detect->inspect(
-                        p, f, dir, w.alert_buf.data(), static_cast<uint32_t>(w.alert_buf.size()));
-                    if (n != 0) {
-                        emit_alerts(w, p, f, dir, n, link_len);
+                const capture::Verdict v = process_packet(w, raw, now_ns);
+                w.batch.verdict[i] = v;
+                if (ips) {
+                    if (v == capture::Verdict::kDrop) {
+                        ++w.ips_blocked;
+                    } else {
+                        ++w.ips_accepted;
                     }
                 }
             }
@@ -538,18 +863,10 @@ void Engine::worker_main(Worker& w) {
                 w.defrag.expire(now_ns);
             }
             last_timer_ns = now_ns;
-            if (w.own_source) {
-                capture::CaptureStats cs = w.source->stats();
-                w.cap_packets.set(cs.packets);
-                w.cap_drops.set(cs.drops);
-            }
+            w.copy_source_stats();
         }
     }
-    if (w.own_source) {
-        capture::CaptureStats cs = w.source->stats();
-        w.cap_packets.set(cs.packets);
-        w.cap_drops.set(cs.drops);
-    }
+    w.copy_source_stats();
     w.finished.store(true, std::memory_order_release);
     {
         std::lock_guard<std::mutex> lock(done_mu_);
@@ -633,6 +950,11 @@ void Engine::reader_main() {
 StatsSnapshot Engine::collect_stats(std::vector<WorkerTotals>* totals) const {
     StatsSnapshot s;
     uint64_t cap_packets = 0, cap_drops = 0, filtered = 0, max_batch_ns = 0;
+    struct {
+        uint64_t accepted = 0, blocked = 0, rejected = 0, rules = 0, flow = 0, decode = 0,
+                 stream = 0, flow_memcap = 0, sent = 0, failed = 0;
+        uint64_t in_accepted = 0, in_dropped = 0, in_tx_errors = 0, in_injected = 0;
+    } ips;
     if (totals != nullptr) {
         totals->clear();
     }
@@ -649,6 +971,12 @@ StatsSnapshot Engine::collect_stats(std::vector<WorkerTotals>* totals) const {
         }
         w->defrag.export_stats(s);
         w->flows.export_stats(s);
+        if (w->stream) {
+            w->stream->export_stats(s);
+        }
+        if (w->app) {
+            w->app->export_stats(s);
+        }
         if (w->flow_state) {
             w->flow_state->export_stats(s);
         }
@@ -656,6 +984,44 @@ StatsSnapshot Engine::collect_stats(std::vector<WorkerTotals>* totals) const {
         max_batch_ns = std::max(max_batch_ns, w->max_batch_ns.get());
         cap_drops += w->cap_drops.get();
         filtered += w->bpf_filtered.get();
+        ips.accepted += w->ips_accepted.get();
+        ips.blocked += w->ips_blocked.get();
+        ips.rejected += w->ips_rejected.get();
+        ips.rules += w->drop_rules.get();
+        ips.flow += w->drop_flow.get();
+        ips.decode += w->drop_decode.get();
+        ips.stream += w->drop_stream_memcap.get();
+        ips.flow_memcap += w->drop_flow_memcap.get();
+        ips.sent += w->resp_sent.get();
+        ips.failed += w->resp_failed.get();
+        ips.in_accepted += w->inl_accepted.get();
+        ips.in_dropped += w->inl_dropped.get();
+        ips.in_tx_errors += w->inl_tx_errors.get();
+        ips.in_injected += w->inl_injected.get();
+    }
+    if (config_.ips()) {
+        // ips.blocked = the sum of the drop reasons; ips.rejected is part of drop_reason.rules.
+        s.set("ips.accepted", ips.accepted);
+        s.set("ips.blocked", ips.blocked);
+        s.set("ips.rejected", ips.rejected);
+        s.set("ips.drop_reason.rules", ips.rules);
+        s.set("ips.drop_reason.flow_drop", ips.flow);
+        s.set("ips.drop_reason.decode_error", ips.decode);
+        s.set("ips.drop_reason.stream_memcap", ips.stream);
+        s.set("ips.drop_reason.flow_memcap", ips.flow_memcap);
+        s.set("ips.responses.sent", ips.sent);
+        s.set("ips.responses.failed", ips.failed);
+        // What picket_sensor_ips_verdicts_total{verdict} reads (common/metrics/sensor_series.h):
+        // every packet once, as pass, drop (not rejected) or reject.
+        s.set("ips.verdict.pass", ips.accepted);
+        s.set("ips.verdict.drop", ips.blocked - ips.rejected);
+        s.set("ips.verdict.reject", ips.rejected);
+    }
+    if (config_.inline_capture()) {
+        s.set("capture.inline.accepted", ips.in_accepted);
+        s.set("capture.inline.dropped", ips.in_dropped);
+        s.set("capture.inline.tx_errors", ips.in_tx_errors);
+        s.set("capture.inline.injected", ips.in_injected);
     }
     if (config_.mode == CaptureMode::kPcapFile) {
         cap_packets = reader_packets_.load(std::memory_order_relaxed);
@@ -867,7 +1233,26 @@ std::string format_summary(const RunResult& r, uint32_t workers) {
         static_cast<unsigned long long>(s.get("flow.timed_out")),
         static_cast<unsigned long long>(s.get("flow.evicted")),
         static_cast<unsigned long long>(s.get("flow.memcap_drops")));
-    return buf;
+    std::string out = buf;
+    if (s.has("ips.accepted")) {
+        std::snprintf(buf, sizeof(buf),
+                      "  ips: %llu accepted, %llu blocked (rules %llu, flow drop %llu, decode "
+                      "error %llu, stream memcap %llu, flow memcap %llu), %llu rejected\n",
+                      static_cast<unsigned long long>(s.get("ips.accepted")),
+                      static_cast<unsigned long long>(s.get("ips.blocked")),
+                      static_cast<unsigned long long>(s.get("ips.drop_reason.rules")),
+                      static_cast<unsigned long long>(s.get("ips.drop_reason.flow_drop")),
+                      static_cast<unsigned long long>(s.get("ips.drop_reason.decode_error")),
+                      static_cast<unsigned long long>(s.get("ips.drop_reason.stream_memcap")),
+                      static_cast<unsigned long long>(s.get("ips.drop_reason.flow_memcap")),
+                      static_cast<unsigned long long>(s.get("ips.rejected")));
+        out += buf;
+    }
+    return out;
+}
+
+bool pass_marks_flow() {
+    return has_pass_signal<detect::InspectExtras>();
 }
 
 }  // namespace picket::sensor::engine

@@ -2,6 +2,9 @@
 // running decode -> (user BPF) -> defrag -> flow to completion in batches, an optional reader
 // thread that dispatches offline/libpcap packets to workers by a symmetric hash, and a stats
 // thread that sums the workers' counters every stats interval into an EVE stats event.
+// Inline (IPS) modes: NFQUEUE and the AF_PACKET bridge (one inline source per worker), or
+// --simulate-ips on files: the worker sets each packet's verdict from drop / reject rules, the
+// flow's drop mark and ips.malformed-policy, and rejects through its Responder.
 // Setup (load_sensor_config, Engine construction) throws; run() reports errors by status.
 #pragma once
 
@@ -16,25 +19,31 @@
 
 #include "common/config.h"
 #include "common/stats.h"
+#include "sensor/applayer/applayer.h"
 #include "sensor/capture/capture.h"
+#include "sensor/capture/inline.h"
 #include "sensor/decode/decode.h"
 #include "sensor/defrag/defrag.h"
 #include "sensor/detect/detect.h"
 #include "sensor/flow/flow.h"
 #include "sensor/output/output.h"
+#include "sensor/stream/stream.h"
 
 namespace picket::sensor::engine {
 
-enum class CaptureMode : uint8_t { kPcapFile, kPcapLive, kAfPacket };
+// kNfqueue and kAfPacketInline are inline (IPS): the sensor's verdicts decide what passes.
+enum class CaptureMode : uint8_t { kPcapFile, kPcapLive, kAfPacket, kNfqueue, kAfPacketInline };
 
 // engine.stages: how far each packet goes, so that --profile-configs can measure what each
-// stage costs. Ordered: a stage runs every one before it. Stream reassembly and the app layer
-// will slot in between kFlow and kDetect. Below kDetect the rules are not even loaded.
+// stage costs. Ordered: a stage runs every one before it. Below kDetect the rules are not
+// even loaded.
 enum class Stage : uint8_t {
-    kRead,    // the workers take the packets in and count them; nothing else
-    kDecode,  // + decode and IP defragmentation
-    kFlow,    // + flow table
-    kDetect,  // + rules, when any are configured (the default)
+    kRead,      // the workers take the packets in and count them; nothing else
+    kDecode,    // + decode and IP defragmentation
+    kFlow,      // + flow table
+    kStream,    // + TCP session tracking and reassembly
+    kAppLayer,  // + protocol detection and the HTTP, DNS and TLS parsers
+    kDetect,    // + rules, when any are configured (the default)
 };
 
 struct SensorConfig {
@@ -68,6 +77,8 @@ struct SensorConfig {
     decode::DecodeOptions decode;
     defrag::DefragConfig defrag;
     flow::FlowConfig flow;
+    stream::StreamConfig stream;         // stream.*
+    applayer::AppLayerConfig app_layer;  // app-layer.*
 
     // Detection: on when at least one rule file is configured (rule-files, -S, -s).
     detect::DetectConfig detect;
@@ -77,6 +88,29 @@ struct SensorConfig {
     bool alert_payload_printable = true;      // outputs.eve.alert.payload-printable
     bool alert_packet = true;                 // outputs.eve.alert.packet (base64)
     uint64_t alert_queue_bytes = 4ULL << 20;  // worker -> output thread, per worker
+    // outputs.eve.alert.verdict: Suricata's "verdict" object on alerts. Default: on in IPS
+    // mode (inline or simulated), off in IDS mode.
+    bool alert_verdict = false;
+
+    // Inline (IPS). capture.nfqueue.*: `nfqueue.queue` is the first queue of --queue Q[:R],
+    // worker i binds queue + i; nfqueue_count queues = workers.
+    capture::NfqueueOptions nfqueue;
+    uint32_t nfqueue_count = 1;
+    capture::AfPacketInlineOptions afpacket_inline;  // capture.afpacket-inline.*
+    // ips.simulate (--simulate-ips): an offline or passive run decides verdicts as if inline
+    // (drops counted and alerts marked blocked; nothing is sent or dropped for real).
+    bool simulate_ips = false;
+    bool malformed_drop = false;  // ips.malformed-policy: drop (decode errors); default pass
+    // ips.fail-open: packets the sensor cannot inspect (no flow: flow memcap; stream memcap)
+    // pass, and the NFQUEUE kernel queue accepts when full (unless capture.nfqueue.fail-open
+    // says otherwise). Off (the default, as Suricata): they are dropped.
+    bool fail_open = false;
+
+    bool inline_capture() const {
+        return mode == CaptureMode::kNfqueue || mode == CaptureMode::kAfPacketInline;
+    }
+    // Verdicts are decided (inline capture or --simulate-ips).
+    bool ips() const { return inline_capture() || simulate_ips; }
 };
 
 // Reads the sensor settings from a Config (sensor.yaml + --set overrides). Throws ConfigError
@@ -156,8 +190,19 @@ private:
     void build_alert_output();
     void drain_alerts();
     AlertTap alert_tap_;
+    // Alerts w.alert_buf[0, n) of packet p. stream: the stream window alerts that matched on
+    // the stream report as their payload; tx: they come from a transaction of f.
     void emit_alerts(Worker& w, const decode::Packet& p, const flow::Flow* f, flow::Direction dir,
-                     uint32_t n, uint32_t link_len);
+                     uint32_t n, uint32_t link_len, const detect::StreamView* stream = nullptr,
+                     bool tx = false);
+    // Stream, app layer and detection for a packet that has a flow (or none: f nullptr).
+    void inspect_flow_packet(Worker& w, const decode::Packet& p, flow::Flow* f, flow::Direction dir,
+                             uint32_t link_len, int64_t now_ns);
+    // Everything a worker does with one packet; returns its verdict (kAccept unless ips()).
+    capture::Verdict process_packet(Worker& w, const capture::RawPacket& raw, int64_t now_ns);
+    // Applies the actions of alerts w.alert_buf[0, n) to the packet and its flow (IPS: drop,
+    // reject, the flow's drop mark) and marks them blocked.
+    void apply_actions(Worker& w, const decode::Packet& p, flow::Flow* f, uint32_t n);
 
     SensorConfig config_;
     std::vector<std::unique_ptr<Worker>> workers_;
@@ -205,5 +250,9 @@ private:
 
 // Human-readable end-of-run summary (offline runs print it).
 std::string format_summary(const RunResult& result, uint32_t workers);
+
+// True when detection tells the engine that a pass rule matched a packet (then the rest of
+// its flow is not inspected); false with a detection module that does not report it yet.
+bool pass_marks_flow();
 
 }  // namespace picket::sensor::engine

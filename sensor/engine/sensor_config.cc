@@ -1,5 +1,8 @@
 #include "sensor/engine/engine.h"
 
+#include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <thread>
 
 namespace picket::sensor::engine {
@@ -7,6 +10,77 @@ namespace {
 
 uint32_t to_u32_seconds(double s) {
     return s > 4e9 ? 4000000000u : static_cast<uint32_t>(s);
+}
+
+// capture.nfqueue.*, capture.afpacket-inline.*, ips.*. After the mode and `workers` are known:
+// NFQUEUE fixes the worker count (one queue per worker).
+void read_ips_config(const Config& c, SensorConfig* s) {
+    s->simulate_ips = c.get_bool("ips.simulate", false);
+    s->malformed_drop = c.get_choice("ips.malformed-policy", "pass", {"pass", "drop"}) == "drop";
+    s->fail_open = c.get_bool("ips.fail-open", false);
+
+    const std::string queue = c.get_string("capture.nfqueue.queue", "0");
+    capture::QueueRange range;
+    try {
+        range = capture::parse_queue_range(queue);
+    } catch (const capture::CaptureError& e) {
+        throw ConfigError(c.source() + ": capture.nfqueue.queue (--queue): " + e.what());
+    }
+    s->nfqueue.queue = range.first;
+    s->nfqueue_count = range.count;
+    s->nfqueue.snaplen = std::min<uint32_t>(s->snaplen, 65535);
+    s->nfqueue.fail_open = c.get_bool("capture.nfqueue.fail-open", s->fail_open);
+    s->nfqueue.max_len =
+        static_cast<uint32_t>(c.get_int("capture.nfqueue.max-len", 4096, 1, 1 << 20));
+    // 0 leaves the packets' own mark alone.
+    s->nfqueue.mark =
+        static_cast<uint32_t>(c.get_int("capture.nfqueue.mark", 0, 0, int64_t{UINT32_MAX}));
+    s->nfqueue.use_mark = s->nfqueue.mark != 0;
+    if (s->mode == CaptureMode::kNfqueue) {
+        const std::string workers = c.get_string("workers", "auto");
+        if (workers != "auto" && s->workers != range.count) {
+            throw ConfigError(c.source() + ": workers: " + std::to_string(s->workers) +
+                              " does not match capture.nfqueue.queue '" + queue + "' (" +
+                              std::to_string(range.count) +
+                              " queue(s)): NFQUEUE runs one worker per queue; leave workers at "
+                              "auto or give as many queues");
+        }
+        s->workers = range.count;
+    }
+
+    const std::string bridge = c.get_string("capture.afpacket-inline.bridge", "");
+    if (!bridge.empty()) {
+        try {
+            auto [if1, if2] = capture::parse_bridge(bridge);
+            s->afpacket_inline.iface1 = if1;
+            s->afpacket_inline.iface2 = if2;
+        } catch (const capture::CaptureError& e) {
+            throw ConfigError(c.source() +
+                              ": capture.afpacket-inline.bridge (--bridge): " + e.what());
+        }
+    } else if (s->mode == CaptureMode::kAfPacketInline) {
+        throw ConfigError(c.source() +
+                          ": capture.mode afpacket-inline needs the two ports: --bridge IF1:IF2 "
+                          "(capture.afpacket-inline.bridge)");
+    }
+    auto& ai = s->afpacket_inline;
+    ai.block_size =
+        static_cast<uint32_t>(c.get_size("capture.afpacket-inline.block-size", 1ULL << 20));
+    ai.block_count =
+        static_cast<uint32_t>(c.get_int("capture.afpacket-inline.block-count", 16, 2, 65536));
+    ai.block_timeout_ms =
+        static_cast<uint32_t>(c.get_int("capture.afpacket-inline.block-timeout", 1, 1, 10000));
+    // The bridge uses two fanout groups, fanout-id and fanout-id + 1.
+    ai.fanout_id = s->afpacket.fanout_id;
+    if (s->mode == CaptureMode::kAfPacketInline && ai.fanout_id == 65535) {
+        throw ConfigError(c.source() +
+                          ": capture.afpacket.fanout-id: at most 65534 with afpacket-inline "
+                          "(its second port uses fanout-id + 1)");
+    }
+    if (ai.block_size < 65536 || (ai.block_size & (ai.block_size - 1))) {
+        throw ConfigError(c.source() +
+                          ": capture.afpacket-inline.block-size: must be a power of two >= 64kb");
+    }
 }
 
 }  // namespace
@@ -17,15 +91,27 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
     // Input. Offline files win over an interface, as with suricata -r.
     s.pcap_paths = c.get_string_list("pcap-file.paths");
     s.iface = c.get_string("capture.interface", "");
-    std::string mode = c.get_choice("capture.mode", "afpacket", {"pcap", "afpacket"});
+    std::string mode = c.get_choice("capture.mode", "afpacket",
+                                    {"pcap", "afpacket", "nfqueue", "afpacket-inline"});
+    const bool inline_mode = mode == "nfqueue" || mode == "afpacket-inline";
     if (!s.pcap_paths.empty()) {
         s.mode = CaptureMode::kPcapFile;
+    } else if (inline_mode) {
+        // Inline modes take their packets from netfilter or the bridge ports, not from -i.
+        if (!s.iface.empty()) {
+            throw ConfigError(c.source() + ": capture.interface (-i " + s.iface +
+                              ") is not used with capture.mode " + mode +
+                              (mode == "nfqueue" ? ": give the queues with --queue Q[:R]"
+                                                 : ": give the ports with --bridge IF1:IF2"));
+        }
+        s.mode = mode == "nfqueue" ? CaptureMode::kNfqueue : CaptureMode::kAfPacketInline;
     } else if (!s.iface.empty()) {
         s.mode = mode == "pcap" ? CaptureMode::kPcapLive : CaptureMode::kAfPacket;
     } else if (require_input) {
         throw ConfigError(
-            "no input: give pcap files with -r or an interface with -i "
-            "(capture.interface)");
+            "no input: give pcap files with -r, an interface with -i (capture.interface) or "
+            "an inline mode (--capture nfqueue --queue Q, --capture afpacket-inline --bridge "
+            "IF1:IF2)");
     }
 
     std::string workers = c.get_string("workers", "auto");
@@ -34,12 +120,14 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
     } else {
         s.workers = static_cast<uint32_t>(c.get_int("workers", 1, 1, 256));
     }
-    const std::string stages =
-        c.get_choice("engine.stages", "detect", {"read", "decode", "flow", "detect"});
-    s.stages = stages == "read"     ? Stage::kRead
-               : stages == "decode" ? Stage::kDecode
-               : stages == "flow"   ? Stage::kFlow
-                                    : Stage::kDetect;
+    const std::string stages = c.get_choice(
+        "engine.stages", "detect", {"read", "decode", "flow", "stream", "app-layer", "detect"});
+    s.stages = stages == "read"        ? Stage::kRead
+               : stages == "decode"    ? Stage::kDecode
+               : stages == "flow"      ? Stage::kFlow
+               : stages == "stream"    ? Stage::kStream
+               : stages == "app-layer" ? Stage::kAppLayer
+                                       : Stage::kDetect;
 
     s.log_dir = c.get_string("default-log-dir", ".");
     s.eve_enabled = c.get_bool("outputs.eve.enabled", true);
@@ -112,6 +200,8 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
                           ": capture.afpacket.block-size: must be a power of two >= 64kb");
     }
 
+    read_ips_config(c, &s);
+
     std::string policy = c.get_string("defrag.policy", "bsd");
     if (!defrag::parse_policy(policy.c_str(), &s.defrag.policy)) {
         throw ConfigError(c.source() +
@@ -126,6 +216,7 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
         static_cast<uint32_t>(c.get_int("defrag.max-frags", 256, 2, 65535));
 
     s.flow.memcap = c.get_size("flow.memcap", 128ULL << 20);
+    s.flow.use_vlan = c.get_bool("vlan.use-for-tracking", true);
     s.flow.hash_size = static_cast<uint32_t>(c.get_int("flow.hash-size", 65536, 1, 1 << 26));
     s.flow.emergency_recovery =
         static_cast<uint32_t>(c.get_int("flow.emergency-recovery", 30, 1, 100));
@@ -146,6 +237,75 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
     t.emergency_established =
         secs("flow-timeouts.tcp.emergency-established", t.emergency_established);
     t.emergency_closed = secs("flow-timeouts.tcp.emergency-closed", t.emergency_closed);
+
+    // Stream, with Suricata's key names.
+    s.stream.midstream = c.get_bool("stream.midstream", false);
+    // auto (Suricata's default): inline exactly when verdicts are decided (IPS modes).
+    const std::string stream_inline =
+        c.get_choice("stream.inline", "no", {"yes", "no", "auto", "true", "false"});
+    s.stream.inline_mode =
+        stream_inline == "yes" || stream_inline == "true" || (stream_inline == "auto" && s.ips());
+    s.stream.memcap = c.get_size("stream.memcap", s.stream.memcap);
+    s.stream.reassembly_memcap = c.get_size("stream.reassembly.memcap", s.stream.reassembly_memcap);
+    s.stream.reassembly_depth = c.get_size("stream.reassembly.depth", s.stream.reassembly_depth);
+    // A checksum offloaded by the capturing host looks wrong in a pcap: the stream checks
+    // only when checksum-validation is "yes", unless stream.checksum-validation says.
+    s.stream.checksum_validation =
+        c.get_bool("stream.checksum-validation", s.decode.checksum == decode::ChecksumMode::kYes);
+    const std::string stream_policy = c.get_string("stream.reassembly.policy", "bsd");
+    if (!stream::parse_policy(stream_policy, &s.stream.policy)) {
+        throw ConfigError(c.source() +
+                          ": stream.reassembly.policy: expected one of first, last, bsd, linux, "
+                          "old-linux, windows, vista, solaris, hpux10, hpux11, irix, macos, got '" +
+                          stream_policy + "'");
+    }
+    // host-os-policy: {windows: [10.0.0.0/8], linux: [...]} as in suricata.yaml.
+    if (c.root()["host-os-policy"] && c.root()["host-os-policy"].IsMap()) {
+        for (const auto& kv : c.root()["host-os-policy"]) {
+            const std::string name = kv.first.as<std::string>();
+            stream::Policy pol;
+            if (!stream::parse_policy(name, &pol)) {
+                throw ConfigError(c.source() + ": host-os-policy." + name +
+                                  ": unknown policy (expected first, last, bsd, linux, windows, "
+                                  "solaris, ...)");
+            }
+            for (const auto& net : c.get_string_list("host-os-policy." + name)) {
+                stream::PolicyNet pn;
+                if (!stream::parse_cidr(net, &pn)) {
+                    throw ConfigError(c.source() + ": host-os-policy." + name + ": bad network '" +
+                                      net + "'");
+                }
+                pn.policy = pol;
+                s.stream.policies.push_back(pn);
+            }
+        }
+    }
+
+    // App layer: app-layer.protocols.<proto>.enabled (yes | no | detection-only).
+    auto proto_enabled = [&](const char* key) {
+        const std::string v =
+            c.get_choice(key, "yes", {"yes", "no", "detection-only", "true", "false"});
+        return v != "no" && v != "false";
+    };
+    s.app_layer.http = proto_enabled("app-layer.protocols.http.enabled");
+    s.app_layer.tls = proto_enabled("app-layer.protocols.tls.enabled");
+    s.app_layer.dns = proto_enabled("app-layer.protocols.dns.enabled");
+    auto& hc = s.app_layer.http_config;
+    hc.request_body_limit = c.get_size(
+        "app-layer.protocols.http.libhtp.default-config.request-body-limit", hc.request_body_limit);
+    hc.response_body_limit =
+        c.get_size("app-layer.protocols.http.libhtp.default-config.response-body-limit",
+                   hc.response_body_limit);
+    hc.decompress_limit = c.get_size(
+        "app-layer.protocols.http.libhtp.default-config.decompression-limit", hc.decompress_limit);
+    hc.decompress_layer_limit = static_cast<uint32_t>(c.get_int(
+        "app-layer.protocols.http.libhtp.default-config.response-body-decompress-layer-limit",
+        hc.decompress_layer_limit, 0, 4));
+    hc.double_decode = c.get_bool(
+        "app-layer.protocols.http.libhtp.default-config.double-decode-path", hc.double_decode);
+    hc.oversize_dir_length = static_cast<uint32_t>(
+        c.get_int("app-layer.protocols.http.libhtp.default-config.oversize-dir-length",
+                  hc.oversize_dir_length, 1, 65535));
 
     // Detection, with Suricata's key names.
     std::string rule_path = c.get_string("default-rule-path", "");
@@ -187,6 +347,7 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
     s.alert_payload_printable = c.get_bool("outputs.eve.alert.payload-printable", true);
     s.alert_packet = c.get_bool("outputs.eve.alert.packet", true);
     s.alert_queue_bytes = c.get_size("outputs.alert-queue-size", 4ULL << 20);
+    s.alert_verdict = c.get_bool("outputs.eve.alert.verdict", s.ips());
     return s;
 }
 

@@ -448,7 +448,10 @@ Flow* FlowTable::lookup(const decode::Packet& p, Direction* dir) {
     }
     Impl& t = *impl_;
     bool src_is_first = true;
-    const FlowKey k = make_key(p, &src_is_first);
+    FlowKey k = make_key(p, &src_is_first);
+    if (!t.cfg.use_vlan) {
+        k.vlan = 0;  // vlan.use-for-tracking: false (the two directions on different VLANs)
+    }
     const uint32_t b = hash_key_seeded(k, t.seed) & t.bucket_mask;
 
     Flow* f = t.find(b, k);

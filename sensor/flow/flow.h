@@ -60,7 +60,14 @@ struct Flow {
     uint32_t bucket = 0;
     uint8_t lru_class = 0;        // which timeout list (protocol group x state) holds it
     bool client_is_first = true;  // client_addr == key.addr[0] (direction without compares)
+    // Set by the engine (flow table untouched): kFlowDrop once a drop / reject rule matched
+    // in IPS mode (every later packet is dropped uninspected), kFlowPass once a pass rule
+    // matched (no more inspection). The first to be set wins, as in Suricata.
+    uint8_t action = 0;
 };
+
+inline constexpr uint8_t kFlowDrop = 1;
+inline constexpr uint8_t kFlowPass = 2;
 
 struct FlowTimeouts {
     // Seconds, Suricata's defaults (flow-timeouts: new / established / closed, and the
@@ -79,6 +86,9 @@ struct FlowConfig {
     // Emergency mode ends once active flows fall below this share of the pool (percent).
     uint32_t emergency_recovery = 30;
     uint16_t worker_id = 0;  // mixed into flow_id so ids are unique across workers
+    // vlan.use-for-tracking: the innermost VLAN id is part of the flow key (Suricata's
+    // default); false when a network puts the two directions on different VLANs.
+    bool use_vlan = true;
     // Seed of the bucket hash (against crafted collisions); 0 = pick one at random.
     uint64_t hash_seed = 0;
 };

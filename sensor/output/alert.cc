@@ -424,6 +424,10 @@ void append_alert_json(const AlertEvent& ev, const AlertOutputOptions& options, 
     }
     out.push_back('}');
 
+    if (ev.app_json_len != 0) {
+        out.push_back(',');
+        out.append(reinterpret_cast<const char*>(ev.app_json), ev.app_json_len);
+    }
     if (ev.app_proto != nullptr) {
         append_key(out, "app_proto");
         append_json_string(out, ev.app_proto);
@@ -454,6 +458,21 @@ void append_alert_json(const AlertEvent& ev, const AlertOutputOptions& options, 
             out += ",\"linktype_name\":\"";
             out += name;
             out.push_back('"');
+        }
+        out.push_back('}');
+    }
+    if (ev.verdict != AlertVerdict::kNone) {
+        // Suricata 7's EveAddVerdict: a reject is a drop in IPS mode, with its target and the
+        // kind of response sent.
+        append_key(out, "verdict");
+        out += "{\"action\":";
+        out += ev.verdict == AlertVerdict::kDrop   ? "\"drop\""
+               : ev.verdict == AlertVerdict::kPass ? "\"pass\""
+                                                   : "\"alert\"";
+        if (ev.reject) {
+            out += ",\"reject-target\":\"both\",\"reject\":[";
+            out += ev.proto == 6 ? "\"tcp-reset\"" : "\"icmp-prohib\"";
+            out.push_back(']');
         }
         out.push_back('}');
     }

@@ -26,9 +26,9 @@ size_t checked_ring_size(size_t ring_bytes, uint32_t bytes_max) {
 
 }  // namespace
 
-size_t AlertQueue::record_bytes(uint32_t packet_len, uint32_t payload_len) {
+size_t AlertQueue::record_bytes(uint32_t packet_len, uint32_t payload_len, uint32_t app_json_len) {
     const size_t raw = sizeof(RecordHeader) + sizeof(AlertEvent) + static_cast<size_t>(packet_len) +
-                       static_cast<size_t>(payload_len);
+                       static_cast<size_t>(payload_len) + static_cast<size_t>(app_json_len);
     return (raw + kAlign - 1) & ~(kAlign - 1);
 }
 
@@ -42,7 +42,8 @@ AlertQueue::~AlertQueue() {
 }
 
 bool AlertQueue::push(const AlertEvent& ev, const uint8_t* packet, uint32_t packet_len,
-                      const uint8_t* payload, uint32_t payload_len) {
+                      const uint8_t* payload, uint32_t payload_len, const uint8_t* app_json,
+                      uint32_t app_json_len) {
     if (packet == nullptr) {
         packet_len = 0;
     }
@@ -51,7 +52,10 @@ bool AlertQueue::push(const AlertEvent& ev, const uint8_t* packet, uint32_t pack
     }
     packet_len = packet_len < bytes_max_ ? packet_len : bytes_max_;
     payload_len = payload_len < bytes_max_ ? payload_len : bytes_max_;
-    const size_t need = record_bytes(packet_len, payload_len);
+    if (app_json == nullptr || app_json_len > bytes_max_) {
+        app_json_len = 0;  // metadata is all or nothing: a cut JSON fragment is no JSON
+    }
+    const size_t need = record_bytes(packet_len, payload_len, app_json_len);
     const uint64_t head = head_.load(std::memory_order_relaxed);
     const size_t offset = head % size_;
     const size_t to_end = size_ - offset;
@@ -80,6 +84,8 @@ bool AlertQueue::push(const AlertEvent& ev, const uint8_t* packet, uint32_t pack
     copy.payload = nullptr;
     copy.packet_len = packet_len;
     copy.payload_len = payload_len;
+    copy.app_json = nullptr;
+    copy.app_json_len = app_json_len;
     std::memcpy(at + sizeof(RecordHeader), &copy, sizeof(AlertEvent));
     uint8_t* data = at + sizeof(RecordHeader) + sizeof(AlertEvent);
     if (packet_len != 0) {
@@ -87,6 +93,9 @@ bool AlertQueue::push(const AlertEvent& ev, const uint8_t* packet, uint32_t pack
     }
     if (payload_len != 0) {
         std::memcpy(data + packet_len, payload, payload_len);
+    }
+    if (app_json_len != 0) {
+        std::memcpy(data + packet_len + payload_len, app_json, app_json_len);
     }
     head_.store(head + total, std::memory_order_release);
     ++pushed_;

@@ -91,6 +91,9 @@ struct AlertMeta {
 
 enum class AlertDirection : uint8_t { kUnknown, kToServer, kToClient };
 enum class AlertAction : uint8_t { kAllowed, kBlocked };
+// Suricata's "verdict" object: the packet's final verdict as of the alert. kNone = no object
+// (IDS mode unless outputs.eve.alert.verdict says otherwise).
+enum class AlertVerdict : uint8_t { kNone, kAlert, kDrop, kPass };
 // Suricata's pkt_src: where the packet that alerted came from.
 enum class PacketOrigin : uint8_t { kWire, kDefrag, kStreamFlowTimeout, kStreamDetectLog };
 
@@ -110,8 +113,12 @@ struct AlertEvent {
         nullptr;  // static string ("http", "dns", "tls", "failed"); null = unknown
     const uint8_t* packet = nullptr;   // the whole frame from the link layer
     const uint8_t* payload = nullptr;  // L4 payload (or the stream chunk that matched)
+    // App-layer metadata as JSON members without braces, written into the alert record as is
+    // (`"http":{"hostname":"a","url":"/"}`); built by the worker when the alert is raised.
+    const uint8_t* app_json = nullptr;
     uint32_t packet_len = 0;
     uint32_t payload_len = 0;
+    uint32_t app_json_len = 0;
     decode::Address src, dst;
     int32_t linktype = 1;  // packet_info.linktype
     uint16_t sport = 0;
@@ -129,6 +136,10 @@ struct AlertEvent {
     bool has_tx_id = false;
     bool stream = false;     // payload is reassembled stream data ("stream": 1)
     bool drop_rule = false;  // a drop rule that did not drop (IDS mode): fast.log "[wDrop] "
+    AlertVerdict verdict = AlertVerdict::kNone;
+    // The packet was rejected: the verdict object carries "reject-target":"both" and
+    // "reject":["tcp-reset"] (TCP) / ["icmp-prohib"] (other protocols).
+    bool reject = false;
 };
 
 // Per-worker alert queue: one single-producer (the worker) single-consumer (the output
@@ -146,8 +157,10 @@ public:
     // Producer. Copies ev plus up to bytes_max bytes of the packet and of the payload (the
     // event's own packet/payload pointers are ignored). Returns false, and counts an
     // overflow, when the ring has no room; the caller bumps detect.alert_queue_overflow.
+    // app_json (ev.app_json's bytes, up to bytes_max) travels with the record as well.
     bool push(const AlertEvent& ev, const uint8_t* packet, uint32_t packet_len,
-              const uint8_t* payload, uint32_t payload_len);
+              const uint8_t* payload, uint32_t payload_len, const uint8_t* app_json = nullptr,
+              uint32_t app_json_len = 0);
 
     // Consumer. Calls f(const AlertEvent&) for each record, oldest first (at most max of
     // them), with packet/payload pointing into the ring; returns how many were delivered.
@@ -155,7 +168,8 @@ public:
     size_t drain(F&& f, size_t max = SIZE_MAX);
 
     // Bytes one record takes in the ring (header + event + data, padded).
-    static size_t record_bytes(uint32_t packet_len, uint32_t payload_len);
+    static size_t record_bytes(uint32_t packet_len, uint32_t payload_len,
+                               uint32_t app_json_len = 0);
     size_t capacity() const { return size_; }
     uint32_t bytes_max() const { return bytes_max_; }
     uint64_t pushed() const { return pushed_.get(); }
@@ -203,6 +217,7 @@ size_t AlertQueue::drain(F&& f, size_t max) {
             const uint8_t* data = at + sizeof(RecordHeader) + sizeof(AlertEvent);
             ev.packet = ev.packet_len != 0 ? data : nullptr;
             ev.payload = ev.payload_len != 0 ? data + ev.packet_len : nullptr;
+            ev.app_json = ev.app_json_len != 0 ? data + ev.packet_len + ev.payload_len : nullptr;
             f(static_cast<const AlertEvent&>(ev));
             ++n;
         }

@@ -17,6 +17,10 @@ const char* stage_name(engine::Stage s) {
             return "decode";
         case engine::Stage::kFlow:
             return "flow";
+        case engine::Stage::kStream:
+            return "stream";
+        case engine::Stage::kAppLayer:
+            return "app-layer";
         case engine::Stage::kDetect:
             return "detect";
     }

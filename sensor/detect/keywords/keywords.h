@@ -63,6 +63,19 @@ PICKET_KEYWORD(parse_icmp_seq);
 PICKET_KEYWORD(parse_threshold);
 PICKET_KEYWORD(parse_detection_filter);
 
+// Transforms (transform.cc): rewrite the current sticky buffer before its options.
+PICKET_KEYWORD(parse_dotprefix);
+PICKET_KEYWORD(parse_to_lowercase);
+PICKET_KEYWORD(parse_to_uppercase);
+PICKET_KEYWORD(parse_strip_whitespace);
+PICKET_KEYWORD(parse_compress_whitespace);
+PICKET_KEYWORD(parse_url_decode);
+
+// App-layer header keywords (app_keywords.cc): urilen, tls.version, dns.opcode.
+PICKET_KEYWORD(parse_urilen);
+PICKET_KEYWORD(parse_tls_version);
+PICKET_KEYWORD(parse_dns_opcode);
+
 #undef PICKET_KEYWORD
 
 }  // namespace picket::sensor::detect::keywords

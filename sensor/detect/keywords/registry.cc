@@ -66,6 +66,16 @@ constexpr KeywordDef kKeywords[] = {
     {"icmp_seq", parse_icmp_seq},
     {"threshold", parse_threshold},
     {"detection_filter", parse_detection_filter},
+    // Transforms (transform.cc) and app-layer header keywords (app_keywords.cc).
+    {"dotprefix", parse_dotprefix},
+    {"to_lowercase", parse_to_lowercase},
+    {"to_uppercase", parse_to_uppercase},
+    {"strip_whitespace", parse_strip_whitespace},
+    {"compress_whitespace", parse_compress_whitespace},
+    {"url_decode", parse_url_decode},
+    {"urilen", parse_urilen},
+    {"tls.version", parse_tls_version},
+    {"dns.opcode", parse_dns_opcode},
 };
 
 }  // namespace

@@ -208,7 +208,8 @@ TEST_F(LadderPlan, VariablesAndSkippedSteps) {
 
 TEST_F(LadderPlan, ValueErrorsNameTheLadderLine) {
     EXPECT_EQ(plan_error("- name: a\n  set:\n    engine.stages: fast\n"),
-              "l.yaml:3: step 1 (a): engine.stages: expected one of read, decode, flow, detect, "
+              "l.yaml:3: step 1 (a): engine.stages: expected one of read, decode, flow, stream, "
+              "app-layer, detect, "
               "got 'fast'");
     EXPECT_EQ(plan_error("- name: a\n- name: b\n  set:\n    flow:\n      memcap: lots\n"),
               "l.yaml:5: step 2 (b): flow.memcap: expected a size such as 65536, 64kb, 32mb or "
@@ -246,8 +247,8 @@ TEST(DefaultLadder, ParsesAndRunsWithoutRules) {
     for (const auto& s : l->steps) {
         names.push_back(s.name);
     }
-    EXPECT_EQ(names, (std::vector<std::string>{"null (read only)", "decode", "+flow", "+web rules",
-                                               "+all rules"}));
+    EXPECT_EQ(names, (std::vector<std::string>{"null (read only)", "decode", "+flow", "+stream",
+                                               "+http", "+dns +tls", "+web rules", "+all rules"}));
     EXPECT_EQ(referenced_variables(*l), (std::set<std::string>{"rules", "web-rules"}));
 
     Config c;
@@ -260,11 +261,15 @@ TEST(DefaultLadder, ParsesAndRunsWithoutRules) {
     for (const auto& s : *p) {
         skipped.push_back(s.skipped);
     }
-    EXPECT_EQ(skipped, (std::vector<std::string>{"", "", "", "${web-rules} is not set",
+    EXPECT_EQ(skipped, (std::vector<std::string>{"", "", "", "", "", "", "${web-rules} is not set",
                                                  "${rules} is not set"}));
     EXPECT_EQ((*p)[0].config.stages, engine::Stage::kRead);
     EXPECT_EQ((*p)[1].config.stages, engine::Stage::kDecode);
     EXPECT_EQ((*p)[2].config.stages, engine::Stage::kFlow);
+    EXPECT_EQ((*p)[3].config.stages, engine::Stage::kStream);
+    EXPECT_EQ((*p)[4].config.stages, engine::Stage::kAppLayer);
+    EXPECT_FALSE((*p)[4].config.app_layer.dns);
+    EXPECT_TRUE((*p)[5].config.app_layer.dns);
 }
 
 TEST(LoadLadder, MissingFile) {

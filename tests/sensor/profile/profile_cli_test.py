@@ -56,7 +56,7 @@ class ProfileCli(unittest.TestCase):
         code, _, err = sensor("--profile-configs", bad, "-r", self.pcap)
         self.assertEqual(code, 2)
         self.assertEqual(err, "picket-sensor: %s:2: step 1 (a): engine.stages: expected one of "
-                              "read, decode, flow, detect, got 'fast'\n" % bad)
+                              "read, decode, flow, stream, app-layer, detect, got 'fast'\n" % bad)
         code, _, err = sensor("--profile-configs", os.path.join(self.dir, "none.yaml"), "-r",
                               self.pcap)
         self.assertEqual(code, 2)
@@ -101,18 +101,18 @@ class ProfileCli(unittest.TestCase):
                                 "1", "--profile-repeat", "2", "-S", self.rules, cwd=self.dir)
         self.assertEqual(code, 0, err)
         lines = out.splitlines()
-        # title, legend, blank, header, 5 steps
-        self.assertEqual(len(lines), 9, out)
+        # title, legend, blank, header, 8 steps
+        self.assertEqual(len(lines), 12, out)
         self.assertTrue(lines[0].startswith("Configuration profile of %s: " % self.pcap), out)
         self.assertIn("1 worker; 2 runs per step.", lines[0])
         for column in ("packets/s", "Mbit/s", "Δ packets/s", "Δ %", "worker ns/packet",
                        "Δ worker ns/packet"):
             self.assertIn(column, lines[3])
         names = [line.split("  ")[0].strip() for line in lines[4:]]
-        self.assertEqual(names, ["null (read only)", "decode", "+flow", "+web rules",
-                                 "+all rules"])
-        self.assertIn("skipped: ${web-rules} is not set", lines[7])
-        self.assertIn("1 rules", lines[8])
+        self.assertEqual(names, ["null (read only)", "decode", "+flow", "+stream", "+http",
+                                 "+dns +tls", "+web rules", "+all rules"])
+        self.assertIn("skipped: ${web-rules} is not set", lines[10])
+        self.assertIn("1 rules", lines[11])
         self.assertIn("steps were skipped", err)
         # Outputs are off in every step: nothing written to the working directory.
         self.assertFalse(os.path.exists(os.path.join(self.dir, "eve.json")))
@@ -126,24 +126,26 @@ class ProfileCli(unittest.TestCase):
         j = json.loads(out)
         self.assertEqual(j["repeat"], 1)
         self.assertEqual([s["name"] for s in j["steps"]],
-                         ["null (read only)", "decode", "+flow", "+web rules", "+all rules"])
+                         ["null (read only)", "decode", "+flow", "+stream", "+http", "+dns +tls",
+                          "+web rules", "+all rules"])
         self.assertEqual([s["stages"] for s in j["steps"]],
-                         ["read", "decode", "flow", "detect", "detect"])
+                         ["read", "decode", "flow", "stream", "app-layer", "app-layer", "detect",
+                          "detect"])
         for s in j["steps"]:
             self.assertNotIn("skipped", s)
             self.assertEqual(s["packets"], self.record["packets"])
             self.assertEqual(s["bytes"], self.record["bytes"])
             self.assertEqual(len(s["runs"]), 1)
-        self.assertEqual(j["steps"][3]["rules_loaded"], 1)
+        self.assertEqual(j["steps"][6]["rules_loaded"], 1)
         self.assertNotIn("delta_percent", j["steps"][0])
-        self.assertIn("delta_percent", j["steps"][4])
+        self.assertIn("delta_percent", j["steps"][7])
         self.assertNotIn("steps were skipped", err)
 
         code, out, err = sensor("--profile-configs", self.ladder, "-r", self.pcap, "--workers",
                                 "1", "--profile-repeat", "1", "--profile-format", "markdown")
         self.assertEqual(code, 0, err)
         rows = [line for line in out.splitlines() if line.startswith("|")]
-        self.assertEqual(len(rows), 2 + 5)
+        self.assertEqual(len(rows), 2 + 8)
         self.assertEqual(rows[1], "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 
     def test_truncated_pcap_exits_1(self):

@@ -274,10 +274,35 @@ TEST(RuleOptions, UnknownAndUnsupportedKeywords) {
     d = parse_fail("alert tcp any any -> any any (lua:script.lua; sid:21;)");
     EXPECT_EQ(d.category, "unsupported keyword");
     EXPECT_EQ(d.reason, "unsupported keyword 'lua'");
-    d = parse_fail("alert http any any -> any any (urilen:>10; sid:22;)");
-    EXPECT_EQ(d.reason, "unsupported keyword 'urilen'");
-    d = parse_fail("alert tls any any -> any any (tls.version:1.2; sid:23;)");
-    EXPECT_EQ(d.reason, "unsupported keyword 'tls.version'");
+    d = parse_fail("alert http any any -> any any (xbits:set,a,track ip_src; sid:22;)");
+    EXPECT_EQ(d.reason, "unsupported keyword 'xbits'");
+    d = parse_fail("alert tcp any any -> any any (asn1:bitstring_overflow; sid:23;)");
+    EXPECT_EQ(d.reason, "unsupported keyword 'asn1'");
+}
+
+TEST(RuleOptions, TransformsAndAppKeywords) {
+    auto r = parse(
+        "alert dns any any -> any any (dns.query; dotprefix; to_lowercase; content:\".evil.com\"; "
+        "endswith; sid:30;)");
+    ASSERT_NE(r, nullptr);
+    const BufferMatch* q = find_buffer(*r, BufferId::kDnsQuery);
+    ASSERT_NE(q, nullptr);
+    // dotprefix (1) then to_lowercase (2), the first in the low bits.
+    EXPECT_EQ(q->transforms, 0x21u);
+    r = parse("alert http any any -> any any (urilen:>10,raw; sid:31;)");
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->app_needed, AppProto::kHttp);
+    EXPECT_NE(parse("alert tls any any -> any any (tls.version:1.2; sid:32;)"), nullptr);
+    EXPECT_NE(parse("alert dns any any -> any any (dns.opcode:!0; sid:33;)"), nullptr);
+    RuleDiagnostic d =
+        parse_fail("alert dns any any -> any any (dns.query; content:\"a\"; dotprefix; sid:34;)");
+    EXPECT_EQ(d.reason, "dotprefix: transforms must directly follow the sticky buffer");
+    d = parse_fail("alert tcp any any -> any any (dotprefix; content:\"a\"; sid:35;)");
+    EXPECT_EQ(d.reason, "dotprefix: must follow a sticky buffer (e.g. dns.query; dotprefix;)");
+    d = parse_fail("alert http any any -> any any (urilen:abc; sid:36;)");
+    EXPECT_EQ(d.reason, "urilen: invalid value 'abc' (expected N, <N, >N, <=N, >=N, !N or N<>M)");
+    d = parse_fail("alert dns any any -> any any (tls.version:1.2; sid:37;)");
+    EXPECT_EQ(d.reason, "tls.version: not usable on a rule for another app-layer protocol");
 }
 
 TEST(Buffers, TableAndLookups) {

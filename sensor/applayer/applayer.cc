@@ -1,0 +1,616 @@
+// Protocol detection and parser dispatch per flow; see applayer.h.
+//
+// Detection looks at the first bytes of each direction (buffered up to probe_bytes while a
+// probe needs more): HTTP request or response line, TLS handshake record, DNS header with a
+// question that parses. The first protocol a probe says yes to owns the flow, whatever the
+// port (an HTTP server on 8081 is HTTP); when every probe says no, or the window is used up,
+// the flow's app_proto is "failed" and the app layer ignores it from then on.
+#include "sensor/applayer/applayer.h"
+
+#include <cstdio>
+#include <deque>
+
+namespace picket::sensor::applayer {
+
+using detect::AppProto;
+using detect::BufferId;
+
+namespace {
+
+constexpr size_t kDnsMetaKept = 32;
+
+size_t bi(BufferId b) {
+    return static_cast<size_t>(b);
+}
+
+void set(detect::AppView& v, BufferId b, const std::string& s) {
+    if (!s.empty()) {
+        v.buf[bi(b)] = std::string_view(s);
+    }
+}
+
+void append_json_string(std::string* out, std::string_view s) {
+    out->push_back('"');
+    for (unsigned char c : s) {
+        switch (c) {
+            case '"':
+                *out += "\\\"";
+                break;
+            case '\\':
+                *out += "\\\\";
+                break;
+            case '\n':
+                *out += "\\n";
+                break;
+            case '\r':
+                *out += "\\r";
+                break;
+            case '\t':
+                *out += "\\t";
+                break;
+            default:
+                if (c < 0x20 || c >= 0x7f) {
+                    char buf[8];
+                    std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+                    *out += buf;
+                } else {
+                    out->push_back(static_cast<char>(c));
+                }
+        }
+    }
+    out->push_back('"');
+}
+
+void member(std::string* out, bool* first, const char* key, std::string_view value) {
+    if (!*first) {
+        out->push_back(',');
+    }
+    *first = false;
+    out->push_back('"');
+    *out += key;
+    *out += "\":";
+    append_json_string(out, value);
+}
+
+void member_num(std::string* out, bool* first, const char* key, uint64_t value) {
+    if (!*first) {
+        out->push_back(',');
+    }
+    *first = false;
+    out->push_back('"');
+    *out += key;
+    *out += "\":";
+    *out += std::to_string(value);
+}
+
+}  // namespace
+
+struct AppLayer::FlowState {
+    AppProto proto = AppProto::kUnknown;
+    bool failed = false;
+    bool is_tcp = true;
+    bool said_no[2] = {false, false};
+    std::string probe[2];  // bytes held while undecided (at most probe_bytes each)
+    std::unique_ptr<http::HttpParser> http;
+    std::unique_ptr<dns::DnsParser> dns;
+    std::unique_ptr<tls::TlsParser> tls;
+    detect::TxAlertLog log;
+    // DNS: transaction ids by message id (queries open a transaction, responses join it), and
+    // what EVE says of each.
+    struct DnsMeta {
+        uint64_t tx_id = 0;
+        uint16_t id = 0;
+        uint8_t opcode = 0;
+        uint16_t rrtype = 0;
+        bool answered = false;
+        uint16_t rcode = 0;
+        std::string rrname;
+    };
+    std::deque<DnsMeta> dns_meta;
+    uint64_t dns_next_tx = 0;
+};
+
+AppLayer::AppLayer(const AppLayerConfig& config) : config_(config) {}
+AppLayer::~AppLayer() = default;
+
+AppLayer::FlowState* AppLayer::state(flow::Flow& f) {
+    auto* s = static_cast<FlowState*>(f.user[kAppUserSlot]);
+    if (s == nullptr) {
+        s = new FlowState();
+        f.user[kAppUserSlot] = s;
+    }
+    return s;
+}
+
+void AppLayer::release_flow(flow::Flow& f) {
+    auto* s = static_cast<FlowState*>(f.user[kAppUserSlot]);
+    if (s != nullptr) {
+        if (s->dns) {
+            s->dns->finish();
+        }
+        if (s->tls) {
+            s->tls->finish();
+        }
+        delete s;
+        f.user[kAppUserSlot] = nullptr;
+    }
+}
+
+AppProto AppLayer::proto(const flow::Flow& f) const {
+    const auto* s = static_cast<const FlowState*>(f.user[kAppUserSlot]);
+    return s == nullptr || s->failed ? AppProto::kUnknown : s->proto;
+}
+
+const char* AppLayer::proto_name(const flow::Flow& f) const {
+    const auto* s = static_cast<const FlowState*>(f.user[kAppUserSlot]);
+    if (s == nullptr) {
+        return nullptr;
+    }
+    if (s->failed) {
+        return "failed";
+    }
+    return s->proto == AppProto::kUnknown ? nullptr : detect::app_proto_name(s->proto);
+}
+
+detect::TxAlertLog* AppLayer::alert_log(flow::Flow& f) {
+    auto* s = static_cast<FlowState*>(f.user[kAppUserSlot]);
+    return s == nullptr ? nullptr : &s->log;
+}
+
+void AppLayer::detect_proto(FlowState& s, flow::Flow& f, flow::Direction dir, const uint8_t* data,
+                            size_t len, bool is_tcp) {
+    (void)f;
+    const int d = static_cast<int>(dir);
+    s.is_tcp = is_tcp;
+    if (!is_tcp) {
+        // One datagram decides: DNS or nothing.
+        if (config_.dns && dns::probe(data, len, false) == dns::ProbeResult::kYes) {
+            s.proto = AppProto::kDns;
+            s.dns = std::make_unique<dns::DnsParser>(config_.dns_config, &dns_counters_, false);
+            ++flows_dns_udp_;
+        } else {
+            s.failed = true;
+            ++flows_failed_udp_;
+        }
+        return;
+    }
+    std::string& buf = s.probe[d];
+    size_t take = std::min<size_t>(
+        len, config_.probe_bytes - std::min<size_t>(buf.size(), config_.probe_bytes));
+    buf.append(reinterpret_cast<const char*>(data), take);
+    const auto* b = reinterpret_cast<const uint8_t*>(buf.data());
+    bool need_more = false;
+    if (config_.http) {
+        switch (http::probe(static_cast<http::Dir>(d), b, buf.size())) {
+            case http::ProbeResult::kYes:
+                s.proto = AppProto::kHttp;
+                break;
+            case http::ProbeResult::kNeedMore:
+                need_more = true;
+                break;
+            case http::ProbeResult::kNo:
+                break;
+        }
+    }
+    if (s.proto == AppProto::kUnknown && config_.tls) {
+        switch (tls::probe(b, buf.size())) {
+            case tls::ProbeResult::kYes:
+                s.proto = AppProto::kTls;
+                break;
+            case tls::ProbeResult::kNeedMore:
+                need_more = true;
+                break;
+            case tls::ProbeResult::kNo:
+                break;
+        }
+    }
+    if (s.proto == AppProto::kUnknown && config_.dns) {
+        switch (dns::probe(b, buf.size(), true)) {
+            case dns::ProbeResult::kYes:
+                s.proto = AppProto::kDns;
+                break;
+            case dns::ProbeResult::kNeedMore:
+                need_more = true;
+                break;
+            case dns::ProbeResult::kNo:
+                break;
+        }
+    }
+    switch (s.proto) {
+        case AppProto::kHttp:
+            s.http = std::make_unique<http::HttpParser>(&config_.http_config, &http_counters_);
+            ++flows_http_;
+            return;
+        case AppProto::kTls:
+            s.tls = std::make_unique<tls::TlsParser>(config_.tls_config, &tls_counters_);
+            ++flows_tls_;
+            return;
+        case AppProto::kDns:
+            s.dns = std::make_unique<dns::DnsParser>(config_.dns_config, &dns_counters_, true);
+            ++flows_dns_tcp_;
+            return;
+        default:
+            break;
+    }
+    if (!need_more || buf.size() >= config_.probe_bytes) {
+        s.said_no[d] = true;
+        buf.clear();
+        buf.shrink_to_fit();
+    }
+    // Both directions said no, or one did and the other has been silent while the first
+    // used up its window.
+    if (s.said_no[0] && s.said_no[1]) {
+        s.failed = true;
+        ++flows_failed_tcp_;
+        s.probe[0].clear();
+        s.probe[1].clear();
+    }
+}
+
+uint32_t AppLayer::collect(FlowState& s, flow::Direction dir, const http::FeedResult& r,
+                           TxUpdate* out, uint32_t cap) {
+    uint32_t n = 0;
+    const bool to_server = dir == flow::Direction::kToServer;
+    for (uint32_t i = 0; i < r.count && n < cap; ++i) {
+        const http::HttpTx* tx = s.http->find_tx(r.first_id + i);
+        if (tx == nullptr) {
+            continue;
+        }
+        detect::AppView& v = out[n].view;
+        v = detect::AppView{};
+        v.proto = AppProto::kHttp;
+        v.tx_id = tx->id;
+        if (tx->request_progress >= http::HttpTx::kRequestLine) {
+            set(v, BufferId::kHttpUri, tx->uri);
+            set(v, BufferId::kHttpUriRaw, tx->uri_raw);
+            set(v, BufferId::kHttpMethod, tx->method);
+            set(v, BufferId::kHttpRequestLine, tx->request_line);
+        }
+        // Request-only buffers stay visible from the response side (a rule may combine
+        // http.uri with http.stat_code); directional ones follow the packet.
+        set(v, BufferId::kHttpUserAgent, tx->user_agent);
+        set(v, BufferId::kHttpHost, tx->host);
+        set(v, BufferId::kHttpHostRaw, tx->host_raw);
+        set(v, BufferId::kHttpReferer, tx->referer);
+        set(v, BufferId::kHttpAccept, tx->accept);
+        set(v, BufferId::kHttpAcceptEnc, tx->accept_enc);
+        set(v, BufferId::kHttpAcceptLang, tx->accept_lang);
+        set(v, BufferId::kHttpRequestBody, tx->request_body);
+        if (to_server) {
+            set(v, BufferId::kHttpProtocol, tx->protocol);
+            set(v, BufferId::kHttpHeader, tx->request_headers);
+            set(v, BufferId::kHttpHeaderRaw, tx->request_headers_raw);
+            set(v, BufferId::kHttpHeaderNames, tx->request_header_names);
+            set(v, BufferId::kHttpCookie, tx->cookie);
+            set(v, BufferId::kHttpContentType, tx->content_type_req);
+            set(v, BufferId::kHttpContentLen, tx->content_len_req);
+            set(v, BufferId::kHttpConnection, tx->connection);
+            set(v, BufferId::kHttpStart, tx->request_start);
+        } else {
+            set(v, BufferId::kHttpProtocol, tx->response_protocol);
+            set(v, BufferId::kHttpHeader, tx->response_headers);
+            set(v, BufferId::kHttpHeaderRaw, tx->response_headers_raw);
+            set(v, BufferId::kHttpHeaderNames, tx->response_header_names);
+            set(v, BufferId::kHttpCookie, tx->response_cookie);
+            set(v, BufferId::kHttpContentType, tx->content_type_resp);
+            set(v, BufferId::kHttpContentLen, tx->content_len_resp);
+            set(v, BufferId::kHttpStatCode, tx->stat_code);
+            set(v, BufferId::kHttpStatMsg, tx->stat_msg);
+            set(v, BufferId::kHttpResponseLine, tx->response_line);
+            set(v, BufferId::kHttpResponseBody, tx->response_body);
+            set(v, BufferId::kHttpLocation, tx->location);
+            set(v, BufferId::kHttpServer, tx->server);
+            set(v, BufferId::kHttpStart, tx->response_start);
+        }
+        ++n;
+    }
+    return n;
+}
+
+uint32_t AppLayer::on_data(flow::Flow& f, flow::Direction dir, const uint8_t* data, size_t len,
+                           bool is_tcp, TxUpdate* out, uint32_t cap) {
+    if (len == 0) {
+        return 0;
+    }
+    FlowState& s = *state(f);
+    if (s.failed) {
+        return 0;
+    }
+    const int d = static_cast<int>(dir);
+    if (s.proto == AppProto::kUnknown) {
+        const size_t held_before = s.probe[d].size();
+        detect_proto(s, f, dir, data, len, is_tcp);
+        if (s.proto == AppProto::kUnknown) {
+            return 0;
+        }
+        if (is_tcp) {
+            // Replay what was held: the other direction's bytes first (they came earlier),
+            // then this direction's (which include this call's data).
+            uint32_t n = 0;
+            const int o = 1 - d;
+            std::string held_other = std::move(s.probe[o]);
+            std::string held_this = std::move(s.probe[d]);
+            s.probe[0].clear();
+            s.probe[1].clear();
+            if (!held_other.empty()) {
+                n += on_data(f, static_cast<flow::Direction>(o),
+                             reinterpret_cast<const uint8_t*>(held_other.data()), held_other.size(),
+                             true, out + n, cap - n);
+            }
+            if (!held_this.empty()) {
+                n += on_data(f, dir, reinterpret_cast<const uint8_t*>(held_this.data()),
+                             held_this.size(), true, out + n, cap - n);
+            }
+            // The probe buffer stops at probe_bytes: the rest of this call's data was never
+            // held.
+            const size_t taken = held_this.size() - held_before;
+            if (taken < len) {
+                n += on_data(f, dir, data + taken, len - taken, true, out + n, cap - n);
+            }
+            return n;
+        }
+    }
+    switch (s.proto) {
+        case AppProto::kHttp: {
+            if (!s.http || s.http->failed()) {
+                return 0;
+            }
+            s.http->release_completed();
+            http::FeedResult r = s.http->feed(static_cast<http::Dir>(d), data, len);
+            return collect(s, dir, r, out, cap);
+        }
+        case AppProto::kTls: {
+            if (!s.tls || s.tls->failed()) {
+                return 0;
+            }
+            uint32_t upd = s.tls->feed(static_cast<tls::Dir>(d), data, len);
+            if ((upd & (tls::kClientHello | tls::kServerHello | tls::kCertificate)) == 0 ||
+                cap == 0) {
+                return 0;
+            }
+            detect::AppView& v = out[0].view;
+            v = detect::AppView{};
+            v.proto = AppProto::kTls;
+            v.tx_id = 0;
+            if (const tls::ClientHello* ch = s.tls->client_hello()) {
+                set(v, BufferId::kTlsSni, ch->sni);
+                set(v, BufferId::kJa3String, ch->ja3);
+                set(v, BufferId::kJa3Hash, ch->ja3_hash);
+                v.tls_version = ch->legacy_version;
+                for (uint16_t sv : ch->supported_versions) {
+                    if (!tls::is_grease(sv) && sv > v.tls_version) {
+                        v.tls_version = sv;
+                    }
+                }
+            }
+            if (const tls::ServerHello* sh = s.tls->server_hello()) {
+                set(v, BufferId::kJa3sHash, sh->ja3s_hash);
+                v.tls_version = sh->version();
+            }
+            if (const tls::CertInfo* c = s.tls->cert(); c != nullptr && c->parsed) {
+                set(v, BufferId::kTlsCertSubject, c->subject);
+                set(v, BufferId::kTlsCertIssuer, c->issuer);
+                set(v, BufferId::kTlsCertSerial, c->serial);
+                if (!c->chain.empty() && !c->chain[0].empty()) {
+                    v.buf[bi(BufferId::kTlsCerts)] = std::string_view(
+                        reinterpret_cast<const char*>(c->chain[0].data()), c->chain[0].size());
+                }
+            }
+            if ((upd & tls::kClientHello) != 0) {
+                ++tx_tls_;
+            }
+            return 1;
+        }
+        case AppProto::kDns: {
+            if (!s.dns) {
+                return 0;
+            }
+            s.dns->feed(static_cast<dns::Dir>(d), data, len);
+            uint32_t n = 0;
+            for (const auto& m : s.dns->messages()) {
+                if (n >= cap) {
+                    break;
+                }
+                const dns::Message& msg = m.message;
+                if (!msg.header_ok) {
+                    continue;
+                }
+                // Transaction: a query opens one; a response joins the open one of its id.
+                FlowState::DnsMeta* meta = nullptr;
+                if (msg.header.qr) {
+                    for (auto it = s.dns_meta.rbegin(); it != s.dns_meta.rend(); ++it) {
+                        if (it->id == msg.header.id && !it->answered) {
+                            meta = &*it;
+                            break;
+                        }
+                    }
+                }
+                if (meta == nullptr) {
+                    if (s.dns_meta.size() >= kDnsMetaKept) {
+                        s.dns_meta.pop_front();
+                    }
+                    s.dns_meta.emplace_back();
+                    meta = &s.dns_meta.back();
+                    meta->tx_id = s.dns_next_tx++;
+                    meta->id = msg.header.id;
+                    meta->opcode = msg.header.opcode;
+                    if (!msg.questions.empty()) {
+                        meta->rrname = msg.questions[0].name;
+                        meta->rrtype = msg.questions[0].qtype;
+                    }
+                    if (is_tcp) {
+                        ++tx_dns_tcp_;
+                    } else {
+                        ++tx_dns_udp_;
+                    }
+                }
+                if (msg.header.qr) {
+                    meta->answered = true;
+                    meta->rcode = msg.header.rcode;
+                }
+                detect::AppView& v = out[n].view;
+                v = detect::AppView{};
+                v.proto = AppProto::kDns;
+                v.tx_id = meta->tx_id;
+                v.dns_opcode = msg.header.opcode;
+                // dns.query inspects the request's question (Suricata 7: to_server only).
+                if (!msg.header.qr && !msg.questions.empty()) {
+                    set(v, BufferId::kDnsQuery, msg.questions[0].name);
+                }
+                ++n;
+            }
+            return n;
+        }
+        default:
+            return 0;
+    }
+}
+
+void AppLayer::on_gap(flow::Flow& f, flow::Direction dir) {
+    auto* s = static_cast<FlowState*>(f.user[kAppUserSlot]);
+    if (s == nullptr || s->failed) {
+        return;
+    }
+    if (s->proto == AppProto::kUnknown) {
+        // Detection cannot resume mid-stream: give up on this flow.
+        s->failed = true;
+        ++flows_failed_tcp_;
+        return;
+    }
+    if (s->http) {
+        s->http->on_gap(static_cast<http::Dir>(dir));
+    }
+}
+
+uint32_t AppLayer::on_eof(flow::Flow& f, flow::Direction dir, TxUpdate* out, uint32_t cap) {
+    auto* s = static_cast<FlowState*>(f.user[kAppUserSlot]);
+    if (s == nullptr || s->failed || !s->http) {
+        return 0;
+    }
+    http::FeedResult r = s->http->on_close(static_cast<http::Dir>(dir));
+    return collect(*s, dir, r, out, cap);
+}
+
+void AppLayer::render_metadata(const flow::Flow& f, uint64_t tx_id, std::string* out) const {
+    const auto* s = static_cast<const FlowState*>(f.user[kAppUserSlot]);
+    if (s == nullptr || s->failed) {
+        return;
+    }
+    bool first = true;
+    switch (s->proto) {
+        case AppProto::kHttp: {
+            const http::HttpTx* tx = s->http ? s->http->find_tx(tx_id) : nullptr;
+            if (tx == nullptr) {
+                return;
+            }
+            *out += "\"http\":{";
+            if (!tx->host.empty()) {
+                member(out, &first, "hostname", tx->host);
+            }
+            if (!tx->uri_raw.empty()) {
+                member(out, &first, "url", tx->uri_raw);
+            }
+            if (!tx->user_agent.empty()) {
+                member(out, &first, "http_user_agent", tx->user_agent);
+            }
+            if (!tx->content_type_resp.empty()) {
+                member(out, &first, "http_content_type", tx->content_type_resp);
+            }
+            if (!tx->referer.empty()) {
+                member(out, &first, "http_refer", tx->referer);
+            }
+            if (!tx->method.empty()) {
+                member(out, &first, "http_method", tx->method);
+            }
+            if (!tx->protocol.empty()) {
+                member(out, &first, "protocol", tx->protocol);
+            }
+            if (tx->status != 0) {
+                member_num(out, &first, "status", tx->status);
+            }
+            if (tx->response_progress >= http::HttpTx::kResponseHeaders) {
+                member_num(out, &first, "length", tx->response_body_bytes);
+            }
+            out->push_back('}');
+            return;
+        }
+        case AppProto::kDns: {
+            for (const auto& m : s->dns_meta) {
+                if (m.tx_id != tx_id) {
+                    continue;
+                }
+                *out += "\"dns\":{\"query\":[{";
+                member(out, &first, "type", "query");
+                member_num(out, &first, "id", m.id);
+                member(out, &first, "rrname", m.rrname);
+                member(out, &first, "rrtype", dns::type_name(m.rrtype));
+                member_num(out, &first, "tx_id", m.tx_id);
+                member_num(out, &first, "opcode", m.opcode);
+                *out += "}]}";
+                return;
+            }
+            return;
+        }
+        case AppProto::kTls: {
+            if (!s->tls) {
+                return;
+            }
+            *out += "\"tls\":{";
+            const tls::CertInfo* c = s->tls->cert();
+            if (c != nullptr && c->parsed) {
+                member(out, &first, "subject", c->subject);
+                member(out, &first, "issuerdn", c->issuer);
+                member(out, &first, "serial", c->serial);
+            }
+            const tls::ClientHello* ch = s->tls->client_hello();
+            if (ch != nullptr && !ch->sni.empty()) {
+                member(out, &first, "sni", ch->sni);
+            }
+            member(out, &first, "version", tls::version_string(s->tls->version()));
+            if (ch != nullptr && !ch->ja3.empty()) {
+                if (!first) {
+                    out->push_back(',');
+                }
+                first = false;
+                *out += "\"ja3\":{";
+                bool f2 = true;
+                member(out, &f2, "hash", ch->ja3_hash);
+                member(out, &f2, "string", ch->ja3);
+                out->push_back('}');
+            }
+            if (const tls::ServerHello* sh = s->tls->server_hello();
+                sh != nullptr && !sh->ja3s.empty()) {
+                if (!first) {
+                    out->push_back(',');
+                }
+                first = false;
+                *out += "\"ja3s\":{";
+                bool f2 = true;
+                member(out, &f2, "hash", sh->ja3s_hash);
+                member(out, &f2, "string", sh->ja3s);
+                out->push_back('}');
+            }
+            out->push_back('}');
+            return;
+        }
+        default:
+            return;
+    }
+}
+
+void AppLayer::export_stats(StatsSnapshot& out) const {
+    out.add("app_layer.flow.http", flows_http_.get());
+    out.add("app_layer.flow.tls", flows_tls_.get());
+    out.add("app_layer.flow.dns_tcp", flows_dns_tcp_.get());
+    out.add("app_layer.flow.dns_udp", flows_dns_udp_.get());
+    out.add("app_layer.flow.failed_tcp", flows_failed_tcp_.get());
+    out.add("app_layer.flow.failed_udp", flows_failed_udp_.get());
+    out.add("app_layer.tx.tls", tx_tls_.get());
+    out.add("app_layer.tx.dns_tcp", tx_dns_tcp_.get());
+    out.add("app_layer.tx.dns_udp", tx_dns_udp_.get());
+    http_counters_.export_stats(out);
+    dns::export_stats(dns_counters_, out);
+    tls::export_stats(tls_counters_, out);
+}
+
+}  // namespace picket::sensor::applayer

@@ -1,0 +1,95 @@
+// The app layer of a worker: protocol detection per flow (by content, with the port only as a
+// tie-break), the HTTP, DNS and TLS parsers hung on the flow, and the views detection inspects
+// (detect::AppView) plus the metadata EVE alerts carry. It knows nothing of TCP: the worker
+// hands it in-order stream bytes (from sensor/stream) or UDP datagrams.
+//
+// Threads: one AppLayer per worker, used by that worker only; export_stats from any thread
+// (counters are relaxed atomics).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/counter.h"
+#include "common/stats.h"
+#include "sensor/applayer/dns/dns.h"
+#include "sensor/applayer/http/http.h"
+#include "sensor/applayer/tls/tls.h"
+#include "sensor/detect/buffer_id.h"
+#include "sensor/detect/detect.h"
+#include "sensor/flow/flow.h"
+
+namespace picket::sensor::applayer {
+
+inline constexpr size_t kAppUserSlot = 2;  // Flow::user[] slot (0 flowbits, 1 stream)
+
+struct AppLayerConfig {
+    bool http = true;  // app-layer.protocols.http.enabled
+    bool dns = true;   // app-layer.protocols.dns.enabled (UDP and TCP)
+    bool tls = true;   // app-layer.protocols.tls.enabled
+    http::HttpConfig http_config;
+    dns::DnsConfig dns_config;
+    tls::TlsConfig tls_config;
+    // Bytes per direction looked at before giving up on detection (Suricata's
+    // app-layer.protocols detection window): the flow's app_proto becomes "failed".
+    uint32_t probe_bytes = 4096;
+};
+
+// One transaction that changed, as detection sees it from the packet's direction.
+struct TxUpdate {
+    detect::AppView view;
+};
+
+class AppLayer {
+public:
+    explicit AppLayer(const AppLayerConfig& config);
+    ~AppLayer();
+    AppLayer(const AppLayer&) = delete;
+    AppLayer& operator=(const AppLayer&) = delete;
+
+    // In-order bytes of one direction of a TCP flow (or one UDP datagram: is_tcp false).
+    // Detects the protocol if not known yet, feeds its parser, and fills `out` with the
+    // transactions that changed (up to cap; views valid until the next call on this flow).
+    // Returns how many.
+    uint32_t on_data(flow::Flow& f, flow::Direction dir, const uint8_t* data, size_t len,
+                     bool is_tcp, TxUpdate* out, uint32_t cap);
+    // A hole in a TCP direction (bytes never seen).
+    void on_gap(flow::Flow& f, flow::Direction dir);
+    // A TCP direction ended (FIN reached): completes a body that runs until close.
+    uint32_t on_eof(flow::Flow& f, flow::Direction dir, TxUpdate* out, uint32_t cap);
+
+    // The flow's protocol: kUnknown while undecided or failed.
+    detect::AppProto proto(const flow::Flow& f) const;
+    // EVE's app_proto: "http", "dns", "tls", "failed", or nullptr while undecided.
+    const char* proto_name(const flow::Flow& f) const;
+    // Alerts raised per transaction on this flow (nullptr when the flow has no app state).
+    detect::TxAlertLog* alert_log(flow::Flow& f);
+    // Appends the EVE alert metadata of transaction tx_id ("http":{...}, "dns":{...},
+    // "tls":{...}) to *out as JSON members without braces; nothing when unknown.
+    void render_metadata(const flow::Flow& f, uint64_t tx_id, std::string* out) const;
+
+    // Frees what hangs on the flow (the flow table's on_free).
+    void release_flow(flow::Flow& f);
+    // app_layer.flow.<proto>, app_layer.tx.<proto>, and the parsers' counters and events.
+    void export_stats(StatsSnapshot& out) const;
+
+    struct FlowState;
+
+private:
+    FlowState* state(flow::Flow& f);
+    uint32_t collect(FlowState& s, flow::Direction dir, const http::FeedResult& r, TxUpdate* out,
+                     uint32_t cap);
+    void detect_proto(FlowState& s, flow::Flow& f, flow::Direction dir, const uint8_t* data,
+                      size_t len, bool is_tcp);
+
+    AppLayerConfig config_;
+    http::HttpCounters http_counters_;
+    dns::DnsCounters dns_counters_;
+    tls::TlsCounters tls_counters_;
+    Counter flows_http_, flows_tls_, flows_dns_tcp_, flows_dns_udp_, flows_failed_tcp_,
+        flows_failed_udp_;
+    Counter tx_dns_tcp_, tx_dns_udp_, tx_tls_;
+};
+
+}  // namespace picket::sensor::applayer

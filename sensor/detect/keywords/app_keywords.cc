@@ -1,0 +1,171 @@
+// Header-like keywords on an app-layer transaction: urilen (http), tls.version (tls) and
+// dns.opcode (dns). Each reads PacketContext::view and marks its rule as needing that
+// protocol (Rule::app_needed), so the compiler places it with the app-layer rules even when
+// no buffer of the rule names the protocol.
+#include "sensor/detect/keywords/keywords.h"
+#include "sensor/detect/keywords/payload.h"
+
+namespace picket::sensor::detect {
+namespace {
+
+bool claim_app(ParseState& st, AppProto app, const char* name, std::string* error) {
+    Rule& r = *st.rule;
+    AppProto have = r.proto.app != AppProto::kUnknown ? r.proto.app : r.app_needed;
+    if (have != AppProto::kUnknown && have != app) {
+        *error = std::string(name) + ": not usable on a rule for another app-layer protocol";
+        return false;
+    }
+    r.app_needed = app;
+    return true;
+}
+
+class UrilenOption final : public HeaderOption {
+public:
+    UrilenOption(payload::UintCmp c, bool raw) : cmp_(c), raw_(raw) {}
+    const char* keyword() const override { return "urilen"; }
+    bool match(const PacketContext& pc) const override {
+        if (pc.view == nullptr || pc.view->proto != AppProto::kHttp) {
+            return false;
+        }
+        std::string_view uri =
+            pc.view->buf[static_cast<size_t>(raw_ ? BufferId::kHttpUriRaw : BufferId::kHttpUri)];
+        return uri.data() != nullptr && cmp_.match(uri.size());
+    }
+    uint64_t hash() const override {
+        payload::Hasher h;
+        h.add(0x0411).add(static_cast<uint64_t>(cmp_.op)).add(cmp_.a).add(cmp_.b).add(raw_);
+        return h.h;
+    }
+    bool equals(const HeaderOption& other) const override {
+        const auto* o = dynamic_cast<const UrilenOption*>(&other);
+        return o != nullptr && o->cmp_ == cmp_ && o->raw_ == raw_;
+    }
+
+private:
+    payload::UintCmp cmp_;
+    bool raw_;
+};
+
+class TlsVersionOption final : public HeaderOption {
+public:
+    explicit TlsVersionOption(uint16_t v) : version_(v) {}
+    const char* keyword() const override { return "tls.version"; }
+    bool match(const PacketContext& pc) const override {
+        return pc.view != nullptr && pc.view->proto == AppProto::kTls &&
+               pc.view->tls_version == version_;
+    }
+    uint64_t hash() const override {
+        payload::Hasher h;
+        h.add(0x7151).add(version_);
+        return h.h;
+    }
+    bool equals(const HeaderOption& other) const override {
+        const auto* o = dynamic_cast<const TlsVersionOption*>(&other);
+        return o != nullptr && o->version_ == version_;
+    }
+
+private:
+    uint16_t version_;
+};
+
+class DnsOpcodeOption final : public HeaderOption {
+public:
+    explicit DnsOpcodeOption(payload::UintCmp c) : cmp_(c) {}
+    const char* keyword() const override { return "dns.opcode"; }
+    bool match(const PacketContext& pc) const override {
+        return pc.view != nullptr && pc.view->proto == AppProto::kDns && pc.view->dns_opcode >= 0 &&
+               cmp_.match(static_cast<uint64_t>(pc.view->dns_opcode));
+    }
+    uint64_t hash() const override {
+        payload::Hasher h;
+        h.add(0xd0c0).add(static_cast<uint64_t>(cmp_.op)).add(cmp_.a).add(cmp_.b);
+        return h.h;
+    }
+    bool equals(const HeaderOption& other) const override {
+        const auto* o = dynamic_cast<const DnsOpcodeOption*>(&other);
+        return o != nullptr && o->cmp_ == cmp_;
+    }
+
+private:
+    payload::UintCmp cmp_;
+};
+
+}  // namespace
+
+namespace keywords {
+
+// urilen:[<|>|<=|>=|!]N[<>M][,raw|,norm] — the length of http.uri (norm, the default) or of
+// http.uri.raw.
+bool parse_urilen(ParseState& st, std::string_view value, bool has_value, std::string* error) {
+    std::string_view v = payload::trim(value);
+    bool raw = false;
+    if (size_t comma = v.find(','); comma != std::string_view::npos) {
+        std::string_view kind = payload::trim(v.substr(comma + 1));
+        if (kind == "raw") {
+            raw = true;
+        } else if (kind != "norm") {
+            *error = "urilen: unknown buffer '" + std::string(kind) + "' (expected raw or norm)";
+            return false;
+        }
+        v = payload::trim(v.substr(0, comma));
+    }
+    payload::UintCmp cmp;
+    if (!has_value || !payload::parse_uint_cmp(v, 65535, &cmp)) {
+        *error = "urilen: invalid value '" + std::string(v) +
+                 "' (expected N, <N, >N, <=N, >=N, !N or N<>M)";
+        return false;
+    }
+    if (!claim_app(st, AppProto::kHttp, "urilen", error)) {
+        return false;
+    }
+    st.rule->header_options.push_back(std::make_unique<UrilenOption>(cmp, raw));
+    return true;
+}
+
+// tls.version:1.0 | 1.1 | 1.2 | 1.3 | ssl3 | 0xNNNN — the negotiated (server) version, or the
+// client's when no ServerHello was seen.
+bool parse_tls_version(ParseState& st, std::string_view value, bool has_value, std::string* error) {
+    std::string v(payload::trim(value));
+    uint16_t ver = 0;
+    if (v == "1.0") {
+        ver = 0x0301;
+    } else if (v == "1.1") {
+        ver = 0x0302;
+    } else if (v == "1.2") {
+        ver = 0x0303;
+    } else if (v == "1.3") {
+        ver = 0x0304;
+    } else if (v == "ssl3" || v == "3.0" || v == "SSLv3") {
+        ver = 0x0300;
+    } else if (v.size() > 2 && v.size() <= 6 && (v[0] == '0') && (v[1] == 'x' || v[1] == 'X') &&
+               v.find_first_not_of("0123456789abcdefABCDEF", 2) == std::string::npos) {
+        ver = static_cast<uint16_t>(std::stoul(v.substr(2), nullptr, 16));
+    }
+    if (!has_value || ver == 0) {
+        *error = "tls.version: invalid value '" + v + "' (expected 1.0, 1.1, 1.2, 1.3 or 0xNNNN)";
+        return false;
+    }
+    if (!claim_app(st, AppProto::kTls, "tls.version", error)) {
+        return false;
+    }
+    st.rule->header_options.push_back(std::make_unique<TlsVersionOption>(ver));
+    return true;
+}
+
+// dns.opcode:[!]N (0..15).
+bool parse_dns_opcode(ParseState& st, std::string_view value, bool has_value, std::string* error) {
+    payload::UintCmp cmp;
+    if (!has_value || !payload::parse_uint_cmp(payload::trim(value), 15, &cmp)) {
+        *error = "dns.opcode: invalid value '" + std::string(payload::trim(value)) +
+                 "' (expected [!]N, 0 to 15)";
+        return false;
+    }
+    if (!claim_app(st, AppProto::kDns, "dns.opcode", error)) {
+        return false;
+    }
+    st.rule->header_options.push_back(std::make_unique<DnsOpcodeOption>(cmp));
+    return true;
+}
+
+}  // namespace keywords
+}  // namespace picket::sensor::detect

@@ -1,0 +1,133 @@
+// The app-layer glue: protocol detection by content, the views detection gets, EVE metadata.
+#include "sensor/applayer/applayer.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace picket::sensor::applayer {
+namespace {
+
+using detect::AppProto;
+using detect::BufferId;
+using flow::Direction;
+
+std::string_view buf(const detect::AppView& v, BufferId b) {
+    return v.buf[static_cast<size_t>(b)];
+}
+
+class AppLayerTest : public ::testing::Test {
+protected:
+    void TearDown() override { app_.release_flow(flow_); }
+
+    uint32_t feed(Direction d, const std::string& s, bool tcp = true) {
+        return app_.on_data(flow_, d, reinterpret_cast<const uint8_t*>(s.data()), s.size(), tcp,
+                            out_, 8);
+    }
+
+    AppLayerConfig config_;
+    AppLayer app_{config_};
+    flow::Flow flow_;
+    TxUpdate out_[8];
+};
+
+TEST_F(AppLayerTest, HttpIsFoundByContentOnAnyPortAndSplitAcrossCalls) {
+    // Too little to tell: the probe holds the bytes and waits.
+    EXPECT_EQ(feed(Direction::kToServer, "GE"), 0u);
+    EXPECT_EQ(app_.proto_name(flow_), nullptr);
+    // A known method and a space are enough; the request line is still incomplete.
+    EXPECT_EQ(feed(Direction::kToServer, "T /a/../admin%2fx HT"), 0u);
+    EXPECT_STREQ(app_.proto_name(flow_), "http");
+    uint32_t n = feed(Direction::kToServer,
+                      "TP/1.1\r\nHost: Example.COM:8081\r\nUser-Agent: curl/8\r\n\r\n");
+    ASSERT_GE(n, 1u);
+    EXPECT_EQ(app_.proto(flow_), AppProto::kHttp);
+    EXPECT_STREQ(app_.proto_name(flow_), "http");
+    const detect::AppView& v = out_[n - 1].view;
+    EXPECT_EQ(v.proto, AppProto::kHttp);
+    EXPECT_EQ(v.tx_id, 0u);
+    EXPECT_EQ(buf(v, BufferId::kHttpUriRaw), "/a/../admin%2fx");
+    EXPECT_EQ(buf(v, BufferId::kHttpUri), "/admin/x");
+    EXPECT_EQ(buf(v, BufferId::kHttpMethod), "GET");
+    EXPECT_EQ(buf(v, BufferId::kHttpHost), "example.com");
+    EXPECT_EQ(buf(v, BufferId::kHttpUserAgent), "curl/8");
+    EXPECT_EQ(buf(v, BufferId::kHttpStatCode).data(), nullptr);  // no response yet
+
+    n = feed(Direction::kToClient,
+             "HTTP/1.1 404 Not Found\r\nContent-Type: text/html\r\nContent-Length: 5\r\n\r\nhello");
+    ASSERT_GE(n, 1u);
+    const detect::AppView& r = out_[n - 1].view;
+    EXPECT_EQ(buf(r, BufferId::kHttpStatCode), "404");
+    EXPECT_EQ(buf(r, BufferId::kHttpResponseBody), "hello");
+    EXPECT_EQ(buf(r, BufferId::kHttpContentType), "text/html");
+    // Request buffers stay visible from the response side.
+    EXPECT_EQ(buf(r, BufferId::kHttpUri), "/admin/x");
+
+    std::string json;
+    app_.render_metadata(flow_, 0, &json);
+    EXPECT_EQ(json,
+              "\"http\":{\"hostname\":\"example.com\",\"url\":\"/a/../admin%2fx\","
+              "\"http_user_agent\":\"curl/8\",\"http_content_type\":\"text/html\","
+              "\"http_method\":\"GET\",\"protocol\":\"HTTP/1.1\",\"status\":404,\"length\":5}");
+}
+
+TEST_F(AppLayerTest, NotAProtocolFails) {
+    EXPECT_EQ(feed(Direction::kToServer, std::string(64, 'z')), 0u);
+    EXPECT_EQ(feed(Direction::kToClient, std::string(64, 'q')), 0u);
+    EXPECT_STREQ(app_.proto_name(flow_), "failed");
+    EXPECT_EQ(app_.proto(flow_), AppProto::kUnknown);
+    StatsSnapshot s;
+    app_.export_stats(s);
+    EXPECT_EQ(s.get("app_layer.flow.failed_tcp"), 1u);
+}
+
+// A DNS query for www.Evil.example (id 0x1234, type A).
+std::string dns_query() {
+    std::string m = {0x12, 0x34, 0x01, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+    for (std::string label : {"www", "Evil", "example"}) {
+        m.push_back(static_cast<char>(label.size()));
+        m += label;
+    }
+    m += std::string("\x00\x00\x01\x00\x01", 5);
+    return m;
+}
+
+TEST_F(AppLayerTest, DnsOverUdpQueryView) {
+    ASSERT_EQ(feed(Direction::kToServer, dns_query(), false), 1u);
+    EXPECT_EQ(app_.proto(flow_), AppProto::kDns);
+    const detect::AppView& v = out_[0].view;
+    EXPECT_EQ(v.proto, AppProto::kDns);
+    EXPECT_EQ(v.dns_opcode, 0);
+    EXPECT_EQ(buf(v, BufferId::kDnsQuery), "www.Evil.example");
+    std::string json;
+    app_.render_metadata(flow_, v.tx_id, &json);
+    EXPECT_EQ(json,
+              "\"dns\":{\"query\":[{\"type\":\"query\",\"id\":4660,\"rrname\":"
+              "\"www.Evil.example\",\"rrtype\":\"A\",\"tx_id\":0,\"opcode\":0}]}");
+    StatsSnapshot s;
+    app_.export_stats(s);
+    EXPECT_EQ(s.get("app_layer.flow.dns_udp"), 1u);
+    EXPECT_EQ(s.get("app_layer.tx.dns_udp"), 1u);
+}
+
+TEST_F(AppLayerTest, DnsOverTcpWithLengthPrefix) {
+    std::string q = dns_query();
+    std::string framed = std::string(1, 0) + std::string(1, static_cast<char>(q.size())) + q;
+    ASSERT_EQ(feed(Direction::kToServer, framed), 1u);
+    EXPECT_EQ(app_.proto(flow_), AppProto::kDns);
+    EXPECT_EQ(buf(out_[0].view, BufferId::kDnsQuery), "www.Evil.example");
+}
+
+TEST_F(AppLayerTest, DisabledProtocolIsNotDetected) {
+    config_.http = false;
+    AppLayer app(config_);
+    flow::Flow f;
+    std::string req = "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+    app.on_data(f, Direction::kToServer, reinterpret_cast<const uint8_t*>(req.data()), req.size(),
+                true, out_, 8);
+    EXPECT_EQ(app.proto(f), AppProto::kUnknown);
+    app.release_flow(f);
+}
+
+}  // namespace
+}  // namespace picket::sensor::applayer

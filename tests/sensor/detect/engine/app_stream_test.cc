@@ -1,0 +1,229 @@
+// Detection on reassembled stream windows (StreamView) and on app-layer transactions
+// (AppView via inspect_tx): crafted views, real compiled rules.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "sensor/decode/decode.h"
+#include "sensor/detect/detect.h"
+#include "sensor/detect/rule.h"
+#include "sensor/flow/flow.h"
+#include "tests/sensor/decode/packet_builder.h"
+
+namespace picket::sensor::detect {
+namespace {
+
+namespace tb = decode::testing;
+
+class AppStreamTest : public ::testing::Test {
+protected:
+    void load(const std::string& rules, DetectConfig cfg = {}) {
+        path_ = ::testing::TempDir() + "/appstream_" + std::to_string(getpid()) + ".rules";
+        std::ofstream(path_) << rules;
+        cfg.rule_files = {path_};
+        engine_ = DetectEngine::load(cfg, nullptr, &summary_);
+        ASSERT_EQ(summary_.skipped, 0u) << summary_.to_string();
+        flow_state_ = std::make_unique<WorkerFlowState>(engine_->flowbit_registry());
+        worker_ = std::make_unique<DetectWorker>(engine_, flow_state_.get());
+        flows_ = std::make_unique<flow::FlowTable>(flow::FlowConfig{});
+        flows_->set_on_free([this](flow::Flow& f) { flow_state_->release_flow(f); });
+    }
+    void TearDown() override {
+        if (flows_) {
+            flows_->clear();
+        }
+        std::remove(path_.c_str());
+    }
+
+    void decode(const std::string& payload, uint16_t dport = 80) {
+        tb::Bytes pl(payload.begin(), payload.end());
+        frame_ = tb::eth(0x0800, tb::ipv4({}, tb::tcp(40000, dport, 0x18, {}, pl)));
+        decode::decode_packet(dctx_, 1, frame_.data(), static_cast<uint32_t>(frame_.size()),
+                              static_cast<uint32_t>(frame_.size()), 1000000000, p_);
+        f_ = flows_->lookup(p_, &dir_);
+    }
+
+    std::vector<uint32_t> sids(const AlertRecord* out, uint32_t n) {
+        std::vector<uint32_t> v;
+        for (uint32_t i = 0; i < n; ++i) {
+            v.push_back(out[i].rule->sid);
+        }
+        return v;
+    }
+
+    // Packet `payload`, with a stream window of `tail` + payload.
+    std::vector<uint32_t> run_stream(const std::string& tail, const std::string& payload,
+                                     bool* from_stream = nullptr) {
+        decode(payload);
+        window_ = tail + payload;
+        StreamView sv;
+        sv.data = reinterpret_cast<const uint8_t*>(window_.data());
+        sv.len = static_cast<uint32_t>(window_.size());
+        sv.new_off = static_cast<uint32_t>(tail.size());
+        InspectExtras x;
+        x.stream = &sv;
+        AlertRecord out[16];
+        uint32_t n = worker_->inspect(p_, f_, dir_, out, 16, &x);
+        if (from_stream != nullptr) {
+            *from_stream = n > 0 && out[0].from_stream;
+        }
+        return sids(out, n);
+    }
+
+    std::vector<uint32_t> run_tx(const AppView& view, TxAlertLog* log = nullptr) {
+        decode("x");
+        AlertRecord out[16];
+        uint32_t n = worker_->inspect_tx(p_, f_, dir_, view, log, out, 16);
+        return sids(out, n);
+    }
+
+    // The view points into uri_ / raw_ (views never own their bytes).
+    AppView http_view(uint64_t tx, const std::string& uri, const std::string& raw) {
+        uri_ = uri;
+        raw_ = raw;
+        AppView v;
+        v.proto = AppProto::kHttp;
+        v.tx_id = tx;
+        v.buf[static_cast<size_t>(BufferId::kHttpUri)] = uri_;
+        v.buf[static_cast<size_t>(BufferId::kHttpUriRaw)] = raw_;
+        v.buf[static_cast<size_t>(BufferId::kHttpMethod)] = "GET";
+        return v;
+    }
+
+    std::string path_, window_, uri_, raw_;
+    LoadSummary summary_;
+    std::shared_ptr<const DetectEngine> engine_;
+    std::unique_ptr<WorkerFlowState> flow_state_;
+    std::unique_ptr<DetectWorker> worker_;
+    std::unique_ptr<flow::FlowTable> flows_;
+    decode::DecodeContext dctx_{decode::DecodeOptions{decode::ChecksumMode::kNo}};
+    tb::Bytes frame_;
+    decode::Packet p_;
+    flow::Flow* f_ = nullptr;
+    flow::Direction dir_ = flow::Direction::kToServer;
+};
+
+TEST_F(AppStreamTest, ContentStraddlingSegmentsMatchesOnTheStream) {
+    load("alert tcp any any -> any any (content:\"ATTACK\"; sid:1;)\n");
+    EXPECT_EQ(engine_->stream_tail_bytes(), 6u);
+    bool from_stream = false;
+    // "ATT" came earlier; "ACK" now: only the stream window holds the whole pattern.
+    EXPECT_EQ(run_stream("xxATT", "ACKyy", &from_stream), std::vector<uint32_t>{1});
+    EXPECT_TRUE(from_stream);
+    // The whole pattern in the packet: a packet match (one alert, not two).
+    EXPECT_EQ(run_stream("xx", "ATTACK", &from_stream), std::vector<uint32_t>{1});
+    EXPECT_FALSE(from_stream);
+}
+
+TEST_F(AppStreamTest, AlreadyInspectedBytesDoNotAlertAgain) {
+    load("alert tcp any any -> any any (content:\"ATTACK\"; sid:1;)\n");
+    // The pattern lies entirely in the tail (inspected with the earlier packet).
+    EXPECT_TRUE(run_stream("ATTACK", "benign").empty());
+}
+
+TEST_F(AppStreamTest, OnlyStreamAndNoStream) {
+    load(
+        "alert tcp any any -> any any (flow:only_stream; content:\"ATTACK\"; sid:1;)\n"
+        "alert tcp any any -> any any (flow:no_stream; content:\"ATTACK\"; sid:2;)\n"
+        "alert tcp-pkt any any -> any any (content:\"ATTACK\"; sid:3;)\n"
+        "alert tcp-stream any any -> any any (content:\"ATTACK\"; sid:4;)\n");
+    // Split: only the stream-capable rules match.
+    EXPECT_EQ(run_stream("ATT", "ACK"), (std::vector<uint32_t>{1, 4}));
+    // Whole in the packet: every rule, each once.
+    EXPECT_EQ(run_stream("", "ATTACK"), (std::vector<uint32_t>{1, 2, 3, 4}));
+}
+
+TEST_F(AppStreamTest, HttpBuffersMatchOnTheTransaction) {
+    load(
+        "alert http any any -> any any (http.uri; content:\"/admin/\"; sid:1;)\n"
+        "alert http any any -> any any (content:\"%2e\"; http_raw_uri; sid:2;)\n"
+        "alert http any any -> any any (http.method; content:\"POST\"; sid:3;)\n"
+        "alert http any any -> any any (urilen:>5; sid:4;)\n"
+        "alert http any any -> any any (urilen:<5,raw; sid:5;)\n");
+    EXPECT_EQ(summary_.app_layer_rules, 5u);
+    EXPECT_EQ(run_tx(http_view(0, "/admin/x", "/%2e/admin/x")), (std::vector<uint32_t>{1, 2, 4}));
+    // A DNS transaction never meets HTTP rules.
+    AppView dns;
+    dns.proto = AppProto::kDns;
+    dns.buf[static_cast<size_t>(BufferId::kHttpUri)] = "/admin/";
+    EXPECT_TRUE(run_tx(dns).empty());
+}
+
+TEST_F(AppStreamTest, TransactionAlertsOncePerRule) {
+    load("alert http any any -> any any (http.uri; content:\"/admin\"; sid:1;)\n");
+    TxAlertLog log;
+    AppView v = http_view(7, "/admin", "/admin");
+    EXPECT_EQ(run_tx(v, &log), std::vector<uint32_t>{1});
+    // The same transaction progresses (e.g. its response arrives): no second alert.
+    EXPECT_TRUE(run_tx(v, &log).empty());
+    // The next transaction alerts again.
+    v.tx_id = 8;
+    EXPECT_EQ(run_tx(v, &log), std::vector<uint32_t>{1});
+}
+
+TEST_F(AppStreamTest, DotprefixOnDnsQuery) {
+    load(
+        "alert dns any any -> any any (dns.query; dotprefix; content:\".evil.example\"; "
+        "endswith; sid:1;)\n"
+        "alert dns any any -> any any (dns.query; to_lowercase; content:\"upper\"; sid:2;)\n"
+        "alert dns any any -> any any (dns.opcode:!0; sid:3;)\n");
+    AppView v;
+    v.proto = AppProto::kDns;
+    v.dns_opcode = 0;
+    std::string q = "www.evil.example";
+    v.buf[static_cast<size_t>(BufferId::kDnsQuery)] = q;
+    EXPECT_EQ(run_tx(v), std::vector<uint32_t>{1});
+    q = "evil.example";  // the whole name: dotprefix makes ".evil.example"
+    v.buf[static_cast<size_t>(BufferId::kDnsQuery)] = q;
+    EXPECT_EQ(run_tx(v), std::vector<uint32_t>{1});
+    q = "notevil.example";
+    v.buf[static_cast<size_t>(BufferId::kDnsQuery)] = q;
+    EXPECT_TRUE(run_tx(v).empty());
+    q = "UPPER.example";
+    v.buf[static_cast<size_t>(BufferId::kDnsQuery)] = q;
+    v.dns_opcode = 4;
+    EXPECT_EQ(run_tx(v), (std::vector<uint32_t>{2, 3}));
+}
+
+TEST_F(AppStreamTest, TlsSniJa3AndVersion) {
+    load(
+        "alert tls any any -> any any (tls.sni; content:\"bad.example\"; sid:1;)\n"
+        "alert tls any any -> any any (ja3.hash; content:\"e7d705a3286e19ea42f587b344ee6865\"; "
+        "sid:2;)\n"
+        "alert tls any any -> any any (tls.version:1.2; sid:3;)\n"
+        "alert tls any any -> any any (tls.version:1.3; sid:4;)\n");
+    AppView v;
+    v.proto = AppProto::kTls;
+    v.tls_version = 0x0303;
+    v.buf[static_cast<size_t>(BufferId::kTlsSni)] = "www.bad.example";
+    v.buf[static_cast<size_t>(BufferId::kJa3Hash)] = "e7d705a3286e19ea42f587b344ee6865";
+    EXPECT_EQ(run_tx(v), (std::vector<uint32_t>{1, 2, 3}));
+}
+
+TEST_F(AppStreamTest, HttpHeaderRuleOnPacketsOfHttpFlowsOnly) {
+    // A protocol in the header with packet content: the flow's app protocol decides.
+    load("alert http any any -> any any (content:\"hello\"; sid:1;)\n");
+    decode("hello");
+    AlertRecord out[4];
+    InspectExtras x;
+    EXPECT_EQ(worker_->inspect(p_, f_, dir_, out, 4, &x), 0u);
+    x.app = AppProto::kHttp;
+    EXPECT_EQ(worker_->inspect(p_, f_, dir_, out, 4, &x), 1u);
+}
+
+TEST_F(AppStreamTest, MpmNoneGivesTheSameTransactionAlerts) {
+    DetectConfig cfg;
+    cfg.mpm_algo = MpmAlgo::kNone;
+    load(
+        "alert http any any -> any any (http.uri; content:\"/admin/\"; sid:1;)\n"
+        "alert http any any -> any any (http.uri; content:\"/other/\"; sid:2;)\n",
+        cfg);
+    EXPECT_EQ(run_tx(http_view(0, "/admin/x", "/admin/x")), std::vector<uint32_t>{1});
+}
+
+}  // namespace
+}  // namespace picket::sensor::detect

@@ -1,0 +1,392 @@
+// IPS verdicts on crafted pcaps run with ips.simulate (--simulate-ips): a drop rule drops its
+// packet and every later packet of the flow, reject is counted as a drop plus a rejection,
+// pass stops the flow's inspection, malformed packets follow ips.malformed-policy, and in
+// passive (IDS) mode a drop rule only alerts. Also the inline configuration errors.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/config.h"
+#include "sensor/engine/engine.h"
+#include "tests/sensor/decode/packet_builder.h"
+
+namespace picket::sensor::engine {
+namespace {
+
+namespace fs = std::filesystem;
+using decode::testing::Bytes;
+using decode::testing::V4;
+
+Bytes text(const std::string& s) {
+    return Bytes(s.begin(), s.end());
+}
+
+// Ethernet + IPv4 between 10.0.0.1 (client) and 10.0.0.2 (server).
+Bytes frame(bool to_server, uint8_t proto, const Bytes& l4) {
+    V4 h;
+    h.proto = proto;
+    if (!to_server) {
+        std::swap(h.src, h.dst);
+    }
+    Bytes f = {0x02, 0, 0, 0, 0, 0x02, 0x02, 0, 0, 0, 0, 0x01, 0x08, 0x00};
+    const Bytes ip = decode::testing::ipv4(h, l4);
+    f.insert(f.end(), ip.begin(), ip.end());
+    return f;
+}
+
+Bytes udp_frame(uint16_t client_port, bool to_server, const std::string& payload) {
+    return frame(to_server, decode::testing::kUdp,
+                 to_server ? decode::testing::udp(client_port, 53, text(payload))
+                           : decode::testing::udp(53, client_port, text(payload)));
+}
+
+Bytes tcp_frame(bool to_server, uint8_t flags, const std::string& payload) {
+    return frame(to_server, decode::testing::kTcp,
+                 to_server ? decode::testing::tcp(40000, 80, flags, {}, text(payload))
+                           : decode::testing::tcp(80, 40000, flags, {}, text(payload)));
+}
+
+void put_le32(std::string& s, uint32_t v) {
+    for (int i = 0; i < 4; ++i) {
+        s.push_back(static_cast<char>(v >> (8 * i)));
+    }
+}
+
+// Classic pcap, Ethernet, one packet per second.
+void write_pcap(const fs::path& path, const std::vector<Bytes>& frames) {
+    std::string out;
+    put_le32(out, 0xa1b2c3d4);
+    put_le32(out, 0x00040002);  // version 2.4
+    put_le32(out, 0);
+    put_le32(out, 0);
+    put_le32(out, 262144);
+    put_le32(out, 1);  // DLT_EN10MB
+    uint32_t t = 1700000000;
+    for (const Bytes& f : frames) {
+        put_le32(out, t++);
+        put_le32(out, 0);
+        put_le32(out, static_cast<uint32_t>(f.size()));
+        put_le32(out, static_cast<uint32_t>(f.size()));
+        out.append(f.begin(), f.end());
+    }
+    std::ofstream(path, std::ios::binary) << out;
+}
+
+class IpsTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dir_ = fs::temp_directory_path() /
+               ("picket-ips-" + std::to_string(getpid()) + "-" +
+                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        fs::create_directories(dir_);
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+
+    // Runs the frames against the rules; ips: --simulate-ips. Returns the stats; the alerts
+    // are in alerts_.
+    StatsSnapshot run(const std::vector<Bytes>& frames, const std::string& rules, bool ips,
+                      const std::string& malformed = "pass") {
+        write_pcap(dir_ / "t.pcap", frames);
+        std::ofstream(dir_ / "t.rules") << rules;
+        Config c;
+        YAML::Node list(YAML::NodeType::Sequence);
+        list.push_back((dir_ / "t.pcap").string());
+        c.set_value("pcap-file.paths", list);
+        c.set_value("workers", YAML::Node(1));
+        c.set_value("default-log-dir", YAML::Node(dir_.string()));
+        c.set_value("stats-interval", YAML::Node(3600));
+        c.set_value("ips.simulate", YAML::Node(ips));
+        c.set_value("ips.malformed-policy", YAML::Node(malformed));
+        SensorConfig sc = load_sensor_config(c);
+        sc.detect.rule_files = {(dir_ / "t.rules").string()};
+        Engine engine(sc);
+        RunResult r = engine.run();
+        EXPECT_EQ(r.exit_code, 0) << r.error;
+        alerts_.clear();
+        std::ifstream in(dir_ / "eve.json");
+        for (std::string line; std::getline(in, line);) {
+            nlohmann::json ev = nlohmann::json::parse(line);
+            if (ev["event_type"] == "alert") {
+                alerts_.push_back(ev);
+            }
+        }
+        return r.stats;
+    }
+
+    fs::path dir_;
+    std::vector<nlohmann::json> alerts_;
+};
+
+// Flow 1000: "hello" passes, "evil" matches the drop rule, the client's next packet and the
+// server's reply are dropped as part of the flow; flow 1001 is untouched.
+std::vector<Bytes> drop_frames() {
+    return {udp_frame(1000, true, "hello"), udp_frame(1000, true, "evil"),
+            udp_frame(1000, true, "after"), udp_frame(1000, false, "reply"),
+            udp_frame(1001, true, "benign")};
+}
+
+constexpr const char* kDropRule =
+    "drop udp any any -> any any (msg:\"evil\"; content:\"evil\"; "
+    "sid:1;)\n";
+
+TEST_F(IpsTest, DropRuleDropsThePacketAndTheRestOfItsFlow) {
+    StatsSnapshot s = run(drop_frames(), kDropRule, /*ips=*/true);
+    EXPECT_EQ(s.get("ips.accepted"), 2u);
+    EXPECT_EQ(s.get("ips.blocked"), 3u);
+    EXPECT_EQ(s.get("ips.rejected"), 0u);
+    EXPECT_EQ(s.get("ips.drop_reason.rules"), 1u);
+    EXPECT_EQ(s.get("ips.drop_reason.flow_drop"), 2u);
+    EXPECT_EQ(s.get("ips.drop_reason.decode_error"), 0u);
+    EXPECT_EQ(s.get("ips.drop_reason.stream_memcap"), 0u);
+    EXPECT_EQ(s.get("ips.drop_reason.flow_memcap"), 0u);
+    EXPECT_EQ(s.get("ips.verdict.pass"), 2u);
+    EXPECT_EQ(s.get("ips.verdict.drop"), 3u);
+    EXPECT_EQ(s.get("ips.verdict.reject"), 0u);
+    EXPECT_EQ(s.get("ips.responses.sent"), 0u);
+    EXPECT_FALSE(s.has("capture.inline.accepted"));  // no inline source: simulated
+    ASSERT_EQ(alerts_.size(), 1u);
+    EXPECT_EQ(alerts_[0]["alert"]["action"], "blocked");
+    EXPECT_EQ(alerts_[0]["alert"]["signature_id"], 1);
+    EXPECT_EQ(alerts_[0]["pcap_cnt"], 2);
+    EXPECT_EQ(alerts_[0]["verdict"], nlohmann::json::parse(R"({"action":"drop"})"));
+    const std::string fast = [&] {
+        std::ifstream in(dir_ / "fast.log");
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    }();
+    EXPECT_NE(fast.find("  [Drop] [**] [1:1:0] evil [**]"), std::string::npos) << fast;
+}
+
+TEST_F(IpsTest, PassiveModeOnlyAlerts) {
+    StatsSnapshot s = run(drop_frames(), kDropRule, /*ips=*/false);
+    EXPECT_FALSE(s.has("ips.accepted"));
+    EXPECT_FALSE(s.has("ips.blocked"));
+    EXPECT_EQ(s.get("decoder.pkts"), 5u);
+    ASSERT_EQ(alerts_.size(), 1u);
+    EXPECT_EQ(alerts_[0]["alert"]["action"], "allowed");
+    EXPECT_FALSE(alerts_[0].contains("verdict"));
+}
+
+TEST_F(IpsTest, AlertRulesAreAllowedWithAnAlertVerdict) {
+    StatsSnapshot s =
+        run(drop_frames(), "alert udp any any -> any any (msg:\"e\"; content:\"evil\"; sid:7;)\n",
+            /*ips=*/true);
+    EXPECT_EQ(s.get("ips.accepted"), 5u);
+    EXPECT_EQ(s.get("ips.blocked"), 0u);
+    ASSERT_EQ(alerts_.size(), 1u);
+    EXPECT_EQ(alerts_[0]["alert"]["action"], "allowed");
+    EXPECT_EQ(alerts_[0]["verdict"], nlohmann::json::parse(R"({"action":"alert"})"));
+}
+
+TEST_F(IpsTest, RejectIsCountedAndDropsTheFlow) {
+    // TCP without a handshake (not tracked by the stream: midstream off): packet rules still
+    // see each segment.
+    std::vector<Bytes> frames = {tcp_frame(true, 0x18, "GET /ok"), tcp_frame(true, 0x18, "evil"),
+                                 tcp_frame(false, 0x18, "HTTP/1.1 200"),
+                                 udp_frame(1000, true, "evil")};
+    StatsSnapshot s = run(frames,
+                          "reject tcp any any -> any any (msg:\"r\"; content:\"evil\"; sid:2;)\n"
+                          "reject udp any any -> any any (msg:\"u\"; content:\"evil\"; sid:3;)\n",
+                          /*ips=*/true);
+    EXPECT_EQ(s.get("ips.accepted"), 1u);
+    EXPECT_EQ(s.get("ips.blocked"), 3u);
+    EXPECT_EQ(s.get("ips.rejected"), 2u);
+    EXPECT_EQ(s.get("ips.drop_reason.rules"), 2u);
+    EXPECT_EQ(s.get("ips.drop_reason.flow_drop"), 1u);
+    EXPECT_EQ(s.get("ips.verdict.pass"), 1u);
+    EXPECT_EQ(s.get("ips.verdict.drop"), 1u);
+    EXPECT_EQ(s.get("ips.verdict.reject"), 2u);
+    // Simulated: no responder, nothing is sent.
+    EXPECT_EQ(s.get("ips.responses.sent"), 0u);
+    ASSERT_EQ(alerts_.size(), 2u);
+    EXPECT_EQ(alerts_[0]["alert"]["action"], "blocked");
+    EXPECT_EQ(alerts_[0]["verdict"],
+              nlohmann::json::parse(
+                  R"({"action":"drop","reject-target":"both","reject":["tcp-reset"]})"));
+    EXPECT_EQ(alerts_[1]["verdict"],
+              nlohmann::json::parse(
+                  R"({"action":"drop","reject-target":"both","reject":["icmp-prohib"]})"));
+}
+
+TEST_F(IpsTest, PassRuleStopsThePacketsInspection) {
+    // The pass rule matches "ok": that packet raises no alert although sid 3 matches it too.
+    StatsSnapshot s = run({udp_frame(1000, true, "ok x")},
+                          "pass udp any any -> any any (content:\"ok\"; sid:2;)\n"
+                          "drop udp any any -> any any (msg:\"x\"; content:\"x\"; sid:3;)\n",
+                          /*ips=*/true);
+    EXPECT_EQ(s.get("ips.accepted"), 1u);
+    EXPECT_EQ(s.get("ips.blocked"), 0u);
+    EXPECT_EQ(alerts_.size(), 0u);
+}
+
+TEST_F(IpsTest, PassRuleStopsTheFlowsInspection) {
+    if (!pass_marks_flow()) {
+        GTEST_SKIP() << "detection does not report pass matches yet (InspectExtras::passed)";
+    }
+    // After "ok" passed the flow, its "x" packets are neither inspected nor dropped; another
+    // flow's "x" is.
+    StatsSnapshot s = run({udp_frame(1000, true, "ok"), udp_frame(1000, true, "x"),
+                           udp_frame(1000, false, "x"), udp_frame(1001, true, "x")},
+                          "pass udp any any -> any any (content:\"ok\"; sid:2;)\n"
+                          "drop udp any any -> any any (msg:\"x\"; content:\"x\"; sid:3;)\n",
+                          /*ips=*/true);
+    EXPECT_EQ(s.get("ips.accepted"), 3u);
+    EXPECT_EQ(s.get("ips.blocked"), 1u);
+    EXPECT_EQ(s.get("ips.drop_reason.rules"), 1u);
+    ASSERT_EQ(alerts_.size(), 1u);
+    EXPECT_EQ(alerts_[0]["pcap_cnt"], 4);
+}
+
+// An IPv4 packet whose TCP header is cut short: a decode error.
+std::vector<Bytes> malformed_frames() {
+    Bytes short_tcp(10, 0);
+    return {frame(true, decode::testing::kTcp, short_tcp), udp_frame(1000, true, "fine")};
+}
+
+TEST_F(IpsTest, MalformedPolicyDrop) {
+    StatsSnapshot s = run(malformed_frames(), kDropRule, /*ips=*/true, "drop");
+    EXPECT_EQ(s.get("ips.accepted"), 1u);
+    EXPECT_EQ(s.get("ips.blocked"), 1u);
+    EXPECT_EQ(s.get("ips.drop_reason.decode_error"), 1u);
+}
+
+TEST_F(IpsTest, MalformedPolicyPass) {
+    StatsSnapshot s = run(malformed_frames(), kDropRule, /*ips=*/true, "pass");
+    EXPECT_EQ(s.get("ips.accepted"), 2u);
+    EXPECT_EQ(s.get("ips.blocked"), 0u);
+    EXPECT_EQ(s.get("ips.drop_reason.decode_error"), 0u);
+}
+
+// ---------------------------------------------------------------------------------------
+// Inline configuration
+
+Config inline_config(const std::string& mode) {
+    Config c;
+    c.set_value("capture.mode", YAML::Node(mode));
+    return c;
+}
+
+std::string config_error(const Config& c) {
+    try {
+        load_sensor_config(c);
+    } catch (const ConfigError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+TEST(IpsConfigTest, NfqueueRunsOneWorkerPerQueue) {
+    Config c = inline_config("nfqueue");
+    c.set_value("capture.nfqueue.queue", YAML::Node("2:5"));
+    SensorConfig sc = load_sensor_config(c);
+    EXPECT_EQ(sc.mode, CaptureMode::kNfqueue);
+    EXPECT_TRUE(sc.ips());
+    EXPECT_EQ(sc.workers, 4u);
+    EXPECT_EQ(sc.nfqueue.queue, 2u);
+    EXPECT_EQ(sc.nfqueue_count, 4u);
+    EXPECT_FALSE(sc.nfqueue.fail_open);
+    EXPECT_FALSE(sc.nfqueue.use_mark);
+    EXPECT_TRUE(sc.alert_verdict);
+}
+
+TEST(IpsConfigTest, NfqueueKeys) {
+    Config c = inline_config("nfqueue");
+    c.set_value("capture.nfqueue.queue", YAML::Node("7"));
+    c.set_value("capture.nfqueue.max-len", YAML::Node(100));
+    c.set_value("capture.nfqueue.mark", YAML::Node(5));
+    c.set_value("ips.fail-open", YAML::Node(true));
+    c.set_value("workers", YAML::Node(1));
+    SensorConfig sc = load_sensor_config(c);
+    EXPECT_EQ(sc.workers, 1u);
+    EXPECT_EQ(sc.nfqueue.queue, 7u);
+    EXPECT_EQ(sc.nfqueue.max_len, 100u);
+    EXPECT_EQ(sc.nfqueue.mark, 5u);
+    EXPECT_TRUE(sc.nfqueue.use_mark);
+    EXPECT_TRUE(sc.nfqueue.fail_open);  // ips.fail-open is its default
+    EXPECT_TRUE(sc.fail_open);
+    c.set_value("capture.nfqueue.fail-open", YAML::Node(false));
+    EXPECT_FALSE(load_sensor_config(c).nfqueue.fail_open);
+}
+
+TEST(IpsConfigTest, NfqueueErrors) {
+    Config c = inline_config("nfqueue");
+    c.set_value("capture.nfqueue.queue", YAML::Node("0:3"));
+    c.set_value("workers", YAML::Node(2));
+    EXPECT_EQ(config_error(c),
+              "<defaults>: workers: 2 does not match capture.nfqueue.queue '0:3' (4 queue(s)): "
+              "NFQUEUE runs one worker per queue; leave workers at auto or give as many queues");
+    Config bad = inline_config("nfqueue");
+    bad.set_value("capture.nfqueue.queue", YAML::Node("5:1"));
+    EXPECT_EQ(config_error(bad).rfind("<defaults>: capture.nfqueue.queue (--queue): bad queue "
+                                      "range '5:1'",
+                                      0),
+              0u)
+        << config_error(bad);
+    Config with_iface = inline_config("nfqueue");
+    with_iface.set_value("capture.interface", YAML::Node("eth0"));
+    EXPECT_EQ(config_error(with_iface),
+              "<defaults>: capture.interface (-i eth0) is not used with capture.mode nfqueue: give "
+              "the queues with --queue Q[:R]");
+}
+
+TEST(IpsConfigTest, BridgeKeysAndErrors) {
+    Config c = inline_config("afpacket-inline");
+    EXPECT_EQ(config_error(c),
+              "<defaults>: capture.mode afpacket-inline needs the two ports: --bridge IF1:IF2 "
+              "(capture.afpacket-inline.bridge)");
+    c.set_value("capture.afpacket-inline.bridge", YAML::Node("veth0:veth1"));
+    c.set_value("capture.afpacket-inline.block-count", YAML::Node(8));
+    c.set_value("workers", YAML::Node(2));
+    SensorConfig sc = load_sensor_config(c);
+    EXPECT_EQ(sc.mode, CaptureMode::kAfPacketInline);
+    EXPECT_EQ(sc.workers, 2u);
+    EXPECT_EQ(sc.afpacket_inline.iface1, "veth0");
+    EXPECT_EQ(sc.afpacket_inline.iface2, "veth1");
+    EXPECT_EQ(sc.afpacket_inline.block_count, 8u);
+    EXPECT_EQ(sc.afpacket_inline.block_timeout_ms, 1u);
+    c.set_value("capture.afpacket-inline.bridge", YAML::Node("veth0"));
+    EXPECT_EQ(config_error(c).rfind("<defaults>: capture.afpacket-inline.bridge (--bridge): bad "
+                                    "bridge 'veth0'",
+                                    0),
+              0u)
+        << config_error(c);
+}
+
+TEST(IpsConfigTest, UnknownBridgePortFailsAtStart) {
+    Config c = inline_config("afpacket-inline");
+    c.set_value("capture.afpacket-inline.bridge", YAML::Node("picket-nosuch0:picket-nosuch1"));
+    c.set_value("workers", YAML::Node(1));
+    c.set_value("outputs.eve.enabled", YAML::Node(false));
+    SensorConfig sc = load_sensor_config(c);
+    std::string error;
+    try {
+        Engine engine(sc);
+    } catch (const capture::CaptureError& e) {
+        error = e.what();
+    }
+    EXPECT_EQ(error,
+              "bridge picket-nosuch0:picket-nosuch1: interface 'picket-nosuch0': no such "
+              "interface");
+}
+
+TEST(IpsConfigTest, PassiveModesAreNotIps) {
+    Config c;
+    c.set_value("capture.interface", YAML::Node("eth0"));
+    SensorConfig sc = load_sensor_config(c);
+    EXPECT_FALSE(sc.ips());
+    EXPECT_FALSE(sc.alert_verdict);
+    c.set_value("ips.simulate", YAML::Node(true));
+    sc = load_sensor_config(c);
+    EXPECT_TRUE(sc.ips());
+    EXPECT_FALSE(sc.inline_capture());
+    EXPECT_TRUE(sc.alert_verdict);
+}
+
+}  // namespace
+}  // namespace picket::sensor::engine
