@@ -1009,7 +1009,7 @@ DecodeResult decode_reassembled(DecodeContext& ctx, const uint8_t* data, uint32_
     return r;
 }
 
-uint32_t dispatch_hash(int linktype, const uint8_t* d, uint32_t caplen) {
+uint32_t dispatch_hash(int linktype, const uint8_t* d, uint32_t caplen, bool use_vlan) {
     if (d == nullptr) {
         return 0;
     }
@@ -1066,6 +1066,9 @@ uint32_t dispatch_hash(int linktype, const uint8_t* d, uint32_t caplen) {
         vlan = (vlan << 12) | (rd16(d + off) & 0x0fffu) | (1u << 31);
         et = rd16(d + off + 2);
         off += 4;
+    }
+    if (!use_vlan) {
+        vlan = 0;  // vlan.use-for-tracking: false (both directions must meet on one worker)
     }
     if (et == kEtherIpv4) {
         if (caplen - off < 20) {

@@ -256,6 +256,6 @@ DecodeResult decode_reassembled(DecodeContext& ctx, const uint8_t* data, uint32_
 // Symmetric worker-dispatch hash over the raw frame: IP source/destination pair (order-
 // independent) and VLAN id, deliberately without ports so every fragment of a datagram lands
 // on the same worker as its flow. Non-IP frames hash to 0. Cheap: no full decode.
-uint32_t dispatch_hash(int linktype, const uint8_t* data, uint32_t caplen);
+uint32_t dispatch_hash(int linktype, const uint8_t* data, uint32_t caplen, bool use_vlan = true);
 
 }  // namespace picket::sensor::decode

@@ -517,6 +517,16 @@ void FlowTable::clear() {
     t.emergency = false;
 }
 
+void FlowTable::for_each_active(const std::function<void(Flow&)>& fn) {
+    for (Impl::List& l : impl_->lru) {
+        for (Flow* f = l.head; f != nullptr;) {
+            Flow* next = f->lru_next;  // read first: fn must not move f, but be safe
+            fn(*f);
+            f = next;
+        }
+    }
+}
+
 size_t FlowTable::active() const {
     return impl_->active;
 }
