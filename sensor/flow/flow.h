@@ -127,6 +127,10 @@ public:
     void set_on_free(std::function<void(Flow&)> cb);
     // Removes every flow (end of an offline run), calling on_free for each.
     void clear();
+    // Calls fn for every active flow (end of input: the engine flushes them before its final
+    // stats), grouped by timeout class, least recently used first within one. fn may change
+    // the flow's contents (user state, action) but must not call back into the table.
+    void for_each_active(const std::function<void(Flow&)>& fn);
 
     size_t active() const;
     bool emergency() const;
