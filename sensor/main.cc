@@ -155,6 +155,18 @@ std::string capture_text(const picket::sensor::engine::SensorConfig& sc) {
                         : std::string());
         case CaptureMode::kAfPacketInline:
             return "afpacket-inline:" + sc.afpacket_inline.iface1 + ":" + sc.afpacket_inline.iface2;
+        case CaptureMode::kDpdk: {
+            // "dpdk:net_pcap0>net_pcap1,0000:01:00.0" (">": inline, to the copy-iface).
+            std::string text = "dpdk:";
+            for (size_t i = 0; i < sc.dpdk.interfaces.size(); ++i) {
+                const auto& port = sc.dpdk.interfaces[i];
+                text += (i == 0 ? "" : ",") + port.name;
+                if (sc.dpdk.inline_mode && !port.copy_iface.empty()) {
+                    text += ">" + port.copy_iface;
+                }
+            }
+            return text;
+        }
     }
     return "unknown";
 }
@@ -320,9 +332,10 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(1, 256));
     auto* capture_opt =
         app.add_option("--capture", capture_mode,
-                       "live capture backend: pcap, afpacket (passive, -i IFACE), or inline "
-                       "(IPS): nfqueue (--queue), afpacket-inline (--bridge)")
-            ->check(CLI::IsMember({"pcap", "afpacket", "nfqueue", "afpacket-inline"}));
+                       "live capture backend: pcap, afpacket (passive, -i IFACE), inline "
+                       "(IPS): nfqueue (--queue), afpacket-inline (--bridge), or dpdk (the "
+                       "ports of dpdk.interfaces; inline with dpdk.copy-mode ips)")
+            ->check(CLI::IsMember({"pcap", "afpacket", "nfqueue", "afpacket-inline", "dpdk"}));
     app.add_option("--queue", queue,
                    "with --capture nfqueue: netfilter queue Q, or queues Q..R (one worker each)")
         ->type_name("Q[:R]")
@@ -429,6 +442,8 @@ int main(int argc, char** argv) {
         "  picket-sensor --capture nfqueue --queue 0:1 -S drop.rules   (IPS, docs/inline.md)\n"
         "  picket-sensor --capture afpacket-inline --bridge eth1:eth2 -S drop.rules\n"
         "  picket-sensor -r capture.pcap --simulate-ips -S drop.rules\n"
+        "  picket-sensor --capture dpdk -c sensor.yaml --set dpdk.copy-mode=ips -S drop.rules\n"
+        "      (DPDK ports from dpdk.eal-params and dpdk.interfaces; docs/inline.md)\n"
         "  picket-sensor --profile-configs deploy/profile-ladder.yaml -r capture.pcap -S "
         "all.rules\n"
         "  picket-sensor -i eth0 --manager mgr:50051 --name s1 --ca ca.crt --tls-cert s1.crt "
@@ -468,7 +483,9 @@ int main(int argc, char** argv) {
             return kExitUsage;
         }
     }
-    const bool inline_capture = capture_mode == "nfqueue" || capture_mode == "afpacket-inline";
+    // DPDK's ports come from dpdk.interfaces: like the inline modes it needs no -r or -i.
+    const bool inline_capture =
+        capture_mode == "nfqueue" || capture_mode == "afpacket-inline" || capture_mode == "dpdk";
     if (!queue.empty() && capture_mode != "nfqueue") {
         std::fprintf(stderr, "picket-sensor: --queue needs --capture nfqueue\n");
         return kExitUsage;
@@ -480,7 +497,8 @@ int main(int argc, char** argv) {
     if (pcaps.empty() && iface.empty() && !inline_capture && !test_rules) {
         std::fprintf(stderr,
                      "picket-sensor: no input: give -r FILE, -i IFACE, --capture nfqueue "
-                     "--queue Q or --capture afpacket-inline --bridge IF1:IF2\n");
+                     "--queue Q, --capture afpacket-inline --bridge IF1:IF2 or --capture "
+                     "dpdk\n");
         return kExitUsage;
     }
 
@@ -624,7 +642,7 @@ int main(int argc, char** argv) {
         if (managed) {
             using sensor::engine::CaptureMode;
             agent_options.version = PICKET_VERSION;
-            agent_options.workers = sc.workers;
+            agent_options.workers = engine.config().workers;
             agent_options.started_at_ns = wall_clock_ns();
             agent_options.running_summary = engine.load_summary();
             switch (sc.mode) {
@@ -642,6 +660,7 @@ int main(int argc, char** argv) {
                     break;
                 case CaptureMode::kNfqueue:
                 case CaptureMode::kAfPacketInline:
+                case CaptureMode::kDpdk:
                     // The protocol has no inline modes yet: the source text says which.
                     agent_options.capture_mode = sc.mode == CaptureMode::kAfPacketInline
                                                      ? v1::CAPTURE_MODE_AF_PACKET
@@ -721,7 +740,8 @@ int main(int argc, char** argv) {
             exporter = std::move(*started);
             log::info("metrics: serving " + exporter->url());
         }
-        log::info("running with " + std::to_string(sc.workers) + " worker(s)");
+        // engine.config(): DPDK may run fewer workers than asked (one per RX queue).
+        log::info("running with " + std::to_string(engine.config().workers) + " worker(s)");
         sensor::engine::RunResult result = engine.run();
         g_engine = nullptr;
         if (exporter) {
@@ -730,8 +750,10 @@ int main(int argc, char** argv) {
         if (agent) {
             agent->stop();
         }
-        if (sc.mode == sensor::engine::CaptureMode::kPcapFile) {
-            std::fputs(sensor::engine::format_summary(result, sc.workers).c_str(), stdout);
+        if (sc.mode == sensor::engine::CaptureMode::kPcapFile ||
+            sc.mode == sensor::engine::CaptureMode::kDpdk) {
+            std::fputs(sensor::engine::format_summary(result, engine.config().workers).c_str(),
+                       stdout);
         }
         if (sc.detect.profiling.enabled && engine.detecting()) {
             const auto rules_profile = engine.rule_profile();

@@ -23,6 +23,7 @@ constexpr std::string_view kEffectiveDir = "effective";
 constexpr std::string_view kCurrentFile = "current";
 constexpr std::string_view kClassificationFile = "classification.config";
 constexpr std::string_view kReferenceFile = "reference.config";
+constexpr std::string_view kAclFile = "acl.rules";  // docs/acl.md
 
 std::string bundle_label(const picket::v1::Bundle& b) {
     return b.manifest().name() + " v" + std::to_string(b.manifest().version());
@@ -168,6 +169,11 @@ absl::StatusOr<PreparedBundle> derive(const picket::v1::Bundle& bundle, const fs
     if (find_file(bundle, kReferenceFile) != nullptr) {
         config.reference_file = (bundle_dir / kReferenceFile).string();
     }
+    // Like the rules, the ACL is the bundle's: one without acl.rules runs without an ACL (the
+    // sensor's own acl-file is part of the local base the bundle replaces). Parsed by the
+    // engine when it builds the generation: an error refuses the bundle with its file:line.
+    config.acl_file =
+        find_file(bundle, kAclFile) != nullptr ? (bundle_dir / kAclFile).string() : std::string();
     out.running.ref = bundle::bundle_ref(bundle);
     return out;
 }

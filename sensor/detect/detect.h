@@ -53,6 +53,12 @@ struct DetectConfig {
     uint32_t packet_alert_max = 15;  // alerts kept per packet (Suricata's packet-alert-max)
     MpmAlgo mpm_algo = MpmAlgo::kHyperscan;
     RuleProfilingConfig profiling;
+    // acl-file: the 5-tuple ACL (docs/acl.md) applied before detection; "" = none. Built and
+    // published with each generation by the engine, not by DetectEngine::load.
+    std::string acl_file;
+    // detect.ip-only-acl: rules with no payload and no header option find their candidates
+    // through a filter::AclClassifier (all_matches) instead of the address index.
+    bool ip_only_acl = true;
 };
 
 // Reads the keys of sensor.yaml that belong to detection alone: detect.mpm-algo (hs | none)

@@ -19,6 +19,15 @@
 // order. The prefilter only ever drops rules that cannot match (a rule's fast pattern is a
 // substring of one of its contents), so alerts, flowbits and thresholds come out the same.
 //
+// IP-only rules (no payload, no header option, no flow keyword: detect.ip-only-acl, on by
+// default) do not go to the address index: each part holds them in a filter::AclClassifier
+// built with all_matches from their address and port sets (one AclRule per source prefix x
+// destination prefix x port ranges, both directions for `<>`), and match_all() gives their
+// candidates. The classifier only selects candidates; every candidate is still verified in
+// full, so alerts are those of the address index as long as the candidates are a superset of
+// the matching rules (the cases where they might not be fall back to all of the part's IP-only
+// rules, see inspect_packet()).
+//
 // Rule profiling (profiling.rules) instantiates the verification loop a second time with a
 // tick read around each rule; inspect() picks the copy once per packet.
 #include "sensor/detect/detect.h"
@@ -28,6 +37,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <stdexcept>
 #include <unordered_map>
@@ -39,6 +49,7 @@
 #include "sensor/detect/rule_profile.h"
 #include "sensor/detect/threshold.h"
 #include "sensor/detect/transform.h"
+#include "sensor/filter/filter.h"
 
 namespace picket::sensor::detect {
 namespace {
@@ -185,6 +196,9 @@ struct Part {
     std::vector<std::vector<uint32_t>> pattern_rules;  // pattern id -> rule indices
     std::vector<uint32_t> always;                      // checked on every packet
     AddrIndex by_src, by_dst;                          // checked when the address is in range
+    // IP-only rules: their candidates come from match_all() (AclRule::id = rule index).
+    std::shared_ptr<const filter::AclClassifier> ip_only;
+    std::vector<uint32_t> ip_only_rules;  // sorted: every IP-only rule of the classifier
     uint32_t rule_count = 0;
     uint32_t max_pattern = 0;  // longest fast pattern (bytes of stream tail worth keeping)
 };
@@ -354,16 +368,126 @@ void build_index(const std::vector<std::unique_ptr<Rule>>& rules,
     }
 }
 
+// A rule expands to more AclRules than this (many ranges on both sides): it stays with the
+// address index, which holds it once.
+constexpr size_t kMaxAclRulesPerRule = 1024;
+
+// The inclusive ranges of [lo, hi] that a set contains: its included ranges (all of
+// [lo, hi] for "any") minus its excluded ones. The same set contains() tests.
+template <typename T, typename R>
+std::vector<std::pair<T, T>> set_ranges(bool any, const std::vector<R>& include,
+                                        const std::vector<R>& exclude, T lo, T hi,
+                                        T (*value)(decltype(R::lo))) {
+    std::vector<std::pair<T, T>> in;
+    if (any) {
+        in.emplace_back(lo, hi);
+    } else {
+        for (const R& r : include) {
+            in.emplace_back(value(r.lo), value(r.hi));
+        }
+    }
+    for (const R& x : exclude) {
+        const T xl = value(x.lo), xh = value(x.hi);
+        std::vector<std::pair<T, T>> next;
+        for (const auto& [a, b] : in) {
+            if (xh < a || xl > b) {
+                next.emplace_back(a, b);
+                continue;
+            }
+            if (xl > a) {
+                next.emplace_back(a, xl - 1);
+            }
+            if (xh < b) {
+                next.emplace_back(xh + 1, b);
+            }
+        }
+        in = std::move(next);
+    }
+    return in;
+}
+
+U128 addr_value(decode::Address a) {
+    return to_u128(a);
+}
+uint32_t port_value(uint16_t p) {
+    return p;
+}
+
+std::vector<filter::FamilyPrefix> address_prefixes(const AddressSet& s) {
+    std::vector<filter::FamilyPrefix> out;
+    for (const auto& [lo, hi] :
+         set_ranges<U128, IpRange>(s.any, s.include, s.exclude, 0, ~U128(0), &addr_value)) {
+        filter::append_range_prefixes(from_u128(lo), from_u128(hi), &out);
+    }
+    return out;
+}
+
+std::vector<std::pair<uint32_t, uint32_t>> port_ranges(const PortSet& s) {
+    return set_ranges<uint32_t, PortRange>(s.any, s.include, s.exclude, 0, 65535, &port_value);
+}
+
+// The AclRules that match exactly the packets whose addresses and ports the rule's header
+// accepts (any protocol: the part's class and the verification check that), id = the rule's
+// index. False, with nothing appended, when there would be more than kMaxAclRulesPerRule.
+bool append_acl_rules(const Rule& r, std::vector<filter::AclRule>* out) {
+    const auto src = address_prefixes(r.src);
+    const auto dst = address_prefixes(r.dst);
+    const auto sp = port_ranges(r.sport);
+    const auto dp = port_ranges(r.dport);
+    const size_t n = src.size() * dst.size() * sp.size() * dp.size() * (r.bidirectional ? 2 : 1);
+    if (n > kMaxAclRulesPerRule) {
+        return false;
+    }
+    auto add = [&](const std::vector<filter::FamilyPrefix>& from,
+                   const std::vector<filter::FamilyPrefix>& to,
+                   const std::vector<std::pair<uint32_t, uint32_t>>& from_ports,
+                   const std::vector<std::pair<uint32_t, uint32_t>>& to_ports) {
+        for (const auto& a : from) {
+            for (const auto& b : to) {
+                if (a.family != b.family) {
+                    continue;  // no packet has one IPv4 and one IPv6 address
+                }
+                for (const auto& fp : from_ports) {
+                    for (const auto& tp : to_ports) {
+                        filter::AclRule ar;
+                        ar.family = a.family;
+                        ar.src = a.prefix;
+                        ar.dst = b.prefix;
+                        ar.sport_lo = static_cast<uint16_t>(fp.first);
+                        ar.sport_hi = static_cast<uint16_t>(fp.second);
+                        ar.dport_lo = static_cast<uint16_t>(tp.first);
+                        ar.dport_hi = static_cast<uint16_t>(tp.second);
+                        ar.id = r.index;
+                        out->push_back(ar);
+                    }
+                }
+            }
+        }
+    };
+    add(src, dst, sp, dp);
+    if (r.bidirectional) {
+        add(dst, src, dp, sp);
+    }
+    return true;
+}
+
 // Builds a part from a sorted set of rule indices.
 void build_part(const std::vector<std::unique_ptr<Rule>>& rules,
                 const std::vector<FastPattern>& fps, const std::vector<bool>& has_fp,
-                const std::vector<uint32_t>& members, MpmAlgo mpm, bool all_matches, Part& part,
-                uint64_t* memory, std::string* error) {
+                const std::vector<uint32_t>& members, MpmAlgo mpm, bool all_matches,
+                bool ip_only_acl, Part& part, uint64_t* memory, std::string* error) {
     std::unordered_map<PatternKey, uint32_t, PatternKeyHash> ids;
     std::vector<const PatternKey*> order;
     std::vector<uint32_t> src_indexed, dst_indexed;
+    std::vector<filter::AclRule> acl_rules;
     part.rule_count = static_cast<uint32_t>(members.size());
     for (uint32_t ri : members) {
+        // mpm none stays the plain reference: every rule checked on every packet.
+        if (ip_only_acl && mpm != MpmAlgo::kNone && rules[ri]->ip_only &&
+            append_acl_rules(*rules[ri], &acl_rules)) {
+            part.ip_only_rules.push_back(ri);  // members are sorted: so is the list
+            continue;
+        }
         if (mpm == MpmAlgo::kNone) {
             part.always.push_back(ri);  // members are sorted: so is the list
             continue;
@@ -392,6 +516,22 @@ void build_part(const std::vector<std::unique_ptr<Rule>>& rules,
     }
     build_index(rules, src_indexed, true, &part.by_src);
     build_index(rules, dst_indexed, false, &part.by_dst);
+    if (!part.ip_only_rules.empty()) {
+        filter::AclBuildOptions opts;
+        opts.all_matches = true;
+        auto acl = filter::AclClassifier::build(std::move(acl_rules), opts);
+        if (acl.ok()) {
+            part.ip_only = std::move(*acl);
+            *memory += part.ip_only->stats().memory_bytes;
+        } else {
+            // Over the classifier's memory budget: the rules are checked on every packet of
+            // the part instead (same alerts, more checks).
+            part.always.insert(part.always.end(), part.ip_only_rules.begin(),
+                               part.ip_only_rules.end());
+            std::sort(part.always.begin(), part.always.end());
+            part.ip_only_rules.clear();
+        }
+    }
     if (order.empty()) {
         return;
     }
@@ -578,7 +718,11 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
                           [](const std::unique_ptr<Rule>& r) { return rule_sets_flowbits(*r); });
     d.rules = std::move(loaded.rules);
     for (size_t i = 0; i < d.rules.size(); ++i) {
-        d.rules[i]->index = static_cast<uint32_t>(i);
+        Rule& r = *d.rules[i];
+        r.index = static_cast<uint32_t>(i);
+        // Only the header (addresses, ports, protocol) decides whether it can match.
+        r.ip_only = r.buffers.empty() && r.header_options.empty() && r.flow_flags == 0 &&
+                    r.app_needed == AppProto::kUnknown && r.proto.app == AppProto::kUnknown;
     }
 
     auto t0 = std::chrono::steady_clock::now();
@@ -608,8 +752,8 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
         }
         uint32_t id = static_cast<uint32_t>(d.parts.size());
         d.parts.emplace_back();
-        build_part(d.rules, fps, has_fp, key.first, config.mpm_algo, tcp, d.parts.back(), &d.memory,
-                   &hs_error);
+        build_part(d.rules, fps, has_fp, key.first, config.mpm_algo, tcp, config.ip_only_acl,
+                   d.parts.back(), &d.memory, &hs_error);
         if (tcp) {
             d.max_stream_pattern = std::max(d.max_stream_pattern, d.parts.back().max_pattern);
         }
@@ -766,7 +910,8 @@ struct DetectWorker::Scratch {
     hs_scratch_t* hs = nullptr;
     PayloadScratchPtr payload;
     std::vector<uint32_t> candidates;
-    std::vector<uint8_t> seen;  // per rule index: candidate already listed
+    std::vector<uint8_t> seen;          // per rule index: candidate already listed
+    std::vector<uint32_t> acl_matches;  // match_all() output (AclRule indices)
     // Per rule index: its fast pattern ended in the new bytes of the stream window.
     std::vector<uint8_t> stream_hit;
     std::string xform;  // a transformed buffer (reused)
@@ -801,6 +946,7 @@ DetectWorker::DetectWorker(std::shared_ptr<const DetectEngine> engine, WorkerFlo
     scratch_->payload = make_payload_scratch();
     scratch_->candidates.reserve(d.max_candidates + 16);
     scratch_->seen.assign(d.rules.size(), 0);
+    scratch_->acl_matches.resize(256);
     if (d.config.profiling.enabled) {
         profiling_ = true;
         scratch_->profile.assign(d.rules.size(), RuleCounters{});
@@ -826,6 +972,34 @@ struct ScanContext {
 void add_candidates(const std::vector<uint32_t>& rules, std::vector<uint32_t>* candidates,
                     std::vector<uint8_t>* seen) {
     for (uint32_t ri : rules) {
+        if (!(*seen)[ri]) {
+            (*seen)[ri] = 1;
+            candidates->push_back(ri);
+        }
+    }
+}
+
+// An IPv6 packet with a v4-mapped address (::ffff:a.b.c.d) has the same decode::Address as the
+// IPv4 one, which AddressSet::contains() matches but the classifier (IPv4 rules for IPv4
+// packets) does not; so do more than out->size() matching AclRules. Both take every IP-only
+// rule of the part: a superset, which the verification narrows.
+void add_ip_only_candidates(const Part& part, const decode::Packet& p,
+                            std::vector<uint32_t>* matches, std::vector<uint32_t>* candidates,
+                            std::vector<uint8_t>* seen) {
+    static constexpr uint8_t kV4Mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (p.ip_version == 6 &&
+        (std::memcmp(p.src.b, kV4Mapped, 12) == 0 || std::memcmp(p.dst.b, kV4Mapped, 12) == 0)) {
+        add_candidates(part.ip_only_rules, candidates, seen);
+        return;
+    }
+    const size_t total = part.ip_only->match_all(filter::FiveTuple::from_packet(p), *matches);
+    if (total > matches->size()) {
+        add_candidates(part.ip_only_rules, candidates, seen);
+        return;
+    }
+    const std::vector<filter::AclRule>& acl = part.ip_only->rules();
+    for (size_t i = 0; i < total; ++i) {
+        const uint32_t ri = acl[(*matches)[i]].id;
         if (!(*seen)[ri]) {
             (*seen)[ri] = 1;
             candidates->push_back(ri);
@@ -911,6 +1085,9 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
             }
             if (const auto* r = part.by_dst.find(p.dst)) {
                 add_candidates(*r, &s.candidates, &s.seen);
+            }
+            if (part.ip_only) {
+                add_ip_only_candidates(part, p, &s.acl_matches, &s.candidates, &s.seen);
             }
             if (part.db != nullptr && p.payload_len > 0) {
                 ScanContext sc{&part.pattern_rules, &s.candidates, &s.seen};

@@ -1,4 +1,5 @@
-// The sensor.yaml keys that only detection reads (detect.mpm-algo, profiling.rules.*), with
+// The sensor.yaml keys that only detection reads (detect.mpm-algo, detect.ip-only-acl,
+// profiling.rules.*), with
 // Suricata's names. Setup code: throws ConfigError like the rest of the configuration.
 #include "sensor/detect/detect.h"
 
@@ -12,6 +13,7 @@ void read_detect_settings(const Config& c, DetectConfig* out) {
     out->mpm_algo = c.get_choice("detect.mpm-algo", "hs", {"hs", "none"}) == "none"
                         ? MpmAlgo::kNone
                         : MpmAlgo::kHyperscan;
+    out->ip_only_acl = c.get_bool("detect.ip-only-acl", true);
     out->profiling.enabled = c.get_bool("profiling.rules.enabled", false);
     out->profiling.limit =
         static_cast<uint32_t>(c.get_int("profiling.rules.limit", 10, 1, 1000000));

@@ -1,11 +1,13 @@
 #include "sensor/engine/engine.h"
 
+#include <netinet/in.h>
 #include <pcap/dlt.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <thread>
 
@@ -14,6 +16,7 @@
 #include "common/time_util.h"
 #include "sensor/detect/rule.h"
 #include "sensor/engine/respond.h"
+#include "sensor/filter/filter.h"
 #include "sensor/output/output.h"
 
 namespace picket::sensor::engine {
@@ -27,6 +30,10 @@ constexpr uint32_t kMaxTxPerPacket = 64;
 
 uint32_t hash_raw(const capture::RawPacket& p) {
     return decode::dispatch_hash(p.linktype, p.data, p.caplen);
+}
+// vlan.use-for-tracking: false.
+uint32_t hash_raw_novlan(const capture::RawPacket& p) {
+    return decode::dispatch_hash(p.linktype, p.data, p.caplen, /*use_vlan=*/false);
 }
 
 // Link types a capture may carry; user-mode BPF keeps one compiled program per type.
@@ -54,9 +61,29 @@ bool passed(const E& extras) {
 // What a worker needs of one detection generation; published to it with one atomic store.
 struct GenSlot {
     detect::DetectWorker* detect = nullptr;
-    const output::AlertMeta* metas = nullptr;  // by rule index
+    const output::AlertMeta* metas = nullptr;    // by rule index
+    const filter::AclClassifier* acl = nullptr;  // acl-file; nullptr: none
     uint64_t id = 0;
 };
+
+// acl-file, read and built on the control thread. Throws ConfigError with the parser's
+// "file:line: what" lines; the caller keeps the running generation.
+std::shared_ptr<const filter::AclClassifier> load_acl(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        throw ConfigError(path + ": cannot open: " + std::strerror(errno));
+    }
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto rules = filter::parse_acl_rules(text, path);
+    if (!rules.ok()) {
+        throw ConfigError(std::string(rules.status().message()));
+    }
+    auto acl = filter::AclClassifier::build(std::move(*rules));
+    if (!acl.ok()) {
+        throw ConfigError(path + ": " + std::string(acl.status().message()));
+    }
+    return std::move(*acl);
+}
 
 }  // namespace
 
@@ -65,7 +92,8 @@ struct Engine::Generation {
     std::shared_ptr<const detect::DetectEngine> engine;
     std::vector<std::unique_ptr<detect::DetectWorker>> workers;  // one per worker
     std::vector<output::AlertMeta> metas;
-    std::vector<GenSlot> slots;  // one per worker
+    std::shared_ptr<const filter::AclClassifier> acl;  // acl-file, switched with the rules
+    std::vector<GenSlot> slots;                        // one per worker
 };
 
 struct Engine::Worker {
@@ -180,6 +208,7 @@ struct Engine::Worker {
     Counter drop_rules, drop_flow, drop_decode, drop_stream_memcap, drop_flow_memcap;
     // Copied from the inline source and the responder (their own counters).
     Counter inl_accepted, inl_dropped, inl_tx_errors, inl_injected, resp_sent, resp_failed;
+    Counter acl_pass, acl_drop, acl_bypass, acl_nomatch;  // filter.acl.*: ACL verdicts
     // The packet being processed: what its alerts decided so far.
     bool pkt_drop = false;    // a drop or reject rule matched (IPS)
     bool pkt_reject = false;  // ... a reject rule
@@ -215,6 +244,14 @@ struct Engine::Output {
     std::map<int, capture::BpfFilter> user_filters;
 };
 
+void Engine::DpdkDeleter::operator()(capture::DpdkContext* context) const {
+#ifdef PICKET_HAVE_DPDK
+    delete context;
+#else
+    (void)context;  // never created without DPDK
+#endif
+}
+
 Engine::Engine(SensorConfig config) : config_(std::move(config)), output_(new Output) {
     const auto& c = config_;
     if (!c.bpf.empty()) {
@@ -234,6 +271,28 @@ Engine::Engine(SensorConfig config) : config_(std::move(config)), output_(new Ou
         }
     }
 
+    if (c.mode == CaptureMode::kDpdk) {
+#ifdef PICKET_HAVE_DPDK
+        // Before the workers: the ports decide how many get packets.
+        capture::DpdkOptions opts = c.dpdk;
+        opts.rx_queues = static_cast<uint16_t>(std::min<uint32_t>(c.workers, UINT16_MAX));
+        dpdk_.reset(new capture::DpdkContext(opts));
+        for (const std::string& warning : dpdk_->warnings()) {
+            log::warning(warning);  // already "DPDK: ..."
+        }
+        if (dpdk_->queues() < c.workers) {
+            // Virtual PMDs have no RSS: one queue, so one worker; more would sit idle.
+            log::warning("DPDK: the ports have " + std::to_string(dpdk_->queues()) +
+                         " RX queue(s): running " + std::to_string(dpdk_->queues()) +
+                         " worker(s) instead of " + std::to_string(c.workers));
+            config_.workers = dpdk_->queues();
+        }
+#else
+        throw capture::CaptureError(
+            "--capture dpdk: this build has no DPDK support (libdpdk-dev was not found when "
+            "it was built)");
+#endif
+    }
     for (uint32_t i = 0; i < c.workers; ++i) {
         workers_.push_back(std::make_unique<Worker>(i, c));
         if (!output_->user_filters.empty()) {
@@ -250,7 +309,8 @@ Engine::Engine(SensorConfig config) : config_(std::move(config)), output_(new Ou
             // Plain reading is exact: the reader waits for a full queue. Live-like replay
             // drops and counts instead, as a live capture does.
             dispatcher_ = std::make_unique<capture::Dispatcher>(
-                c.workers, c.queue_bytes, &hash_raw, /*blocking=*/!c.pcap_replay, c.queue_packets);
+                c.workers, c.queue_bytes, c.flow.use_vlan ? &hash_raw : &hash_raw_novlan,
+                /*blocking=*/!c.pcap_replay, c.queue_packets);
             break;
         }
         case CaptureMode::kPcapLive: {
@@ -260,7 +320,8 @@ Engine::Engine(SensorConfig config) : config_(std::move(config)), output_(new Ou
                 live_reader_->set_filter(*bpf_);
             }
             dispatcher_ = std::make_unique<capture::Dispatcher>(
-                c.workers, c.queue_bytes, &hash_raw, /*blocking=*/false, c.queue_packets);
+                c.workers, c.queue_bytes, c.flow.use_vlan ? &hash_raw : &hash_raw_novlan,
+                /*blocking=*/false, c.queue_packets);
             break;
         }
         case CaptureMode::kAfPacket: {
@@ -307,6 +368,24 @@ Engine::Engine(SensorConfig config) : config_(std::move(config)), output_(new Ou
             }
             break;
         }
+        case CaptureMode::kDpdk: {
+#ifdef PICKET_HAVE_DPDK
+            // Worker i polls queue i of every port; inline, reject responses leave through the
+            // same source (side 2k / 2k+1 = pair k), as on the AF_PACKET bridge.
+            for (auto& w : workers_) {
+                auto src = capture::make_dpdk_source(*dpdk_, static_cast<uint16_t>(w->id));
+                if (c.dpdk.inline_mode) {
+                    capture::BridgeInjector* injector = capture::bridge_injector(*src);
+                    w->inline_src = src.get();
+                    if (injector != nullptr) {
+                        w->responder = make_bridge_responder(*injector);
+                    }
+                }
+                w->own_source = std::move(src);
+            }
+#endif
+            break;
+        }
     }
     for (auto& w : workers_) {
         w->source = w->own_source ? w->own_source.get() : &dispatcher_->source(w->id);
@@ -319,6 +398,8 @@ Engine::Engine(SensorConfig config) : config_(std::move(config)), output_(new Ou
         detecting_ = true;
         const int64_t t0 = monotonic_ns();
         gen_ = build_generation(c.detect, 1, &load_summary_);
+        acl_loaded_ = gen_->acl != nullptr;
+        acl_rules_ = gen_->acl ? gen_->acl->rules().size() : 0;
         last_reload_us_ = static_cast<uint64_t>(monotonic_ns() - t0) / 1000;
         detect_loaded_ns_ = wall_clock_ns();
         running_detect_ = c.detect;
@@ -335,6 +416,9 @@ std::unique_ptr<Engine::Generation> Engine::build_generation(const detect::Detec
                                                              detect::LoadSummary* summary) {
     auto gen = std::make_unique<Generation>();
     gen->id = id;
+    if (!config.acl_file.empty()) {
+        gen->acl = load_acl(config.acl_file);  // first: a bad ACL costs no rule compilation
+    }
     gen->engine = detect::DetectEngine::load(config, flowbits_, summary);
     if (!flowbits_) {
         // The first engine's registry serves every later one: flow state survives reloads.
@@ -364,7 +448,8 @@ std::unique_ptr<Engine::Generation> Engine::build_generation(const detect::Detec
     for (auto& w : workers_) {
         gen->workers.push_back(
             std::make_unique<detect::DetectWorker>(gen->engine, w->flow_state.get()));
-        gen->slots.push_back(GenSlot{gen->workers.back().get(), gen->metas.data(), id});
+        gen->slots.push_back(
+            GenSlot{gen->workers.back().get(), gen->metas.data(), gen->acl.get(), id});
     }
     return gen;
 }
@@ -425,6 +510,8 @@ bool Engine::reload(const detect::DetectConfig& config, detect::LoadSummary* sum
         load_summary_ = sum;
         detect_loaded_ns_ = wall_clock_ns();
         running_detect_ = config;
+        acl_loaded_ = acl_loaded_ || gen_->acl != nullptr;
+        acl_rules_ = gen_->acl ? gen_->acl->rules().size() : 0;
         last_reload_us_ = static_cast<uint64_t>(monotonic_ns() - t0) / 1000;
         ++reloads_;
     }
@@ -506,6 +593,35 @@ void Engine::drain_alerts() {
 
 void Engine::inspect_flow_packet(Worker& w, const decode::Packet& p, flow::Flow* f,
                                  flow::Direction dir, uint32_t link_len, int64_t now_ns) {
+    // The ACL (acl-file, docs/acl.md), before stream, app layer and detection. Without one
+    // this costs the two loads of the test.
+    bool acl_skip_detect = false;
+    if (w.active != nullptr && w.active->acl != nullptr) {
+        const filter::Verdict v = w.active->acl->lookup(filter::FiveTuple::from_packet(p));
+        if (!v.matched()) {
+            ++w.acl_nomatch;
+        } else if (v.action == filter::AclAction::kPass) {
+            // Stream and app layer still see the packet (their state stays whole); detection
+            // does not.
+            ++w.acl_pass;
+            acl_skip_detect = true;
+        } else if (v.action == filter::AclAction::kBypass) {
+            ++w.acl_bypass;
+            // The flow pass mark: process_packet() sends no later packet of the flow here.
+            if (f != nullptr && f->action == 0) {
+                f->action = flow::kFlowPass;
+            }
+            return;
+        } else {
+            ++w.acl_drop;
+            if (config_.ips()) {
+                w.pkt_drop = true;  // verdict drop (ips.drop_reason.rules); the receiver
+                return;             // never gets it, so neither do stream nor app layer
+            }
+            // Passive: the packet did reach its receiver; like pass, only counted.
+            acl_skip_detect = true;
+        }
+    }
     detect::StreamView sv;
     bool have_stream = false;
     uint32_t ntx = 0;
@@ -560,7 +676,7 @@ void Engine::inspect_flow_packet(Worker& w, const decode::Packet& p, flow::Flow*
             tx_dir[i] = dir;
         }
     }
-    if (!w.active) {
+    if (!w.active || acl_skip_detect) {
         return;
     }
     detect::InspectExtras extras;
@@ -611,6 +727,115 @@ void Engine::apply_actions(Worker& w, const decode::Packet& p, flow::Flow* f, ui
     if (w.pkt_drop && f != nullptr && f->action == 0) {
         f->action = flow::kFlowDrop;
     }
+}
+
+void Engine::finish_flows(Worker& w) {
+    if (!w.stream && !w.app) {
+        return;
+    }
+    if (w.flow_state) {
+        w.adopt_generation();
+    }
+    applayer::TxUpdate* txs = w.tx_buf.data();
+    const uint32_t tx_cap = static_cast<uint32_t>(w.tx_buf.size());
+    const auto cap = static_cast<uint32_t>(w.alert_buf.size());
+    // Detection on what one direction of f delivered at its end: the stream window (only
+    // alerts that matched on the stream: the pseudo packet has no headers or payload of its
+    // own, so a header-only rule must not fire on it) and the transactions that changed.
+    auto inspect_end = [&](flow::Flow& f, flow::Direction d, const stream::StreamChunk* c,
+                           uint32_t ntx) {
+        if (!w.active || (c == nullptr && ntx == 0)) {
+            return;
+        }
+        // A pseudo packet of direction d carrying the flow's addresses (Suricata's stream-end
+        // pseudo packet): what alerts report as source, destination and time.
+        decode::Packet& p = w.pkt;
+        p = decode::Packet{};
+        const bool to_server = d == flow::Direction::kToServer;
+        p.ts_ns = f.last_ts_ns;
+        p.src = to_server ? f.client_addr : f.server_addr;
+        p.dst = to_server ? f.server_addr : f.client_addr;
+        p.sport = to_server ? f.client_port : f.server_port;
+        p.dport = to_server ? f.server_port : f.client_port;
+        p.proto = f.proto;
+        p.ip_version = f.key.ip_version;
+        p.flags = (p.ip_version == 6 ? decode::kFlagIpv6 : decode::kFlagIpv4) |
+                  (f.proto == IPPROTO_TCP ? decode::kFlagTcp : decode::kFlagUdp);
+        p.vlan_id[0] = f.key.vlan;
+        p.vlan_count = f.key.vlan != 0 ? 1 : 0;
+        w.pkt_drop = false;
+        w.pkt_reject = false;
+        w.pkt_pass = false;
+        detect::StreamView sv;
+        detect::InspectExtras extras;
+        extras.app = w.app ? w.app->proto(f) : detect::AppProto::kUnknown;
+        if (c != nullptr) {
+            sv.data = c->window;
+            sv.len = c->window_len;
+            sv.new_off = c->new_offset;
+            extras.stream = &sv;
+            uint32_t n = w.active->detect->inspect(p, &f, d, w.alert_buf.data(), cap, &extras);
+            uint32_t kept = 0;
+            for (uint32_t i = 0; i < n; ++i) {
+                if (w.alert_buf[i].from_stream) {
+                    w.alert_buf[kept++] = w.alert_buf[i];
+                }
+            }
+            if (kept != 0) {
+                apply_actions(w, p, &f, kept);
+                emit_alerts(w, p, &f, d, kept, 0, &sv);
+            }
+        }
+        for (uint32_t i = 0; i < ntx; ++i) {
+            uint32_t n = w.active->detect->inspect_tx(p, &f, d, txs[i].view, w.app->alert_log(f),
+                                                      w.alert_buf.data(), cap, &extras);
+            if (n != 0) {
+                apply_actions(w, p, &f, n);
+                emit_alerts(w, p, &f, d, n, 0, extras.stream, true);
+            }
+        }
+    };
+    w.flows.for_each_active([&](flow::Flow& f) {
+        // A dropped or passed flow is not inspected any more; its app state still ends.
+        const bool inspect = f.action != flow::kFlowDrop && f.action != flow::kFlowPass;
+        if (inspect && w.stream && f.proto == IPPROTO_TCP) {
+            // Held data (out of order behind a hole, or not yet acknowledged) is delivered,
+            // holes as gaps; each direction is inspected at once (its views last until the
+            // next call on the flow).
+            stream::StreamUpdate u = w.stream->flush(f);
+            for (;;) {
+                for (flow::Direction d : {flow::Direction::kToServer, flow::Direction::kToClient}) {
+                    const stream::StreamChunk& c = u.data(d);
+                    uint32_t ntx = 0;
+                    if (c.gap != 0 && w.app) {
+                        w.app->on_gap(f, d);
+                    }
+                    if (c.new_len() != 0 && w.app) {
+                        ntx = w.app->on_data(f, d, c.new_data(), c.new_len(), true, txs, tx_cap);
+                    }
+                    if (c.eof && w.app) {
+                        ntx += w.app->on_eof(f, d, txs + ntx, tx_cap - ntx);
+                    }
+                    inspect_end(f, d, c.new_len() != 0 ? &c : nullptr, ntx);
+                }
+                if (!u.more) {
+                    break;
+                }
+                u = w.stream->next(f);
+            }
+        }
+        if (w.app) {
+            if (inspect && f.proto == IPPROTO_TCP) {
+                // End of stream for both directions (a second on_eof after a FIN is a no-op):
+                // a body that runs until the close completes.
+                for (flow::Direction d : {flow::Direction::kToServer, flow::Direction::kToClient}) {
+                    inspect_end(f, d, nullptr, w.app->on_eof(f, d, txs, tx_cap));
+                }
+            }
+            // The parsers' finish(): TLS and DNS count a message the end cut short.
+            w.app->release_flow(f);
+        }
+    });
 }
 
 void Engine::emit_alerts(Worker& w, const decode::Packet& p, const flow::Flow* f,
@@ -818,13 +1043,29 @@ void Engine::worker_main(Worker& w) {
     const bool ips = config_.ips();
     int64_t last_timer_ns = 0;
     int64_t now_ns = 0;
+    // dpdk.stop-after-idle: net_pcap vdevs have no end of file, they just stop delivering.
+    const int64_t idle_end_ns = config_.mode == CaptureMode::kDpdk
+                                    ? static_cast<int64_t>(config_.dpdk_stop_after_idle_sec * 1e9)
+                                    : 0;
+    int64_t last_rx_ns = monotonic_ns();
+    bool input_ended = false;
     while (!stop_.load(std::memory_order_relaxed)) {
         if (w.flow_state) {
             w.adopt_generation();  // once per batch: no packet sees two rulesets
         }
         capture::ReadResult r = w.source->next_batch(w.batch, kPollTimeoutMs);
         if (r == capture::ReadResult::kEof) {
+            input_ended = true;
             break;
+        }
+        if (idle_end_ns > 0) {
+            const int64_t mono = monotonic_ns();
+            if (r == capture::ReadResult::kOk) {
+                last_rx_ns = mono;
+            } else if (mono - last_rx_ns >= idle_end_ns) {
+                input_ended = true;
+                break;
+            }
         }
         if (r == capture::ReadResult::kError) {
             w.error = w.source->error();
@@ -865,6 +1106,9 @@ void Engine::worker_main(Worker& w) {
             last_timer_ns = now_ns;
             w.copy_source_stats();
         }
+    }
+    if (input_ended && !stop_.load(std::memory_order_relaxed)) {
+        finish_flows(w);
     }
     w.copy_source_stats();
     w.finished.store(true, std::memory_order_release);
@@ -955,6 +1199,7 @@ StatsSnapshot Engine::collect_stats(std::vector<WorkerTotals>* totals) const {
                  stream = 0, flow_memcap = 0, sent = 0, failed = 0;
         uint64_t in_accepted = 0, in_dropped = 0, in_tx_errors = 0, in_injected = 0;
     } ips;
+    uint64_t acl_pass = 0, acl_drop = 0, acl_bypass = 0, acl_nomatch = 0;
     if (totals != nullptr) {
         totals->clear();
     }
@@ -998,6 +1243,10 @@ StatsSnapshot Engine::collect_stats(std::vector<WorkerTotals>* totals) const {
         ips.in_dropped += w->inl_dropped.get();
         ips.in_tx_errors += w->inl_tx_errors.get();
         ips.in_injected += w->inl_injected.get();
+        acl_pass += w->acl_pass.get();
+        acl_drop += w->acl_drop.get();
+        acl_bypass += w->acl_bypass.get();
+        acl_nomatch += w->acl_nomatch.get();
     }
     if (config_.ips()) {
         // ips.blocked = the sum of the drop reasons; ips.rejected is part of drop_reason.rules.
@@ -1045,6 +1294,14 @@ StatsSnapshot Engine::collect_stats(std::vector<WorkerTotals>* totals) const {
         s.set("detect.reload_failures", reload_failures_.load());
         s.set("detect.last_reload_unix_ms", static_cast<uint64_t>(detect_loaded_ns_ / 1000000));
         s.set("detect.last_reload_us", last_reload_us_);
+        if (acl_loaded_) {
+            // From the first generation with an acl-file on (a later one may have none).
+            s.set("filter.acl.pass", acl_pass);
+            s.set("filter.acl.drop", acl_drop);
+            s.set("filter.acl.bypass", acl_bypass);
+            s.set("filter.acl.nomatch", acl_nomatch);
+            s.set("filter.acl.rules", acl_rules_);
+        }
     }
     return s;
 }

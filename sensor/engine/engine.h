@@ -2,9 +2,10 @@
 // running decode -> (user BPF) -> defrag -> flow to completion in batches, an optional reader
 // thread that dispatches offline/libpcap packets to workers by a symmetric hash, and a stats
 // thread that sums the workers' counters every stats interval into an EVE stats event.
-// Inline (IPS) modes: NFQUEUE and the AF_PACKET bridge (one inline source per worker), or
-// --simulate-ips on files: the worker sets each packet's verdict from drop / reject rules, the
-// flow's drop mark and ips.malformed-policy, and rejects through its Responder.
+// Inline (IPS) modes: NFQUEUE, the AF_PACKET bridge and DPDK with dpdk.copy-mode ips (one
+// inline source per worker), or --simulate-ips on files: the worker sets each packet's verdict
+// from drop / reject rules, the flow's drop mark and ips.malformed-policy, and rejects through
+// its Responder. When the input ends, each worker flushes its flows before the final stats.
 // Setup (load_sensor_config, Engine construction) throws; run() reports errors by status.
 #pragma once
 
@@ -21,6 +22,7 @@
 #include "common/stats.h"
 #include "sensor/applayer/applayer.h"
 #include "sensor/capture/capture.h"
+#include "sensor/capture/dpdk.h"
 #include "sensor/capture/inline.h"
 #include "sensor/decode/decode.h"
 #include "sensor/defrag/defrag.h"
@@ -31,8 +33,16 @@
 
 namespace picket::sensor::engine {
 
-// kNfqueue and kAfPacketInline are inline (IPS): the sensor's verdicts decide what passes.
-enum class CaptureMode : uint8_t { kPcapFile, kPcapLive, kAfPacket, kNfqueue, kAfPacketInline };
+// kNfqueue and kAfPacketInline are inline (IPS): the sensor's verdicts decide what passes;
+// kDpdk is inline when dpdk.copy-mode is ips (dpdk.inline_mode), passive otherwise.
+enum class CaptureMode : uint8_t {
+    kPcapFile,
+    kPcapLive,
+    kAfPacket,
+    kNfqueue,
+    kAfPacketInline,
+    kDpdk,
+};
 
 // engine.stages: how far each packet goes, so that --profile-configs can measure what each
 // stage costs. Ordered: a stage runs every one before it. Below kDetect the rules are not
@@ -97,6 +107,13 @@ struct SensorConfig {
     capture::NfqueueOptions nfqueue;
     uint32_t nfqueue_count = 1;
     capture::AfPacketInlineOptions afpacket_inline;  // capture.afpacket-inline.*
+    // dpdk.* (--capture dpdk): EAL arguments, ports, copy-mode (inline_mode), pool and rings.
+    // rx_queues is set by the engine (= workers).
+    capture::DpdkOptions dpdk;
+    // dpdk.stop-after-idle: a DPDK worker whose queues delivered nothing for this long (since
+    // its last packet, or its start) ends as at the end of a file; 0 = run until stopped. For
+    // replaying net_pcap vdevs, which have no end of file.
+    double dpdk_stop_after_idle_sec = 0;
     // ips.simulate (--simulate-ips): an offline or passive run decides verdicts as if inline
     // (drops counted and alerts marked blocked; nothing is sent or dropped for real).
     bool simulate_ips = false;
@@ -107,7 +124,8 @@ struct SensorConfig {
     bool fail_open = false;
 
     bool inline_capture() const {
-        return mode == CaptureMode::kNfqueue || mode == CaptureMode::kAfPacketInline;
+        return mode == CaptureMode::kNfqueue || mode == CaptureMode::kAfPacketInline ||
+               (mode == CaptureMode::kDpdk && dpdk.inline_mode);
     }
     // Verdicts are decided (inline capture or --simulate-ips).
     bool ips() const { return inline_capture() || simulate_ips; }
@@ -143,7 +161,9 @@ struct RunResult {
 class Engine {
 public:
     // Opens the capture (throws capture::CaptureError with what and where: unknown
-    // interface, unreadable file, bad BPF expression) and the EVE log.
+    // interface, unreadable file, bad BPF expression, DPDK's EAL or port setup, a DPDK mode in
+    // a build without DPDK) and the EVE log. DPDK: config().workers is clamped to the queues
+    // the ports have (virtual PMDs have one: no RSS), with a warning.
     explicit Engine(SensorConfig config);
     ~Engine();
     Engine(const Engine&) = delete;
@@ -203,8 +223,20 @@ private:
     // Applies the actions of alerts w.alert_buf[0, n) to the packet and its flow (IPS: drop,
     // reject, the flow's drop mark) and marks them blocked.
     void apply_actions(Worker& w, const decode::Packet& p, flow::Flow* f, uint32_t n);
+    // End of input (offline files, an idle DPDK replay): every active flow's held stream data
+    // is flushed into the app layer and detection, its directions get the app layer's end of
+    // stream, and its app state is released (TLS/DNS count truncated messages), before the
+    // final stats. The flows themselves stay (flow.active at end is unchanged).
+    void finish_flows(Worker& w);
 
     SensorConfig config_;
+    // DPDK's EAL and ports (--capture dpdk). Declared before workers_: built before the
+    // workers' sources and destroyed after them. The deleter is defined in engine.cc, where
+    // ~DpdkContext is only referenced when the build has DPDK (picket_capture_dpdk linked).
+    struct DpdkDeleter {
+        void operator()(capture::DpdkContext* context) const;
+    };
+    std::unique_ptr<capture::DpdkContext, DpdkDeleter> dpdk_;
     std::vector<std::unique_ptr<Worker>> workers_;
     std::unique_ptr<capture::PcapFileReader> file_reader_;
     std::unique_ptr<capture::PcapLiveReader> live_reader_;
@@ -241,6 +273,8 @@ private:
     // That load's duration: from its start until every worker runs the new rules.
     uint64_t last_reload_us_ = 0;
     detect::DetectConfig running_detect_;  // what SIGHUP reloads: the last applied rules
+    bool acl_loaded_ = false;              // some generation had an acl-file: filter.acl.*
+    uint64_t acl_rules_ = 0;               // the running ACL's rules (after expansion)
     std::atomic<uint64_t> reloads_{0};     // successful, after start-up
     std::atomic<uint64_t> reload_failures_{0};
     std::atomic<bool> reload_requested_{false};

@@ -83,6 +83,71 @@ void read_ips_config(const Config& c, SensorConfig* s) {
     }
 }
 
+// dpdk.* in Suricata's layout (eal-params, interfaces: [{interface, copy-iface}], copy-mode),
+// plus the pool and ring sizes. After `snaplen` and `promisc` are known.
+void read_dpdk_config(const Config& c, SensorConfig* s) {
+    capture::DpdkOptions& d = s->dpdk;
+    d.eal_args = c.get_string_list("dpdk.eal-params");
+    const std::string copy_mode = c.get_choice("dpdk.copy-mode", "none", {"none", "ips"});
+    d.inline_mode = copy_mode == "ips";
+    d.mbufs = static_cast<uint32_t>(c.get_int("dpdk.mempool-size", 0, 0, int64_t{1} << 30));
+    d.burst = static_cast<uint16_t>(c.get_int("dpdk.burst", 32, 1, capture::kMaxBatch));
+    d.rx_descriptors = static_cast<uint16_t>(c.get_int("dpdk.rx-descriptors", 1024, 32, 32768));
+    d.tx_descriptors = static_cast<uint16_t>(c.get_int("dpdk.tx-descriptors", 1024, 32, 32768));
+    d.promisc = s->promisc;
+    s->dpdk_stop_after_idle_sec = c.get_seconds("dpdk.stop-after-idle", 0);
+    if (s->dpdk_stop_after_idle_sec < 0) {
+        throw ConfigError(c.source() + ": dpdk.stop-after-idle: must be >= 0");
+    }
+
+    // A list of maps: common/config.h has no getter for it, so read the YAML directly.
+    constexpr const char* kInterfaces = "dpdk.interfaces";
+    const YAML::Node list = c.root()["dpdk"] ? c.root()["dpdk"]["interfaces"] : YAML::Node();
+    if (list && !list.IsNull()) {
+        if (!list.IsSequence()) {
+            throw ConfigError(c.source() +
+                              ": dpdk.interfaces: expected a list of {interface: NAME, "
+                              "copy-iface: NAME}");
+        }
+        for (size_t i = 0; i < list.size(); ++i) {
+            const std::string key = std::string(kInterfaces) + "[" + std::to_string(i) + "]";
+            const YAML::Node& entry = list[i];
+            if (!entry.IsMap()) {
+                throw ConfigError(c.source() + ": " + key +
+                                  ": expected a map {interface: NAME, copy-iface: NAME}");
+            }
+            capture::DpdkInterface iface;
+            for (const auto& kv : entry) {
+                const std::string name = kv.first.as<std::string>();
+                if (name != "interface" && name != "copy-iface") {
+                    throw ConfigError(c.source() + ": " + key + "." + name +
+                                      ": unknown key (expected interface, copy-iface)");
+                }
+                if (!kv.second.IsScalar()) {
+                    throw ConfigError(c.source() + ": " + key + "." + name +
+                                      ": expected a DPDK device name");
+                }
+                (name == "interface" ? iface.name : iface.copy_iface) = kv.second.as<std::string>();
+            }
+            if (iface.name.empty()) {
+                throw ConfigError(c.source() + ": " + key +
+                                  ".interface: missing (a DPDK device: net_pcap0, 0000:01:00.0)");
+            }
+            if (d.inline_mode && iface.copy_iface.empty()) {
+                throw ConfigError(c.source() + ": " + key +
+                                  ".copy-iface: needed with dpdk.copy-mode ips (the port "
+                                  "accepted packets leave through)");
+            }
+            d.interfaces.push_back(std::move(iface));
+        }
+    }
+    if (s->mode == CaptureMode::kDpdk && d.interfaces.empty()) {
+        throw ConfigError(c.source() +
+                          ": capture.mode dpdk needs dpdk.interfaces: [{interface: NAME, "
+                          "copy-iface: NAME}, ...]");
+    }
+}
+
 }  // namespace
 
 SensorConfig load_sensor_config(const Config& c, bool require_input) {
@@ -92,7 +157,7 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
     s.pcap_paths = c.get_string_list("pcap-file.paths");
     s.iface = c.get_string("capture.interface", "");
     std::string mode = c.get_choice("capture.mode", "afpacket",
-                                    {"pcap", "afpacket", "nfqueue", "afpacket-inline"});
+                                    {"pcap", "afpacket", "nfqueue", "afpacket-inline", "dpdk"});
     const bool inline_mode = mode == "nfqueue" || mode == "afpacket-inline";
     if (!s.pcap_paths.empty()) {
         s.mode = CaptureMode::kPcapFile;
@@ -105,13 +170,21 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
                                                  : ": give the ports with --bridge IF1:IF2"));
         }
         s.mode = mode == "nfqueue" ? CaptureMode::kNfqueue : CaptureMode::kAfPacketInline;
+    } else if (mode == "dpdk") {
+        // DPDK takes its ports from dpdk.interfaces (device names), not from -i.
+        if (!s.iface.empty()) {
+            throw ConfigError(c.source() + ": capture.interface (-i " + s.iface +
+                              ") is not used with capture.mode dpdk: list the ports in "
+                              "dpdk.interfaces");
+        }
+        s.mode = CaptureMode::kDpdk;
     } else if (!s.iface.empty()) {
         s.mode = mode == "pcap" ? CaptureMode::kPcapLive : CaptureMode::kAfPacket;
     } else if (require_input) {
         throw ConfigError(
             "no input: give pcap files with -r, an interface with -i (capture.interface) or "
             "an inline mode (--capture nfqueue --queue Q, --capture afpacket-inline --bridge "
-            "IF1:IF2)");
+            "IF1:IF2, --capture dpdk with dpdk.interfaces)");
     }
 
     std::string workers = c.get_string("workers", "auto");
@@ -200,6 +273,7 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
                           ": capture.afpacket.block-size: must be a power of two >= 64kb");
     }
 
+    read_dpdk_config(c, &s);
     read_ips_config(c, &s);
 
     std::string policy = c.get_string("defrag.policy", "bsd");
@@ -316,6 +390,11 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
     s.detect.classification_file = c.get_string("classification-file", "");
     s.detect.reference_file = c.get_string("reference-config-file", "");
     s.detect.threshold_file = c.get_string("threshold-file", "");
+    // acl-file: the 5-tuple ACL applied before detection (docs/acl.md); relative names are read
+    // from default-rule-path, as rule-files are.
+    const std::string acl = c.get_string("acl-file", "");
+    s.detect.acl_file =
+        acl.empty() || acl[0] == '/' || rule_path.empty() ? acl : rule_path + "/" + acl;
     s.detect.pcre_jit = c.get_bool("detect.pcre-jit", true);
     detect::read_detect_settings(c, &s.detect);  // detect.mpm-algo, profiling.rules.*
     // 0 means "the default", as in Suricata.

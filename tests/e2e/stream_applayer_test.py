@@ -43,14 +43,7 @@ SENSOR = None
 # Cases that show a sensor bug: they assert the correct (Suricata) behaviour and are run as
 # expected failures until the engine is fixed. Key: test id (method name, or
 # "policy:<policy>:<shape>"); value: the reason. Empty when the engine passes everything.
-KNOWN_ENGINE_BUGS = {
-    "test_truncated_tls":
-        "A TLS record cut short by the connection's close is never counted "
-        "(app_layer.tls.events.truncated_message stays 0): AppLayer::on_eof() forwards the end "
-        "of stream to HTTP only, so TlsParser::finish() runs only from release_flow(); and at "
-        "the end of the input the flows are neither flushed nor released before the final "
-        "stats event (they are cleared in ~Worker, after it).",
-}
+KNOWN_ENGINE_BUGS = {}
 
 
 def known_bug(key):

@@ -629,6 +629,45 @@ TEST(FlowTable, OnFreeCalledExactlyOncePerFlow) {
     EXPECT_EQ(freed.size(), 22u);
 }
 
+TEST(FlowTable, ForEachActiveVisitsEveryLiveFlowOnceAndRemovesNone) {
+    FlowTable t(config_with_pool(16));
+    int frees = 0;
+    t.set_on_free([&](Flow&) { ++frees; });
+    int calls = 0;
+    t.for_each_active([&](Flow&) { ++calls; });
+    EXPECT_EQ(calls, 0);  // empty table
+
+    Flow* old_udp = t.lookup(udp(kB, 3000, kC, 53, 0), nullptr);  // times out at 30 s
+    Flow* tcp_flow = t.lookup(tcp(kA, 1000, kB, 80, kSyn, 1 * kSec), nullptr);
+    t.lookup(tcp(kB, 80, kA, 1000, kSyn | kAck, 1 * kSec), nullptr);  // established
+    Flow* udp_flow = t.lookup(udp(kA, 2000, kC, 53, 2 * kSec), nullptr);
+    Flow* icmp_flow = t.lookup(icmp4(kA, kC, 8, 0, 7, 20 * kSec), nullptr);
+    ASSERT_NE(tcp_flow, nullptr);
+    ASSERT_NE(udp_flow, nullptr);
+    ASSERT_NE(old_udp, nullptr);
+    ASSERT_NE(icmp_flow, nullptr);
+    const uint64_t old_id = old_udp->flow_id;
+    EXPECT_EQ(t.expire(31 * kSec), 1u);
+    EXPECT_EQ(frees, 1);
+
+    std::map<uint64_t, int> seen;
+    t.for_each_active([&](Flow& f) {
+        ++seen[f.flow_id];
+        f.action = kFlowPass;  // the callback may change a flow's contents
+    });
+    EXPECT_EQ(seen.size(), 3u);
+    EXPECT_EQ(seen[tcp_flow->flow_id], 1);
+    EXPECT_EQ(seen[udp_flow->flow_id], 1);
+    EXPECT_EQ(seen[icmp_flow->flow_id], 1);
+    EXPECT_EQ(seen.count(old_id), 0u);
+    EXPECT_EQ(tcp_flow->action, kFlowPass);
+    EXPECT_EQ(icmp_flow->action, kFlowPass);
+    // Nothing removed: flow.active at the end stays what it was.
+    EXPECT_EQ(t.active(), 3u);
+    EXPECT_EQ(t.counters().active.get(), 3u);
+    EXPECT_EQ(frees, 1);
+}
+
 TEST(FlowTable, FlowIdsUniqueNonZeroAndBelow2To53) {
     FlowConfig c0 = config_with_pool(1);
     FlowConfig c1 = c0;
