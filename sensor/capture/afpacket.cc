@@ -1,4 +1,5 @@
 #include "sensor/capture/capture.h"
+#include "sensor/capture/tpacket.h"
 
 #include <arpa/inet.h>
 #include <linux/filter.h>
@@ -17,9 +18,6 @@
 namespace picket::sensor::capture {
 
 namespace {
-
-constexpr uint32_t kVlanTagLen = 4;
-constexpr uint32_t kMacAddrsLen = 12;
 
 static_assert(sizeof(bpf_insn) == sizeof(sock_filter), "bpf_insn and sock_filter must match");
 
@@ -179,25 +177,7 @@ uint32_t AfPacketSource::take_ready(Batch& batch) {
             uint8_t* data = reinterpret_cast<uint8_t*>(hdr) + hdr->tp_mac;
             uint32_t caplen = hdr->tp_snaplen;
             uint32_t wirelen = hdr->tp_len;
-            // The kernel moved the outer 802.1Q tag into tp_vlan_tci; put it back in front of
-            // the EtherType (as libpcap does) using the PACKET_RESERVE headroom.
-            if ((hdr->tp_status & TP_STATUS_VLAN_VALID) != 0 && caplen >= kMacAddrsLen) {
-                const uint16_t tpid = (hdr->tp_status & TP_STATUS_VLAN_TPID_VALID) != 0
-                                          ? hdr->hv1.tp_vlan_tpid
-                                          : ETH_P_8021Q;
-                std::memmove(data - kVlanTagLen, data, kMacAddrsLen);
-                data -= kVlanTagLen;
-                const uint16_t tag[2] = {htons(tpid),
-                                         htons(static_cast<uint16_t>(hdr->hv1.tp_vlan_tci))};
-                std::memcpy(data + kMacAddrsLen, tag, sizeof(tag));
-                caplen += kVlanTagLen;
-                wirelen += kVlanTagLen;
-                // Done once: a second walk over the frame (never happens) must not re-insert.
-                hdr->tp_status &= ~TP_STATUS_VLAN_VALID;
-                hdr->tp_mac -= kVlanTagLen;
-                hdr->tp_snaplen = caplen;
-                hdr->tp_len = wirelen;
-            }
+            reinsert_vlan_tag(hdr, &data, &caplen, &wirelen);
             RawPacket& p = batch.pkts[batch.count];
             p.data = data;
             p.caplen = caplen;

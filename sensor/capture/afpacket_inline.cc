@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "sensor/capture/inline.h"
+#include "sensor/capture/tpacket.h"
 
 // Not in Debian 12's uapi headers; Linux 6.9 and later accept it (older kernels: EINVAL, and
 // the frames the bridge namespace itself sends are skipped in user space instead).
@@ -24,8 +25,6 @@ namespace picket::sensor::capture {
 namespace {
 
 constexpr int kDltEn10mb = 1;
-constexpr uint32_t kVlanTagLen = 4;
-constexpr uint32_t kMacAddrsLen = 12;
 
 // One interface of the bridge: a TPACKET_V3 RX ring in that interface's fanout group. The
 // same socket transmits the frames going out of this interface (plain send(): see README).
@@ -221,20 +220,8 @@ void AfPacketInlineSource::take_ready(Ring& r, Batch& batch) {
                 uint8_t* data = reinterpret_cast<uint8_t*>(hdr) + hdr->tp_mac;
                 uint32_t caplen = hdr->tp_snaplen;
                 uint32_t wirelen = hdr->tp_len;
-                // Put the stripped outer 802.1Q tag back (as open_afpacket): it must be
-                // forwarded with the frame.
-                if ((hdr->tp_status & TP_STATUS_VLAN_VALID) != 0 && caplen >= kMacAddrsLen) {
-                    const uint16_t tpid = (hdr->tp_status & TP_STATUS_VLAN_TPID_VALID) != 0
-                                              ? hdr->hv1.tp_vlan_tpid
-                                              : ETH_P_8021Q;
-                    std::memmove(data - kVlanTagLen, data, kMacAddrsLen);
-                    data -= kVlanTagLen;
-                    const uint16_t tag[2] = {htons(tpid),
-                                             htons(static_cast<uint16_t>(hdr->hv1.tp_vlan_tci))};
-                    std::memcpy(data + kMacAddrsLen, tag, sizeof(tag));
-                    caplen += kVlanTagLen;
-                    wirelen += kVlanTagLen;
-                }
+                // The stripped outer 802.1Q tag must be forwarded with the frame.
+                reinsert_vlan_tag(hdr, &data, &caplen, &wirelen);
                 RawPacket& p = batch.pkts[batch.count];
                 p.data = data;
                 p.caplen = caplen;
