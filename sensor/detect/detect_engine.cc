@@ -471,6 +471,35 @@ bool append_acl_rules(const Rule& r, std::vector<filter::AclRule>* out) {
     return true;
 }
 
+// Compiles a literal database of `order` (pattern id = index); nullptr with *error set on
+// failure. single: HS_FLAG_SINGLEMATCH (the first match of each pattern is enough).
+hs_database_t* compile_literals(const std::vector<const PatternKey*>& order, bool single,
+                                uint64_t* memory, std::string* error) {
+    std::vector<const char*> exprs;
+    std::vector<size_t> lens;
+    std::vector<unsigned> flags, hs_ids;
+    for (size_t i = 0; i < order.size(); ++i) {
+        exprs.push_back(order[i]->bytes.data());
+        lens.push_back(order[i]->bytes.size());
+        flags.push_back((single ? HS_FLAG_SINGLEMATCH : 0) |
+                        (order[i]->nocase ? HS_FLAG_CASELESS : 0));
+        hs_ids.push_back(static_cast<unsigned>(i));
+    }
+    hs_database_t* db = nullptr;
+    hs_compile_error_t* err = nullptr;
+    if (hs_compile_lit_multi(exprs.data(), flags.data(), hs_ids.data(), lens.data(),
+                             static_cast<unsigned>(exprs.size()), HS_MODE_BLOCK, nullptr, &db,
+                             &err) != HS_SUCCESS) {
+        *error = std::string("hyperscan: ") + (err != nullptr ? err->message : "compile failed");
+        hs_free_compile_error(err);
+        return nullptr;
+    }
+    size_t size = 0;
+    hs_database_size(db, &size);
+    *memory += size;
+    return db;
+}
+
 // Builds a part from a sorted set of rule indices.
 void build_part(const std::vector<std::unique_ptr<Rule>>& rules,
                 const std::vector<FastPattern>& fps, const std::vector<bool>& has_fp,
@@ -535,35 +564,14 @@ void build_part(const std::vector<std::unique_ptr<Rule>>& rules,
     if (order.empty()) {
         return;
     }
-    std::vector<const char*> exprs;
-    std::vector<size_t> lens;
-    std::vector<unsigned> flags, hs_ids;
-    for (size_t i = 0; i < order.size(); ++i) {
-        exprs.push_back(order[i]->bytes.data());
-        lens.push_back(order[i]->bytes.size());
-        // TCP parts also scan stream windows, where only matches ending in the new bytes
-        // count: they need every match, not just the first of each pattern.
-        flags.push_back((all_matches ? 0 : HS_FLAG_SINGLEMATCH) |
-                        (order[i]->nocase ? HS_FLAG_CASELESS : 0));
-        hs_ids.push_back(static_cast<unsigned>(i));
-    }
     part.max_pattern = 0;
     for (const PatternKey* k : order) {
         part.max_pattern =
             std::max<uint32_t>(part.max_pattern, static_cast<uint32_t>(k->bytes.size()));
     }
-    hs_compile_error_t* err = nullptr;
-    if (hs_compile_lit_multi(exprs.data(), flags.data(), hs_ids.data(), lens.data(),
-                             static_cast<unsigned>(exprs.size()), HS_MODE_BLOCK, nullptr, &part.db,
-                             &err) != HS_SUCCESS) {
-        *error = std::string("hyperscan: ") + (err != nullptr ? err->message : "compile failed");
-        hs_free_compile_error(err);
-        part.db = nullptr;
-        return;
-    }
-    size_t size = 0;
-    hs_database_size(part.db, &size);
-    *memory += size;
+    // TCP parts also scan stream windows, where only matches ending in the new bytes count:
+    // they need every match, not just the first of each pattern.
+    part.db = compile_literals(order, !all_matches, memory, error);
 }
 
 // A rule whose payload is matched by pcre alone: no content gives it a fast pattern, so the
@@ -592,34 +600,6 @@ bool rule_sets_flowbits(const Rule& r) {
         }
     }
     return false;
-}
-
-// Compiles a literal database; "" or an error message.
-hs_database_t* compile_literals(const std::vector<const PatternKey*>& order, bool single,
-                                uint64_t* memory, std::string* error) {
-    std::vector<const char*> exprs;
-    std::vector<size_t> lens;
-    std::vector<unsigned> flags, hs_ids;
-    for (size_t i = 0; i < order.size(); ++i) {
-        exprs.push_back(order[i]->bytes.data());
-        lens.push_back(order[i]->bytes.size());
-        flags.push_back((single ? HS_FLAG_SINGLEMATCH : 0) |
-                        (order[i]->nocase ? HS_FLAG_CASELESS : 0));
-        hs_ids.push_back(static_cast<unsigned>(i));
-    }
-    hs_database_t* db = nullptr;
-    hs_compile_error_t* err = nullptr;
-    if (hs_compile_lit_multi(exprs.data(), flags.data(), hs_ids.data(), lens.data(),
-                             static_cast<unsigned>(exprs.size()), HS_MODE_BLOCK, nullptr, &db,
-                             &err) != HS_SUCCESS) {
-        *error = std::string("hyperscan: ") + (err != nullptr ? err->message : "compile failed");
-        hs_free_compile_error(err);
-        return nullptr;
-    }
-    size_t size = 0;
-    hs_database_size(db, &size);
-    *memory += size;
-    return db;
 }
 
 }  // namespace

@@ -39,25 +39,6 @@ uint32_t hash_raw_novlan(const capture::RawPacket& p) {
 // Link types a capture may carry; user-mode BPF keeps one compiled program per type.
 constexpr int kLinkTypes[] = {DLT_EN10MB, DLT_RAW, DLT_LINUX_SLL, DLT_NULL, DLT_LOOP, 276};
 
-// Whether detection reports that a pass rule matched the packet (InspectExtras::passed, set by
-// inspect()). Detected at compile time so that the engine builds against a detection module
-// that does not report it yet; then a pass rule stops the packet's inspection only.
-template <typename E>
-constexpr bool has_pass_signal() {
-    return requires(E & e) {
-        e.passed;
-    };
-}
-
-template <typename E>
-bool passed(const E& extras) {
-    if constexpr (has_pass_signal<E>()) {
-        return extras.passed;
-    } else {
-        return false;
-    }
-}
-
 // What a worker needs of one detection generation; published to it with one atomic store.
 struct GenSlot {
     detect::DetectWorker* detect = nullptr;
@@ -121,6 +102,26 @@ struct Engine::Worker {
         alert_buf.resize(c.detect.packet_alert_max);
         alert_packet.reserve(65535 + 64);
         set_on_free();
+    }
+
+    // Hands one direction's stream chunk to the app layer: a hole, the new bytes, the end of
+    // the direction. Fills out with the transactions that changed; returns how many.
+    uint32_t feed_app(flow::Flow& f, flow::Direction d, const stream::StreamChunk& c,
+                      applayer::TxUpdate* out, uint32_t cap) {
+        if (!app) {
+            return 0;
+        }
+        if (c.gap != 0) {
+            app->on_gap(f, d);
+        }
+        uint32_t n = 0;
+        if (c.new_len() != 0) {
+            n = app->on_data(f, d, c.new_data(), c.new_len(), true, out, cap);
+        }
+        if (c.eof) {
+            n += app->on_eof(f, d, out + n, cap - n);
+        }
+        return n;
     }
 
     // Every layer that hangs state on a flow gets it back before the flow is recycled.
@@ -638,32 +639,17 @@ void Engine::inspect_flow_packet(Worker& w, const decode::Packet& p, flow::Flow*
                  {dir, dir == flow::Direction::kToServer ? flow::Direction::kToClient
                                                          : flow::Direction::kToServer}) {
                 const stream::StreamChunk& c = u.data(d);
-                if (c.gap != 0 && w.app) {
-                    w.app->on_gap(*f, d);
+                if (c.new_len() != 0 && d == dir && !have_stream) {
+                    sv.data = c.window;
+                    sv.len = c.window_len;
+                    sv.new_off = c.new_offset;
+                    have_stream = true;
                 }
-                if (c.new_len() != 0) {
-                    if (d == dir && !have_stream) {
-                        sv.data = c.window;
-                        sv.len = c.window_len;
-                        sv.new_off = c.new_offset;
-                        have_stream = true;
-                    }
-                    if (w.app) {
-                        uint32_t k = w.app->on_data(*f, d, c.new_data(), c.new_len(), true,
-                                                    txs + ntx, tx_cap - ntx);
-                        for (uint32_t i = 0; i < k; ++i) {
-                            tx_dir[ntx + i] = d;
-                        }
-                        ntx += k;
-                    }
+                const uint32_t k = w.feed_app(*f, d, c, txs + ntx, tx_cap - ntx);
+                for (uint32_t i = 0; i < k; ++i) {
+                    tx_dir[ntx + i] = d;
                 }
-                if (c.eof && w.app) {
-                    uint32_t k = w.app->on_eof(*f, d, txs + ntx, tx_cap - ntx);
-                    for (uint32_t i = 0; i < k; ++i) {
-                        tx_dir[ntx + i] = d;
-                    }
-                    ntx += k;
-                }
+                ntx += k;
             }
             if (!u.more) {
                 break;
@@ -684,7 +670,7 @@ void Engine::inspect_flow_packet(Worker& w, const decode::Packet& p, flow::Flow*
     extras.stream = have_stream ? &sv : nullptr;
     const auto cap = static_cast<uint32_t>(w.alert_buf.size());
     uint32_t n = w.active->detect->inspect(p, f, dir, w.alert_buf.data(), cap, &extras);
-    if (passed(extras)) {
+    if (extras.passed) {
         // A pass rule: no alert for this packet, and (Suricata's flow pass) none of the rest
         // of its flow is inspected. Its transactions are not inspected either.
         w.pkt_pass = true;
@@ -806,16 +792,7 @@ void Engine::finish_flows(Worker& w) {
             for (;;) {
                 for (flow::Direction d : {flow::Direction::kToServer, flow::Direction::kToClient}) {
                     const stream::StreamChunk& c = u.data(d);
-                    uint32_t ntx = 0;
-                    if (c.gap != 0 && w.app) {
-                        w.app->on_gap(f, d);
-                    }
-                    if (c.new_len() != 0 && w.app) {
-                        ntx = w.app->on_data(f, d, c.new_data(), c.new_len(), true, txs, tx_cap);
-                    }
-                    if (c.eof && w.app) {
-                        ntx += w.app->on_eof(f, d, txs + ntx, tx_cap - ntx);
-                    }
+                    const uint32_t ntx = w.feed_app(f, d, c, txs, tx_cap);
                     inspect_end(f, d, c.new_len() != 0 ? &c : nullptr, ntx);
                 }
                 if (!u.more) {
@@ -1506,10 +1483,6 @@ std::string format_summary(const RunResult& r, uint32_t workers) {
         out += buf;
     }
     return out;
-}
-
-bool pass_marks_flow() {
-    return has_pass_signal<detect::InspectExtras>();
 }
 
 }  // namespace picket::sensor::engine

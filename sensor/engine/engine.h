@@ -285,8 +285,4 @@ private:
 // Human-readable end-of-run summary (offline runs print it).
 std::string format_summary(const RunResult& result, uint32_t workers);
 
-// True when detection tells the engine that a pass rule matched a packet (then the rest of
-// its flow is not inspected); false with a detection module that does not report it yet.
-bool pass_marks_flow();
-
 }  // namespace picket::sensor::engine
