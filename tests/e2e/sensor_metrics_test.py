@@ -342,16 +342,19 @@ class SensorMetrics(unittest.TestCase):
                  "127.0.0.1:0"], stdout=subprocess.DEVNULL, stderr=log)
         try:
             deadline = time.time() + 30
-            m = None
-            while m is None:
+            m = mm = None
+            # The "serving on" and "metrics on" lines are logged one after the other: wait for
+            # both (reading between them found only the first).
+            while m is None or mm is None:
                 with open(manager_log) as f:
                     text = f.read()
                 m = re.search(r"serving on .* \(port (\d+)\)", text)
+                mm = re.search(r"metrics on (http://\S+)", text)
                 self.assertIsNone(manager.poll(), text)
                 self.assertLess(time.time(), deadline, "manager not serving: " + text)
                 time.sleep(0.05)
             addr = "127.0.0.1:" + m.group(1)
-            manager_metrics = re.search(r"metrics on (http://\S+)", text).group(1)
+            manager_metrics = mm.group(1)
             s = self.start("-r", self.pcap, "--pcap-loop", "0", "--pcap-rate", "2000",
                            "-S", self.rules, "--manager", addr, "--insecure", "--name", "e2e-m1",
                            "--metrics-interval", "0.5", "--state-dir",
