@@ -24,6 +24,7 @@
 #include "common/time_util.h"
 #include "sensor/agent/agent.h"
 #include "sensor/engine/engine.h"
+#include "sensor/filter/filter.h"
 #include "sensor/profile/profile.h"
 
 namespace {
@@ -61,7 +62,35 @@ int check_rules(const picket::sensor::engine::SensorConfig& sc) {
         }
         std::fputs(summary.to_string().c_str(), stdout);
         std::fputc('\n', stdout);
-        return summary.skipped == 0 ? 0 : 1;
+        // The acl-file is loaded with the rules at start and at every reload: check it too, so
+        // that -T answers for everything a reload would read.
+        bool acl_ok = true;
+        if (!sc.detect.acl_file.empty()) {
+            std::ifstream in(sc.detect.acl_file, std::ios::binary);
+            if (!in) {
+                std::fprintf(stderr, "picket-sensor: acl-file %s: cannot open\n",
+                             sc.detect.acl_file.c_str());
+                return 1;
+            }
+            const std::string text((std::istreambuf_iterator<char>(in)),
+                                   std::istreambuf_iterator<char>());
+            auto rules = filter::parse_acl_rules(text, sc.detect.acl_file);
+            if (!rules.ok()) {
+                std::fprintf(stderr, "%s\n", std::string(rules.status().message()).c_str());
+                acl_ok = false;
+            } else {
+                const size_t n = rules->size();
+                auto acl = filter::AclClassifier::build(std::move(*rules));
+                if (!acl.ok()) {
+                    std::fprintf(stderr, "%s: %s\n", sc.detect.acl_file.c_str(),
+                                 std::string(acl.status().message()).c_str());
+                    acl_ok = false;
+                } else {
+                    std::printf("acl-file %s: %zu rules\n", sc.detect.acl_file.c_str(), n);
+                }
+            }
+        }
+        return summary.skipped == 0 && acl_ok ? 0 : 1;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "picket-sensor: error: %s\n", e.what());
         return 1;

@@ -321,6 +321,23 @@ class Detection(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("missing.rules", r.stderr)
 
+    def test_check_mode_reads_the_acl_file(self):
+        good = os.path.join(self.tmp, "acl-good.rules")
+        with open(good, "w") as f:
+            f.write('alert tcp any any -> any any (msg:"ok"; content:"a"; sid:5;)\n')
+        acl = os.path.join(self.tmp, "good.acl")
+        with open(acl, "w") as f:
+            f.write("pass tcp 10.0.0.0/8 any -> any 80\ndrop udp any any -> 192.0.2.1 53\n")
+        r = run([sensor_bin(), "-T", "-S", good, "--set", "acl-file=" + acl])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip().splitlines()[-1], "acl-file %s: 2 rules" % acl)
+        bad = os.path.join(self.tmp, "bad.acl")
+        with open(bad, "w") as f:
+            f.write("pass tcp 10.0.0.0/8 any -> any 80\npass tcp 10.0.0.0/33 any -> any 80\n")
+        r = run([sensor_bin(), "-T", "-S", good, "--set", "acl-file=" + bad])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn('%s:2: bad source address "10.0.0.0/33"' % bad, r.stderr)
+
 
 @unittest.skipUnless(os.path.isdir(SHARED_PCAPS), "shared pcaps not present")
 class SharedPcaps(unittest.TestCase):
