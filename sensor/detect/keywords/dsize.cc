@@ -1,5 +1,6 @@
 // dsize (Suricata 7 detect-dsize.c): the packet's payload size, a header option. Forms N,
-// <N, <=N, >N, >=N, !N, N<>M (exclusive range).
+// <N, <=N, >N, >=N, !N, N<>M (exclusive range). Like Suricata, !N and >=N need a payload:
+// neither matches an empty packet (suricata-verify test-dsize-values).
 #include "sensor/detect/keywords/keywords.h"
 #include "sensor/detect/keywords/payload.h"
 
@@ -12,7 +13,16 @@ public:
     explicit DsizeOption(UintCmp c) : cmp_(c) {}
     const char* keyword() const override { return "dsize"; }
     bool match(const PacketContext& pc) const override {
-        return pc.p != nullptr && cmp_.match(pc.p->payload_len);
+        if (pc.p == nullptr) {
+            return false;
+        }
+        // Suricata marks a rule "requires payload" unless its dsize can only be < / <= N or
+        // exactly 0, so !N and >=0 never match an empty packet although the comparison holds.
+        if (pc.p->payload_len == 0 &&
+            (cmp_.op == UintCmp::Op::kNe || cmp_.op == UintCmp::Op::kGe)) {
+            return false;
+        }
+        return cmp_.match(pc.p->payload_len);
     }
     uint64_t hash() const override {
         Hasher h;

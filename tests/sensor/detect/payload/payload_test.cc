@@ -628,6 +628,21 @@ TEST_F(Payload, Dsize) {
     ok(kw::parse_dsize, "!0");
     p.payload_len = 0;
     EXPECT_FALSE(rule.header_options[0]->match(pc));
+    // Suricata's "requires payload": !N and >=N never match an empty packet; <N, <=N, =0 do.
+    struct Case {
+        const char* arg;
+        uint16_t len;
+        bool want;
+    };
+    const Case cases[] = {{"!9", 0, false},  {"!9", 10, true}, {"!9", 9, false},
+                          {">=0", 0, false}, {">=0", 1, true}, {"<10", 0, true},
+                          {"<=10", 0, true}, {"0", 0, true},   {"10", 10, true}};
+    for (const Case& c : cases) {
+        reset();
+        ok(kw::parse_dsize, c.arg);
+        p.payload_len = c.len;
+        EXPECT_EQ(rule.header_options[0]->match(pc), c.want) << c.arg << " len " << c.len;
+    }
     reset();
     EXPECT_FALSE(add(kw::parse_dsize, "70000"));
     EXPECT_EQ(err,
