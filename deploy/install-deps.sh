@@ -10,7 +10,7 @@ PACKAGES=(
     libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
     libpcre2-dev libhyperscan-dev libpcap-dev libsqlite3-dev libyaml-cpp-dev nlohmann-json3-dev
     libcli11-dev libspdlog-dev libcivetweb-dev civetweb libnetfilter-queue-dev libmnl-dev
-    libbpf-dev libssl-dev zlib1g-dev
+    libbpf-dev libssl-dev zlib1g-dev liblzma-dev
     # DPDK 22.11 for the optional DPDK capture (picket_capture_dpdk); pulls in the net_pcap,
     # net_ring and net_af_packet PMDs and the ring mempool that the virtual-device tests use
     libdpdk-dev
@@ -18,6 +18,8 @@ PACKAGES=(
     libgtest-dev libgmock-dev libbenchmark-dev
     # runtime tools used by the end-to-end tests
     iproute2 iptables iputils-ping ethtool tcpdump procps python3 python3-yaml
+    # a sensor's clock a day off in the fleet fault test (libfaketime, LD_PRELOAD)
+    faketime
     # metrics and deployment files: a real Prometheus server (and promtool) for the tests and
     # the quickstart; docker-compose renders deploy/docker-compose.yml offline
     prometheus docker-compose

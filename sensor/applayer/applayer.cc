@@ -7,6 +7,8 @@
 // the flow's app_proto is "failed" and the app layer ignores it from then on.
 #include "sensor/applayer/applayer.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <deque>
 
@@ -489,6 +491,36 @@ uint32_t AppLayer::on_eof(flow::Flow& f, flow::Direction dir, TxUpdate* out, uin
     }
     http::FeedResult r = s->http->on_close(static_cast<http::Dir>(dir));
     return collect(*s, dir, r, out, cap);
+}
+
+const std::string* AppLayer::http_request_header(const flow::Flow& f, uint64_t tx_id,
+                                                 std::string_view name) const {
+    const auto* s = static_cast<const FlowState*>(f.user[kAppUserSlot]);
+    if (s == nullptr || s->proto != AppProto::kHttp || !s->http) {
+        return nullptr;
+    }
+    auto find = [&](const http::HttpTx& tx) -> const std::string* {
+        for (const http::Header& h : tx.request_header_list) {
+            if (h.name.size() == name.size() &&
+                std::equal(h.name.begin(), h.name.end(), name.begin(), [](char a, char b) {
+                    return std::tolower(static_cast<unsigned char>(a)) ==
+                           std::tolower(static_cast<unsigned char>(b));
+                })) {
+                return &h.value;
+            }
+        }
+        return nullptr;
+    };
+    if (tx_id != kAnyTx) {
+        const http::HttpTx* tx = s->http->find_tx(tx_id);
+        return tx != nullptr ? find(*tx) : nullptr;
+    }
+    for (size_t i = 0; i < s->http->tx_count(); ++i) {
+        if (const std::string* v = find(s->http->tx_at(i))) {
+            return v;
+        }
+    }
+    return nullptr;
 }
 
 void AppLayer::render_metadata(const flow::Flow& f, uint64_t tx_id, std::string* out) const {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "common/counter.h"
 #include "common/stats.h"
@@ -68,6 +69,11 @@ public:
     // Appends the EVE alert metadata of transaction tx_id ("http":{...}, "dns":{...},
     // "tls":{...}) to *out as JSON members without braces; nothing when unknown.
     void render_metadata(const flow::Flow& f, uint64_t tx_id, std::string* out) const;
+    // The value of request header `name` (case-insensitive) of HTTP transaction tx_id, or,
+    // with kAnyTx, of the oldest held transaction that has one (EVE's xff); null when none.
+    static constexpr uint64_t kAnyTx = UINT64_MAX;
+    const std::string* http_request_header(const flow::Flow& f, uint64_t tx_id,
+                                           std::string_view name) const;
 
     // Frees what hangs on the flow (the flow table's on_free).
     void release_flow(flow::Flow& f);

@@ -571,6 +571,7 @@ void Engine::build_alert_output() {
     opts.payload = config_.alert_payload;
     opts.payload_printable = config_.alert_payload_printable;
     opts.packet = config_.alert_packet;
+    opts.xff = config_.alert_xff;
     if (!config_.iface.empty()) {
         opts.interfaces.push_back(config_.iface);
     }
@@ -882,6 +883,15 @@ void Engine::emit_alerts(Worker& w, const decode::Packet& p, const flow::Flow* f
                 w.app->render_metadata(*f, a.tx_id, &w.app_json);
                 app_json = reinterpret_cast<const uint8_t*>(w.app_json.data());
                 app_json_len = static_cast<uint32_t>(w.app_json.size());
+            }
+            if (config_.alert_xff.enabled) {
+                // Suricata: the alert's transaction, else the first one that has the header.
+                const std::string* v = w.app->http_request_header(
+                    *f, tx ? a.tx_id : applayer::AppLayer::kAnyTx, config_.alert_xff.header);
+                if (v != nullptr) {
+                    ev.xff_len = static_cast<uint8_t>(
+                        output::xff_client_ip(*v, config_.alert_xff.reverse, ev.xff));
+                }
             }
         }
         if (!w.alerts->push(ev, packet, packet_len, payload, payload_len, app_json, app_json_len)) {

@@ -101,6 +101,8 @@ struct SensorConfig {
     // outputs.eve.alert.verdict: Suricata's "verdict" object on alerts. Default: on in IPS
     // mode (inline or simulated), off in IDS mode.
     bool alert_verdict = false;
+    // outputs.eve.alert.xff.*: the HTTP X-Forwarded-For client address on alerts.
+    output::XffOptions alert_xff;
 
     // Inline (IPS). capture.nfqueue.*: `nfqueue.queue` is the first queue of --queue Q[:R],
     // worker i binds queue + i; nfqueue_count queues = workers.

@@ -377,6 +377,10 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
         hc.decompress_layer_limit, 0, 4));
     hc.double_decode = c.get_bool(
         "app-layer.protocols.http.libhtp.default-config.double-decode-path", hc.double_decode);
+    hc.lzma_enabled =
+        c.get_bool("app-layer.protocols.http.libhtp.default-config.lzma-enabled", hc.lzma_enabled);
+    hc.lzma_memlimit = c.get_size("app-layer.protocols.http.libhtp.default-config.lzma-memlimit",
+                                  hc.lzma_memlimit);
     hc.oversize_dir_length = static_cast<uint32_t>(
         c.get_int("app-layer.protocols.http.libhtp.default-config.oversize-dir-length",
                   hc.oversize_dir_length, 1, 65535));
@@ -427,6 +431,14 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
     s.alert_packet = c.get_bool("outputs.eve.alert.packet", true);
     s.alert_queue_bytes = c.get_size("outputs.alert-queue-size", 4ULL << 20);
     s.alert_verdict = c.get_bool("outputs.eve.alert.verdict", s.ips());
+    s.alert_xff.enabled = c.get_bool("outputs.eve.alert.xff.enabled", false);
+    s.alert_xff.mode = c.get_choice("outputs.eve.alert.xff.mode", "extra-data",
+                                    {"extra-data", "overwrite"}) == "overwrite"
+                           ? output::XffMode::kOverwrite
+                           : output::XffMode::kExtraData;
+    s.alert_xff.reverse = c.get_choice("outputs.eve.alert.xff.deployment", "reverse",
+                                       {"reverse", "forward"}) == "reverse";
+    s.alert_xff.header = c.get_string("outputs.eve.alert.xff.header", "X-Forwarded-For");
     return s;
 }
 

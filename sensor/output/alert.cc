@@ -2,7 +2,11 @@
 
 #include "common/time_util.h"
 
+#include <arpa/inet.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 
 namespace picket::sensor::output {
@@ -331,6 +335,50 @@ const char* proto_name(uint8_t proto) {
     }
 }
 
+size_t xff_client_ip(std::string_view value, bool reverse, char* out) {
+    out[0] = '\0';
+    // Suricata's XFF_CHAIN_MINLEN / XFF_CHAIN_MAXLEN.
+    if (value.size() < 7 || value.size() >= 256) {
+        return 0;
+    }
+    // The chain stops at a NUL, as Suricata's C string does.
+    value = value.substr(0, value.find('\0'));
+    std::string_view ip = value;
+    if (reverse) {
+        size_t sp = value.rfind(' ');
+        if (sp != std::string_view::npos) {
+            ip = value.substr(sp + 1);
+        }
+    } else {
+        ip = value.substr(0, value.find(','));
+    }
+    if (ip.empty()) {
+        return 0;
+    }
+    if (ip.front() == '[') {
+        size_t end = ip.find(']');
+        if (end == std::string_view::npos) {
+            return 0;
+        }
+        ip = ip.substr(1, end - 1);
+    } else if (std::count(ip.begin(), ip.end(), '.') == 3 &&
+               std::count(ip.begin(), ip.end(), ':') == 1) {
+        ip = ip.substr(0, ip.find(':'));
+    }
+    if (ip.empty() || ip.size() >= kXffIpMax) {
+        return 0;
+    }
+    char buf[kXffIpMax];
+    std::memcpy(buf, ip.data(), ip.size());
+    buf[ip.size()] = '\0';
+    uint8_t bin[16];
+    if (inet_pton(AF_INET, buf, bin) != 1 && inet_pton(AF_INET6, buf, bin) != 1) {
+        return 0;
+    }
+    std::memcpy(out, buf, ip.size() + 1);
+    return ip.size();
+}
+
 void append_alert_json(const AlertEvent& ev, const AlertOutputOptions& options, std::string& out) {
     // Field order follows Suricata 7's CreateEveHeader + AlertJson.
     out += "{\"timestamp\":";
@@ -360,14 +408,27 @@ void append_alert_json(const AlertEvent& ev, const AlertOutputOptions& options, 
     }
     if (ev.ip_version != 0) {
         char ip[46];
+        // xff overwrite: the client side's address is the one the proxy reported.
+        const bool xff_over = options.xff.enabled && options.xff.mode == XffMode::kOverwrite &&
+                              ev.xff_len != 0 && ev.xff_len < kXffIpMax;
+        const std::string_view xff(ev.xff, xff_over ? ev.xff_len : 0);
+        const bool xff_dst = ev.direction == AlertDirection::kToClient;
         append_key(out, "src_ip");
-        append_json_string(out, format_address(ev.src, ip));
+        if (xff_over && !xff_dst) {
+            append_json_string(out, xff);
+        } else {
+            append_json_string(out, format_address(ev.src, ip));
+        }
         if (has_ports(ev.proto)) {
             append_key(out, "src_port");
             append_uint(out, ev.sport);
         }
         append_key(out, "dest_ip");
-        append_json_string(out, format_address(ev.dst, ip));
+        if (xff_over && xff_dst) {
+            append_json_string(out, xff);
+        } else {
+            append_json_string(out, format_address(ev.dst, ip));
+        }
         if (has_ports(ev.proto)) {
             append_key(out, "dest_port");
             append_uint(out, ev.dport);
@@ -421,6 +482,11 @@ void append_alert_json(const AlertEvent& ev, const AlertOutputOptions& options, 
     if (options.rule_metadata && !m.metadata.empty()) {
         append_key(out, "metadata");
         append_metadata(out, m);
+    }
+    if (options.xff.enabled && options.xff.mode == XffMode::kExtraData && ev.xff_len != 0 &&
+        ev.xff_len < kXffIpMax) {
+        append_key(out, "xff");
+        append_json_string(out, std::string_view(ev.xff, ev.xff_len));
     }
     out.push_back('}');
 

@@ -99,6 +99,8 @@ enum class PacketOrigin : uint8_t { kWire, kDefrag, kStreamFlowTimeout, kStreamD
 
 inline constexpr uint16_t kNoInterface = 0xffff;
 inline constexpr uint32_t kDefaultAlertBytesMax = 65535;
+// Room for an address in text form (INET6_ADDRSTRLEN).
+inline constexpr size_t kXffIpMax = 46;
 
 // One alert as pushed by a worker. packet/payload are views: on push they point at the
 // worker's packet, inside a drained record they point into the queue's ring (valid during
@@ -140,6 +142,10 @@ struct AlertEvent {
     // The packet was rejected: the verdict object carries "reject-target":"both" and
     // "reject":["tcp-reset"] (TCP) / ["icmp-prohib"] (other protocols).
     bool reject = false;
+    // The client address from the HTTP X-Forwarded-For header (xff_client_ip), found by the
+    // worker when outputs.eve.alert.xff is on; xff_len 0 = none.
+    uint8_t xff_len = 0;
+    char xff[kXffIpMax] = {};
 };
 
 // Per-worker alert queue: one single-producer (the worker) single-consumer (the output
@@ -230,12 +236,35 @@ size_t AlertQueue::drain(F&& f, size_t max) {
     return n;
 }
 
+// Suricata's outputs.eve-log.types.alert.xff: the client address an HTTP proxy put in a
+// request header. extra-data adds "xff":"<ip>" to the alert object; overwrite puts it in
+// place of the client side's address (src_ip on a to-server packet, dest_ip on a to-client
+// one).
+enum class XffMode : uint8_t { kExtraData, kOverwrite };
+struct XffOptions {
+    bool enabled = false;
+    XffMode mode = XffMode::kExtraData;
+    // deployment: reverse (a reverse proxy appended the client: the last address of the
+    // chain) or forward (the first address). Suricata's default is reverse.
+    bool reverse = true;
+    std::string header = "X-Forwarded-For";
+};
+
+// The client address in an X-Forwarded-For value, as Suricata's HttpXFFGetIPFromTx and
+// ParseXFFString find it: values shorter than 7 or longer than 255 bytes are ignored;
+// reverse takes what follows the last space, forward what precedes the first comma; then
+// "[v6]..." gives what is inside the brackets and an IPv4 address with a ":port" (three dots,
+// one colon) loses the port; the result must be an IPv4 or IPv6 address. Writes it (NUL-
+// terminated) to out (kXffIpMax bytes) and returns its length, or 0 when there is none.
+size_t xff_client_ip(std::string_view value, bool reverse, char* out);
+
 struct AlertOutputOptions {
     // Suricata's outputs.eve-log.types.alert options; Suricata's defaults.
     bool payload = false;            // "payload": base64 of the payload
     bool payload_printable = false;  // "payload_printable": non-printables as '.'
     bool packet = false;             // "packet" (base64) + "packet_info": {"linktype"}
     bool rule_metadata = true;       // "alert.metadata"
+    XffOptions xff;                  // outputs.eve.alert.xff.*
     // Names for AlertEvent::in_iface ("in_iface" is logged for live capture only).
     std::vector<std::string> interfaces;
 };

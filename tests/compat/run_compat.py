@@ -297,7 +297,7 @@ def yaml_quote(value):
 
 def suricata_yaml_sets(case_dir, etc_dir):
     """--set assignments for what the case's suricata.yaml changes that the sensor knows:
-    address/port vars, packet-alert-max and the eve alert payload/packet options."""
+    address/port vars, packet-alert-max and the eve alert payload/packet/xff options."""
     path = os.path.join(case_dir, "suricata.yaml")
     if not os.path.exists(path):
         return []
@@ -329,6 +329,17 @@ def suricata_yaml_sets(case_dir, etc_dir):
                         if key in t["alert"]:
                             on = t["alert"][key] in (True, "yes", "on", "true")
                             seen["outputs.eve.alert." + key] = "yes" if on else "no"
+                    xff = t["alert"].get("xff")
+                    if isinstance(xff, dict):
+                        for key in ("enabled", "mode", "deployment", "header"):
+                            if key not in xff:
+                                continue
+                            v = xff[key]
+                            if key == "enabled":
+                                v = "yes" if v in (True, "yes", "on", "true") else "no"
+                            else:
+                                v = yaml_quote(v)
+                            seen["outputs.eve.alert.xff." + key] = v
     for k, v in seen.items():
         sets += ["--set", "%s=%s" % (k, v)]
     return sets

@@ -257,6 +257,21 @@ class EndToEnd(unittest.TestCase):
         ])
         self.assertEqual(status, 0)
 
+    def test_eve_alert_xff_settings_become_sets(self):
+        d = os.path.join(self.cases, "xff")
+        os.makedirs(d)
+        with open(os.path.join(d, "suricata.yaml"), "w") as f:
+            f.write('%YAML 1.1\n---\noutputs:\n  - eve-log:\n      types:\n        - alert:\n'
+                    '            metadata: no\n            xff:\n              enabled: yes\n'
+                    '              mode: overwrite\n              deployment: forward\n'
+                    '              header: X-Real-IP\n')
+        self.assertEqual(rc.suricata_yaml_sets(d, os.path.join(self.cases, "_upstream-etc")), [
+            "--set", "outputs.eve.alert.xff.enabled=yes",
+            "--set", 'outputs.eve.alert.xff.mode="overwrite"',
+            "--set", 'outputs.eve.alert.xff.deployment="forward"',
+            "--set", 'outputs.eve.alert.xff.header="X-Real-IP"',
+        ])
+
     def test_ips_cases_skip_until_the_sensor_supports_simulate_ips(self):
         check = [{"count": 1, "match": {"event_type": "alert"}}]
         self.add_case("bug-ips-1", check, events=[ALERT_1])

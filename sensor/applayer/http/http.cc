@@ -1,5 +1,6 @@
 #include "sensor/applayer/http/http.h"
 
+#include <lzma.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -289,8 +290,60 @@ void zfree_counted(voidpf opaque, voidpf addr) {
     std::free(p);
 }
 
+// liblzma allocates through the same counter.
+void* lzma_alloc_counted(void* opaque, size_t nmemb, size_t size) {
+    if (size != 0 && nmemb > SIZE_MAX / 2 / size) {
+        return nullptr;
+    }
+    size_t n = nmemb * size;
+    auto* p = static_cast<size_t*>(std::malloc(n + 16));
+    if (p == nullptr) {
+        return nullptr;
+    }
+    p[0] = n;
+    static_cast<ZAlloc*>(opaque)->bytes += n + 16;
+    return reinterpret_cast<uint8_t*>(p) + 16;
+}
+
+void lzma_free_counted(void* opaque, void* addr) {
+    zfree_counted(opaque, addr);
+}
+
 // zlib's inflate state plus a 32 KiB window, with slack; used by memory_bound().
 constexpr size_t kInflateBound = 64 * 1024 + 2048;
+// An lzma layer: the decoder's own state beyond its memlimit-capped dictionary, with slack.
+constexpr size_t kLzmaOverhead = 128 * 1024;
+// The LZMA "alone" header: properties byte, 32-bit dictionary size, 64-bit size.
+constexpr size_t kLzmaPropsSize = 5;
+
+// The dictionary an lzma layer allocates: the largest power of two within half the memlimit
+// (the decoder's other state fits in the other half), at least 4 KiB, never more than the
+// stream asks for. libhtp grows its dictionary on demand up to the memlimit instead; both
+// decode what stays within the window and fail on what reaches further back.
+uint32_t lzma_dict_cap(size_t memlimit, uint32_t wanted) {
+    uint64_t cap = 4096;
+    while (cap * 2 <= memlimit / 2 && cap < (uint64_t{1} << 30)) {
+        cap *= 2;
+    }
+    return static_cast<uint32_t>(std::min<uint64_t>(cap, std::max<uint32_t>(wanted, 4096)));
+}
+
+// "lzma" as libhtp compares it: case-insensitive, NUL bytes ignored.
+bool is_lzma_token(std::string_view tok) {
+    std::string_view want = "lzma";
+    size_t j = 0;
+    for (char c : tok) {
+        if (c == '\0') {
+            continue;
+        }
+        char lc = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+        if (j >= want.size() || lc != want[j]) {
+            return false;
+        }
+        ++j;
+    }
+    return j == want.size();
+}
 
 }  // namespace
 
@@ -326,6 +379,7 @@ enum class St : uint8_t {
     kChunkDataEnd,  // the CRLF after chunk data
     kTrailers,      // trailer lines after the last chunk
     kBodyClose,     // body until the connection closes
+    kBodyHeadless,  // response body without a head, until a line that starts with "HTTP"
     kIgnore,        // tunnel, CONNECT waiting for its answer, or closed
 };
 
@@ -355,8 +409,9 @@ struct HttpParser::DirState {
     bool in_trailers = false;
     HttpTx* tx = nullptr;
     uint64_t remaining = 0;
-    uint64_t next_resp_id = 0;  // to_client: the transaction the next response answers
-    bool connect_wait = false;  // to_server: CONNECT sent, answer pending
+    uint64_t next_resp_id = 0;       // to_client: the transaction the next response answers
+    bool connect_wait = false;       // to_server: CONNECT sent, answer pending
+    bool headless_mid_line = false;  // kBodyHeadless: inside a line (else at a line start)
     size_t boundary = 0;
 
     // Body decompression: one layer per Content-Encoding coding (libhtp's chain), each
@@ -365,7 +420,8 @@ struct HttpParser::DirState {
     struct Layer {
         enum Mode : uint8_t { kDetect, kGzipHeader, kInflate, kPass, kDone };
         Mode mode = kDetect;
-        bool inflating = false;  // zs initialised
+        bool lzma = false;       // an lzma layer (else gzip / zlib / raw deflate)
+        bool inflating = false;  // zs (or ls, for lzma) initialised
         bool produced = false;   // inflate gave output (no passthrough any more)
         bool head_overflow = false;
         uint8_t gz_flags = 0;
@@ -374,17 +430,23 @@ struct HttpParser::DirState {
         uint32_t gz_pos = 0;
         std::string head;  // bytes taken before the first output (for passthrough)
         z_stream zs{};
+        lzma_stream ls{};  // all zero: LZMA_STREAM_INIT
     };
     std::array<Layer, kMaxLayers> layers;
     size_t nlayers = 0;
     bool inflate_done = false;
     uint64_t in_total = 0, out_total = 0;
     ZAlloc zalloc;
+    lzma_allocator lzalloc{lzma_alloc_counted, lzma_free_counted, &zalloc};
 
     ~DirState() { end_inflate(); }
     void end_layer(Layer& l) {
         if (l.inflating) {
-            inflateEnd(&l.zs);
+            if (l.lzma) {
+                lzma_end(&l.ls);
+            } else {
+                inflateEnd(&l.zs);
+            }
             l.inflating = false;
         }
         l.head.clear();
@@ -408,6 +470,7 @@ struct HttpParser::DirState {
         in_trailers = false;
         tx = nullptr;
         remaining = 0;
+        headless_mid_line = false;
         end_inflate();
         for (Layer& l : layers) {
             l = Layer{};
@@ -629,17 +692,72 @@ struct ParserAccess {
     }
 
     // Where a status line is due, data that does not start with "HTTP" (after whitespace,
-    // control bytes and NULs) is a body without a head, until the close: what browsers do
-    // with an HTTP/0.9 answer or bytes after a 204/304, and what libhtp does
-    // (htp_treat_response_line_as_body).
-    void response_without_head(std::string_view bytes) {
+    // control bytes and NULs) is a body without a head: what browsers do with an HTTP/0.9
+    // answer or bytes after a 204/304, and what libhtp does (htp_treat_response_line_as_body).
+    // It lasts until the close or a line that looks like a status line (headless()).
+    // line_complete: bytes end with the line's terminator.
+    void response_without_head(std::string_view bytes, bool line_complete) {
         HttpTx* t = response_tx();
         if (t == nullptr) {
             return;
         }
         event(Event::kInvalidStatusLine, t);
-        d.st = St::kBodyClose;
+        d.st = St::kBodyHeadless;
+        d.headless_mid_line = !line_complete;
         body(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    }
+
+    // libhtp's htp_is_space (no NUL).
+    static bool is_htp_space(char c) {
+        return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
+    }
+    // Bytes collected at a line start of a head-less body before giving up on "HTTP".
+    static constexpr size_t kHeadlessProbeMax = 64;
+
+    // A head-less body, line by line as libhtp's RES_LINE / RES_FINALIZE read it: a line that
+    // starts with "HTTP" (case-insensitive, after whitespace) ends this response and is the
+    // status line of the next one (" foobar\r\nHTTP/1.1 200 ok..." is a junk line, then a
+    // response: http-evader 487); any other line is more body. Only a line start is
+    // buffered (in d.line, at most kHeadlessProbeMax bytes); the rest streams to the body.
+    void headless(const uint8_t* data, size_t len, size_t* pos) {
+        while (*pos < len && d.st == St::kBodyHeadless && !p.failed_) {
+            if (d.headless_mid_line) {
+                const uint8_t* start = data + *pos;
+                const void* nl = std::memchr(start, '\n', len - *pos);
+                size_t n = nl == nullptr
+                               ? len - *pos
+                               : static_cast<size_t>(static_cast<const uint8_t*>(nl) - start) + 1;
+                body(start, n);
+                *pos += n;
+                d.headless_mid_line = nl == nullptr;
+                continue;
+            }
+            char c = static_cast<char>(data[(*pos)++]);
+            d.line.push_back(c);
+            std::string_view l = d.line;
+            while (!l.empty() && is_htp_space(l.front())) {
+                l.remove_prefix(1);
+            }
+            size_t n = std::min<size_t>(l.size(), 4);
+            bool http = iequals(l.substr(0, n), std::string_view("HTTP").substr(0, n));
+            if (c == '\n' || !http || d.line.size() > kHeadlessProbeMax) {
+                std::string bytes;
+                bytes.swap(d.line);
+                d.headless_mid_line = c != '\n';
+                body(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+                continue;
+            }
+            if (n == 4) {
+                // The status line of the next response: its start stays in d.line, where
+                // take_line goes on collecting it.
+                cur_pos = *pos >= d.line.size() ? *pos - d.line.size() : 0;
+                complete();
+                d.line_len = d.line.size();
+                d.line_last = static_cast<uint8_t>(d.line.back());
+                d.line_overflow = false;
+                return;
+            }
+        }
     }
 
     // A partial line where a status line is due that can no longer start with "HTTP".
@@ -686,7 +804,7 @@ struct ParserAccess {
                 if (!istarts_with(l, "HTTP")) {
                     std::string bytes(line.substr(seg_start));
                     bytes.append(had_cr ? "\r\n" : "\n");
-                    response_without_head(bytes);
+                    response_without_head(bytes, true);
                     break;
                 }
                 status_line(l);
@@ -773,7 +891,7 @@ struct ParserAccess {
         d.raw.append(line);
         d.raw.append(d.line_cr ? "\r\n" : "\n");
         if (!request()) {
-            if (!line.empty() && is_ws(line[0])) {
+            if (folded(line)) {
                 if (response_fold(line)) {
                     return;
                 }
@@ -781,7 +899,7 @@ struct ParserAccess {
                 d.pending_name.clear();
             }
         }
-        if (!line.empty() && is_ws(line[0]) && d.last_header < d.hdrs.size()) {
+        if (folded(line) && d.last_header < d.hdrs.size()) {
             // obs-fold (RFC 9112 5.2): joined to the previous field with one space.
             std::string_view more = trim(line);
             if (!more.empty()) {
@@ -794,6 +912,12 @@ struct ParserAccess {
             return;
         }
         parse_field(line);
+    }
+
+    // obs-fold continuation line. In responses a leading NUL folds too, as libhtp's
+    // htp_is_folding_char has it ("Content-Encoding:\n\0gzip" is gzip; http-evader 327).
+    bool folded(std::string_view line) const {
+        return !line.empty() && (is_ws(line[0]) || (!request() && line[0] == '\0'));
     }
 
     // Response heads, as libhtp and browsers read them: a name whose colon comes on a folded
@@ -932,7 +1056,11 @@ struct ParserAccess {
     // commas and spaces; a token containing "gzip" or "deflate" (case-insensitive: x-gzip,
     // x-deflate...) adds a layer, anything else ("identity", unknown codings) is skipped. Every
     // layer detects the actual format itself, so the order does not matter.
+    // With lzma_enabled, a token that is exactly "lzma" (NULs ignored) adds an lzma layer.
     size_t layers_of(const std::vector<Header>& l) {
+        for (auto& layer : d.layers) {
+            layer.lzma = false;
+        }
         const Header* h = find_header_loose(l, "content-encoding");
         if (h == nullptr) {
             return 0;
@@ -947,6 +1075,8 @@ struct ParserAccess {
             std::string_view tok = v.substr(0, e);
             if (icontains(tok, "gzip") || icontains(tok, "deflate")) {
                 ++n;
+            } else if (cfg.lzma_enabled && is_lzma_token(tok)) {
+                d.layers[n++].lzma = true;
             }
             if (e == std::string_view::npos) {
                 break;
@@ -1092,7 +1222,14 @@ struct ParserAccess {
                 req.st = St::kStartLine;
             }
         }
-        if (iequals(t->method, "HEAD") || s == 204 || s == 304) {
+        // 204 / 304 have no body, unless the head frames one anyway: browsers read it, and so
+        // does libhtp ("Unexpected Response body"; http-evader 476: 204 + chunked). Unlike
+        // libhtp, a 304's Content-Length alone frames nothing: RFC 9110 8.6 lets it announce
+        // the size of the representation, and real servers send it.
+        const auto& rl = t->response_header_list;
+        bool framed = find_header_loose(rl, "transfer-encoding") != nullptr ||
+                      (s == 204 && find_header_loose(rl, "content-length") != nullptr);
+        if (iequals(t->method, "HEAD") || ((s == 204 || s == 304) && !framed)) {
             complete();
             return;
         }
@@ -1234,6 +1371,25 @@ struct ParserAccess {
                 case Layer::kPass:
                     return i < n ? push(li + 1, data + i, n - i) : true;
                 case Layer::kDetect: {
+                    if (l.lzma) {
+                        // The properties and dictionary size first: the dictionary is capped.
+                        while (l.head.size() < kLzmaPropsSize && i < n) {
+                            l.head.push_back(static_cast<char>(data[i++]));
+                        }
+                        if (l.head.size() < kLzmaPropsSize) {
+                            return true;
+                        }
+                        if (!start_lzma(l)) {
+                            return true;
+                        }
+                        std::string h;
+                        h.swap(l.head);
+                        if (!lzma_layer(li, reinterpret_cast<const uint8_t*>(h.data()), h.size(),
+                                        true)) {
+                            return false;
+                        }
+                        break;
+                    }
                     // Two bytes tell gzip (1f 8b), zlib (RFC 1950 header) and raw deflate apart.
                     while (l.head.size() < 2 && i < n) {
                         l.head.push_back(static_cast<char>(data[i++]));
@@ -1338,7 +1494,8 @@ struct ParserAccess {
                     break;
                 }
                 case Layer::kInflate:
-                    return inflate_layer(li, data + i, n - i);
+                    return l.lzma ? lzma_layer(li, data + i, n - i, false)
+                                  : inflate_layer(li, data + i, n - i);
             }
         }
         return true;
@@ -1380,6 +1537,88 @@ struct ParserAccess {
                 return true;
             }
             if (l.zs.avail_out != 0 || rc == Z_BUF_ERROR || produced == 0) {
+                return true;
+            }
+        }
+    }
+
+    bool start_lzma(HttpParser::DirState::Layer& l) {
+        l.ls = lzma_stream{};
+        l.ls.allocator = &d.lzalloc;
+        if (lzma_alone_decoder(&l.ls, cfg.lzma_memlimit) != LZMA_OK) {
+            event(Event::kDecompressionError, d.tx);
+            lzma_end(&l.ls);
+            l.mode = HttpParser::DirState::Layer::kDone;
+            return false;
+        }
+        l.inflating = true;
+        l.mode = HttpParser::DirState::Layer::kInflate;
+        return true;
+    }
+
+    // Feeds an lzma layer; header: data starts with the 5 property bytes, whose dictionary
+    // size is capped (lzma_dict_cap) before the decoder sees it. Same error handling as
+    // inflate_layer: a failure before any output passes the bytes on as sent.
+    bool lzma_layer(size_t li, const uint8_t* data, size_t n, bool header) {
+        auto& l = d.layers[li];
+        remember(l, data, n);
+        uint8_t props[kLzmaPropsSize];
+        const uint8_t* in = data;
+        if (header && n >= kLzmaPropsSize) {
+            std::memcpy(props, data, kLzmaPropsSize);
+            uint32_t dict =
+                static_cast<uint32_t>(props[1]) | (static_cast<uint32_t>(props[2]) << 8) |
+                (static_cast<uint32_t>(props[3]) << 16) | (static_cast<uint32_t>(props[4]) << 24);
+            dict = lzma_dict_cap(cfg.lzma_memlimit, dict);
+            for (int b = 0; b < 4; ++b) {
+                props[1 + b] = static_cast<uint8_t>(dict >> (8 * b));
+            }
+            in = props;
+        }
+        uint8_t out[16384];
+        size_t done_in = 0;
+        // The patched header first, then the rest of data as is.
+        while (true) {
+            if (l.ls.avail_in == 0 && done_in < n) {
+                if (in == props && done_in == 0) {
+                    l.ls.next_in = props;
+                    l.ls.avail_in = kLzmaPropsSize;
+                    done_in = kLzmaPropsSize;
+                } else {
+                    l.ls.next_in = data + done_in;
+                    l.ls.avail_in = n - done_in;
+                    done_in = n;
+                }
+            }
+            l.ls.next_out = out;
+            l.ls.avail_out = sizeof(out);
+            lzma_ret rc = lzma_code(&l.ls, LZMA_RUN);
+            size_t produced = sizeof(out) - l.ls.avail_out;
+            bool error = rc != LZMA_OK && rc != LZMA_STREAM_END && rc != LZMA_BUF_ERROR;
+            if (error && !l.produced && produced == 0) {
+                event(Event::kDecompressionError, d.tx);
+                return pass_through(li);
+            }
+            if (produced > 0 && !l.produced) {
+                l.produced = true;
+                l.head.clear();
+                l.head.shrink_to_fit();
+            }
+            if (produced > 0 && !push(li + 1, out, produced)) {
+                return false;
+            }
+            if (error || rc == LZMA_STREAM_END) {
+                if (error) {
+                    event(Event::kDecompressionError, d.tx);
+                }
+                d.end_layer(l);
+                l.mode = HttpParser::DirState::Layer::kDone;
+                return true;
+            }
+            if (l.ls.avail_out != 0 && l.ls.avail_in == 0 && done_in >= n) {
+                return true;
+            }
+            if (rc == LZMA_BUF_ERROR || (produced == 0 && l.ls.avail_in == 0 && done_in >= n)) {
                 return true;
             }
         }
@@ -1510,6 +1749,9 @@ struct ParserAccess {
                     body(data + pos, len - pos);
                     pos = len;
                     break;
+                case St::kBodyHeadless:
+                    headless(data, len, &pos);
+                    break;
                 case St::kBodyLength:
                 case St::kChunkData: {
                     size_t n = static_cast<size_t>(std::min<uint64_t>(d.remaining, len - pos));
@@ -1529,7 +1771,7 @@ struct ParserAccess {
                             std::string partial;
                             partial.swap(d.line);
                             d.line_len = 0;
-                            response_without_head(partial);
+                            response_without_head(partial, false);
                             break;
                         }
                         if (d.st == St::kChunkSize && !d.line_overflow &&
@@ -1682,7 +1924,12 @@ FeedResult HttpParser::on_close(Dir dir) {
         return a.result();
     }
     if (d.tx != nullptr && d.st != St::kIgnore) {
-        if (d.st != St::kBodyClose) {
+        if (d.st == St::kBodyHeadless && !d.line.empty()) {
+            // A line start still being looked at: it is body.
+            a.body(reinterpret_cast<const uint8_t*>(d.line.data()), d.line.size());
+            d.line.clear();
+        }
+        if (d.st != St::kBodyClose && d.st != St::kBodyHeadless) {
             if (dir == Dir::kToServer) {
                 d.tx->request_body_truncated = true;
             } else {
@@ -1717,7 +1964,12 @@ void HttpParser::on_gap(Dir dir, uint64_t gap_len) {
     a.event(Event::kGap, d.tx);
     bool in_body = (d.st == St::kBodyLength || d.st == St::kChunkData) && gap_len > 0 &&
                    gap_len <= d.remaining;
-    if (d.st == St::kBodyClose || in_body) {
+    if (d.st == St::kBodyHeadless) {
+        // Where the hole ends is no line start that can be trusted: body to the next LF.
+        d.line.clear();
+        d.headless_mid_line = true;
+    }
+    if (d.st == St::kBodyClose || d.st == St::kBodyHeadless || in_body) {
         // Compressed data cannot continue across a hole.
         if (d.nlayers != 0) {
             a.stop_inflate();
@@ -1778,7 +2030,8 @@ size_t HttpParser::memory_bound(const HttpConfig& c) {
     size_t side = 2 * (6 * L + 2 * (H + L) + 3 * (2 * H + 4 * C + L) + 3 * (H + L)) + 2 * fields;
     size_t tx =
         sizeof(HttpTx) + 2 * side + 2 * c.request_body_limit + 2 * c.response_body_limit + 64;
-    size_t dir = sizeof(DirState) + 4 * L + 2 * H + 2 * fields + kMaxLayers * kInflateBound;
+    size_t layer = kInflateBound + (c.lzma_enabled ? c.lzma_memlimit + kLzmaOverhead : 0);
+    size_t dir = sizeof(DirState) + 4 * L + 2 * H + 2 * fields + kMaxLayers * layer;
     return sizeof(HttpParser) + c.max_pipelined * tx + 2 * dir + 4096;
 }
 

@@ -31,7 +31,7 @@ enum class Event : uint8_t {
     kChunkSizeTooLong,         // chunk size with more than 15 significant hex digits
     kInvalidContentLength,     // not digits, overflow, or differing duplicates
     kDecompressionBomb,        // decompressed size over decompress_limit or ratio guard
-    kDecompressionError,       // corrupt gzip/deflate data
+    kDecompressionError,       // corrupt gzip/deflate/lzma data
     kInvalidRequestLine,       // unparseable request line (flow abandoned) or odd protocol
     kInvalidStatusLine,        // response does not start with HTTP/ or bad status code
     kTooManyTransactions,      // more than max_pipelined open transactions (flow abandoned)
@@ -73,11 +73,16 @@ struct HttpConfig {
     size_t response_body_limit = 4096;     // bytes of dechunked, decompressed response body kept
     size_t decompress_limit = 1 << 20;     // max decompressed bytes per body (bomb guard)
     uint32_t decompress_max_ratio = 2048;  // output/input ratio guard, checked past 64 KiB out
-    bool decompress_response = true;       // gzip / deflate Content-Encoding on responses
+    bool decompress_response = true;       // gzip / deflate (/ lzma) Content-Encoding on responses
     bool decompress_request = true;        // ... and on requests (Suricata 7.0.16+ turns it on)
     // Content-Encoding layers decoded ("gzip, gzip"); libhtp's
     // response-body-decompress-layer-limit (Suricata default 2; 0 = the parser's maximum, 4).
     size_t decompress_layer_limit = 2;
+    // "Content-Encoding: lzma" (raw LZMA "alone" format) adds a layer too: libhtp's
+    // lzma-enabled (off by default in Suricata) and lzma-memlimit (decoder memory per layer;
+    // the dictionary is capped below it, so data reaching further back is an error).
+    bool lzma_enabled = false;
+    size_t lzma_memlimit = 1 << 20;
     size_t max_header_bytes = 64 * 1024;  // raw header section of one message
     size_t max_header_count = 512;        // header fields kept per message
     size_t max_line_bytes = 16 * 1024;    // start line, header line, chunk-size line

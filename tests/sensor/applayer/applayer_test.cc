@@ -71,6 +71,22 @@ TEST_F(AppLayerTest, HttpIsFoundByContentOnAnyPortAndSplitAcrossCalls) {
               "\"http_method\":\"GET\",\"protocol\":\"HTTP/1.1\",\"status\":404,\"length\":5}");
 }
 
+TEST_F(AppLayerTest, HttpRequestHeaderForXff) {
+    EXPECT_EQ(app_.http_request_header(flow_, 0, "X-Forwarded-For"), nullptr);
+    feed(Direction::kToServer, "GET /a HTTP/1.1\r\nHost: a\r\n\r\n");
+    feed(Direction::kToServer,
+         "GET /b HTTP/1.1\r\nHost: a\r\nx-forwarded-for: 10.2.2.2, 10.3.3.3\r\n\r\n");
+    // Names match in any case; tx 0 has none; kAnyTx finds the oldest transaction with one.
+    EXPECT_EQ(app_.http_request_header(flow_, 0, "X-Forwarded-For"), nullptr);
+    const std::string* v = app_.http_request_header(flow_, 1, "X-Forwarded-For");
+    ASSERT_NE(v, nullptr);
+    EXPECT_EQ(*v, "10.2.2.2, 10.3.3.3");
+    v = app_.http_request_header(flow_, AppLayer::kAnyTx, "X-FORWARDED-FOR");
+    ASSERT_NE(v, nullptr);
+    EXPECT_EQ(*v, "10.2.2.2, 10.3.3.3");
+    EXPECT_EQ(app_.http_request_header(flow_, 7, "X-Forwarded-For"), nullptr);
+}
+
 TEST_F(AppLayerTest, NotAProtocolFails) {
     EXPECT_EQ(feed(Direction::kToServer, std::string(64, 'z')), 0u);
     EXPECT_EQ(feed(Direction::kToClient, std::string(64, 'q')), 0u);

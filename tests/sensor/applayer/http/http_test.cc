@@ -1058,6 +1058,148 @@ TEST(HttpEvader, ContentEncodingLayers) {
     EXPECT_EQ(evader_body(resp("Content-Encoding: gzip\r\n", gz.substr(0, gz.size() - 8))), kText);
 }
 
+TEST(HttpEvader, NulStartsAFoldedLine) {
+    // 327, 347: "Content-Encoding:\n\0gzip" is a fold (libhtp's htp_is_folding_char), so the
+    // body is decoded.
+    auto resp = [](const std::string& coding, const std::string& body) {
+        return std::string("HTTP/1.1 200 ok\r\nContent-Encoding:\n\0", 36) + coding +
+               "\r\nYet-another-header: foo\r\nContent-length: " + std::to_string(body.size()) +
+               "\r\n\r\n" + body;
+    };
+    EXPECT_EQ(evader_body(resp("gzip", compress(kText, 15 + 16))), kText);
+    EXPECT_EQ(evader_body(resp("deflate", compress(kText, -15))), kText);
+    HttpConfig cfg;
+    HttpCounters ctr;
+    HttpParser p(&cfg, &ctr);
+    std::string r = resp("gzip", "");
+    p.feed(Dir::kToServer, u8(kSimpleGet), kSimpleGet.size());
+    p.feed(Dir::kToClient, u8(r), r.size());
+    ASSERT_EQ(p.tx_count(), 1u);
+    EXPECT_EQ(p.tx_at(0).response_headers,
+              std::string("Content-Encoding: \0gzip\r\nYet-another-header: foo\r\n"
+                          "Content-length: 0\r\n",
+                          69));
+    // Requests keep RFC folding: a NUL there starts no fold.
+    HttpParser q(&cfg, &ctr);
+    std::string req("GET / HTTP/1.1\r\nHost: a\r\nX-A: b\r\n\0c\r\n\r\n", 39);
+    q.feed(Dir::kToServer, u8(req), req.size());
+    ASSERT_EQ(q.tx_count(), 1u);
+    EXPECT_EQ(q.tx_at(0).request_headers, "Host: a\r\nX-A: b\r\n");
+}
+
+TEST(HttpEvader, BodyOf204Or304WhenTheHeadFramesOne) {
+    // 476: a 204 with Transfer-Encoding: chunked has its chunked body (libhtp: "Unexpected
+    // Response body"), as does a 304 with Transfer-Encoding; without framing fields a 204
+    // has none.
+    HttpConfig cfg;
+    HttpCounters ctr;
+    HttpParser p(&cfg, &ctr);
+    std::string r =
+        "HTTP/1.1 204 ok\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nX5O!\r\n4\r\nP%@A\r\n0\r\n\r\n";
+    p.feed(Dir::kToServer, u8(kSimpleGet), kSimpleGet.size());
+    p.feed(Dir::kToClient, u8(r), r.size());
+    ASSERT_EQ(p.tx_count(), 1u);
+    EXPECT_EQ(p.tx_at(0).response_body, "X5O!P%@A");
+    EXPECT_EQ(p.tx_at(0).response_progress, HttpTx::kResponseComplete);
+    EXPECT_TRUE(p.tx_at(0).response_chunked);
+    EXPECT_EQ(
+        evader_body("HTTP/1.1 304 ok\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\n\r\n"),
+        "ab");
+    // A 304 may carry the Content-Length of the representation (RFC 9110 8.6): still no body.
+    HttpParser n(&cfg, &ctr);
+    std::string r304 = "HTTP/1.1 304 ok\r\nContent-Length: 3\r\n\r\n";
+    n.feed(Dir::kToServer, u8(kSimpleGet), kSimpleGet.size());
+    n.feed(Dir::kToClient, u8(r304), r304.size());
+    ASSERT_EQ(n.tx_count(), 1u);
+    EXPECT_EQ(n.tx_at(0).response_progress, HttpTx::kResponseComplete);
+    HttpParser q(&cfg, &ctr);
+    std::string r2 = "HTTP/1.1 204 ok\r\nServer: x\r\n\r\n";
+    q.feed(Dir::kToServer, u8(kSimpleGet), kSimpleGet.size());
+    q.feed(Dir::kToClient, u8(r2), r2.size());
+    ASSERT_EQ(q.tx_count(), 1u);
+    EXPECT_EQ(q.tx_at(0).response_progress, HttpTx::kResponseComplete);
+    EXPECT_EQ(q.tx_at(0).response_body, "");
+}
+
+TEST(HttpEvader, JunkLineThenResponse) {
+    // 487: " foobar\r\n" where the status line is due is a head-less body, and the next line
+    // that starts with "HTTP" begins a response of its own (libhtp's RES_LINE / RES_FINALIZE
+    // with htp_treat_response_line_as_body), whatever the segmentation.
+    const std::string resp =
+        " foobar\r\nHTTP/1.1 200 ok\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "4\r\nX5O!\r\n4\r\nP%@A\r\n0\r\n\r\n";
+    HttpConfig cfg;
+    std::vector<Step> steps = {{Dir::kToServer, kSimpleGet}, {Dir::kToClient, resp}};
+    std::vector<std::string> whole = run(cfg, steps, 0);
+    ASSERT_EQ(whole.size(), 3u);
+    EXPECT_NE(whole[0].find("|response_body= foobar\r\n|"), std::string::npos) << whole[0];
+    EXPECT_NE(whole[0].find("|status=0|"), std::string::npos) << whole[0];
+    EXPECT_NE(whole[1].find("|response_line=HTTP/1.1 200 ok|"), std::string::npos) << whole[1];
+    EXPECT_NE(whole[1].find("|response_body=X5O!P%@A|"), std::string::npos) << whole[1];
+    EXPECT_NE(whole[1].find("|status=200|rp=4|sp=4|"), std::string::npos) << whole[1];
+    for (size_t piece : {1u, 2u, 3u, 7u, 64u}) {
+        EXPECT_EQ(run(cfg, steps, piece), whole) << piece;
+    }
+    // Lines that do not start with "HTTP" stay body, however many; "  http" (any case, after
+    // whitespace) starts a response; a long line streams through.
+    EXPECT_EQ(evader_body("a\r\nb\nHTTPX\r\n"), "a\r\nb\n");
+    EXPECT_EQ(evader_body("junk\n  http/1.0 200 ok\r\nContent-Length: 2\r\n\r\nok"), "junk\nok");
+    std::string long_line(2000, 'x');
+    EXPECT_EQ(evader_body("junk\n" + long_line + "\nmore"), "junk\n" + long_line + "\nmore");
+}
+
+// The body of http-evader 116: "Content-Encoding: lzma", LZMA "alone" format with an 8 MiB
+// dictionary and no size (end marker), holding the EICAR test string.
+const std::string kLzmaEicar(
+    "\x5d\x00\x00\x80\x00\xff\xff\xff\xff\xff\xff\xff\xff\x00\x2c\x0d\x45\xe2\x23\x4b"
+    "\x38\x09\xfe\x24\x2c\x5b\x4b\x36\x90\x31\xdc\x4b\x24\x35\xb6\x32\xdf\xaf\x31\x4c"
+    "\x3c\xdf\xcf\x3a\x4b\x75\x73\xe5\x8b\xc8\x7e\x89\xb3\x80\x5e\xf7\x94\x1f\x8d\xa9"
+    "\xc3\x1e\xfa\x49\x6c\x05\xfc\x84\x05\x5a\x71\xfc\x39\xba\x92\x65\x8b\x97\x43\xa7"
+    "\xdd\x78\x50\x97\xbf\xff\xc4\x18\xa0\x00",
+    90);
+const std::string kEicar = "X5O!P%@AP[4\\PZX54(P^)7CC)7}$EICAR-STANDARD-ANTIVIRUS-TEST-FILE!$H+H*";
+
+TEST(HttpEvader, LzmaContentEncoding) {
+    auto resp = [](const std::string& body) {
+        return "HTTP/1.1 200 ok\r\nContent-length: " + std::to_string(body.size()) +
+               "\r\nContent-Encoding:lzma\r\n\r\n" + body;
+    };
+    HttpConfig on;
+    on.lzma_enabled = true;
+    // 116: decoded although the stream asks for 8 MiB (the dictionary is capped below the
+    // 1 MiB memlimit), in any segmentation.
+    EXPECT_EQ(evader_body(resp(kLzmaEicar), on), kEicar);
+    std::vector<Step> steps = {{Dir::kToServer, kSimpleGet}, {Dir::kToClient, resp(kLzmaEicar)}};
+    std::vector<std::string> whole = run(on, steps, 0);
+    EXPECT_NE(whole[0].find("|response_body=" + kEicar + "|"), std::string::npos) << whole[0];
+    for (size_t piece : {1u, 2u, 3u, 7u, 64u}) {
+        EXPECT_EQ(run(on, steps, piece), whole) << piece;
+    }
+    // Off by default (Suricata's lzma-enabled): the body as sent.
+    EXPECT_EQ(evader_body(resp(kLzmaEicar)), kLzmaEicar);
+    // A memlimit the decoder cannot work in, or data that is not lzma: kept as sent, with
+    // decompression_error.
+    HttpConfig tiny = on;
+    tiny.lzma_memlimit = 1024;
+    EXPECT_EQ(evader_body(resp(kLzmaEicar), tiny), kLzmaEicar);
+    HttpCounters ctr;
+    HttpParser p(&on, &ctr);
+    std::string plain = resp("hello, not lzma at all");
+    p.feed(Dir::kToServer, u8(kSimpleGet), kSimpleGet.size());
+    p.feed(Dir::kToClient, u8(plain), plain.size());
+    ASSERT_EQ(p.tx_count(), 1u);
+    EXPECT_EQ(p.tx_at(0).response_body, "hello, not lzma at all");
+    EXPECT_TRUE(p.tx_at(0).events.has(Event::kDecompressionError));
+    EXPECT_LE(p.memory(), HttpParser::memory_bound(on));
+    // "lzma" must be the whole token (NULs ignored).
+    EXPECT_EQ(evader_body("HTTP/1.1 200 ok\r\nContent-Encoding: x-lzma\r\n\r\n" + kLzmaEicar, on),
+              kLzmaEicar);
+    EXPECT_EQ(evader_body(std::string("HTTP/1.1 200 ok\r\nContent-Encoding: lz\0ma\r\n\r\n", 44) +
+                              kLzmaEicar,
+                          on),
+              kEicar);
+}
+
 TEST(HttpEvader, RequestBodyDecompressedByDefault) {
     // Suricata 7.0.16+ decodes gzip request bodies (http-post-data-decompression).
     HttpConfig cfg;
