@@ -92,6 +92,11 @@ struct AppLayer::FlowState {
     bool failed = false;
     bool is_tcp = true;
     bool said_no[2] = {false, false};
+    // A session picked up midstream whose first bytes "to the server" are an HTTP response:
+    // the flow's directions are the wrong way round (Suricata reverses such a flow when the
+    // protocol is detected in the other direction). The parsers and views get the flipped
+    // direction.
+    bool reversed = false;
     std::string probe[2];  // bytes held while undecided (at most probe_bytes each)
     std::unique_ptr<http::HttpParser> http;
     std::unique_ptr<dns::DnsParser> dns;
@@ -111,6 +116,13 @@ struct AppLayer::FlowState {
     std::deque<DnsMeta> dns_meta;
     uint64_t dns_next_tx = 0;
 };
+
+namespace {
+flow::Direction flip(flow::Direction d) {
+    return d == flow::Direction::kToServer ? flow::Direction::kToClient
+                                           : flow::Direction::kToServer;
+}
+}  // namespace
 
 AppLayer::AppLayer(const AppLayerConfig& config) : config_(config) {}
 AppLayer::~AppLayer() = default;
@@ -161,7 +173,6 @@ detect::TxAlertLog* AppLayer::alert_log(flow::Flow& f) {
 
 void AppLayer::detect_proto(FlowState& s, flow::Flow& f, flow::Direction dir, const uint8_t* data,
                             size_t len, bool is_tcp) {
-    (void)f;
     const int d = static_cast<int>(dir);
     s.is_tcp = is_tcp;
     if (!is_tcp) {
@@ -190,8 +201,20 @@ void AppLayer::detect_proto(FlowState& s, flow::Flow& f, flow::Direction dir, co
             case http::ProbeResult::kNeedMore:
                 need_more = true;
                 break;
-            case http::ProbeResult::kNo:
+            case http::ProbeResult::kNo: {
+                // Midstream (no SYN seen either way) and the other side silent so far: the
+                // "client" may be the server.
+                constexpr uint8_t kSyn = 0x02;
+                const int o = 1 - d;
+                const bool midstream = ((f.tcp_flags_seen[0] | f.tcp_flags_seen[1]) & kSyn) == 0;
+                if (midstream && s.probe[o].empty() && !s.said_no[o] &&
+                    http::probe(static_cast<http::Dir>(o), b, buf.size()) ==
+                        http::ProbeResult::kYes) {
+                    s.proto = AppProto::kHttp;
+                    s.reversed = true;
+                }
                 break;
+            }
         }
     }
     if (s.proto == AppProto::kUnknown && config_.tls) {
@@ -358,8 +381,9 @@ uint32_t AppLayer::on_data(flow::Flow& f, flow::Direction dir, const uint8_t* da
                 return 0;
             }
             s.http->release_completed();
-            http::FeedResult r = s.http->feed(static_cast<http::Dir>(d), data, len);
-            return collect(s, dir, r, out, cap);
+            const flow::Direction pd = s.reversed ? flip(dir) : dir;
+            http::FeedResult r = s.http->feed(static_cast<http::Dir>(pd), data, len);
+            return collect(s, pd, r, out, cap);
         }
         case AppProto::kTls: {
             if (!s.tls || s.tls->failed()) {
@@ -480,7 +504,7 @@ void AppLayer::on_gap(flow::Flow& f, flow::Direction dir) {
         return;
     }
     if (s->http) {
-        s->http->on_gap(static_cast<http::Dir>(dir));
+        s->http->on_gap(static_cast<http::Dir>(s->reversed ? flip(dir) : dir));
     }
 }
 
@@ -489,8 +513,9 @@ uint32_t AppLayer::on_eof(flow::Flow& f, flow::Direction dir, TxUpdate* out, uin
     if (s == nullptr || s->failed || !s->http) {
         return 0;
     }
-    http::FeedResult r = s->http->on_close(static_cast<http::Dir>(dir));
-    return collect(*s, dir, r, out, cap);
+    const flow::Direction pd = s->reversed ? flip(dir) : dir;
+    http::FeedResult r = s->http->on_close(static_cast<http::Dir>(pd));
+    return collect(*s, pd, r, out, cap);
 }
 
 const std::string* AppLayer::http_request_header(const flow::Flow& f, uint64_t tx_id,

@@ -87,6 +87,29 @@ TEST_F(AppLayerTest, HttpRequestHeaderForXff) {
     EXPECT_EQ(app_.http_request_header(flow_, 7, "X-Forwarded-For"), nullptr);
 }
 
+TEST_F(AppLayerTest, MidstreamResponseFirstReversesTheFlow) {
+    // No SYN seen either way, and the first bytes "to the server" are a response: the flow
+    // was picked up the wrong way round; they are parsed as the response.
+    const std::string resp = "HTTP/1.1 200 OK\r\nServer: nginx/1.2\r\nContent-Length: 2\r\n\r\nok";
+    uint32_t n = feed(Direction::kToServer, resp);
+    EXPECT_EQ(app_.proto(flow_), AppProto::kHttp);
+    ASSERT_GE(n, 1u);
+    const detect::AppView& v = out_[n - 1].view;
+    EXPECT_EQ(buf(v, BufferId::kHttpStatCode), "200");
+    EXPECT_EQ(buf(v, BufferId::kHttpServer), "nginx/1.2");
+    EXPECT_EQ(buf(v, BufferId::kHttpResponseBody), "ok");
+    EXPECT_EQ(buf(v, BufferId::kHttpMethod).data(), nullptr);
+}
+
+TEST_F(AppLayerTest, ResponseFirstFromTheSynSenderIsNotReversed) {
+    // With the handshake seen, the direction is known: a "client" that starts with a status
+    // line is not HTTP.
+    flow_.tcp_flags_seen[0] = 0x02;
+    flow_.tcp_flags_seen[1] = 0x12;
+    feed(Direction::kToServer, "HTTP/1.1 200 OK\r\nServer: x\r\n\r\n");
+    EXPECT_EQ(app_.proto(flow_), AppProto::kUnknown);
+}
+
 TEST_F(AppLayerTest, NotAProtocolFails) {
     EXPECT_EQ(feed(Direction::kToServer, std::string(64, 'z')), 0u);
     EXPECT_EQ(feed(Direction::kToClient, std::string(64, 'q')), 0u);
