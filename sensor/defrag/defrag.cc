@@ -205,6 +205,7 @@ struct Defragmenter::Impl {
     void lru_unlink(uint32_t ti);
     void lru_append(uint32_t ti);
     void expire_idle(int64_t now_ns);
+    void evict_oldest();
     uint32_t store(const uint8_t* data, uint32_t len);
     void free_chain(uint32_t ci);
     bool complete(const Tracker& t);
@@ -304,7 +305,10 @@ uint32_t Defragmenter::Impl::new_tracker(const Packet& p, uint8_t proto, uint32_
     if (free_trackers_ == kNil) {
         expire_idle(p.ts_ns);
         if (free_trackers_ == kNil) {
-            return kNil;
+            if (lru_head_ == kNil) {
+                return kNil;
+            }
+            evict_oldest();  // see evict_oldest(): a flood must not lock new datagrams out
         }
     }
     const uint32_t ti = free_trackers_;
@@ -368,6 +372,17 @@ void Defragmenter::Impl::release_tracker(uint32_t ti) {
     t.hdr_chunk = kNil;
     t.hash_next = free_trackers_;
     free_trackers_ = ti;
+}
+
+// Under pressure (memcap or every tracker in use, nothing idle past the timeout) the datagram
+// with the oldest activity is given up for the new fragment, as Suricata reuses its oldest
+// tracker: a flood of fragments that never complete would otherwise make every later
+// datagram, complete or not, a memcap drop until the flood's trackers time out. A real
+// datagram completes within milliseconds, so it survives unless a memcap's worth of fragments
+// arrives in between. Counted in defrag.evicted.
+void Defragmenter::Impl::evict_oldest() {
+    release_tracker(lru_head_);
+    ++ctr_.evicted;
 }
 
 void Defragmenter::Impl::expire_idle(int64_t now_ns) {
@@ -574,6 +589,10 @@ DefragResult Defragmenter::Impl::process(const Packet& p, const uint8_t** out, u
                               uint64_t{chunks_for(nf.len) + hdr_chunks} * kDefragChunkBytes;
         if (memuse_ + cost > cfg_.memcap) {
             expire_idle(p.ts_ns);  // cannot take t: it was just touched
+            // Then the oldest other datagrams; t is the LRU tail, so the loop never takes it.
+            while (memuse_ + cost > cfg_.memcap && lru_head_ != kNil && lru_head_ != ti) {
+                evict_oldest();
+            }
         }
         uint32_t fi = kNil;
         uint32_t data_chunk = kNil;
@@ -682,6 +701,7 @@ void Defragmenter::export_stats(StatsSnapshot& out) const {
     out.add("defrag.trackers", c.trackers_active.get());
     out.add("defrag.memuse", c.memuse.get());
     out.add("defrag.max_trackers_reached", c.tracker_drops.get());
+    out.add("defrag.evicted", c.evicted.get());
 }
 
 }  // namespace picket::sensor::defrag

@@ -51,6 +51,7 @@ struct DefragCounters {
     Counter too_many_frags;   // datagrams abandoned for exceeding max_frags_per_tracker
     Counter invalid;          // reassembled datagram would exceed 65535 bytes, bad offsets...
     Counter tracker_drops;    // fragments dropped because all max_trackers were in use
+    Counter evicted;          // oldest datagrams given up for new fragments under pressure
     Counter trackers_active;  // gauge
     Counter memuse;           // gauge, bytes
 };

@@ -79,7 +79,10 @@ struct Engine::Generation {
 
 struct Engine::Worker {
     Worker(uint32_t worker_id, const SensorConfig& c)
-        : id(worker_id), decode(c.decode), defrag(c.defrag), flows(flow_config(c, worker_id)) {
+        : id(worker_id),
+          decode(c.decode),
+          defrag(defrag_config(c)),
+          flows(flow_config(c, worker_id)) {
         if (c.stages >= Stage::kStream) {
             stream = std::make_unique<stream::StreamTracker>(stream_config(c));
         }
@@ -179,6 +182,16 @@ struct Engine::Worker {
             resp_sent.set(rs.sent);
             resp_failed.set(rs.failed);
         }
+    }
+
+    // defrag.memcap and defrag.trackers are the sensor's, like the flow and stream memcaps:
+    // each worker's defragmenter gets its share (before, every worker got the whole figure,
+    // so N workers could hold N times defrag.memcap).
+    static defrag::DefragConfig defrag_config(const SensorConfig& c) {
+        defrag::DefragConfig d = c.defrag;
+        d.memcap = c.defrag.memcap / c.workers;
+        d.max_trackers = std::max<uint32_t>(1, c.defrag.max_trackers / c.workers);
+        return d;
     }
 
     static flow::FlowConfig flow_config(const SensorConfig& c, uint32_t worker_id) {

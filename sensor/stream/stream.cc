@@ -107,6 +107,12 @@ struct Session {
     uint8_t wscale[2] = {0xff, 0xff};  // option each side sent on its SYN (0xff none)
     uint8_t shift[2] = {0, 0};         // scale applied to the windows each side advertises
     bool closed_cleanup = false;       // buffers freed after the closing flush
+    // Creation-order list of the tracker's sessions, for reclaiming half-open ones at the
+    // memcap (Impl::reclaim_half_open); the flow is the one whose slot holds this session.
+    flow::Flow* flow = nullptr;
+    Session* older = nullptr;
+    Session* newer = nullptr;
+    bool listed = false;
 };
 
 }  // namespace
@@ -545,8 +551,18 @@ struct StreamTracker::Impl {
                 return;
             }
             if (!ensure(h, e)) {
-                ++c.segment_memcap_drop;
-                u.events |= kEventSegmentMemcap;
+                // Reassembly memcap reached (e.g. a flood of out-of-order segments on other
+                // sessions): in-order data that the receiver accepts is still handed over,
+                // straight from the packet as with keep_tail 0, instead of being dropped and
+                // later skipped as a gap. Only a match straddling the previous segment can be
+                // missed; counted in tcp.reassembly_memcap_no_tail.
+                ++c.memcap_no_tail;
+                ch.window = src;
+                ch.window_len = static_cast<uint32_t>(n);
+                ch.new_offset = 0;
+                ch.stream_offset = a;
+                h.delivered = e;
+                h.tail_start = e;
                 return;
             }
             std::memcpy(h.buf + (a - h.buf_base), src, n);
@@ -653,6 +669,51 @@ struct StreamTracker::Impl {
         return pol;
     }
 
+    // ---- half-open sessions at the memcap ----
+    //
+    // A SYN flood from random sources fills the session memcap with sessions that never get
+    // an answer; refusing every new session from then on would blind the sensor to every new
+    // connection. As Linux does with a full SYN queue, the oldest half-open session (syn_sent:
+    // a SYN, nothing since) is freed for the new one: its flow is left untracked (a
+    // retransmitted SYN starts tracking again) and tcp.ssn_memcap_reclaimed counts it.
+    // Sessions stay in the list in creation order and are skipped lazily once past syn_sent,
+    // so each one is unlinked at most once: O(1) amortised per reclaim.
+    Session* oldest = nullptr;
+    Session* newest = nullptr;
+
+    void list_append(Session* s) {
+        s->older = newest;
+        s->newer = nullptr;
+        (newest == nullptr ? oldest : newest->newer) = s;
+        newest = s;
+        s->listed = true;
+    }
+    void list_unlink(Session* s) {
+        (s->older == nullptr ? oldest : s->older->newer) = s->newer;
+        (s->newer == nullptr ? newest : s->newer->older) = s->older;
+        s->older = s->newer = nullptr;
+        s->listed = false;
+    }
+    // Frees the oldest session still in syn_sent. False when there is none.
+    bool reclaim_half_open() {
+        while (oldest != nullptr) {
+            Session* s = oldest;
+            list_unlink(s);
+            if (s->state != SessionState::kSynSent) {
+                continue;  // established or closing: never reclaimed, no longer listed
+            }
+            s->flow->user[kStreamUserSlot] = &g_untracked_tag;
+            free_buffers(s->half[0]);
+            free_buffers(s->half[1]);
+            delete s;
+            memuse -= sizeof(Session);
+            c.memuse.set(memuse);
+            ++c.ssn_memcap_reclaimed;
+            return true;
+        }
+        return false;
+    }
+
     Session* create(const decode::Packet& p, flow::Flow& f, flow::Direction dir, StreamUpdate& u) {
         const uint8_t fl = p.tcp_flags;
         const bool syn = (fl & kSyn) != 0;
@@ -664,6 +725,8 @@ struct StreamTracker::Impl {
             }
             u.events |= kEventNotTracked;
             return nullptr;
+        }
+        while (memuse + sizeof(Session) > cfg.memcap && reclaim_half_open()) {
         }
         if (memuse + sizeof(Session) > cfg.memcap) {
             ++c.ssn_memcap_drop;
@@ -680,6 +743,8 @@ struct StreamTracker::Impl {
         c.memuse.set(memuse);
         ++c.sessions;
         f.user[kStreamUserSlot] = s;
+        s->flow = &f;
+        list_append(s);
         const int d = idx(dir);
         const int o = 1 - d;
         Half& h = s->half[d];
@@ -1003,6 +1068,9 @@ void StreamTracker::release_flow(flow::Flow& f) {
         return;
     }
     auto* s = static_cast<Session*>(slot);
+    if (s->listed) {
+        impl_->list_unlink(s);
+    }
     impl_->free_buffers(s->half[0]);
     impl_->free_buffers(s->half[1]);
     delete s;
@@ -1068,6 +1136,8 @@ void StreamTracker::export_stats(StatsSnapshot& out) const {
     const StreamCounters& c = counters_;
     out.add("tcp.sessions", c.sessions.get());
     out.add("tcp.ssn_memcap_drop", c.ssn_memcap_drop.get());
+    out.add("tcp.ssn_memcap_reclaimed", c.ssn_memcap_reclaimed.get());
+    out.add("tcp.reassembly_memcap_no_tail", c.memcap_no_tail.get());
     out.add("tcp.segment_memcap_drop", c.segment_memcap_drop.get());
     out.add("tcp.reassembly_gap", c.reassembly_gap.get());
     out.add("tcp.overlap", c.overlap.get());

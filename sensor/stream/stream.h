@@ -161,9 +161,10 @@ struct StreamUpdate {
 };
 
 struct StreamCounters {
-    Counter sessions, ssn_memcap_drop, segment_memcap_drop, reassembly_gap, overlap,
-        overlap_diff_data, midstream_pickups, invalid_checksum, retransmissions, out_of_window,
-        reassembly_depth_reached, rst_invalid;
+    Counter sessions, ssn_memcap_drop, ssn_memcap_reclaimed, segment_memcap_drop, reassembly_gap,
+        overlap, overlap_diff_data, midstream_pickups, invalid_checksum, retransmissions,
+        out_of_window, reassembly_depth_reached, rst_invalid;
+    Counter memcap_no_tail;     // in-order segments handed over without a tail at the memcap
     Counter memuse;             // gauge: bytes of session state
     Counter reassembly_memuse;  // gauge: bytes of stream buffers, bitmaps, segment lists
 };
@@ -204,7 +205,10 @@ public:
     static size_t session_bytes();
 
     const StreamCounters& counters() const { return counters_; }
-    // "tcp.sessions", "tcp.ssn_memcap_drop", "tcp.segment_memcap_drop", "tcp.reassembly_gap",
+    // "tcp.sessions", "tcp.ssn_memcap_drop", "tcp.ssn_memcap_reclaimed" (half-open sessions
+    // freed for a new one at the memcap), "tcp.reassembly_memcap_no_tail" (in-order segments
+    // delivered from the packet without a tail at the reassembly memcap),
+    // "tcp.segment_memcap_drop", "tcp.reassembly_gap",
     // "tcp.overlap", "tcp.overlap_diff_data", "tcp.midstream_pickups", "tcp.invalid_checksum",
     // "tcp.retransmissions", "tcp.out_of_window", "tcp.reassembly_depth_reached",
     // "tcp.rst_invalid", "tcp.memuse", "tcp.reassembly_memuse". Added to out.

@@ -547,7 +547,7 @@ TEST(DefragLimits, TimeoutExpiresIdleTrackers) {
     EXPECT_EQ(d.counters().trackers_active.get(), 1u);
 }
 
-TEST(DefragLimits, MemcapDropsNewFragmentsAndKeepsWhatIsHeld) {
+TEST(DefragLimits, MemcapEvictsTheOldestDatagramForANewOne) {
     // First fragment of a datagram: tracker + fragment + one data chunk + one header chunk.
     const uint64_t first = kDefragTrackerBytes + kDefragFragBytes + 2 * kDefragChunkBytes;
     const uint64_t more = kDefragFragBytes + kDefragChunkBytes;
@@ -556,16 +556,34 @@ TEST(DefragLimits, MemcapDropsNewFragmentsAndKeepsWhatIsHeld) {
     Defragmenter d(c);
     EXPECT_EQ(feed(d, v4_frag({.id = 1, .offset = 0, .data = "AAAAAAAA"})).result, kHeld);
     EXPECT_EQ(d.counters().memuse.get(), first);
-    EXPECT_EQ(feed(d, v4_frag({.id = 2, .offset = 0, .data = "ZZZZZZZZ"})).result, kDropped);
-    EXPECT_EQ(d.counters().memcap_drops.get(), 1u);
+    // A new datagram does not fit: the oldest one (1) is given up for it, not the new one.
+    EXPECT_EQ(feed(d, v4_frag({.id = 2, .offset = 0, .data = "ZZZZZZZZ"})).result, kHeld);
+    EXPECT_EQ(d.counters().evicted.get(), 1u);
+    EXPECT_EQ(d.counters().memcap_drops.get(), 0u);
     EXPECT_EQ(d.counters().memuse.get(), first);
     EXPECT_EQ(d.counters().trackers_active.get(), 1u);
-    Fed r = feed(d, v4_frag({.id = 1, .offset = 8, .more = false, .data = "BBBBBBBB"}));
+    Fed r = feed(d, v4_frag({.id = 2, .offset = 8, .more = false, .data = "BBBBBBBB"}));
     ASSERT_EQ(r.result, kReassembled);
-    EXPECT_EQ(std::string(r.out.begin() + 20, r.out.end()), "AAAAAAAABBBBBBBB");
+    EXPECT_EQ(std::string(r.out.begin() + 20, r.out.end()), "ZZZZZZZZBBBBBBBB");
     EXPECT_EQ(d.counters().memuse.get(), 0u);
     EXPECT_EQ(d.counters().trackers_active.get(), 0u);
+}
+
+TEST(DefragLimits, MemcapDropsWhatTheDatagramItselfCannotHold) {
+    const uint64_t first = kDefragTrackerBytes + kDefragFragBytes + 2 * kDefragChunkBytes;
+    const uint64_t more = kDefragFragBytes + kDefragChunkBytes;
+    DefragConfig c = config();
+    c.memcap = first + more;
+    Defragmenter d(c);
+    EXPECT_EQ(feed(d, v4_frag({.id = 1, .offset = 0, .data = "AAAAAAAA"})).result, kHeld);
+    EXPECT_EQ(feed(d, v4_frag({.id = 1, .offset = 8, .data = "BBBBBBBB"})).result, kHeld);
+    EXPECT_EQ(d.counters().memuse.get(), first + more);
+    // Nothing else to give up: the fragment is dropped and what is held stays.
+    EXPECT_EQ(feed(d, v4_frag({.id = 1, .offset = 16, .data = "CCCCCCCC"})).result, kDropped);
     EXPECT_EQ(d.counters().memcap_drops.get(), 1u);
+    EXPECT_EQ(d.counters().evicted.get(), 0u);
+    EXPECT_EQ(d.counters().memuse.get(), first + more);
+    EXPECT_EQ(d.counters().trackers_active.get(), 1u);
 }
 
 TEST(DefragLimits, LargeFragmentsUseSeveralChunks) {
@@ -595,18 +613,21 @@ TEST(DefragLimits, TooManyFragmentsDropsTheDatagram) {
     EXPECT_EQ(d.counters().memuse.get(), 0u);
 }
 
-TEST(DefragLimits, TrackerLimitDropsThenReclaimsExpired) {
+TEST(DefragLimits, TrackerLimitReclaimsExpiredThenEvictsTheOldest) {
     DefragConfig c = config();
     c.max_trackers = 2;
     Defragmenter d(c);
     EXPECT_EQ(feed(d, v4_frag({.id = 1, .data = "A"})).result, kHeld);
     EXPECT_EQ(feed(d, v4_frag({.id = 2, .data = "A", .ts_ns = kSec})).result, kHeld);
-    EXPECT_EQ(feed(d, v4_frag({.id = 3, .data = "A", .ts_ns = 2 * kSec})).result, kDropped);
-    EXPECT_EQ(d.counters().tracker_drops.get(), 1u);
-    // At 10.5 s only tracker 1 (last seen at 0) is idle for longer than 10 s.
-    EXPECT_EQ(feed(d, v4_frag({.id = 4, .data = "A", .ts_ns = 10 * kSec + kSec / 2})).result,
+    // Nothing idle for 10 s at 2 s: the oldest datagram (1) is given up.
+    EXPECT_EQ(feed(d, v4_frag({.id = 3, .data = "A", .ts_ns = 2 * kSec})).result, kHeld);
+    EXPECT_EQ(d.counters().evicted.get(), 1u);
+    EXPECT_EQ(d.counters().tracker_drops.get(), 0u);
+    // At 11.5 s only tracker 2 (last seen at 1 s) is idle for longer than 10 s: it times out.
+    EXPECT_EQ(feed(d, v4_frag({.id = 4, .data = "A", .ts_ns = 11 * kSec + kSec / 2})).result,
               kHeld);
     EXPECT_EQ(d.counters().timeouts.get(), 1u);
+    EXPECT_EQ(d.counters().evicted.get(), 1u);
     EXPECT_EQ(d.counters().trackers_active.get(), 2u);
 }
 
@@ -730,11 +751,11 @@ TEST(DefragStats, ExportsEveryCounterByName) {
     feed(d, v4_frag({.offset = 65528, .more = false, .data = "toolong!"}));  // invalid
     feed(d, v4_frag({.id = 99, .offset = 16, .data = "CCCCCCCC"}));          // held
     feed(d, v6_frag({.id = 5, .offset = 0, .data = "x"}));                   // held: 2 trackers now
-    feed(d, v6_frag({.id = 6, .offset = 0, .data = "y"}));                   // no tracker left
+    feed(d, v6_frag({.id = 6, .offset = 0, .data = "y"}));  // no tracker left: 99 evicted
 
     StatsSnapshot s;
     d.export_stats(s);
-    EXPECT_EQ(s.values().size(), 12u);
+    EXPECT_EQ(s.values().size(), 13u);
     EXPECT_EQ(s.get("defrag.ipv4.fragments"), 5u);
     EXPECT_EQ(s.get("defrag.ipv4.reassembled"), 1u);
     EXPECT_EQ(s.get("defrag.ipv6.fragments"), 4u);
@@ -746,9 +767,9 @@ TEST(DefragStats, ExportsEveryCounterByName) {
     EXPECT_EQ(s.get("defrag.invalid"), 1u);
     EXPECT_EQ(s.get("defrag.trackers"), 2u);
     EXPECT_EQ(s.get("defrag.memuse"),
-              uint64_t{kDefragTrackerBytes + kDefragFragBytes + kDefragChunkBytes +
-                       kDefragTrackerBytes + kDefragFragBytes + 2 * kDefragChunkBytes});
-    EXPECT_EQ(s.get("defrag.max_trackers_reached"), 1u);
+              uint64_t{2 * (kDefragTrackerBytes + kDefragFragBytes + 2 * kDefragChunkBytes)});
+    EXPECT_EQ(s.get("defrag.max_trackers_reached"), 0u);
+    EXPECT_EQ(s.get("defrag.evicted"), 1u);
 }
 
 }  // namespace

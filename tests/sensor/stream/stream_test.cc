@@ -507,14 +507,20 @@ TEST(StreamLimits, SessionMemcapRefusesNewSessionsExactly) {
     StreamConfig cfg;
     cfg.memcap = 3 * StreamTracker::session_bytes();
     Rig rig(cfg);
-    for (uint16_t i = 0; i < 5; ++i) {
+    // Established sessions are never reclaimed: the fourth and fifth SYN get none.
+    for (uint16_t i = 0; i < 3; ++i) {
+        rig.hosts().cport = static_cast<uint16_t>(1000 + i);
+        rig.handshake(kIsnC, kIsnS);
+    }
+    for (uint16_t i = 3; i < 5; ++i) {
         rig.hosts().cport = static_cast<uint16_t>(1000 + i);
         StreamUpdate u = rig.send({true, kIsnC, 0, kSyn});
-        EXPECT_EQ(u.has(kEventSessionMemcap), i >= 3);
+        EXPECT_TRUE(u.has(kEventSessionMemcap));
     }
     StatsSnapshot s = rig.stats();
     EXPECT_EQ(s.get("tcp.sessions"), 3u);
     EXPECT_EQ(s.get("tcp.ssn_memcap_drop"), 2u);
+    EXPECT_EQ(s.get("tcp.ssn_memcap_reclaimed"), 0u);
     EXPECT_EQ(s.get("tcp.memuse"), 3 * StreamTracker::session_bytes());
     // Freeing a flow gives its share back.
     rig.table().clear();
@@ -522,6 +528,42 @@ TEST(StreamLimits, SessionMemcapRefusesNewSessionsExactly) {
     EXPECT_EQ(s.get("tcp.memuse"), 0u);
     rig.hosts().cport = 2000;
     EXPECT_EQ(rig.send({true, kIsnC, 0, kSyn}).state, SessionState::kSynSent);
+}
+
+// A SYN flood fills the session memcap with half-open sessions: each new SYN frees the
+// oldest session still in syn_sent (never an established one), so a real connection that
+// starts during the flood is still reassembled.
+TEST(StreamLimits, SynFloodReclaimsOldestHalfOpenSession) {
+    StreamConfig cfg;
+    cfg.memcap = 3 * StreamTracker::session_bytes();
+    Rig rig(cfg);
+    rig.hosts().cport = 999;
+    rig.handshake(kIsnC, kIsnS);  // established: kept throughout
+    for (uint16_t i = 0; i < 6; ++i) {
+        rig.hosts().cport = static_cast<uint16_t>(1000 + i);
+        StreamUpdate u = rig.send({true, kIsnC, 0, kSyn});
+        EXPECT_FALSE(u.has(kEventSessionMemcap));
+        EXPECT_EQ(u.state, SessionState::kSynSent);
+    }
+    StatsSnapshot s = rig.stats();
+    EXPECT_EQ(s.get("tcp.sessions"), 7u);
+    EXPECT_EQ(s.get("tcp.ssn_memcap_reclaimed"), 4u);  // ports 1000-1003, oldest first
+    EXPECT_EQ(s.get("tcp.ssn_memcap_drop"), 0u);
+    EXPECT_EQ(s.get("tcp.memuse"), 3 * StreamTracker::session_bytes());
+    // A connection that starts now is reassembled in full.
+    rig.hosts().cport = 2000;
+    rig.handshake(kIsnC, kIsnS);
+    rig.send({true, kIsnC + 1, kIsnS + 1, kAck | kPsh, "GET /legit"});
+    EXPECT_EQ(rig.out(Direction::kToServer), "GET /legit");
+    EXPECT_EQ(rig.stats().get("tcp.ssn_memcap_reclaimed"), 5u);  // port 1004
+    // The first flow is still reassembled; a reclaimed flow is untracked until a new SYN.
+    rig.hosts().cport = 999;
+    rig.send({true, kIsnC + 1, kIsnS + 1, kAck | kPsh, "kept"});
+    EXPECT_EQ(rig.out(Direction::kToServer), "kept");
+    rig.hosts().cport = 1000;
+    EXPECT_EQ(rig.send({false, kIsnS, kIsnC + 1, kSyn | kAck}).state, SessionState::kNone);
+    rig.table().clear();
+    EXPECT_EQ(rig.stats().get("tcp.memuse"), 0u);
 }
 
 TEST(StreamLimits, ReassemblyMemcapDropsSegmentsExactly) {
@@ -550,6 +592,26 @@ TEST(StreamLimits, ReassemblyMemcapDropsSegmentsExactly) {
     rig.table().clear();
     EXPECT_EQ(rig.stats().get("tcp.reassembly_memuse"), 0u);
     EXPECT_EQ(rig.stats().get("tcp.memuse"), 0u);
+}
+
+// At the reassembly memcap, in-order data is still delivered (from the packet, without a tail)
+// rather than dropped; only out-of-order data, which needs the buffer, is dropped.
+TEST(StreamLimits, InOrderDataPassesWithoutTailAtTheReassemblyMemcap) {
+    StreamConfig cfg;
+    cfg.keep_tail = 16;
+    cfg.reassembly_memcap = 0;
+    Rig rig(cfg);
+    rig.handshake(kIsnC, kIsnS);
+    StreamUpdate u = rig.send({true, kIsnC + 1, kIsnS + 1, kAck, "GET /legit"});
+    EXPECT_FALSE(u.has(kEventSegmentMemcap));
+    rig.send({true, kIsnC + 11, kIsnS + 1, kAck, " HTTP/1.1"});
+    EXPECT_EQ(rig.out(Direction::kToServer), "GET /legit HTTP/1.1");
+    u = rig.send({true, kIsnC + 40, kIsnS + 1, kAck, "later"});  // out of order: needs a buffer
+    EXPECT_TRUE(u.has(kEventSegmentMemcap));
+    StatsSnapshot s = rig.stats();
+    EXPECT_EQ(s.get("tcp.reassembly_memcap_no_tail"), 2u);
+    EXPECT_EQ(s.get("tcp.segment_memcap_drop"), 1u);
+    EXPECT_EQ(s.get("tcp.reassembly_memuse"), 0u);
 }
 
 // Whatever arrives, memory stays under both caps, and everything is given back.
