@@ -645,6 +645,13 @@ void Engine::inspect_flow_packet(Worker& w, const decode::Packet& p, flow::Flow*
     flow::Direction tx_dir[kMaxTxPerPacket];
     if (f != nullptr && w.stream && p.has(decode::kFlagTcp)) {
         stream::StreamUpdate u = w.stream->process(p, *f, dir, now_ns);
+        if (config_.stream_async_oneside && f->state == flow::FlowState::kNew &&
+            (u.state == stream::SessionState::kEstablished ||
+             u.state == stream::SessionState::kClosing)) {
+            // Only one side is seen (asymmetric routing): the flow table waits for a packet
+            // to the client that will never come; the tracker's handshake is enough.
+            f->state = flow::FlowState::kEstablished;
+        }
         w.pkt_stream_memcap =
             u.has(stream::kEventSegmentMemcap) || u.has(stream::kEventSessionMemcap);
         for (;;) {

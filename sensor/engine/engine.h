@@ -88,6 +88,10 @@ struct SensorConfig {
     defrag::DefragConfig defrag;
     flow::FlowConfig flow;
     stream::StreamConfig stream;         // stream.*
+    // stream.async-oneside: a session the stream tracker established from one side only (the
+    // SYN/ACK never seen) makes its flow "established" for flow:established, as Suricata's
+    // async-oneside does. Off: such a flow stays not established.
+    bool stream_async_oneside = false;
     applayer::AppLayerConfig app_layer;  // app-layer.*
 
     // Detection: on when at least one rule file is configured (rule-files, -S, -s).

@@ -314,6 +314,7 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
 
     // Stream, with Suricata's key names.
     s.stream.midstream = c.get_bool("stream.midstream", false);
+    s.stream_async_oneside = c.get_bool("stream.async-oneside", false);
     // auto (Suricata's default): inline exactly when verdicts are decided (IPS modes).
     const std::string stream_inline =
         c.get_choice("stream.inline", "no", {"yes", "no", "auto", "true", "false"});
