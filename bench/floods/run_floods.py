@@ -56,7 +56,7 @@ def table(results, caps, limits, workers, rules_label, cmd_line):
     lines = []
     lines.append("| flood | packets | flows | baseline RssAnon MB | peak RssAnon MB (VmHWM) "
                  "| bound MB | "
-                 "max gauges MB (flow / defrag / tcp / reassembly / http) | "
+                 "max gauges MB (flow / defrag / tcp / reassembly / app / http) | "
                  "legit alerts expected / fired | shed counts by reason | result |")
     lines.append("|---|---|---|---|---|---|---|---|---|---|")
     for r in results:

@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <deque>
+#include <cstring>
 
 namespace picket::sensor::applayer {
 
@@ -90,6 +90,9 @@ void member_num(std::string* out, bool* first, const char* key, uint64_t value) 
 struct AppLayer::FlowState {
     AppProto proto = AppProto::kUnknown;
     bool failed = false;
+    // One of the shared, never-written markers (see marker()): the flow's app state was
+    // evicted or never created (memcap), or it failed. Such a flow is not looked at again.
+    bool marker = false;
     bool is_tcp = true;
     bool said_no[2] = {false, false};
     // A session picked up midstream whose first bytes "to the server" are an HTTP response:
@@ -101,7 +104,7 @@ struct AppLayer::FlowState {
     std::unique_ptr<http::HttpParser> http;
     std::unique_ptr<dns::DnsParser> dns;
     std::unique_ptr<tls::TlsParser> tls;
-    detect::TxAlertLog log;
+    std::unique_ptr<detect::TxAlertLog> log;  // created when the first alert is recorded
     // DNS: transaction ids by message id (queries open a transaction, responses join it), and
     // what EVE says of each.
     struct DnsMeta {
@@ -113,8 +116,14 @@ struct AppLayer::FlowState {
         uint16_t rcode = 0;
         std::string rrname;
     };
-    std::deque<DnsMeta> dns_meta;
+    std::vector<DnsMeta> dns_meta;  // oldest first, at most kDnsMetaKept
     uint64_t dns_next_tx = 0;
+    // Memcap accounting: the bytes counted for this state, its flow, and its place in the
+    // worker's LRU list (touched on every on_data / on_eof).
+    size_t mem = 0;
+    flow::Flow* flow = nullptr;
+    FlowState* lru_prev = nullptr;
+    FlowState* lru_next = nullptr;
 };
 
 namespace {
@@ -124,28 +133,172 @@ flow::Direction flip(flow::Direction d) {
 }
 }  // namespace
 
+namespace {
+// Heap bytes of a string: nothing while it fits the small-string buffer.
+size_t heap(const std::string& s) {
+    return s.capacity() > std::string().capacity() ? s.capacity() + 1 : 0;
+}
+}  // namespace
+
+// The markers hung on flows that have no state of their own: one per protocol (an evicted
+// flow keeps its protocol for EVE and app-layer-protocol, but has no parser) and one "failed"
+// (detection failed, or the state was refused by the memcap, or evicted before detection).
+// Shared by every worker: nothing writes them after construction.
+static AppLayer::FlowState* marker(AppProto proto, bool failed) {
+    static AppLayer::FlowState* const markers = [] {
+        auto* m = new AppLayer::FlowState[4];
+        m[0].failed = true;
+        m[1].proto = AppProto::kHttp;
+        m[2].proto = AppProto::kDns;
+        m[3].proto = AppProto::kTls;
+        for (int i = 0; i < 4; ++i) {
+            m[i].marker = true;
+        }
+        return m;
+    }();
+    if (failed) {
+        return &markers[0];
+    }
+    switch (proto) {
+        case AppProto::kHttp:
+            return &markers[1];
+        case AppProto::kDns:
+            return &markers[2];
+        case AppProto::kTls:
+            return &markers[3];
+        default:
+            return &markers[0];
+    }
+}
+
 AppLayer::AppLayer(const AppLayerConfig& config) : config_(config) {}
-AppLayer::~AppLayer() = default;
+
+AppLayer::~AppLayer() {
+    // Flows normally give their state back (release_flow) first; free what is left.
+    while (lru_head_ != nullptr) {
+        FlowState* s = lru_head_;
+        s->flow->user[kAppUserSlot] = nullptr;
+        unlink(s);
+        delete s;
+    }
+}
+
+void AppLayer::unlink(FlowState* s) {
+    (s->lru_prev != nullptr ? s->lru_prev->lru_next : lru_head_) = s->lru_next;
+    (s->lru_next != nullptr ? s->lru_next->lru_prev : lru_tail_) = s->lru_prev;
+    s->lru_prev = s->lru_next = nullptr;
+    memuse_ -= s->mem;
+    memuse_gauge_.set(memuse_);
+    if (scratch_owner_ == s) {
+        scratch_owner_ = nullptr;
+    }
+}
+
+void AppLayer::touch(FlowState* s) {
+    if (lru_tail_ == s) {
+        return;
+    }
+    // Unlink without the accounting, append at the tail.
+    (s->lru_prev != nullptr ? s->lru_prev->lru_next : lru_head_) = s->lru_next;
+    (s->lru_next != nullptr ? s->lru_next->lru_prev : lru_tail_) = s->lru_prev;
+    s->lru_next = nullptr;
+    s->lru_prev = lru_tail_;
+    (lru_tail_ != nullptr ? lru_tail_->lru_next : lru_head_) = s;
+    lru_tail_ = s;
+}
+
+void AppLayer::evict(FlowState* s) {
+    flow::Flow* f = s->flow;
+    unlink(s);
+    f->user[kAppUserSlot] = marker(s->proto, s->failed);
+    delete s;  // the parsers give back their memuse
+    ++memcap_evicted_;
+}
+
+bool AppLayer::make_room(size_t need, const FlowState* keep) {
+    FlowState* v = lru_head_;
+    while (memuse_ + need > config_.memcap && v != nullptr) {
+        FlowState* next = v->lru_next;
+        if (v != keep) {
+            evict(v);
+        }
+        v = next;
+    }
+    return memuse_ + need <= config_.memcap;
+}
+
+void AppLayer::retire_failed(flow::Flow& f, FlowState* s) {
+    unlink(s);
+    f.user[kAppUserSlot] = marker(AppProto::kUnknown, true);
+    delete s;
+}
+
+void AppLayer::account(FlowState* s) {
+    size_t n = sizeof(FlowState) + heap(s->probe[0]) + heap(s->probe[1]) +
+               s->dns_meta.capacity() * sizeof(FlowState::DnsMeta);
+    for (const auto& m : s->dns_meta) {
+        n += heap(m.rrname);
+    }
+    if (s->log) {
+        n += sizeof(detect::TxAlertLog);
+    }
+    if (s->http) {
+        n += s->http->memory();
+    }
+    if (s->dns) {
+        n += s->dns->memory();
+    }
+    if (s->tls) {
+        n += s->tls->memory();
+    }
+    memuse_ = memuse_ - s->mem + n;
+    s->mem = n;
+    if (memuse_ > config_.memcap) {
+        // Growth of a live state: make room by evicting others. This flow stays (the caller
+        // holds views into it); its parser's own limits bound how far it alone can go.
+        make_room(0, s);
+    }
+    memuse_gauge_.set(memuse_);
+}
 
 AppLayer::FlowState* AppLayer::state(flow::Flow& f) {
     auto* s = static_cast<FlowState*>(f.user[kAppUserSlot]);
-    if (s == nullptr) {
-        s = new FlowState();
-        f.user[kAppUserSlot] = s;
+    if (s != nullptr) {
+        return s;
     }
+    constexpr size_t kNeed = sizeof(FlowState);
+    if (!make_room(kNeed, nullptr)) {
+        // Even an empty app layer has no room for it: the flow goes without (counted once,
+        // the marker stops later packets from trying again).
+        ++memcap_drop_;
+        f.user[kAppUserSlot] = marker(AppProto::kUnknown, true);
+        return static_cast<FlowState*>(f.user[kAppUserSlot]);
+    }
+    s = new FlowState();
+    s->flow = &f;
+    s->mem = kNeed;
+    memuse_ += kNeed;
+    memuse_gauge_.set(memuse_);
+    s->lru_prev = lru_tail_;
+    (lru_tail_ != nullptr ? lru_tail_->lru_next : lru_head_) = s;
+    lru_tail_ = s;
+    f.user[kAppUserSlot] = s;
     return s;
 }
 
 void AppLayer::release_flow(flow::Flow& f) {
     auto* s = static_cast<FlowState*>(f.user[kAppUserSlot]);
     if (s != nullptr) {
-        if (s->dns) {
-            s->dns->finish();
+        if (!s->marker) {
+            if (s->dns) {
+                s->dns->finish();
+            }
+            if (s->tls) {
+                s->tls->finish();
+            }
+            unlink(s);
+            delete s;
         }
-        if (s->tls) {
-            s->tls->finish();
-        }
-        delete s;
         f.user[kAppUserSlot] = nullptr;
     }
 }
@@ -168,7 +321,36 @@ const char* AppLayer::proto_name(const flow::Flow& f) const {
 
 detect::TxAlertLog* AppLayer::alert_log(flow::Flow& f) {
     auto* s = static_cast<FlowState*>(f.user[kAppUserSlot]);
-    return s == nullptr ? nullptr : &s->log;
+    if (s == nullptr || s->marker) {
+        return nullptr;
+    }
+    if (s->log) {
+        return s->log.get();
+    }
+    if (scratch_owner_ != s) {
+        adopt_scratch_log();
+        scratch_log_ = detect::TxAlertLog{};
+        scratch_owner_ = s;
+    }
+    return &scratch_log_;
+}
+
+void AppLayer::adopt_scratch_log() {
+    FlowState* o = scratch_owner_;
+    scratch_owner_ = nullptr;
+    if (o == nullptr) {
+        return;
+    }
+    static const detect::TxAlertLog kEmpty{};
+    if (std::memcmp(scratch_log_.key, kEmpty.key, sizeof(kEmpty.key)) == 0) {
+        return;  // nothing recorded: the flow has no alerts to remember
+    }
+    o->log = std::make_unique<detect::TxAlertLog>(scratch_log_);
+    // Counted, but no eviction here: the flow asking for a log holds views into its state.
+    // The next account() brings the total back under the memcap.
+    o->mem += sizeof(detect::TxAlertLog);
+    memuse_ += sizeof(detect::TxAlertLog);
+    memuse_gauge_.set(memuse_);
 }
 
 void AppLayer::detect_proto(FlowState& s, flow::Flow& f, flow::Direction dir, const uint8_t* data,
@@ -338,14 +520,20 @@ uint32_t AppLayer::on_data(flow::Flow& f, flow::Direction dir, const uint8_t* da
         return 0;
     }
     FlowState& s = *state(f);
-    if (s.failed) {
+    if (s.failed || s.marker) {
         return 0;
     }
+    touch(&s);
     const int d = static_cast<int>(dir);
     if (s.proto == AppProto::kUnknown) {
         const size_t held_before = s.probe[d].size();
         detect_proto(s, f, dir, data, len, is_tcp);
+        if (s.failed) {
+            retire_failed(f, &s);
+            return 0;
+        }
         if (s.proto == AppProto::kUnknown) {
+            account(&s);
             return 0;
         }
         if (is_tcp) {
@@ -383,13 +571,16 @@ uint32_t AppLayer::on_data(flow::Flow& f, flow::Direction dir, const uint8_t* da
             s.http->release_completed();
             const flow::Direction pd = s.reversed ? flip(dir) : dir;
             http::FeedResult r = s.http->feed(static_cast<http::Dir>(pd), data, len);
-            return collect(s, pd, r, out, cap);
+            const uint32_t n = collect(s, pd, r, out, cap);
+            account(&s);
+            return n;
         }
         case AppProto::kTls: {
             if (!s.tls || s.tls->failed()) {
                 return 0;
             }
             uint32_t upd = s.tls->feed(static_cast<tls::Dir>(d), data, len);
+            account(&s);
             if ((upd & (tls::kClientHello | tls::kServerHello | tls::kCertificate)) == 0 ||
                 cap == 0) {
                 return 0;
@@ -453,7 +644,7 @@ uint32_t AppLayer::on_data(flow::Flow& f, flow::Direction dir, const uint8_t* da
                 }
                 if (meta == nullptr) {
                     if (s.dns_meta.size() >= kDnsMetaKept) {
-                        s.dns_meta.pop_front();
+                        s.dns_meta.erase(s.dns_meta.begin());
                     }
                     s.dns_meta.emplace_back();
                     meta = &s.dns_meta.back();
@@ -479,12 +670,19 @@ uint32_t AppLayer::on_data(flow::Flow& f, flow::Direction dir, const uint8_t* da
                 v.proto = AppProto::kDns;
                 v.tx_id = meta->tx_id;
                 v.dns_opcode = msg.header.opcode;
-                // dns.query inspects the request's question (Suricata 7: to_server only).
+                // dns.query inspects the request's question (Suricata 7: to_server only). UDP:
+                // the view points at the metadata's copy (the same name: a query opens its
+                // transaction), so the message itself can go now.
                 if (!msg.header.qr && !msg.questions.empty()) {
-                    set(v, BufferId::kDnsQuery, msg.questions[0].name);
+                    set(v, BufferId::kDnsQuery, is_tcp ? msg.questions[0].name : meta->rrname);
                 }
                 ++n;
             }
+            if (!is_tcp) {
+                // One datagram, one message, already copied into dns_meta: keep nothing else.
+                s.dns->compact();
+            }
+            account(&s);
             return n;
         }
         default:
@@ -494,13 +692,13 @@ uint32_t AppLayer::on_data(flow::Flow& f, flow::Direction dir, const uint8_t* da
 
 void AppLayer::on_gap(flow::Flow& f, flow::Direction dir) {
     auto* s = static_cast<FlowState*>(f.user[kAppUserSlot]);
-    if (s == nullptr || s->failed) {
+    if (s == nullptr || s->failed || s->marker) {
         return;
     }
     if (s->proto == AppProto::kUnknown) {
         // Detection cannot resume mid-stream: give up on this flow.
-        s->failed = true;
         ++flows_failed_tcp_;
+        retire_failed(f, s);
         return;
     }
     if (s->http) {
@@ -510,12 +708,15 @@ void AppLayer::on_gap(flow::Flow& f, flow::Direction dir) {
 
 uint32_t AppLayer::on_eof(flow::Flow& f, flow::Direction dir, TxUpdate* out, uint32_t cap) {
     auto* s = static_cast<FlowState*>(f.user[kAppUserSlot]);
-    if (s == nullptr || s->failed || !s->http) {
+    if (s == nullptr || s->failed || s->marker || !s->http) {
         return 0;
     }
+    touch(s);
     const flow::Direction pd = s->reversed ? flip(dir) : dir;
     http::FeedResult r = s->http->on_close(static_cast<http::Dir>(pd));
-    return collect(*s, pd, r, out, cap);
+    const uint32_t n = collect(*s, pd, r, out, cap);
+    account(s);
+    return n;
 }
 
 const std::string* AppLayer::http_request_header(const flow::Flow& f, uint64_t tx_id,
@@ -665,6 +866,9 @@ void AppLayer::export_stats(StatsSnapshot& out) const {
     out.add("app_layer.tx.tls", tx_tls_.get());
     out.add("app_layer.tx.dns_tcp", tx_dns_tcp_.get());
     out.add("app_layer.tx.dns_udp", tx_dns_udp_.get());
+    out.add("app_layer.memcap_evicted", memcap_evicted_.get());
+    out.add("app_layer.memcap_drop", memcap_drop_.get());
+    out.add("app_layer.memuse", memuse_gauge_.get());
     http_counters_.export_stats(out);
     dns::export_stats(dns_counters_, out);
     tls::export_stats(tls_counters_, out);

@@ -35,6 +35,9 @@ struct AppLayerConfig {
     // Bytes per direction looked at before giving up on detection (Suricata's
     // app-layer.protocols detection window): the flow's app_proto becomes "failed".
     uint32_t probe_bytes = 4096;
+    // Bytes of per-flow app state this AppLayer may hold (app-layer.memcap is the sensor's
+    // total; the engine gives each worker memcap / workers). See "Memcap" in README.md.
+    uint64_t memcap = 64ULL << 20;
 };
 
 // One transaction that changed, as detection sees it from the packet's direction.
@@ -77,13 +80,27 @@ public:
 
     // Frees what hangs on the flow (the flow table's on_free).
     void release_flow(flow::Flow& f);
-    // app_layer.flow.<proto>, app_layer.tx.<proto>, and the parsers' counters and events.
+    // app_layer.flow.<proto>, app_layer.tx.<proto>, app_layer.memcap_evicted,
+    // app_layer.memcap_drop, the app_layer.memuse gauge, and the parsers' counters and events.
     void export_stats(StatsSnapshot& out) const;
+    // Bytes of per-flow app state held now (what the memcap limits).
+    uint64_t memuse() const { return memuse_; }
 
     struct FlowState;
 
 private:
     FlowState* state(flow::Flow& f);
+    // Evicts least recently used states (never `keep`) until `need` more bytes fit under the
+    // memcap; false when they still do not.
+    bool make_room(size_t need, const FlowState* keep);
+    void evict(FlowState* s);
+    // Replaces a failed flow's state by the shared "failed" marker: a failed flow costs nothing.
+    void retire_failed(flow::Flow& f, FlowState* s);
+    void unlink(FlowState* s);
+    void touch(FlowState* s);
+    // Recomputes s's bytes after its parser ran, then evicts others if over the memcap.
+    void account(FlowState* s);
+    void adopt_scratch_log();
     uint32_t collect(FlowState& s, flow::Direction dir, const http::FeedResult& r, TxUpdate* out,
                      uint32_t cap);
     void detect_proto(FlowState& s, flow::Flow& f, flow::Direction dir, const uint8_t* data,
@@ -96,6 +113,15 @@ private:
     Counter flows_http_, flows_tls_, flows_dns_tcp_, flows_dns_udp_, flows_failed_tcp_,
         flows_failed_udp_;
     Counter tx_dns_tcp_, tx_dns_udp_, tx_tls_;
+    Counter memcap_evicted_, memcap_drop_, memuse_gauge_;
+    uint64_t memuse_ = 0;
+    FlowState* lru_head_ = nullptr;  // least recently used
+    FlowState* lru_tail_ = nullptr;  // most recently used
+    // Alert logs are 520 bytes and most flows never alert: alert_log() lends this one to the
+    // flow that asks, which gets its own copy only when the next flow asks and something was
+    // recorded (see README.md).
+    detect::TxAlertLog scratch_log_;
+    FlowState* scratch_owner_ = nullptr;
 };
 
 }  // namespace picket::sensor::applayer

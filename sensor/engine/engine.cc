@@ -87,7 +87,9 @@ struct Engine::Worker {
             stream = std::make_unique<stream::StreamTracker>(stream_config(c));
         }
         if (c.stages >= Stage::kAppLayer) {
-            app = std::make_unique<applayer::AppLayer>(c.app_layer);
+            applayer::AppLayerConfig a = c.app_layer;
+            a.memcap = c.app_layer.memcap / c.workers;  // the sensor's, like the stream memcaps
+            app = std::make_unique<applayer::AppLayer>(a);
             tx_buf.resize(kMaxTxPerPacket);
         }
         set_on_free();

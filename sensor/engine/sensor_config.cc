@@ -102,7 +102,13 @@ void read_dpdk_config(const Config& c, SensorConfig* s) {
 
     // A list of maps: common/config.h has no getter for it, so read the YAML directly.
     constexpr const char* kInterfaces = "dpdk.interfaces";
-    const YAML::Node list = c.root()["dpdk"] ? c.root()["dpdk"]["interfaces"] : YAML::Node();
+    // dpdk must be a map before it is indexed: operator[] on a scalar throws
+    // YAML::BadSubscript, which main() does not catch (found by tests/fuzz/config_fuzz).
+    const YAML::Node dpdk = c.root().IsMap() ? c.root()["dpdk"] : YAML::Node();
+    if (dpdk && !dpdk.IsNull() && !dpdk.IsMap()) {
+        throw ConfigError(c.source() + ": dpdk: expected a map");
+    }
+    const YAML::Node list = dpdk && dpdk.IsMap() ? dpdk["interfaces"] : YAML::Node();
     if (list && !list.IsNull()) {
         if (!list.IsSequence()) {
             throw ConfigError(c.source() +
@@ -118,6 +124,10 @@ void read_dpdk_config(const Config& c, SensorConfig* s) {
             }
             capture::DpdkInterface iface;
             for (const auto& kv : entry) {
+                if (!kv.first.IsScalar()) {
+                    throw ConfigError(c.source() + ": " + key +
+                                      ": expected a map {interface: NAME, copy-iface: NAME}");
+                }
                 const std::string name = kv.first.as<std::string>();
                 if (name != "interface" && name != "copy-iface") {
                     throw ConfigError(c.source() + ": " + key + "." + name +
@@ -365,6 +375,8 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
     s.app_layer.http = proto_enabled("app-layer.protocols.http.enabled");
     s.app_layer.tls = proto_enabled("app-layer.protocols.tls.enabled");
     s.app_layer.dns = proto_enabled("app-layer.protocols.dns.enabled");
+    // The sensor's total for per-flow app state (parsers, buffers); each worker gets its share.
+    s.app_layer.memcap = c.get_size("app-layer.memcap", s.app_layer.memcap);
     auto& hc = s.app_layer.http_config;
     hc.request_body_limit = c.get_size(
         "app-layer.protocols.http.libhtp.default-config.request-body-limit", hc.request_body_limit);

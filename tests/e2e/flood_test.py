@@ -8,7 +8,8 @@ with them so that every limit is reached:
 
     picket-sensor -c deploy/sensor.yaml -r FLOOD.pcap -S local.rules -l DIR
         --set stats-interval=1 --set flow.memcap=16mb --set stream.memcap=8mb
-        --set stream.reassembly.memcap=32mb --set defrag.memcap=4mb [variant --set ...]
+        --set stream.reassembly.memcap=32mb --set defrag.memcap=4mb --set app-layer.memcap=8mb
+        [variant --set ...]
 
 - syn:  200,000 SYNs from random sources; flow table in emergency mode, flows evicted, half-open
         sessions reclaimed at the stream memcap.
@@ -19,7 +20,8 @@ with them so that every limit is reached:
         the http-bomb variant raises the body limits so that the decompression limit stops the
         bombs.
 - dns:  compression pointer loops, self and forward pointers, chains past the jump limit,
-        oversized labels and names, over UDP and TCP.
+        oversized labels and names, over UDP and TCP; the least recently used flows' app state
+        evicted at the app-layer memcap.
 
 Rules: the local rules of the legitimate traffic (bench/floods/floodlib.py LOCAL_RULES; no
 /work/shared needed). Each flood must raise exactly the alerts its legitimate sessions call
@@ -46,12 +48,9 @@ import floodrun as fr  # noqa: E402
 SENSOR = None
 # Checks that show a sensor bug: asserted in their own test, run as an expected failure until
 # the engine is fixed (as in stream_applayer_test.py). Key: "flood:check"; value: the reason.
-KNOWN_ENGINE_BUGS = {
-    "dns:peak RSS (anon)": "app-layer per-flow state (FlowState, DnsParser, a pending query: "
-                           "~5 KB per UDP DNS flow) is bounded by no memcap, only by the "
-                           "number of flows: 500k DNS flows take ~2.5 GB (docs/reliability-"
-                           "floods.part.md)",
-}
+# (The DNS flood's peak RSS was one, ~5 KB of app state per UDP DNS flow under no memcap,
+# until app-layer.memcap: sensor/applayer/README.md.)
+KNOWN_ENGINE_BUGS = {}
 
 
 def known_bug(key):
@@ -62,7 +61,7 @@ def known_bug(key):
 
 # The memcaps, scaled down with the floods (stated in the docstring above).
 CI_SETS = ["flow.memcap=16mb", "stream.memcap=8mb", "stream.reassembly.memcap=32mb",
-           "defrag.memcap=4mb"]
+           "defrag.memcap=4mb", "app-layer.memcap=8mb"]
 
 
 class FloodTest(unittest.TestCase):

@@ -414,7 +414,7 @@ void DnsParser::on_message(Dir dir, const uint8_t* data, size_t len) {
                 if (pending_.size() >= config_.max_pending) {
                     set_event(&m.events, Event::kFlooded);
                     completed_.push_back(std::move(pending_.front()));
-                    pending_.pop_front();
+                    pending_.erase(pending_.begin());
                 }
                 Transaction tx;
                 tx.id = m.header.id;
@@ -448,21 +448,59 @@ void DnsParser::on_message(Dir dir, const uint8_t* data, size_t len) {
 void DnsParser::finish() {
     completed_.clear();
     messages_.clear();
-    while (!pending_.empty()) {
-        completed_.push_back(std::move(pending_.front()));
-        pending_.pop_front();
+    for (Transaction& tx : pending_) {
+        completed_.push_back(std::move(tx));
     }
+    pending_.clear();
 }
+
+namespace {
+// Heap bytes of a string: nothing while it fits the small-string buffer.
+size_t heap(const std::string& s) {
+    return s.capacity() > std::string().capacity() ? s.capacity() + 1 : 0;
+}
+
+size_t message_heap(const Message& m) {
+    size_t n = m.questions.capacity() * sizeof(Question) + m.answers.capacity() * sizeof(Answer);
+    for (const Question& q : m.questions) {
+        n += heap(q.name);
+    }
+    for (const Answer& a : m.answers) {
+        n += heap(a.name) + heap(a.rdata);
+    }
+    return n;
+}
+
+size_t transactions_heap(const std::vector<Transaction>& v) {
+    size_t n = v.capacity() * sizeof(Transaction);
+    for (const Transaction& tx : v) {
+        n += message_heap(tx.query) + message_heap(tx.response);
+    }
+    return n;
+}
+
+void strip(Message* m) {
+    std::vector<Question>().swap(m->questions);
+    std::vector<Answer>().swap(m->answers);
+}
+}  // namespace
 
 size_t DnsParser::memory() const {
     size_t n = sizeof(*this) + tcp_[0].memory() + tcp_[1].memory();
-    for (const Transaction& tx : pending_) {
-        n += sizeof(tx);
-        for (const Question& q : tx.query.questions) {
-            n += sizeof(q) + q.name.capacity();
-        }
+    n += messages_.capacity() * sizeof(Parsed);
+    for (const Parsed& p : messages_) {
+        n += message_heap(p.message);
     }
-    return n;
+    return n + transactions_heap(completed_) + transactions_heap(pending_);
+}
+
+void DnsParser::compact() {
+    std::vector<Parsed>().swap(messages_);
+    std::vector<Transaction>().swap(completed_);
+    for (Transaction& tx : pending_) {
+        strip(&tx.query);
+        strip(&tx.response);
+    }
 }
 
 std::string type_name(uint16_t type) {

@@ -7,7 +7,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -190,8 +189,15 @@ public:
     const std::vector<Parsed>& messages() const { return messages_; }
     const std::vector<Transaction>& completed() const { return completed_; }
     size_t pending() const { return pending_.size(); }
-    // Bytes held by this flow's parser (reassembly buffers, pending queries), approximate.
+    // Bytes held by this flow's parser on the heap and inline: reassembly buffers, the last
+    // call's messages and completed transactions, pending queries (vectors by capacity, strings
+    // beyond the small-string buffer). An estimate, cheap enough to call after every feed().
     size_t memory() const;
+    // Frees what only the caller of the last feed() needed: messages() and completed() become
+    // empty (their storage released), and pending queries keep only their headers (questions
+    // and answers dropped), which is all the matching by id needs. For a UDP flow whose caller
+    // has copied what it keeps, this leaves a few hundred bytes per flow.
+    void compact();
 
 private:
     void on_message(Dir dir, const uint8_t* data, size_t len);
@@ -203,7 +209,9 @@ private:
     DnsTcpReassembler tcp_[2];
     std::vector<Parsed> messages_;
     std::vector<Transaction> completed_;
-    std::deque<Transaction> pending_;  // oldest first
+    // Oldest first. A vector, not a deque: an empty libstdc++ deque already holds ~600 bytes,
+    // and there are at most max_pending entries to shift.
+    std::vector<Transaction> pending_;
 };
 
 // "A", "AAAA", "CNAME"..., or the decimal number for types without a mnemonic here.

@@ -178,5 +178,14 @@ TEST(EveStatsTest, StatsEventLayout) {
     EXPECT_EQ(ev["stats"]["rates"]["workers"][0]["bytes"], 500);
 }
 
+// config_fuzz crash: a scalar dpdk (or a non-scalar key in dpdk.interfaces) threw
+// YAML::BadSubscript / a conversion error out of load_sensor_config; main() catches only
+// ConfigError, so picket-sensor terminated.
+TEST(SensorConfigTest, ScalarDpdkIsAConfigError) {
+    EXPECT_THROW(load_sensor_config(with_input("dpdk: x\n")), ConfigError);
+    EXPECT_THROW(load_sensor_config(with_input("dpdk:\n  interfaces:\n    - {[a]: b}\n")),
+                 ConfigError);
+}
+
 }  // namespace
 }  // namespace picket::sensor::engine
