@@ -45,7 +45,10 @@ int enroll_sensor(const std::string& db_path, const std::string& name) {
         std::fprintf(stderr, "picket-manager: --enroll: %s\n", std::string(st.message()).c_str());
         return kExitUsage;
     }
-    auto store = manager::store::Store::Open(db_path);
+    // The manager may be running on this database: leave its sensors' connection state alone.
+    manager::store::StoreOptions so;
+    so.reset_connections = false;
+    auto store = manager::store::Store::Open(db_path, so);
     if (!store.ok()) {
         std::fprintf(stderr, "picket-manager: --db %s: %s\n", db_path.c_str(),
                      std::string(store.status().message()).c_str());
@@ -252,6 +255,9 @@ int main(int argc, char** argv) {
     sigaddset(&stop_signals, SIGINT);
     sigaddset(&stop_signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+    // A file size limit (RLIMIT_FSIZE) must fail the write, not kill the manager: SQLite then
+    // sees EFBIG and the store answers RESOURCE_EXHAUSTED, as for a full disk.
+    signal(SIGXFSZ, SIG_IGN);
 
     // The registry outlives the server and the store (their instruments live in it).
     metrics::Registry registry;

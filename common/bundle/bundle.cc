@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <set>
@@ -801,7 +802,8 @@ absl::Status verify_bundle(const Bundle& bundle, const VerifyOptions& options) {
     if (static_cast<uint64_t>(m.files_size()) > limits.max_files ||
         static_cast<uint64_t>(bundle.files_size()) > limits.max_files) {
         add_problem(problems, Code::kResourceExhausted,
-                    internal::cat("bundle has more than ", limits.max_files, " files"));
+                    internal::cat("bundle has ", std::max(m.files_size(), bundle.files_size()),
+                                  " files, over the limit of ", limits.max_files));
         return join_problems(problems);  // do not walk an oversized list
     }
     std::map<std::string_view, const picket::v1::FileEntry*> entries;
@@ -826,16 +828,29 @@ absl::Status verify_bundle(const Bundle& bundle, const VerifyOptions& options) {
                         internal::cat(e.path(), ": ", e.size(), " bytes, over the limit of ",
                                       limits.max_file_bytes));
         }
-        total += std::min<uint64_t>(e.size(), limits.max_total_bytes + 1);
+        // Saturating: sizes come from the wire and may be anything.
+        total = e.size() > UINT64_MAX - total ? UINT64_MAX : total + e.size();
         std::string_view p = e.path();
         if (p.starts_with(kRulesDir) && p.ends_with(".rules")) {
             has_rules = true;
         }
     }
     if (total > limits.max_total_bytes) {
-        add_problem(
-            problems, Code::kResourceExhausted,
-            internal::cat("bundle files total more than ", limits.max_total_bytes, " bytes"));
+        add_problem(problems, Code::kResourceExhausted,
+                    internal::cat("bundle files total ", total, " bytes, over the limit of ",
+                                  limits.max_total_bytes));
+    }
+    // "a" and "a/b" cannot both be files: writing one would fail on the other, or, in a tool
+    // that unpacks in order, turn a file into a directory under an earlier name.
+    for (const auto& [path, e] : entries) {
+        for (size_t slash = path.find('/'); slash != std::string_view::npos;
+             slash = path.find('/', slash + 1)) {
+            if (entries.count(path.substr(0, slash)) != 0) {
+                add_problem(problems, Code::kInvalidArgument,
+                            internal::cat("manifest: ", path.substr(0, slash),
+                                          ": is both a file and a directory (", path, ")"));
+            }
+        }
     }
     if (!has_rules) {
         add_problem(problems, Code::kInvalidArgument, "bundle has no rules file (rules/*.rules)");
@@ -875,6 +890,16 @@ absl::Status verify_bundle(const Bundle& bundle, const VerifyOptions& options) {
         if (!seen.count(path)) {
             add_problem(problems, Code::kDataLoss,
                         internal::cat(path, ": listed in the manifest but missing"));
+        }
+    }
+
+    if (problems.empty()) {
+        // Counted only on intact content (the sizes were bounded above).
+        uint64_t rules = count_rules(bundle);
+        if (rules > limits.max_rules) {
+            add_problem(problems, Code::kResourceExhausted,
+                        internal::cat("bundle has ", rules, " rules, over the limit of ",
+                                      limits.max_rules));
         }
     }
 

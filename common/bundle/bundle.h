@@ -30,11 +30,24 @@ inline constexpr std::string_view kTuningFile = "tuning.yaml";
 inline constexpr std::string_view kThresholdFile = "threshold.config";
 inline constexpr std::string_view kRulesDir = "rules/";  // rules are rules/*.rules
 
+// Defaults sized from ET Open (20 MB of rules files, 34,850 rules counting disabled ones):
+// about 3x its size and 6x its rule count, so the largest real rulesets fit while a bundle
+// can neither exhaust the manager's memory at push nor the sensor's at compile.
 struct Limits {
     uint32_t max_files = 4096;
     uint64_t max_file_bytes = 64ull << 20;
-    uint64_t max_total_bytes = 256ull << 20;
+    uint64_t max_total_bytes = 64ull << 20;
+    uint64_t max_rules = 200'000;  // rules (enabled or commented out) in rules/*.rules
 };
+
+// gRPC message size limit of every Picket server and client (manager, picketctl, sensor
+// agent): the largest message is a bundle (PushBundle, GetBundle with content, ApplyBundle),
+// i.e. max_total_bytes of content plus its envelope. The envelope of a bundle at the other
+// limits (4096 files with 255-byte paths listed twice, 64-hex hashes, 4 KiB author and message)
+// is under 2.5 MiB; 4 MiB leaves room. Every other message is far smaller.
+inline constexpr uint64_t kMaxEnvelopeBytes = 4ull << 20;
+inline constexpr int kMaxMessageBytes =
+    static_cast<int>(Limits{}.max_total_bytes + kMaxEnvelopeBytes);
 
 // ---------------------------------------------------------------------------------------
 // Hashing, paths, manifest
@@ -98,8 +111,12 @@ struct VerifyOptions {
     bool require_version = true;
 };
 
+// Rules (scan_rule: enabled or commented out) in the bundle's rules/*.rules files.
+uint64_t count_rules(const Bundle& bundle);
+
 // Checks the manifest (name [A-Za-z0-9._-]{1,64}, text fields valid UTF-8 and <= 4096 bytes,
-// version rules, sorted-unique safe paths, sha256 syntax), limits, that files and manifest
+// version rules, sorted-unique safe paths, no path that is both a file and a directory, sha256
+// syntax), limits (files, bytes, then rules once the content is intact), that files and manifest
 // entries correspond one to one with equal size and sha256, at least one rules/*.rules file,
 // and the signature. Reports every problem: the message is one line per problem ("\n"
 // separated); the code is the first problem's: InvalidArgument (malformed), DataLoss (hash /

@@ -703,6 +703,21 @@ absl::StatusOr<TuningResult> effective_rules(const Bundle& bundle) {
     return result;
 }
 
+uint64_t count_rules(const Bundle& bundle) {
+    uint64_t n = 0;
+    for (const auto& f : bundle.files()) {
+        if (!internal::is_rules_file(f.path())) {
+            continue;
+        }
+        for (const LogicalLine& line : internal::split_logical_lines(f.content())) {
+            if (scan_rule(line.joined)) {
+                ++n;
+            }
+        }
+    }
+    return n;
+}
+
 absl::Status check_content(const Bundle& bundle) {
     std::vector<std::string> problems;
     for (const auto& f : bundle.files()) {

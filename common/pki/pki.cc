@@ -548,9 +548,14 @@ absl::StatusOr<IssuedFiles> init_ca(const fs::path& dir, std::string_view common
     }
     std::error_code ec;
     if (!fs::exists(dir, ec)) {
-        if (!fs::create_directories(dir, ec)) {
+        // The directory itself is made 0700 by mkdir (a umask only removes bits), so it is
+        // never writable by others, not even between creation and a chmod.
+        if (dir.has_parent_path()) {
+            fs::create_directories(dir.parent_path(), ec);
+        }
+        if (::mkdir(dir.c_str(), 0700) != 0 && !(errno == EEXIST && fs::is_directory(dir, ec))) {
             return absl::UnavailableError(
-                cat(dir.string(), ": cannot create directory: ", ec.message()));
+                cat(dir.string(), ": cannot create directory: ", std::strerror(errno)));
         }
         fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, ec);
     } else if (!fs::is_directory(dir, ec)) {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/bundle/bundle.h"
 #include "common/pki/pki.h"
 
 namespace picket::manager::cli {
@@ -85,8 +86,9 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> make_channel(const ConnectOptions
         return absl::InvalidArgumentError("--manager ADDR is required for this command");
     }
     grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(512 << 20);
-    args.SetMaxSendMessageSize(512 << 20);
+    // The bundle limit plus its envelope, as on the manager (common/bundle kMaxMessageBytes).
+    args.SetMaxReceiveMessageSize(::picket::bundle::kMaxMessageBytes);
+    args.SetMaxSendMessageSize(::picket::bundle::kMaxMessageBytes);
     if (options.insecure) {
         if (!is_loopback_target(options.manager)) {
             return absl::InvalidArgumentError(

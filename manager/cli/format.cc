@@ -86,6 +86,8 @@ json sensor_entry_json(const v1::Sensor& s) {
         {"peer", s.peer()},
         {"first_seen", time_json(s.first_seen())},
         {"last_seen", time_json(s.last_seen())},
+        {"revoked", s.revoked()},
+        {"revoked_at", time_json(s.revoked_at())},
     };
 }
 
@@ -340,12 +342,32 @@ json sensors_json(const v1::ListSensorsResponse& response) {
 std::string sensors_text(const v1::ListSensorsResponse& response) {
     std::vector<std::vector<std::string>> rows;
     for (const v1::Sensor& s : response.sensors()) {
-        rows.push_back({s.name(), s.connected() ? "yes" : "no", format_bundle_ref(s.bundle()),
+        // A revoked sensor is never connected: the column says why it cannot be.
+        std::string connected = s.revoked() ? "revoked" : (s.connected() ? "yes" : "no");
+        rows.push_back({s.name(), connected, format_bundle_ref(s.bundle()),
                         s.ips_mode() ? "ips" : "ids", or_dash(s.host()), labels_text(s.labels()),
                         format_time(s.last_seen())});
     }
     return render_table({"NAME", "CONNECTED", "BUNDLE", "MODE", "HOST", "LABELS", "LAST SEEN"},
                         rows);
+}
+
+json revoke_json(const v1::RevokeSensorResponse& response) {
+    return json{{"name", response.sensor().name()},
+                {"revoked_now", response.revoked_now()},
+                {"disconnected", response.disconnected()},
+                {"revoked_at", time_json(response.sensor().revoked_at())}};
+}
+
+std::string revoke_text(const v1::RevokeSensorResponse& response) {
+    const std::string& name = response.sensor().name();
+    if (!response.revoked_now()) {
+        return "sensor " + name + " was already revoked (at " +
+               format_time(response.sensor().revoked_at()) + ")\n";
+    }
+    return "revoked sensor " + name +
+           (response.disconnected() ? " (its stream was closed)" : " (it was not connected)") +
+           "; re-enroll it with: picket-manager --db DB --enroll " + name + "\n";
 }
 
 json sensor_json(const v1::GetSensorResponse& response) {
@@ -374,6 +396,7 @@ std::string sensor_text(const v1::GetSensorResponse& response) {
     std::string out = render_fields({
         {"name", s.name()},
         {"connected", s.connected() ? "yes" : "no"},
+        {"revoked", s.revoked() ? format_time(s.revoked_at()) : "no"},
         {"bundle",
          format_bundle_ref(s.bundle()) +
              (s.bundle().sha256().empty() ? "" : " (" + short_sha(s.bundle().sha256()) + ")")},

@@ -312,6 +312,29 @@ int run(int argc, const char* const argv[], std::ostream& out, std::ostream& err
         return kExitOk;
     });
 
+    // ---- sensor revoke NAME
+    std::string revoke_name;
+    auto* sensor_revoke = sensor->add_subcommand(
+        "revoke", "Cut a sensor off: close its stream, refuse it until re-enrolled");
+    sensor_revoke->add_option("NAME", revoke_name, "Sensor name")->required();
+    leaf(sensor_revoke, [&] {
+        Command cmd("sensor revoke", g, out, err);
+        if (absl::Status st = store::validate_sensor_name(revoke_name); !st.ok()) {
+            return cmd.usage(st);
+        }
+        if (auto rc = cmd.connect()) {
+            return *rc;
+        }
+        v1::RevokeSensorRequest req;
+        req.set_name(revoke_name);
+        v1::RevokeSensorResponse resp;
+        if (absl::Status st = cmd.call(&Stub::RevokeSensor, req, &resp); !st.ok()) {
+            return cmd.fail(st);
+        }
+        cmd.json_output() ? cmd.print(revoke_json(resp)) : cmd.print(revoke_text(resp));
+        return kExitOk;
+    });
+
     // ---- bundle push|list|show|diff
     auto* bundle = app.add_subcommand("bundle", "Bundles: push, list, show, diff");
     bundle->require_subcommand(1);

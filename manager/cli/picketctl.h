@@ -96,6 +96,10 @@ std::string sensors_text(const picket::v1::ListSensorsResponse& response);
 nlohmann::json sensor_json(const picket::v1::GetSensorResponse& response);
 std::string sensor_text(const picket::v1::GetSensorResponse& response);
 
+// {"name", "revoked_now", "disconnected", "revoked_at"}; "revoked sensor NAME (stream closed)".
+nlohmann::json revoke_json(const picket::v1::RevokeSensorResponse& response);
+std::string revoke_text(const picket::v1::RevokeSensorResponse& response);
+
 nlohmann::json push_json(const picket::v1::PushBundleResponse& response,
                          const picket::v1::Manifest& pushed);
 std::string push_text(const picket::v1::PushBundleResponse& response,

@@ -205,12 +205,15 @@ absl::Status Rollout::drive(const store::Deployment& d, bool* woke) {
         bool all_applied = true;
         for (const store::Target* tg : canaries) {
             if (tg->state == TargetState::kSuperseded) {
-                // A newer deployment took over this sensor: stop here, and do not roll back
-                // (that would undo the newer deployment).
+                // A newer deployment took over this sensor (or it was revoked): stop here, and
+                // do not roll back (that would undo the newer deployment).
                 soaks_.erase(d.id);
                 return store_.set_deployment_state(
                     d.id, DeploymentState::kFailed,
-                    "canary " + tg->sensor + " superseded by a newer deployment", t);
+                    "canary " + tg->sensor +
+                        (tg->error == "sensor revoked" ? " was revoked"
+                                                       : " superseded by a newer deployment"),
+                    t);
             }
             if (tg->state == TargetState::kRejected || tg->state == TargetState::kTimedOut) {
                 std::string reason =

@@ -213,6 +213,20 @@ bool Hub::remove_if(const std::string& name, const std::shared_ptr<Session>& s) 
     return true;
 }
 
+bool Hub::revoke(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sessions_.find(name);
+    if (it == sessions_.end()) {
+        return false;
+    }
+    std::lock_guard<std::mutex> sl(it->second->mu);
+    it->second->revoked = true;
+    if (it->second->ctx != nullptr) {
+        it->second->ctx->TryCancel();
+    }
+    return true;
+}
+
 void Hub::wake_all() {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [name, s] : sessions_) {
@@ -253,7 +267,7 @@ void LiveState::on_hello(const std::string& sensor, const picket::v1::Hello& hel
 }
 
 bool LiveState::on_metrics(const std::string& sensor, const picket::v1::MetricsReport& report,
-                           store::RunTotals* deltas) {
+                           store::RunTotals* deltas, int64_t received_ns) {
     std::lock_guard<std::mutex> lock(mu_);
     SensorLive& s = sensors_[sensor];
     *deltas = {};
@@ -266,19 +280,27 @@ bool LiveState::on_metrics(const std::string& sensor, const picket::v1::MetricsR
     };
     std::map<std::string, uint64_t> now(report.counters().begin(), report.counters().end());
     bool have_base = s.latest.timestamp != 0;
+    // Counters are uint64 on the wire: a delta is capped at INT64_MAX / 2 so that it, and the
+    // sum of two (drops), stays a positive int64_t; the store refuses a negative delta, and
+    // with it the whole report (found by tests/fuzz/metrics_fuzz).
+    constexpr uint64_t kMaxDelta = INT64_MAX / 2;
     auto diff = [&](const char* name) -> int64_t {
         uint64_t cur = value(now, name);
+        uint64_t d = 0;
         if (!have_base) {
-            return report.seq() == 1 ? static_cast<int64_t>(cur) : 0;
+            d = report.seq() == 1 ? cur : 0;
+        } else {
+            uint64_t before = value(s.latest.counters, name);
+            d = cur >= before ? cur - before : cur;
         }
-        uint64_t before = value(s.latest.counters, name);
-        return static_cast<int64_t>(cur >= before ? cur - before : cur);
+        return static_cast<int64_t>(std::min(d, kMaxDelta));
     };
     deltas->packets = diff("decoder.pkts");
     deltas->bytes = diff("decoder.bytes");
     deltas->drops = diff("capture.kernel_drops") + diff("capture.queue_drops");
     deltas->alerts = diff("detect.alert");
     s.latest.timestamp = report.timestamp();
+    s.received_at = received_ns;
     s.latest.counters = std::move(now);
     s.workers.assign(report.workers().begin(), report.workers().end());
     s.last_seq = report.seq();

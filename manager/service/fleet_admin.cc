@@ -221,6 +221,8 @@ pb::Sensor sensor_proto(const store::Sensor& s, Core& core) {
     p.set_connected(s.connected);
     p.set_first_seen(s.first_seen);
     p.set_last_seen(s.last_seen);
+    p.set_revoked(s.revoked);
+    p.set_revoked_at(s.revoked_at);
     *p.mutable_bundle() = core.bundles.ref(s.running_version);
     if (auto live = core.live.sensor(s.name)) {
         p.set_peer(live->peer);
@@ -613,6 +615,34 @@ grpc::Status FleetAdminService::ListAlerts(grpc::ServerContext* ctx,
         e->set_sensor(it->sensor);
         *e->mutable_alert() = it->alert;
     }
+    return grpc::Status::OK;
+}
+
+grpc::Status FleetAdminService::RevokeSensor(grpc::ServerContext* ctx,
+                                             const pb::RevokeSensorRequest* req,
+                                             pb::RevokeSensorResponse* resp) {
+    if (absl::Status st = authorize(ctx); !st.ok()) {
+        return to_grpc(st);
+    }
+    if (absl::Status st = store::validate_sensor_name(req->name()); !st.ok()) {
+        return to_grpc(st);
+    }
+    // Store first, then the stream: a sensor connecting meanwhile re-checks the store once its
+    // session is registered (sensor_link.cc), so it cannot slip between the two.
+    auto now = core_.store.revoke_sensor(req->name(), wall_clock_ns(), "admin");
+    if (!now.ok()) {
+        return to_grpc(now.status());
+    }
+    resp->set_revoked_now(*now);
+    resp->set_disconnected(core_.hub.revoke(req->name()));
+    core_.rollout->kick();  // its open targets were cancelled: deployments may move on
+    auto s = core_.store.get_sensor(req->name());
+    if (!s.ok()) {
+        return to_grpc(s.status());
+    }
+    *resp->mutable_sensor() = sensor_proto(*s, core_);
+    log::warning("sensor " + req->name() + " revoked" +
+                 (resp->disconnected() ? " (stream closed)" : ""));
     return grpc::Status::OK;
 }
 

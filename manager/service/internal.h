@@ -25,8 +25,9 @@ grpc::Status to_grpc(const absl::Status& status);
 struct Session {
     std::mutex mu;
     std::condition_variable cv;
-    bool wake = false;  // pending targets may have changed
-    bool stop = false;  // the handler is ending
+    bool wake = false;     // pending targets may have changed
+    bool stop = false;     // the handler is ending
+    bool revoked = false;  // the sensor was revoked: drop whatever it still sends
     grpc::ServerContext* ctx = nullptr;
 };
 
@@ -36,6 +37,8 @@ public:
     std::shared_ptr<Session> replace(const std::string& name, std::shared_ptr<Session> s);
     // True when `s` was still the registered stream of `name` (and is now removed).
     bool remove_if(const std::string& name, const std::shared_ptr<Session>& s);
+    // Marks the open stream of `name` revoked and cancels it; false when none is open.
+    bool revoke(const std::string& name);
     void wake_all();
     void cancel_all();
 
@@ -137,6 +140,8 @@ public:
                          picket::v1::HistoryResponse*) override;
     grpc::Status ListAlerts(grpc::ServerContext*, const picket::v1::ListAlertsRequest*,
                             picket::v1::ListAlertsResponse*) override;
+    grpc::Status RevokeSensor(grpc::ServerContext*, const picket::v1::RevokeSensorRequest*,
+                              picket::v1::RevokeSensorResponse*) override;
 
 private:
     absl::Status authorize(grpc::ServerContext* ctx) const;

@@ -215,6 +215,24 @@ void collect(Core& core, Exposition& out) {
     out.counter("picket_manager_alerts_dropped_by_sensors_total",
                 "Alerts sensors reported dropping before sending (full alert buffer).", {},
                 static_cast<double>(alerts_dropped));
+
+    // Report timestamps and picket_sensor_last_report_timestamp_seconds are the sensor's
+    // clock; this says how far that clock is from the manager's (transit delay included; a
+    // report sent late from the sensor's buffer reads as behind until the next fresh one).
+    constexpr std::string_view kOffsetHelp =
+        "Sensor clock minus manager clock at the latest metrics report, in seconds.";
+    bool any_offset = false;
+    for (const auto& [name, l] : live) {
+        if (l.latest.timestamp != 0 && l.received_at != 0) {
+            out.gauge("picket_manager_sensor_clock_offset_seconds", kOffsetHelp, {{"sensor", name}},
+                      static_cast<double>(l.latest.timestamp - l.received_at) / kNsPerSec);
+            any_offset = true;
+        }
+    }
+    if (!any_offset) {
+        out.declare("picket_manager_sensor_clock_offset_seconds", kOffsetHelp,
+                    picket::metrics::Type::kGauge);
+    }
 }
 
 }  // namespace

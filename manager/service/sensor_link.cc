@@ -27,6 +27,8 @@ constexpr const char* kRecordedCounters[] = {
 struct Authenticated {
     bool allow_create = false;
     std::string token_hash;
+    store::SensorAuth method = store::SensorAuth::kNone;
+    std::string cert_sha256;  // recorded, so revoking the sensor revokes this certificate
 };
 
 // Decides who may say this Hello. Errors are the stream's final status; nothing is sent.
@@ -59,12 +61,15 @@ absl::StatusOr<Authenticated> authenticate(const Core& core, grpc::ServerContext
                                                "', Hello says '" + hello.sensor_name() + "'");
         }
         a.allow_create = true;
+        a.method = store::SensorAuth::kCertificate;
+        a.cert_sha256 = pki::token_hash(std::string_view(certs[0].data(), certs[0].size()));
         return a;
     }
     if (token.empty()) {
         return absl::UnauthenticatedError("no client certificate and no enrollment token");
     }
     a.allow_create = false;  // a token only works for a sensor enrolled with it
+    a.method = store::SensorAuth::kToken;
     return a;
 }
 
@@ -160,6 +165,21 @@ bool Link::dispatch() {
             log::error("sensor " + name_ + ": deployment " + std::to_string(p.deployment_id) +
                        ": bundle " + std::to_string(p.bundle_version) + ": " +
                        std::string(bundle.status().message()));
+            if (bundle.status().code() == absl::StatusCode::kDataLoss) {
+                // The stored bundle is damaged: it will not get better by waiting, and a
+                // target left pending would hide that from the operator. Fail the target with
+                // the manager's reason (pending -> sent -> rejected: the transitions the store
+                // allows); other errors (I/O, busy) are retried on the next dispatch.
+                const std::string why = "manager: " + std::string(bundle.status().message());
+                if (p.state == store::TargetState::kPending) {
+                    (void)core_.store.update_target(p.deployment_id, name_,
+                                                    store::TargetState::kSent, "", now);
+                }
+                (void)core_.store.update_target(p.deployment_id, name_,
+                                                store::TargetState::kRejected, why, now);
+                sent_here_.insert(p.deployment_id);
+                core_.rollout->kick();
+            }
             continue;
         }
         bundle->mutable_manifest()->set_version(static_cast<uint64_t>(stored->info.version));
@@ -185,12 +205,19 @@ bool Link::dispatch() {
 }
 
 void Link::handle(const SensorMessage& m) {
+    {
+        // Messages read before the revocation cancelled the stream are dropped.
+        std::lock_guard<std::mutex> lock(session_->mu);
+        if (session_->revoked) {
+            return;
+        }
+    }
     const int64_t now = wall_clock_ns();
     switch (m.msg_case()) {
         case SensorMessage::kMetrics: {
             ServiceMetrics::inc(core_.metrics.metrics);
             store::SensorReport r;
-            if (!core_.live.on_metrics(name_, m.metrics(), &r.deltas)) {
+            if (!core_.live.on_metrics(name_, m.metrics(), &r.deltas, now)) {
                 return;
             }
             r.sensor = name_;
@@ -312,6 +339,8 @@ grpc::Status SensorLinkService::Connect(grpc::ServerContext* ctx, Stream* stream
     sh.labels.insert(hello.labels().begin(), hello.labels().end());
     sh.running_version = static_cast<int64_t>(hello.bundle().version());
     sh.token_hash = auth->token_hash;
+    sh.auth = auth->method;
+    sh.cert_sha256 = auth->cert_sha256;
     auto sensor = core_.store.connect_sensor(sh, wall_clock_ns(), auth->allow_create);
     if (!sensor.ok()) {
         absl::Status st = sensor.status();
@@ -334,6 +363,16 @@ grpc::Status SensorLinkService::Connect(grpc::ServerContext* ctx, Stream* stream
         if (old->ctx != nullptr) {
             old->ctx->TryCancel();  // the sensor reconnected; the old stream is stale
         }
+    }
+    // A revocation that committed after connect_sensor but before the session was registered
+    // found no stream to close: check again now that it is registered (RevokeSensor updates
+    // the store first, then the hub, so one of the two sides sees the other).
+    if (auto now = core_.store.get_sensor(name); now.ok() && now->revoked) {
+        core_.hub.remove_if(name, session);
+        (void)core_.store.disconnect_sensor(name, wall_clock_ns());
+        log::warning("sensor '" + name + "' from " + ctx->peer() + " refused: revoked");
+        return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                            "sensor '" + name + "' is revoked");
     }
     log::info("sensor " + name + " connected from " + ctx->peer());
 

@@ -1,6 +1,7 @@
 #include <condition_variable>
 #include <thread>
 
+#include "common/bundle/bundle.h"
 #include "common/log.h"
 #include "common/pki/pki.h"
 #include "common/time_util.h"
@@ -8,9 +9,6 @@
 #include "manager/service/service.h"
 
 namespace picket::manager::service {
-
-// Bundles may reach 256 MiB (common/bundle Limits); leave room for the envelope.
-constexpr int kMaxMessageBytes = 300 << 20;
 
 class ManagerServer::Impl {
 public:
@@ -81,8 +79,11 @@ absl::StatusOr<std::unique_ptr<ManagerServer>> ManagerServer::start(
     builder.AddListeningPort(options.listen, creds, &impl->port);
     builder.RegisterService(&impl->sensor_link);
     builder.RegisterService(&impl->fleet_admin);
-    builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
-    builder.SetMaxSendMessageSize(kMaxMessageBytes);
+    // The largest message is a bundle: its limit plus envelope (common/bundle), the same value
+    // picketctl and the sensor agent use. Anything larger is refused (RESOURCE_EXHAUSTED)
+    // before it is parsed.
+    builder.SetMaxReceiveMessageSize(::picket::bundle::kMaxMessageBytes);
+    builder.SetMaxSendMessageSize(::picket::bundle::kMaxMessageBytes);
     // gRPC sets SO_REUSEPORT by default: a second manager would silently share the port.
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     if (registry != nullptr) {

@@ -65,6 +65,7 @@ public:
         bool ips_mode = false;
         uint64_t alerts_received = 0;
         uint64_t alerts_dropped = 0;  // AlertBatch.dropped, summed
+        int64_t received_at = 0;      // manager wall clock when `latest` arrived (0 = unknown)
     };
     struct RecentAlert {
         std::string sensor;
@@ -83,8 +84,9 @@ public:
     // Returns false (report ignored) for a duplicate seq; sets `deltas` to the increase of the
     // run counters since the previous report (0 for the first one of a process that is not at
     // seq 1: the counters before it were already counted or are unknown).
+    // `received_ns` (manager wall clock) gives the sensor's clock offset for /metrics.
     bool on_metrics(const std::string& sensor, const picket::v1::MetricsReport& report,
-                    store::RunTotals* deltas);
+                    store::RunTotals* deltas, int64_t received_ns = 0);
     void on_alerts(const std::string& sensor, const picket::v1::AlertBatch& batch);
     void on_apply(int64_t deployment_id, const std::string& sensor, const ApplyStats& stats);
 

@@ -125,7 +125,20 @@ CREATE TABLE metric_minutes (
 CREATE INDEX metric_minutes_by_minute ON metric_minutes(minute);
 )sql";
 
-constexpr const char* kMigrations[] = {kV1, kV2};
+// Version 3: revocation. A revoked sensor (revoked_at set) is refused whatever credentials it
+// presents; cert_sha256 is the client certificate it last connected with, copied to
+// revoked_certs when it is revoked so that certificate stays refused after a re-enrollment.
+constexpr const char* kV3 = R"sql(
+ALTER TABLE sensors ADD COLUMN revoked_at INTEGER;
+ALTER TABLE sensors ADD COLUMN cert_sha256 TEXT;
+CREATE TABLE revoked_certs (
+    sha256 TEXT PRIMARY KEY,
+    sensor_id INTEGER NOT NULL REFERENCES sensors(id),
+    revoked_at INTEGER NOT NULL
+) WITHOUT ROWID;
+)sql";
+
+constexpr const char* kMigrations[] = {kV1, kV2, kV3};
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <sqlite3.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -61,6 +62,22 @@ absl::Status sqlite_status(int rc, sqlite3* db, std::string_view what) {
         case SQLITE_CONSTRAINT:
             return absl::FailedPreconditionError(msg);
         case SQLITE_IOERR:
+            // EFBIG (RLIMIT_FSIZE, `prlimit --fsize`; the manager ignores SIGXFSZ) reaches
+            // SQLite as a plain write error, and its errno is not kept reliably: a write error
+            // under a finite file size limit is that limit. Name it, it is not a broken disk.
+            if (db != nullptr && sqlite3_extended_errcode(db) == SQLITE_IOERR_WRITE) {
+                rlimit lim{};
+                const bool limited =
+                    getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY;
+                if (limited || sqlite3_system_errno(db) == EFBIG) {
+                    return absl::ResourceExhaustedError(
+                        cat(msg, " (file size limit reached: EFBIG, RLIMIT_FSIZE ",
+                            limited ? cat(static_cast<uint64_t>(lim.rlim_cur), " bytes")
+                                    : std::string("?"),
+                            ", see ulimit -f; nothing committed is lost)"));
+                }
+            }
+            return absl::UnavailableError(msg);
         case SQLITE_CANTOPEN:
         case SQLITE_READONLY:
         case SQLITE_PERM:
@@ -307,7 +324,7 @@ absl::Status require_bundle(Conn& c, int64_t version) {
 constexpr const char* kSensorColumns =
     "SELECT id, name, host, version, capture_mode, workers, token_hash IS NOT NULL, "
     "coalesce(enrolled_at, 0), coalesce(first_seen, 0), coalesce(last_seen, 0), connected, "
-    "running_version FROM sensors ";
+    "running_version, revoked_at IS NOT NULL, coalesce(revoked_at, 0) FROM sensors ";
 
 Sensor sensor_from_row(const Stmt& s) {
     Sensor out;
@@ -322,7 +339,25 @@ Sensor sensor_from_row(const Stmt& s) {
     out.last_seen = s.i64(9);
     out.connected = s.i64(10) != 0;
     out.running_version = s.i64(11);
+    out.revoked = s.i64(12) != 0;
+    out.revoked_at = s.i64(13);
     return out;
+}
+
+// The id of a sensor that may report: NOT_FOUND when unknown, PERMISSION_DENIED when revoked
+// (a report already queued when the revocation committed is refused, not recorded).
+absl::StatusOr<int64_t> active_sensor_id(Conn& c, std::string_view name) {
+    ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT id, revoked_at IS NOT NULL FROM sensors "
+                                       "WHERE name = ?"));
+    s.bind(1, name);
+    ASSIGN_OR_RETURN(bool row, s.step());
+    if (!row) {
+        return absl::NotFoundError(cat("sensor '", name, "' not found"));
+    }
+    if (s.i64(1) != 0) {
+        return absl::PermissionDeniedError(cat("sensor '", name, "' is revoked"));
+    }
+    return s.i64(0);
 }
 
 // Every sensor with its labels, sorted by name.
@@ -1025,22 +1060,33 @@ absl::Status Store::enroll_sensor(const std::string& name, const std::string& to
         return absl::InvalidArgumentError(cat("enroll sensor '", name, "': empty token"));
     }
     return impl_->write_status([=](Conn& c) -> absl::Status {
-        ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT id, token_hash FROM sensors WHERE name = ?"));
+        ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT id, token_hash, revoked_at IS NOT NULL FROM "
+                                           "sensors WHERE name = ?"));
         s.bind(1, name);
         ASSIGN_OR_RETURN(bool row, s.step());
-        if (row && !s.null(1)) {
+        const bool revoked = row && s.i64(2) != 0;
+        if (row && !revoked && !s.null(1)) {
             if (!same_secret(s.text(1), token_hash)) {
                 return absl::AlreadyExistsError(
-                    cat("sensor name '", name, "' is already enrolled with a different token"));
+                    cat("sensor name '", name,
+                        "' is already enrolled with a different token (to issue a new one, revoke "
+                        "it first: picketctl sensor revoke ",
+                        name, ")"));
             }
             return absl::OkStatus();
         }
         if (row) {
             int64_t id = s.i64(0);
+            // Re-enrolling a revoked sensor lifts the revocation (its revoked certificates stay
+            // in revoked_certs).
             ASSIGN_OR_RETURN(Stmt u, c.prepare("UPDATE sensors SET token_hash = ?, enrolled_at "
-                                               "= ? WHERE id = ?"));
+                                               "= ?, revoked_at = NULL WHERE id = ?"));
             u.bind(1, token_hash).bind(2, ts).bind(3, id);
             RETURN_IF_ERROR(u.run());
+            if (revoked) {
+                return log_event(c, ts, actor, "sensor.enroll", name, 0, 0,
+                                 "re-enrolled: revocation lifted");
+            }
         } else {
             ASSIGN_OR_RETURN(Stmt ins, c.prepare("INSERT INTO sensors(name, token_hash, "
                                                  "enrolled_at) VALUES(?, ?, ?)"));
@@ -1063,13 +1109,40 @@ absl::StatusOr<Sensor> Store::connect_sensor(const SensorHello& h, int64_t ts, b
             cat("sensor '", h.name, "': negative workers or bundle version"));
     }
     return impl_->write<Sensor>([=](Conn& c) -> absl::StatusOr<Sensor> {
-        ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT id, token_hash FROM sensors WHERE name = ?"));
+        if (!h.cert_sha256.empty()) {
+            ASSIGN_OR_RETURN(Stmt rc, c.prepare("SELECT 1 FROM revoked_certs WHERE sha256 = ?"));
+            rc.bind(1, h.cert_sha256);
+            ASSIGN_OR_RETURN(bool revoked_cert, rc.step());
+            if (revoked_cert) {
+                return absl::PermissionDeniedError(
+                    cat("the client certificate of sensor '", h.name,
+                        "' was revoked; issue it a new certificate (picketctl pki issue)"));
+            }
+        }
+        ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT id, token_hash, revoked_at IS NOT NULL FROM "
+                                           "sensors WHERE name = ?"));
         s.bind(1, h.name);
         ASSIGN_OR_RETURN(bool row, s.step());
         int64_t sid = 0;
         if (row) {
             sid = s.i64(0);
-            if (!s.null(1) && !same_secret(s.text(1), h.token_hash)) {
+            if (s.i64(2) != 0) {
+                return absl::PermissionDeniedError(
+                    cat("sensor '", h.name,
+                        "' is revoked (re-enroll it to let it back in: "
+                        "picket-manager --enroll ",
+                        h.name, ")"));
+            }
+            if (h.auth == SensorAuth::kToken && s.null(1)) {
+                // A name registered by its certificate (or --insecure) has no token: any token
+                // offered for it is wrong, or anyone who knows the name could take it over.
+                return absl::UnauthenticatedError(
+                    cat("sensor '", h.name,
+                        "' has no enrollment token (it authenticates with a "
+                        "client certificate)"));
+            }
+            if (h.auth != SensorAuth::kCertificate && !s.null(1) &&
+                !same_secret(s.text(1), h.token_hash)) {
                 return absl::AlreadyExistsError(
                     cat("sensor name '", h.name, "' is already registered with a different token"));
             }
@@ -1091,9 +1164,15 @@ absl::StatusOr<Sensor> Store::connect_sensor(const SensorHello& h, int64_t ts, b
         ASSIGN_OR_RETURN(Stmt u, c.prepare("UPDATE sensors SET host = ?, version = ?, "
                                            "capture_mode = ?, workers = ?, running_version = ?, "
                                            "connected = 1, first_seen = coalesce(first_seen, ?6), "
-                                           "last_seen = ?6 WHERE id = ?7"));
+                                           "last_seen = ?6, cert_sha256 = coalesce(?8, "
+                                           "cert_sha256) WHERE id = ?7"));
         u.bind(1, h.host).bind(2, h.version).bind(3, h.capture_mode).bind(4, h.workers);
         u.bind(5, h.running_version).bind(6, ts).bind(7, sid);
+        if (h.cert_sha256.empty()) {
+            u.bind_null(8);
+        } else {
+            u.bind(8, h.cert_sha256);
+        }
         RETURN_IF_ERROR(u.run());
         ASSIGN_OR_RETURN(Stmt del, c.prepare("DELETE FROM sensor_labels WHERE sensor_id = ?"));
         del.bind(1, sid);
@@ -1128,6 +1207,63 @@ absl::Status Store::disconnect_sensor(const std::string& name, int64_t ts) {
     });
 }
 
+absl::StatusOr<bool> Store::revoke_sensor(const std::string& name, int64_t ts,
+                                          const std::string& actor) {
+    RETURN_IF_ERROR(validate_sensor_name(name));
+    return impl_->write<bool>([=](Conn& c) -> absl::StatusOr<bool> {
+        ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT id, revoked_at IS NOT NULL, cert_sha256 FROM "
+                                           "sensors WHERE name = ?"));
+        s.bind(1, name);
+        ASSIGN_OR_RETURN(bool row, s.step());
+        if (!row) {
+            return absl::NotFoundError(cat("sensor '", name, "' not found"));
+        }
+        if (s.i64(1) != 0) {
+            return false;
+        }
+        const int64_t sid = s.i64(0);
+        const std::string cert = s.null(2) ? std::string() : s.text(2);
+        // The token is forgotten: a re-enrollment issues a new one.
+        ASSIGN_OR_RETURN(Stmt u, c.prepare("UPDATE sensors SET revoked_at = ?, token_hash = NULL, "
+                                           "enrolled_at = NULL WHERE id = ?"));
+        u.bind(1, ts).bind(2, sid);
+        RETURN_IF_ERROR(u.run());
+        if (!cert.empty()) {
+            ASSIGN_OR_RETURN(Stmt rc, c.prepare("INSERT OR IGNORE INTO revoked_certs(sha256, "
+                                                "sensor_id, revoked_at) VALUES(?, ?, ?)"));
+            rc.bind(1, cert).bind(2, sid).bind(3, ts);
+            RETURN_IF_ERROR(rc.run());
+        }
+        // Its open targets can never be answered: cancel them so deployments can finish.
+        std::vector<int64_t> touched;
+        {
+            ASSIGN_OR_RETURN(Stmt open, c.prepare("SELECT deployment_id FROM deployment_targets "
+                                                  "WHERE sensor_id = ? AND state IN "
+                                                  "('pending', 'sent')"));
+            open.bind(1, sid);
+            for (;;) {
+                ASSIGN_OR_RETURN(bool more, open.step());
+                if (!more) {
+                    break;
+                }
+                touched.push_back(open.i64(0));
+            }
+        }
+        ASSIGN_OR_RETURN(Stmt sup, c.prepare("UPDATE deployment_targets SET state = 'superseded', "
+                                             "error = 'sensor revoked', finished_at = ?1, "
+                                             "updated_at = ?1 WHERE sensor_id = ?2 AND state IN "
+                                             "('pending', 'sent')"));
+        sup.bind(1, ts).bind(2, sid);
+        RETURN_IF_ERROR(sup.run());
+        for (int64_t id : touched) {
+            RETURN_IF_ERROR(maybe_finish(c, id, ts));
+        }
+        RETURN_IF_ERROR(log_event(c, ts, actor, "sensor.revoke", name, 0, 0,
+                                  cert.empty() ? "" : cat("certificate ", cert, " revoked")));
+        return true;
+    });
+}
+
 // ---- Bundles
 
 absl::StatusOr<PushResult> Store::push_bundle(const NewBundle& b) {
@@ -1146,7 +1282,23 @@ absl::StatusOr<PushResult> Store::push_bundle(const NewBundle& b) {
         s.bind(1, sha);
         ASSIGN_OR_RETURN(bool row, s.step());
         if (row) {
-            return PushResult{s.i64(0), sha, false};
+            const int64_t existing = s.i64(0);
+            // Same content pushed again. If the stored copy was damaged, this push is the
+            // repair: the content is known good (it hashes to the address). REPLACE does not
+            // fire the immutability triggers (recursive_triggers is off) and keeps the key
+            // that bundles refer to.
+            ASSIGN_OR_RETURN(Stmt old, c.prepare("SELECT data FROM blobs WHERE sha256 = ?"));
+            old.bind(1, sha);
+            ASSIGN_OR_RETURN(bool have, old.step());
+            if (!have || sha256_hex(old.blob(0)) != sha) {
+                ASSIGN_OR_RETURN(Stmt fix, c.prepare("INSERT OR REPLACE INTO blobs(sha256, "
+                                                     "size, data) VALUES(?, ?, ?)"));
+                fix.bind(1, sha).bind(2, static_cast<int64_t>(b.blob.size())).bind_blob(3, b.blob);
+                RETURN_IF_ERROR(fix.run());
+                RETURN_IF_ERROR(log_event(c, b.created_at, b.author, "bundle.repair", "", existing,
+                                          0, cat(b.name, ": stored blob was corrupt, rewritten")));
+            }
+            return PushResult{existing, sha, false};
         }
         if (b.parent_version != 0) {
             ASSIGN_OR_RETURN(
@@ -1199,7 +1351,20 @@ absl::StatusOr<Deployment> Store::create_deployment(const NewDeployment& d) {
                 return absl::NotFoundError(cat("parent deployment ", d.parent_id, " not found"));
             }
         }
-        ASSIGN_OR_RETURN(std::vector<Sensor> sensors, select_in(c, sel));
+        ASSIGN_OR_RETURN(std::vector<Sensor> selected, select_in(c, sel));
+        // A revoked sensor cannot connect: never target it (naming one is an error).
+        std::vector<Sensor> sensors;
+        for (Sensor& s : selected) {
+            if (!s.revoked) {
+                sensors.push_back(std::move(s));
+            } else if (sel.kind() == Selector::Kind::kNames) {
+                return absl::FailedPreconditionError(cat("sensor '", s.name, "' is revoked"));
+            }
+        }
+        if (sensors.empty()) {
+            return absl::NotFoundError(
+                cat("selector '", sel.to_string(), "' matches no sensor that is not revoked"));
+        }
         std::vector<std::pair<int64_t, int64_t>> plan;  // sensor id, version
         for (const Sensor& s : sensors) {
             ASSIGN_OR_RETURN(int64_t sid, sensor_id(c, s.name));
@@ -1379,7 +1544,7 @@ absl::Status Store::record_metrics(const std::string& sensor, int64_t ts,
 namespace {
 std::function<absl::Status(Conn&)> report_op(std::shared_ptr<const SensorReport> r) {
     return [r](Conn& c) -> absl::Status {
-        ASSIGN_OR_RETURN(int64_t sid, sensor_id(c, r->sensor));
+        ASSIGN_OR_RETURN(int64_t sid, active_sensor_id(c, r->sensor));
         RETURN_IF_ERROR(touch_in(c, sid, r->ts));
         ASSIGN_OR_RETURN(bool added, add_totals_in(c, sid, r->deltas));
         (void)added;  // no open run: nothing to accumulate into (documented)
@@ -1547,6 +1712,15 @@ absl::StatusOr<Bundle> Store::get_bundle(int64_t version, bool with_blob) {
                     cat("bundle version ", version, ": blob ", b.info.sha256, " missing"));
             }
             b.blob = d.blob(0);
+            // The address is the hash: a blob damaged on disk (or edited behind the store's
+            // back) must never be sent to sensors as this version.
+            if (std::string got = sha256_hex(b.blob); got != b.info.sha256) {
+                return absl::DataLossError(
+                    cat("bundle version ", version, ": stored blob is corrupt (sha256 ",
+                        got.substr(0, 12), " instead of ", b.info.sha256.substr(0, 12),
+                        "); push the bundle again and deploy that version (identical content also "
+                        "repairs this one)"));
+            }
         }
         return b;
     });

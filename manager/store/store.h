@@ -48,6 +48,13 @@ absl::Status validate_sensor_name(std::string_view name);
 absl::Status validate_label(std::string_view key, std::string_view value);
 
 // ---- Sensors
+// How the service authenticated a Hello (connect_sensor applies the matching rule).
+enum class SensorAuth {
+    kNone,         // --insecure: no check beyond a stored token hash, when one was sent
+    kCertificate,  // a client certificate of the fleet CA names the sensor
+    kToken,        // enrollment token: the name must be enrolled with exactly this token
+};
+
 struct SensorHello {
     std::string name;
     std::string host;
@@ -57,6 +64,8 @@ struct SensorHello {
     std::map<std::string, std::string> labels;
     int64_t running_version = 0;  // bundle version it runs; 0 = local rules, no bundle
     std::string token_hash;       // empty when authenticated otherwise (client cert, insecure)
+    SensorAuth auth = SensorAuth::kNone;
+    std::string cert_sha256;  // kCertificate: hex SHA-256 of the certificate (PEM), recorded
 };
 
 struct Sensor {
@@ -72,6 +81,8 @@ struct Sensor {
     int64_t running_version = 0;
     bool enrolled = false;  // has a token hash
     int64_t enrolled_at = 0;
+    bool revoked = false;  // refused until re-enrolled
+    int64_t revoked_at = 0;
 };
 
 // ---- Bundles (immutable; versions only grow; nothing is overwritten or deleted)
@@ -244,7 +255,7 @@ struct StoreOptions {
 
 class Store {
 public:
-    static constexpr int kSchemaVersion = 2;
+    static constexpr int kSchemaVersion = 3;
 
     // Creates (mode 0600) or opens the database and migrates it. FAILED_PRECONDITION when the
     // file's schema is newer than kSchemaVersion; DATA_LOSS when it is not a database.
@@ -259,14 +270,24 @@ public:
     const std::string& path() const { return path_; }
 
     // ---- Writes: each returns after its transaction committed (or failed).
-    // Pre-enrolls a name with a token hash. ALREADY_EXISTS if enrolled with another token.
+    // Pre-enrolls a name with a token hash. ALREADY_EXISTS if enrolled with another token
+    // (revoke it first to issue a new one). A revoked sensor is re-enrolled: the new token
+    // replaces the old one and the revocation is lifted (its revoked certificates stay refused).
     absl::Status enroll_sensor(const std::string& name, const std::string& token_hash, int64_t ts,
                                const std::string& actor);
-    // A sensor said Hello. Unknown name: created when allow_create, else NOT_FOUND. A name
-    // enrolled with another token hash: ALREADY_EXISTS. Also begins a run when the running
-    // version differs from its open run's.
+    // A sensor said Hello. Revoked name or revoked certificate: PERMISSION_DENIED. Unknown name:
+    // created when allow_create, else NOT_FOUND. kToken: the name must hold exactly this token
+    // hash (another one: ALREADY_EXISTS; none, i.e. a certificate sensor: UNAUTHENTICATED).
+    // kCertificate: accepted whatever token is stored; the certificate's hash is recorded.
+    // Also begins a run when the running version differs from its open run's.
     absl::StatusOr<Sensor> connect_sensor(const SensorHello& hello, int64_t ts, bool allow_create);
     absl::Status disconnect_sensor(const std::string& name, int64_t ts);
+    // Revokes a sensor: refused at connect until re-enrolled, its reports refused, its token
+    // forgotten, the certificate it last connected with refused for good, its open deployment
+    // targets superseded. NOT_FOUND for an unknown name. Returns false when it was already
+    // revoked (nothing changes).
+    absl::StatusOr<bool> revoke_sensor(const std::string& name, int64_t ts,
+                                       const std::string& actor);
 
     absl::StatusOr<PushResult> push_bundle(const NewBundle& bundle);
 
@@ -291,6 +312,7 @@ public:
     absl::Status record_metrics(const std::string& sensor, int64_t ts,
                                 const std::vector<MetricSample>& samples);
     // last_seen + add_run_totals (skipped without an open run) + record_metrics, one op.
+    // PERMISSION_DENIED for a revoked sensor.
     absl::Status report(const SensorReport& r);
     // Same, without waiting: `done` runs on the writer thread after the commit.
     void report_async(SensorReport r, std::function<void(absl::Status)> done);

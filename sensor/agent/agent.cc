@@ -10,6 +10,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "common/bundle/bundle.h"
 #include "common/log.h"
 #include "common/pki/pki.h"
 #include "common/time_util.h"
@@ -385,8 +386,25 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> channel_credentials(
 
 }  // namespace
 
+bool is_validity_period_error(const absl::Status& s) {
+    // pki::load_credentials words these two (common/pki/pki.cc); every other failure names a
+    // file that does not load, match or chain.
+    return s.code() == absl::StatusCode::kFailedPrecondition &&
+           (s.message().find(" is not valid before ") != std::string_view::npos ||
+            s.message().find(" expired on ") != std::string_view::npos);
+}
+
 absl::Status check_credentials(const AgentOptions& options) {
-    return channel_credentials(options).status();
+    absl::Status s = channel_credentials(options).status();
+    if (!s.ok() && is_validity_period_error(s)) {
+        // A clock that is off (or a certificate that lapsed) must not stop inspection: start on
+        // the last good bundle and let the agent retry, with backoff, until the dates agree.
+        log::warning("agent: " + std::string(s.message()) +
+                     "; starting without the manager, retrying until the certificates are "
+                     "valid for this host's clock");
+        return absl::OkStatus();
+    }
+    return s;
 }
 
 // One stream. A reader thread moves incoming messages into `inbox`; this (agent) thread does
@@ -399,9 +417,12 @@ bool Agent::run_session() {
         return false;
     }
     grpc::ChannelArguments args;
-    // Bundles arrive in one ApplyBundle: a full ET Open bundle is ~30 MB, far above gRPC's
-    // 4 MB default. Bounded by the bundle limits (common/bundle Limits::max_total_bytes).
-    args.SetMaxReceiveMessageSize(512 << 20);
+    // Bundles arrive in one ApplyBundle: a full ET Open bundle is ~20 MB, far above gRPC's
+    // 4 MB default. The limit is the bundle limit plus its envelope, the same on every Picket
+    // server and client (common/bundle kMaxMessageBytes); a larger bundle would be refused
+    // anyway, so nothing bigger is ever buffered.
+    args.SetMaxReceiveMessageSize(::picket::bundle::kMaxMessageBytes);
+    args.SetMaxSendMessageSize(::picket::bundle::kMaxMessageBytes);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
     // A private subchannel per attempt: gRPC's own reconnect backoff on a shared subchannel
@@ -564,7 +585,16 @@ bool Agent::run_session() {
         std::lock_guard lk(mu_);
         context_ = nullptr;
     }
-    ctx.TryCancel();
+    bool server_ended = false;
+    {
+        std::lock_guard lk(mu_);
+        server_ended = reader_done;
+    }
+    // When the manager ended the stream, its status (why it refused or closed it: revoked,
+    // bad token) is waiting for Finish; cancelling first would replace it with CANCELLED.
+    if (!server_ended) {
+        ctx.TryCancel();
+    }
     reader.join();
     grpc::Status st = stream->Finish();
     connected_ = false;

@@ -116,8 +116,12 @@ absl::StatusOr<std::map<std::string, std::string>> parse_labels(std::string_view
 absl::Status validate_options(const AgentOptions& options);
 // Loads the TLS files once (start-up check; the agent reloads them on every connect): the
 // client certificate, key and CA must load and chain (pki::load_credentials), or the CA alone
-// must be readable. OK for --insecure.
+// must be readable. OK for --insecure. Also OK, with a warning, when the only problem is the
+// validity period (a certificate not yet valid or expired by this host's clock): the sensor
+// then inspects without the manager and the agent retries the link until the dates agree.
 absl::Status check_credentials(const AgentOptions& options);
+// True for pki's "not valid before" / "expired on" failures (clock-dependent).
+bool is_validity_period_error(const absl::Status& s);
 
 // ---------------------------------------------------------------------------------------
 // Bundles on disk (bundle_apply.cc). Layout under the state directory:

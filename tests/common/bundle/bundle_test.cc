@@ -427,10 +427,11 @@ TEST(Verify, Limits) {
     EXPECT_EQ(verify_bundle(b, o).message(), "rules/a.rules: 53 bytes, over the limit of 30");
     VerifyOptions files;
     files.limits.max_files = 1;
-    EXPECT_EQ(verify_bundle(b, files).message(), "bundle has more than 1 files");
+    EXPECT_EQ(verify_bundle(b, files).message(), "bundle has 2 files, over the limit of 1");
     VerifyOptions total;
     total.limits.max_total_bytes = 60;
-    EXPECT_EQ(verify_bundle(b, total).message(), "bundle files total more than 60 bytes");
+    EXPECT_EQ(verify_bundle(b, total).message(),
+              "bundle files total 75 bytes, over the limit of 60");
 }
 
 TEST(Signature, SignedBundleVerifies) {

@@ -2,6 +2,7 @@
 // and fake sensors implemented here as SensorLink clients.
 #include "manager/service/service.h"
 
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -992,6 +993,66 @@ TEST_F(MeteredManager, AdminRpcsAreTimedAndBundlesAndDeploymentsCounted) {
     // Store latencies are registered by picket-manager's main (not here); the SQLite writes
     // of this test must not have touched the registry.
     EXPECT_FALSE(has_line("picket_manager_store_op_duration_seconds_count 0"));
+}
+
+// A blob damaged in the database is never sent: the target is rejected with the manager's
+// reason (not left pending for ever) and pushing the same bundle again repairs it.
+TEST_F(InsecureManager, CorruptStoredBlobRejectsTheTargetAndTheSamePushRepairsIt) {
+    uint64_t v = admin_->push(make_bundle("base", kRuleV1));
+    {
+        sqlite3* db = nullptr;
+        ASSERT_EQ(sqlite3_open(dir_.file("fleet.db").c_str(), &db), SQLITE_OK);
+        const char* sql =
+            "DROP TRIGGER blobs_immutable; UPDATE blobs SET data = data || x'0a00'; "
+            "CREATE TRIGGER blobs_immutable BEFORE UPDATE ON blobs "
+            "BEGIN SELECT RAISE(ABORT, 'blobs are immutable'); END;";
+        EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK);
+        sqlite3_close(db);
+    }
+    FakeSensor s1(channel_, hello("s1"));
+    ASSERT_TRUE(wait_connected("s1"));
+    pb::DeployResponse dep;
+    ASSERT_TRUE(admin_->deploy(v, "s1", &dep).ok());
+    ASSERT_TRUE(admin_->wait_state(dep.deployment().id(), pb::DEPLOYMENT_STATE_FAILED));
+    pb::Deployment d = admin_->deployment(dep.deployment().id());
+    ASSERT_EQ(d.targets_size(), 1);
+    EXPECT_EQ(d.targets(0).state(), pb::TARGET_STATE_REJECTED);
+    EXPECT_EQ(d.targets(0).error().rfind("manager: bundle version 1: stored blob is corrupt", 0),
+              0u)
+        << d.targets(0).error();
+    EXPECT_TRUE(s1.applies().empty());
+
+    EXPECT_EQ(admin_->push(make_bundle("base", kRuleV1)), v);
+    ASSERT_TRUE(admin_->deploy(v, "s1", &dep).ok());
+    ASSERT_TRUE(admin_->wait_state(dep.deployment().id(), pb::DEPLOYMENT_STATE_SUCCEEDED));
+    ASSERT_EQ(s1.applies().size(), 1u);
+    EXPECT_TRUE(bundle::verify_bundle(s1.applies()[0].bundle()).ok());
+}
+
+// The sensor's clock, as seen from the manager: report timestamp minus arrival time.
+TEST_F(MeteredManager, SensorClockOffsetIsExported) {
+    EXPECT_TRUE(has_line("# TYPE picket_manager_sensor_clock_offset_seconds gauge"));
+    FakeSensor s1(channel_, hello("s1"));
+    ASSERT_TRUE(wait_connected("s1"));
+    const int64_t day_ahead =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(
+            std::chrono::system_clock::now().time_since_epoch() + std::chrono::hours(24))
+            .count();
+    s1.send_metrics(1, day_ahead, {{"decoder.pkts", 1}});
+    const std::string prefix = R"(picket_manager_sensor_clock_offset_seconds{sensor="s1"} )";
+    double offset = 0;
+    ASSERT_TRUE(wait_for([&] {
+        std::string text = registry_.render();
+        size_t at = text.find("\n" + prefix);
+        if (at == std::string::npos) {
+            return false;
+        }
+        offset = std::stod(text.substr(at + 1 + prefix.size()));
+        return true;
+    }));
+    // A day, less the time the report took to arrive (well under 10 s here).
+    EXPECT_LE(offset, 86400.0);
+    EXPECT_GT(offset, 86390.0);
 }
 
 }  // namespace

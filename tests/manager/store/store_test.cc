@@ -128,14 +128,14 @@ TEST(StoreOpen, MigratesEmptyDatabaseWithPrivateFiles) {
     std::string path = dir.file("m.db");
     auto store = open_store(path);
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->schema_version(), 2);
-    EXPECT_EQ(raw_int(path, "SELECT version FROM schema_version"), 2);
+    EXPECT_EQ(store->schema_version(), 3);
+    EXPECT_EQ(raw_int(path, "SELECT version FROM schema_version"), 3);
     EXPECT_EQ(raw_int(path,
                       "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
                       "('sensors', 'sensor_labels', 'blobs', 'bundles', 'deployments', "
                       "'deployment_targets', 'events', 'runs', 'metric_names', "
-                      "'metric_minutes')"),
-              10);
+                      "'metric_minutes', 'revoked_certs')"),
+              11);
     EXPECT_EQ(raw_text(path, "PRAGMA journal_mode"), "wal");
     EXPECT_EQ(mode_of(path), 0600);
     EXPECT_EQ(mode_of(path + "-wal"), 0600);
@@ -152,12 +152,16 @@ TEST(StoreOpen, UpgradesFromVersionOneKeepingData) {
         auto store = open_store(path, opt);
         ASSERT_NE(store, nullptr);
         EXPECT_EQ(store->schema_version(), 1);
-        EXPECT_TRUE(store->enroll_sensor("s1", "hash1", at(0), "admin").ok());
     }
+    // Written the way version 1 code did (today's store code expects the latest schema).
+    ASSERT_EQ(raw_exec(path,
+                       "INSERT INTO sensors(name, token_hash, enrolled_at) "
+                       "VALUES('s1', 'hash1', 0)"),
+              SQLITE_OK);
     EXPECT_EQ(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE name = 'runs'"), 0);
     auto store = open_store(path);
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->schema_version(), 2);
+    EXPECT_EQ(store->schema_version(), 3);
     auto s = store->get_sensor("s1");
     ASSERT_TRUE(s.ok()) << s.status();
     EXPECT_TRUE(s->enrolled);
@@ -175,7 +179,7 @@ TEST(StoreOpen, ReopenKeepsDataAndResetsConnections) {
         ASSERT_TRUE(store->push_bundle(bundle("rules-a")).ok());
     }
     auto store = open_store(path);
-    EXPECT_EQ(store->schema_version(), 2);
+    EXPECT_EQ(store->schema_version(), 3);
     auto s = store->get_sensor("s1");
     ASSERT_TRUE(s.ok());
     EXPECT_FALSE(s->connected);
@@ -192,7 +196,7 @@ TEST(StoreOpen, RefusesNewerSchema) {
     ASSERT_FALSE(store.ok());
     EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
     EXPECT_NE(store.status().message().find("schema version 99 is newer than this picket-manager "
-                                            "supports (2)"),
+                                            "supports (3)"),
               std::string::npos)
         << store.status();
 }
