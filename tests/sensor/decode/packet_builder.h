@@ -144,7 +144,9 @@ inline Bytes ipv4(const V4& h, const Bytes& payload) {
     std::copy(h.opts.begin(), h.opts.end(), b.begin() + 20);
     put16(b, 10, fold(sum16(b.data(), hlen)));
     std::copy(payload.begin(), payload.end(), b.begin() + hlen);
-    if (h.l4_checksum && (h.frag & 0x3fff) == 0) {
+    // A payload cut short of the L4 checksum field (a truncated-header test) has none to fill.
+    if (h.l4_checksum && (h.frag & 0x3fff) == 0 &&
+        hlen + l4_checksum_offset(h.proto) + 2 <= b.size()) {
         const size_t co = hlen + l4_checksum_offset(h.proto);
         uint32_t acc = sum16(b.data() + 12, 8);
         acc += h.proto;
@@ -196,7 +198,8 @@ inline Bytes ipv6(const V6& h, const Bytes& payload) {
     std::copy(h.src, h.src + 16, b.begin() + 8);
     std::copy(h.dst, h.dst + 16, b.begin() + 24);
     std::copy(payload.begin(), payload.end(), b.begin() + 40);
-    if (h.l4_checksum && (h.l4_proto == kTcp || h.l4_proto == kUdp || h.l4_proto == kIcmp6)) {
+    if (h.l4_checksum && (h.l4_proto == kTcp || h.l4_proto == kUdp || h.l4_proto == kIcmp6) &&
+        40 + h.l4_off + l4_checksum_offset(h.l4_proto) + 2 <= b.size()) {
         const size_t l4 = 40 + h.l4_off;
         const size_t len = b.size() - l4;
         uint32_t acc = sum16(b.data() + 8, 32);
