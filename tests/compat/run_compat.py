@@ -297,7 +297,7 @@ def yaml_quote(value):
 
 def suricata_yaml_sets(case_dir, etc_dir):
     """--set assignments for what the case's suricata.yaml changes that the sensor knows:
-    address/port vars, packet-alert-max and the eve alert payload/packet/xff options."""
+    address/port vars, packet-alert-max and the eve alert payload/packet/verdict/xff options."""
     path = os.path.join(case_dir, "suricata.yaml")
     if not os.path.exists(path):
         return []
@@ -325,7 +325,7 @@ def suricata_yaml_sets(case_dir, etc_dir):
                 continue
             for t in eve.get("types") or []:
                 if isinstance(t, dict) and "alert" in t and isinstance(t["alert"], dict):
-                    for key in ("payload", "payload-printable", "packet"):
+                    for key in ("payload", "payload-printable", "packet", "verdict"):
                         if key in t["alert"]:
                             on = t["alert"][key] in (True, "yes", "on", "true")
                             seen["outputs.eve.alert." + key] = "yes" if on else "no"

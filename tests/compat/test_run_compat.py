@@ -272,6 +272,17 @@ class EndToEnd(unittest.TestCase):
             "--set", 'outputs.eve.alert.xff.header="X-Real-IP"',
         ])
 
+    def test_eve_alert_verdict_setting_becomes_a_set(self):
+        d = os.path.join(self.cases, "verdict-ids")
+        os.makedirs(d)
+        with open(os.path.join(d, "suricata.yaml"), "w") as f:
+            f.write('%YAML 1.1\n---\noutputs:\n  - eve-log:\n      types:\n        - alert:\n'
+                    '            verdict: yes\n            payload: no\n')
+        self.assertEqual(rc.suricata_yaml_sets(d, os.path.join(self.cases, "_upstream-etc")), [
+            "--set", "outputs.eve.alert.payload=no",
+            "--set", "outputs.eve.alert.verdict=yes",
+        ])
+
     def test_ips_cases_skip_until_the_sensor_supports_simulate_ips(self):
         check = [{"count": 1, "match": {"event_type": "alert"}}]
         self.add_case("bug-ips-1", check, events=[ALERT_1])
