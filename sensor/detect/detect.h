@@ -199,6 +199,10 @@ struct InspectExtras {
     AppProto app = AppProto::kUnknown;   // the flow's app protocol (rule headers http, dns, tls)
     const StreamView* stream = nullptr;  // TCP stream data for this direction, if any
     mutable bool passed = false;         // out: a pass rule matched (the flow is passed)
+    // out: a drop or reject rule with noalert matched (Suricata: "drop ... noalert;" drops
+    // without an alert). Not reset by inspect(): one InspectExtras may span a packet's calls.
+    mutable bool silent_drop = false;
+    mutable bool silent_reject = false;
 };
 
 // Alerts already raised per transaction on one flow, so that a transaction inspected again as

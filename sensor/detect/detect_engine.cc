@@ -1221,11 +1221,18 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
             passed = true;
             if (extras != nullptr) {
                 extras->passed = true;
+                extras->silent_drop = false;
+                extras->silent_reject = false;
             }
             n = 0;
             continue;
         }
         if (r.noalert) {
+            // No alert, but the action stands: an IPS drops with "drop ... noalert;".
+            if (extras != nullptr && (r.action == Action::kDrop || r.action == Action::kReject)) {
+                extras->silent_drop = true;
+                extras->silent_reject = extras->silent_reject || r.action == Action::kReject;
+            }
             continue;
         }
         if (tr == ThresholdResult::kSilent) {

@@ -714,6 +714,14 @@ void Engine::inspect_flow_packet(Worker& w, const decode::Packet& p, flow::Flow*
             emit_alerts(w, p, f, tx_dir[i], n, link_len, extras.stream, true);
         }
     }
+    if (extras.silent_drop && config_.ips()) {
+        // "drop ... noalert;": the verdict stands without an alert (Suricata's IPS idiom).
+        w.pkt_drop = true;
+        w.pkt_reject = w.pkt_reject || extras.silent_reject;
+        if (f != nullptr && f->action == 0) {
+            f->action = flow::kFlowDrop;
+        }
+    }
 }
 
 void Engine::apply_actions(Worker& w, const decode::Packet& p, flow::Flow* f, uint32_t n) {

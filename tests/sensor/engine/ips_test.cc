@@ -163,6 +163,41 @@ TEST_F(IpsTest, DropRuleDropsThePacketAndTheRestOfItsFlow) {
     EXPECT_NE(fast.find("  [Drop] [**] [1:1:0] evil [**]"), std::string::npos) << fast;
 }
 
+TEST_F(IpsTest, NoalertDropRuleDropsWithoutAnAlert) {
+    // Suricata's IPS idiom "drop ... noalert;": the packet and the rest of its flow are
+    // dropped, nothing is logged. A noalert alert rule changes nothing.
+    StatsSnapshot s = run(drop_frames(),
+                          "drop udp any any -> any any (content:\"evil\"; noalert; sid:1;)\n"
+                          "alert udp any any -> any any (content:\"hello\"; noalert; sid:2;)\n",
+                          /*ips=*/true);
+    EXPECT_EQ(s.get("ips.accepted"), 2u);
+    EXPECT_EQ(s.get("ips.blocked"), 3u);
+    EXPECT_EQ(s.get("ips.rejected"), 0u);
+    EXPECT_EQ(s.get("ips.drop_reason.rules"), 1u);
+    EXPECT_EQ(s.get("ips.drop_reason.flow_drop"), 2u);
+    EXPECT_EQ(alerts_.size(), 0u);
+}
+
+TEST_F(IpsTest, NoalertRejectRuleRejectsWithoutAnAlert) {
+    StatsSnapshot s =
+        run({udp_frame(1000, true, "evil"), udp_frame(1001, true, "fine")},
+            "reject udp any any -> any any (content:\"evil\"; flowbits:noalert; sid:3;)\n",
+            /*ips=*/true);
+    EXPECT_EQ(s.get("ips.accepted"), 1u);
+    EXPECT_EQ(s.get("ips.blocked"), 1u);
+    EXPECT_EQ(s.get("ips.rejected"), 1u);
+    EXPECT_EQ(alerts_.size(), 0u);
+}
+
+TEST_F(IpsTest, PassRuleWinsOverANoalertDrop) {
+    StatsSnapshot s = run({udp_frame(1000, true, "ok evil")},
+                          "drop udp any any -> any any (content:\"evil\"; noalert; sid:1;)\n"
+                          "pass udp any any -> any any (content:\"ok\"; sid:2;)\n",
+                          /*ips=*/true);
+    EXPECT_EQ(s.get("ips.accepted"), 1u);
+    EXPECT_EQ(s.get("ips.blocked"), 0u);
+}
+
 TEST_F(IpsTest, PassiveModeOnlyAlerts) {
     StatsSnapshot s = run(drop_frames(), kDropRule, /*ips=*/false);
     EXPECT_FALSE(s.has("ips.accepted"));
