@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 namespace picket::sensor::applayer::http {
 
@@ -1501,6 +1502,38 @@ struct ParserAccess {
         return true;
     }
 
+    // What follows one decompressor step of layer li (zlib or lzma), which produced `produced`
+    // bytes in `out`: the layer's answer when it is done with this input (false: a later
+    // layer failed), nullopt to keep stepping. A failure before any output means the body was
+    // mislabelled (not compressed at all): it is inspected as sent. Corrupt data after some
+    // output keeps what was decoded (as libhtp and browsers do); at the end of the stream a
+    // bad trailer is not looked at.
+    std::optional<bool> settle_step(size_t li, const uint8_t* out, size_t produced, bool error,
+                                    bool stream_end) {
+        auto& l = d.layers[li];
+        if (error && !l.produced && produced == 0) {
+            event(Event::kDecompressionError, d.tx);
+            return pass_through(li);
+        }
+        if (produced > 0 && !l.produced) {
+            l.produced = true;
+            l.head.clear();
+            l.head.shrink_to_fit();
+        }
+        if (produced > 0 && !push(li + 1, out, produced)) {
+            return false;
+        }
+        if (error || stream_end) {
+            if (error) {
+                event(Event::kDecompressionError, d.tx);
+            }
+            d.end_layer(l);
+            l.mode = HttpParser::DirState::Layer::kDone;
+            return true;
+        }
+        return std::nullopt;
+    }
+
     bool inflate_layer(size_t li, const uint8_t* data, size_t n) {
         auto& l = d.layers[li];
         remember(l, data, n);
@@ -1511,30 +1544,10 @@ struct ParserAccess {
             l.zs.next_out = out;
             l.zs.avail_out = sizeof(out);
             int rc = inflate(&l.zs, Z_NO_FLUSH);
-            size_t produced = sizeof(out) - l.zs.avail_out;
-            bool error = rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR;
-            if (error && !l.produced && produced == 0) {
-                // Mislabelled (not compressed at all): inspect it as sent.
-                event(Event::kDecompressionError, d.tx);
-                return pass_through(li);
-            }
-            if (produced > 0 && !l.produced) {
-                l.produced = true;
-                l.head.clear();
-                l.head.shrink_to_fit();
-            }
-            if (produced > 0 && !push(li + 1, out, produced)) {
-                return false;
-            }
-            if (error || rc == Z_STREAM_END) {
-                // Corrupt data after some output (what was decoded is kept, as libhtp and
-                // browsers do) or the end of the stream (a bad trailer is not looked at).
-                if (error) {
-                    event(Event::kDecompressionError, d.tx);
-                }
-                d.end_layer(l);
-                l.mode = HttpParser::DirState::Layer::kDone;
-                return true;
+            const size_t produced = sizeof(out) - l.zs.avail_out;
+            const bool error = rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR;
+            if (std::optional<bool> r = settle_step(li, out, produced, error, rc == Z_STREAM_END)) {
+                return *r;
             }
             if (l.zs.avail_out != 0 || rc == Z_BUF_ERROR || produced == 0) {
                 return true;
@@ -1557,8 +1570,7 @@ struct ParserAccess {
     }
 
     // Feeds an lzma layer; header: data starts with the 5 property bytes, whose dictionary
-    // size is capped (lzma_dict_cap) before the decoder sees it. Same error handling as
-    // inflate_layer: a failure before any output passes the bytes on as sent.
+    // size is capped (lzma_dict_cap) before the decoder sees it. Errors: settle_step().
     bool lzma_layer(size_t li, const uint8_t* data, size_t n, bool header) {
         auto& l = d.layers[li];
         remember(l, data, n);
@@ -1593,27 +1605,11 @@ struct ParserAccess {
             l.ls.next_out = out;
             l.ls.avail_out = sizeof(out);
             lzma_ret rc = lzma_code(&l.ls, LZMA_RUN);
-            size_t produced = sizeof(out) - l.ls.avail_out;
-            bool error = rc != LZMA_OK && rc != LZMA_STREAM_END && rc != LZMA_BUF_ERROR;
-            if (error && !l.produced && produced == 0) {
-                event(Event::kDecompressionError, d.tx);
-                return pass_through(li);
-            }
-            if (produced > 0 && !l.produced) {
-                l.produced = true;
-                l.head.clear();
-                l.head.shrink_to_fit();
-            }
-            if (produced > 0 && !push(li + 1, out, produced)) {
-                return false;
-            }
-            if (error || rc == LZMA_STREAM_END) {
-                if (error) {
-                    event(Event::kDecompressionError, d.tx);
-                }
-                d.end_layer(l);
-                l.mode = HttpParser::DirState::Layer::kDone;
-                return true;
+            const size_t produced = sizeof(out) - l.ls.avail_out;
+            const bool error = rc != LZMA_OK && rc != LZMA_STREAM_END && rc != LZMA_BUF_ERROR;
+            if (std::optional<bool> r =
+                    settle_step(li, out, produced, error, rc == LZMA_STREAM_END)) {
+                return *r;
             }
             if (l.ls.avail_out != 0 && l.ls.avail_in == 0 && done_in >= n) {
                 return true;
