@@ -16,32 +16,26 @@ Usage: fleet_faults_test.py --build BUILD_DIR
 Env: PICKET_FAULTS_LONG=1 also cuts the link long enough for the sensor's keepalive (30 s +
 10 s) to fire, so that it reconnects with backoff (adds about a minute).
 """
-import argparse
 import json
 import os
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 import unittest
-import urllib.request
 
-BUILD = None
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from sensor_live_test import SENDER, have_netns, stats_events  # noqa: E402
+import fleetlib  # noqa: E402
+from fleetlib import binary, eve_alerts  # noqa: E402
+from sensor_live_test import have_netns  # noqa: E402
 
 PORT = 47431
 METRICS_PORT = 47432
 LONG = os.environ.get("PICKET_FAULTS_LONG") == "1"
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
-
-
-def binary(*parts):
-    return os.path.join(BUILD, *parts)
 
 
 def fault(name, **figures):
@@ -51,7 +45,7 @@ def fault(name, **figures):
 
 @unittest.skipUnless(have_netns() and shutil.which("unshare") and shutil.which("nsenter"),
                      "needs root, network namespaces, unshare and nsenter")
-class FleetFaults(unittest.TestCase):
+class FleetFaults(fleetlib.FleetCase, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="picket-faults-")
@@ -69,15 +63,7 @@ class FleetFaults(unittest.TestCase):
     @classmethod
     def _setup(cls):
         cls.pcap = os.path.join(cls.tmp, "attacks.pcap")
-        r = subprocess.run([binary("tools", "trafficgen", "picket-trafficgen"), "-o", cls.pcap,
-                            "--seed", "17", "--sessions", "120", "--vlan-share", "0",
-                            "--frag-share", "0", "--attack", "/etc/passwd", "--attack", "cmd.exe",
-                            "--attack-share", "0.4"], capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr
-        with open(cls.pcap + ".json") as f:
-            rec = json.load(f)
-        cls.passwd = sum(1 for a in rec["attacks"] if a["string"] == "/etc/passwd")
-        cls.cmd = sum(1 for a in rec["attacks"] if a["string"] == "cmd.exe")
+        cls.passwd, cls.cmd = fleetlib.attack_pcap(cls.pcap, 120)
         # What a sensor's "tcp" capture filter lets through of one send.
         r = subprocess.run(["tcpdump", "-nr", cls.pcap, "tcp"], capture_output=True, text=True)
         cls.tcp_packets = len(r.stdout.splitlines())
@@ -132,12 +118,11 @@ class FleetFaults(unittest.TestCase):
         cls.db = os.path.join(cls.disk, "fleet.db")
 
         cls.addr = "127.0.0.1:%d" % PORT
+        cls.ctl_flags = ["--manager", cls.addr, "--ca", os.path.join(cls.pki, "ca.crt"),
+                         "--token-file", cls.token]
         cls.start_manager()
-        cls.sensors = {}
-        for name in ("s1", "s2", "s3"):
-            logdir = os.path.join(cls.tmp, name)
-            os.makedirs(logdir)
-            cls.sensors[name] = os.path.join(logdir, "eve.json")
+        cls.sensors = fleetlib.sensor_logdirs(cls.tmp, ("s1", "s2", "s3"))
+        for name in cls.sensors:
             cls.start_sensor(name)
 
     # ---- processes
@@ -155,34 +140,24 @@ class FleetFaults(unittest.TestCase):
         cls.mlog = open(os.path.join(cls.tmp, "manager.log"), "a")
         cls.manager = subprocess.Popen(args, stdout=cls.mlog, stderr=subprocess.STDOUT)
         cls.procs.append(cls.manager)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            out = subprocess.run(["ip", "netns", "exec", cls.ns, "ss", "-ltn"],
-                                 capture_output=True, text=True).stdout
-            if ":%d " % PORT in out and ":%d " % METRICS_PORT in out:
-                return
-            assert cls.manager.poll() is None, "manager exited %s" % cls.manager.returncode
-            time.sleep(0.1)
-        raise AssertionError("manager did not listen")
+        fleetlib.wait_listening(cls.ns, [PORT, METRICS_PORT], 30, cls.manager)
 
     @classmethod
     def sensor_cmd(cls, name):
         ns = cls.ns_s if name == "s3" else cls.ns
         manager = ("10.231.0.1:%d" % PORT) if name == "s3" else cls.addr
         logdir = os.path.dirname(cls.sensors[name])
-        return ns, [binary("sensor", "picket-sensor"), "-i", "pkt-b", "--workers", "1",
-                    "-l", logdir, "--manager", manager, "--name", name,
-                    "--tls-cert", os.path.join(cls.pki, name + ".crt"),
-                    "--tls-key", os.path.join(cls.pki, name + ".key"),
-                    "--ca", os.path.join(cls.pki, "ca.crt"),
-                    "--state-dir", os.path.join(logdir, "state"), "--labels", "site=lab",
-                    "--metrics-interval", "1", "--set", "stats-interval=0.5", "tcp"]
+        tls = ["--tls-cert", os.path.join(cls.pki, name + ".crt"),
+               "--tls-key", os.path.join(cls.pki, name + ".key"),
+               "--ca", os.path.join(cls.pki, "ca.crt")]
+        return ns, fleetlib.live_sensor_cmd(name, logdir, manager, tls,
+                                            os.path.join(logdir, "state"))
 
     @classmethod
     def start_sensor(cls, name, env=None):
         ns, cmd = cls.sensor_cmd(name)
         log = open(os.path.join(cls.tmp, name + ".log"), "a")
-        p = subprocess.Popen(["ip", "netns", "exec", ns] + cmd, stdout=log,
+        p = subprocess.Popen(fleetlib.netns(ns) + cmd, stdout=log,
                              stderr=subprocess.STDOUT, env=env)
         cls.procs.append(p)
         cls.sensor_procs[name] = p
@@ -190,15 +165,7 @@ class FleetFaults(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        for p in reversed(cls.procs):
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in cls.procs:
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        fleetlib.stop_all(cls.procs)
         if cls.holder is not None:
             cls.holder.kill()
             cls.holder.wait()
@@ -217,23 +184,11 @@ class FleetFaults(unittest.TestCase):
 
     # ---- helpers
 
-    def ctl_raw(self, *args, timeout=120):
-        return subprocess.run(
-            ["ip", "netns", "exec", self.ns, binary("manager", "cli", "picketctl"),
-             "--manager", self.addr, "--ca", os.path.join(self.pki, "ca.crt"),
-             "--token-file", self.token, "--json"] + list(args),
-            capture_output=True, text=True, timeout=timeout)
-
-    def ctl(self, *args, expect=0, timeout=120):
-        r = self.ctl_raw(*args, timeout=timeout)
-        self.assertEqual(r.returncode, expect, "%s: %s %s" % (args, r.stdout, r.stderr))
-        return json.loads(r.stdout) if r.stdout.strip() else None
-
     def metrics(self):
-        r = subprocess.run(["ip", "netns", "exec", self.ns, sys.executable, "-c",
-                            "import urllib.request,sys;sys.stdout.write(urllib.request.urlopen("
-                            "'http://127.0.0.1:%d/metrics',timeout=10).read().decode())"
-                            % METRICS_PORT], capture_output=True, text=True, timeout=30)
+        get = ("import urllib.request,sys;sys.stdout.write(urllib.request.urlopen("
+               "'http://127.0.0.1:%d/metrics',timeout=10).read().decode())" % METRICS_PORT)
+        r = subprocess.run(fleetlib.netns(self.ns) + [sys.executable, "-c", get],
+                           capture_output=True, text=True, timeout=30)
         self.assertEqual(r.returncode, 0, r.stderr)
         out = {}
         for line in r.stdout.splitlines():
@@ -243,25 +198,13 @@ class FleetFaults(unittest.TestCase):
         return out
 
     def bundle(self, name, rules, extra_rules=0):
-        d = os.path.join(self.tmp, "bundle-" + name)
-        os.makedirs(os.path.join(d, "rules"), exist_ok=True)
-        with open(os.path.join(d, "rules", "local.rules"), "w") as f:
-            f.write(rules)
-            for i in range(extra_rules):
-                f.write('alert tcp any any -> any any (msg:"filler %d"; content:"zq%dxv%s"; '
-                        'sid:%d;)\n' % (i, i, name, 100000 + i))
-        with open(os.path.join(d, "config.yaml"), "w") as f:
-            f.write("{}\n")
-        return d
+        fillers = "".join('alert tcp any any -> any any (msg:"filler %d"; content:"zq%dxv%s"; '
+                          'sid:%d;)\n' % (i, i, name, 100000 + i) for i in range(extra_rules))
+        return fleetlib.write_bundle(os.path.join(self.tmp, "bundle-" + name), rules + fillers)
 
     def push(self, name, rules, extra_rules=0):
         d = self.bundle(name, rules, extra_rules)
         return self.ctl("bundle", "push", d, "--name", name, "-m", "faults " + name)["version"]
-
-    def send(self, ns=None):
-        r = subprocess.run(["ip", "netns", "exec", ns or self.ns, sys.executable, "-c", SENDER,
-                            self.pcap, "pkt-a"], capture_output=True, text=True)
-        self.assertEqual(r.returncode, 0, r.stderr)
 
     def send_all(self):
         self.send(self.ns)
@@ -269,16 +212,8 @@ class FleetFaults(unittest.TestCase):
 
     def alerts(self, name, sid=None):
         """Alerts of `sid` (any sid when None) in the sensor's eve.json."""
-        eve = self.sensors[name]
-        n = 0
-        if not os.path.exists(eve):
-            return 0
-        with open(eve) as f:
-            for line in f:
-                if line.endswith("\n") and '"event_type":"alert"' in line:
-                    if sid is None or json.loads(line)["alert"]["signature_id"] == sid:
-                        n += 1
-        return n
+        counts = eve_alerts(self.sensors[name])
+        return sum(counts.values()) if sid is None else counts.get(sid, 0)
 
     def wait_alerts(self, name, sid, want, seconds=30):
         deadline = time.time() + seconds
@@ -289,16 +224,7 @@ class FleetFaults(unittest.TestCase):
         self.assertGreaterEqual(self.alerts(name, sid), want, "%s sid %s" % (name, sid))
 
     def poll(self, fn, what, seconds=60):
-        deadline = time.time() + seconds
-        while time.time() < deadline:
-            try:
-                value = fn()
-            except AssertionError:
-                value = None  # the manager is restarting
-            if value:
-                return value
-            time.sleep(0.2)
-        self.fail("timed out waiting for " + what)
+        return fleetlib.poll(fn, what, seconds, retry_on=AssertionError)  # manager restarting
 
     def fleet(self):
         return {s["name"]: (s["connected"], s["version"]) for s in self.ctl("sensors")}
@@ -730,8 +656,5 @@ print(sha)
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    args, rest = ap.parse_known_args()
-    BUILD = os.path.abspath(args.build)
-    unittest.main(argv=[sys.argv[0], "-v"] + rest)
+    _, argv = fleetlib.parse_args()
+    unittest.main(argv=argv, verbosity=2)

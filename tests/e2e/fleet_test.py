@@ -7,8 +7,6 @@ old rules keep alerting; a new bundle, then rollback restores the previous alert
 
 Usage: fleet_test.py --build BUILD_DIR
 """
-import argparse
-import json
 import os
 import shutil
 import signal
@@ -18,35 +16,24 @@ import tempfile
 import time
 import unittest
 
-BUILD = None
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from sensor_live_test import SENDER, have_netns, stats_events  # noqa: E402
+import fleetlib  # noqa: E402
+from fleetlib import binary, eve_alerts, live_sensor_cmd  # noqa: E402
+from sensor_live_test import have_netns, stats_events  # noqa: E402
 
 PORT = 47411
 
 
-def binary(*parts):
-    return os.path.join(BUILD, *parts)
-
-
 @unittest.skipUnless(have_netns(), "needs root and network namespaces")
-class Fleet(unittest.TestCase):
+class Fleet(fleetlib.FleetCase, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="picket-fleet-")
         cls.ns = "picket-fleet-%d" % os.getpid()
         cls.procs = []
         cls.pcap = os.path.join(cls.tmp, "attacks.pcap")
-        r = subprocess.run([binary("tools", "trafficgen", "picket-trafficgen"), "-o", cls.pcap,
-                            "--seed", "17", "--sessions", "200", "--vlan-share", "0",
-                            "--frag-share", "0", "--attack", "/etc/passwd", "--attack", "cmd.exe",
-                            "--attack-share", "0.4"], capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr
-        with open(cls.pcap + ".json") as f:
-            rec = json.load(f)
-        cls.passwd = sum(1 for a in rec["attacks"] if a["string"] == "/etc/passwd")
-        cls.cmd = sum(1 for a in rec["attacks"] if a["string"] == "cmd.exe")
+        cls.passwd, cls.cmd = fleetlib.attack_pcap(cls.pcap, 200)
         for cmd in (["ip", "netns", "add", cls.ns],
                     ["ip", "-n", cls.ns, "link", "add", "pkt-a", "type", "veth", "peer", "name",
                      "pkt-b"]):
@@ -57,86 +44,44 @@ class Fleet(unittest.TestCase):
                     ["ip", "link", "set", "pkt-b", "up"]):
             subprocess.run(["ip", "netns", "exec", cls.ns] + cmd, check=True)
         cls.addr = "127.0.0.1:%d" % PORT
-        cls.manager = cls.start([binary("manager", "picket-manager"), "--listen", cls.addr,
-                                 "--db", os.path.join(cls.tmp, "fleet.db"), "--insecure"])
-        cls.wait_listening()
-        cls.sensors = {}
-        for name in ("s1", "s2", "s3"):
-            logdir = os.path.join(cls.tmp, name)
-            os.makedirs(logdir)
-            cls.sensors[name] = os.path.join(logdir, "eve.json")
-            cls.start([binary("sensor", "picket-sensor"), "-i", "pkt-b", "--workers", "1",
-                       "-l", logdir, "--manager", cls.addr, "--name", name, "--insecure",
-                       "--state-dir", os.path.join(logdir, "state"), "--labels", "site=lab",
-                       "--metrics-interval", "1", "--set", "stats-interval=0.5", "tcp"])
+        cls.ctl_flags = ["--manager", cls.addr, "--insecure"]
+        cls.start_manager()
+        cls.sensors = fleetlib.sensor_logdirs(cls.tmp, ("s1", "s2", "s3"))
+        for name, eve in cls.sensors.items():
+            cls.start(cls.sensor_cmd(name, os.path.dirname(eve)))
 
     @classmethod
     def start(cls, args):
-        p = subprocess.Popen(["ip", "netns", "exec", cls.ns] + args, stdout=subprocess.PIPE,
+        p = subprocess.Popen(fleetlib.netns(cls.ns) + args, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
         cls.procs.append(p)
         return p
 
     @classmethod
-    def wait_listening(cls):
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            out = subprocess.run(["ip", "netns", "exec", cls.ns, "ss", "-ltn"],
-                                 capture_output=True, text=True).stdout
-            if ":%d " % PORT in out:
-                return
-            time.sleep(0.1)
-        raise AssertionError("manager did not listen")
+    def start_manager(cls):
+        cls.manager = cls.start([binary("manager", "picket-manager"), "--listen", cls.addr,
+                                 "--db", os.path.join(cls.tmp, "fleet.db"), "--insecure"])
+        fleetlib.wait_listening(cls.ns, [PORT], 20)
+
+    @classmethod
+    def sensor_cmd(cls, name, logdir, state_dir=None):
+        return live_sensor_cmd(name, logdir, cls.addr, ["--insecure"],
+                               state_dir or os.path.join(logdir, "state"))
 
     @classmethod
     def tearDownClass(cls):
-        for p in reversed(cls.procs):
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in cls.procs:
-            try:
-                p.communicate(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        fleetlib.stop_all(cls.procs)
         subprocess.run(["ip", "netns", "del", cls.ns], capture_output=True)
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
-    def ctl(self, *args, expect=0):
-        r = subprocess.run(["ip", "netns", "exec", self.ns, binary("manager", "cli", "picketctl"),
-                            "--manager", self.addr, "--insecure", "--json"] + list(args),
-                           capture_output=True, text=True, timeout=120)
-        self.assertEqual(r.returncode, expect, "%s: %s %s" % (args, r.stdout, r.stderr))
-        return json.loads(r.stdout) if r.stdout.strip() else None
-
     def bundle(self, name, rules):
-        d = os.path.join(self.tmp, "bundle-" + name)
-        os.makedirs(os.path.join(d, "rules"), exist_ok=True)
-        with open(os.path.join(d, "rules", "local.rules"), "w") as f:
-            f.write(rules)
-        with open(os.path.join(d, "config.yaml"), "w") as f:
-            f.write("{}\n")
+        d = fleetlib.write_bundle(os.path.join(self.tmp, "bundle-" + name), rules)
         return self.ctl("bundle", "push", d, "--name", name, "-m", "test " + name)["version"]
-
-    def send(self):
-        r = subprocess.run(["ip", "netns", "exec", self.ns, sys.executable, "-c", SENDER,
-                            self.pcap, "pkt-a"], capture_output=True, text=True)
-        self.assertEqual(r.returncode, 0, r.stderr)
-
-    def alerts(self, eve):
-        out = {}
-        if not os.path.exists(eve):
-            return out
-        with open(eve) as f:
-            for line in f:
-                if line.endswith("\n") and '"event_type":"alert"' in line:
-                    sid = json.loads(line)["alert"]["signature_id"]
-                    out[sid] = out.get(sid, 0) + 1
-        return out
 
     def wait_alerts(self, want):
         deadline = time.time() + 30
         while time.time() < deadline:
-            got = {n: self.alerts(e) for n, e in self.sensors.items()}
+            got = {n: eve_alerts(e) for n, e in self.sensors.items()}
             if all(got[n] == want for n in got):
                 return
             time.sleep(0.2)
@@ -181,7 +126,6 @@ class Fleet(unittest.TestCase):
         self.wait_alerts({1: 3 * self.passwd, 2: self.cmd})
         self.__class__.v1 = v1
 
-
     def connected(self):
         return sorted(s["name"] for s in self.ctl("sensors") if s["connected"])
 
@@ -196,20 +140,8 @@ class Fleet(unittest.TestCase):
             time.sleep(0.3)
         self.assertEqual(self.connected(), names)
 
-    def restart_manager(self):
-        self.__class__.manager = self.start(
-            [binary("manager", "picket-manager"), "--listen", self.addr,
-             "--db", os.path.join(self.tmp, "fleet.db"), "--insecure"])
-        self.wait_listening()
-
     def poll(self, fn, what, seconds=40):
-        deadline = time.time() + seconds
-        while time.time() < deadline:
-            value = fn()
-            if value:
-                return value
-            time.sleep(0.2)
-        self.fail("timed out waiting for " + what)
+        return fleetlib.poll(fn, what, seconds)
 
     def test_y_canary_gate_fails_and_rolls_back(self):
         """After test_fleet (all on v1): a canary whose alert rate breaks the health gate
@@ -234,7 +166,7 @@ class Fleet(unittest.TestCase):
                   [("s1", v1), ("s2", v1), ("s3", v1)], "the canary back on v1")
         for name, eve in self.sensors.items():
             if name not in canaries:
-                self.assertNotIn(4, self.alerts(eve), name)
+                self.assertNotIn(4, eve_alerts(eve), name)
 
     def test_z_restarts(self):
         """After test_fleet: manager kill -9 and restart, then a sensor restart while the
@@ -245,7 +177,7 @@ class Fleet(unittest.TestCase):
         history = self.ctl("history")
         self.manager.send_signal(signal.SIGKILL)
         self.manager.wait(timeout=20)
-        self.restart_manager()
+        self.start_manager()
         self.wait_connected(["s1", "s2", "s3"])
         self.assertEqual(len(self.ctl("bundle", "list")), bundles)
         after = self.ctl("history")
@@ -266,28 +198,22 @@ class Fleet(unittest.TestCase):
         s3.communicate(timeout=20)
         logdir = os.path.join(self.tmp, "s3-again")
         os.makedirs(logdir)
-        self.start([binary("sensor", "picket-sensor"), "-i", "pkt-b", "--workers", "1",
-                    "-l", logdir, "--manager", self.addr, "--name", "s3", "--insecure",
-                    "--state-dir", os.path.join(self.tmp, "s3", "state"), "--labels", "site=lab",
-                    "--metrics-interval", "1", "--set", "stats-interval=0.5", "tcp"])
+        self.start(self.sensor_cmd("s3", logdir, os.path.join(self.tmp, "s3", "state")))
         eve = os.path.join(logdir, "eve.json")
         deadline = time.time() + 20
         while not stats_events(eve) and time.time() < deadline:
             time.sleep(0.1)
         self.send()
         deadline = time.time() + 20
-        while self.alerts(eve) != {1: self.passwd} and time.time() < deadline:
+        while eve_alerts(eve) != {1: self.passwd} and time.time() < deadline:
             time.sleep(0.2)
-        self.assertEqual(self.alerts(eve), {1: self.passwd})
+        self.assertEqual(eve_alerts(eve), {1: self.passwd})
         # The manager comes back: s3 reconnects and reports the bundle it runs.
-        self.restart_manager()
+        self.start_manager()
         self.wait_connected(["s1", "s2", "s3"])
         self.assertEqual([s["version"] for s in self.ctl("sensors") if s["name"] == "s3"], [v1])
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    args, rest = ap.parse_known_args()
-    BUILD = os.path.abspath(args.build)
-    unittest.main(argv=[sys.argv[0], "-v"] + rest)
+    _, argv = fleetlib.parse_args()
+    unittest.main(argv=argv, verbosity=2)

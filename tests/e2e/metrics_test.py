@@ -10,7 +10,6 @@ dropping one; `promtool check config` accepts deploy/prometheus.yml.
 
 Usage: metrics_test.py --build BUILD_DIR --source SOURCE_DIR
 """
-import argparse
 import json
 import os
 import re
@@ -24,15 +23,14 @@ import unittest
 import urllib.parse
 import urllib.request
 
-BUILD = None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fleetlib  # noqa: E402
+from fleetlib import binary  # noqa: E402
+
 SOURCE = None
 PROMETHEUS = shutil.which("prometheus")
 PROMTOOL = shutil.which("promtool")
 RATE_INTERVAL = "15s"
-
-
-def binary(*parts):
-    return os.path.join(BUILD, *parts)
 
 
 def http_get(url, timeout=5):
@@ -58,16 +56,14 @@ def wait_for_line(proc, pattern, timeout=30):
 
 
 @unittest.skipUnless(PROMETHEUS and PROMTOOL, "needs Debian's prometheus package")
-class Metrics(unittest.TestCase):
+class Metrics(fleetlib.FleetCase, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="picket-metrics-")
         cls.procs = []
         cls.pcap = os.path.join(cls.tmp, "demo.pcap")
-        r = subprocess.run([binary("tools", "trafficgen", "picket-trafficgen"), "-o", cls.pcap,
-                            "--seed", "5", "--sessions", "300", "--attack", "/etc/passwd",
-                            "--attack-share", "0.2"], capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr
+        fleetlib.trafficgen(cls.pcap, "--seed", "5", "--sessions", "300", "--attack",
+                            "/etc/passwd", "--attack-share", "0.2")
         cls.rules = os.path.join(cls.tmp, "local.rules")
         with open(cls.rules, "w") as f:
             f.write('alert tcp any any -> any any (msg:"passwd"; content:"/etc/passwd"; '
@@ -80,6 +76,7 @@ class Metrics(unittest.TestCase):
                                  "--insecure", "--metrics-listen", "127.0.0.1:0"])
         port = wait_for_line(cls.manager, r"serving on .* \(port (\d+)\)").group(1)
         cls.addr = "127.0.0.1:" + port
+        cls.ctl_flags = ["--manager", cls.addr, "--insecure"]
         cls.metrics_url = wait_for_line(cls.manager, r"metrics on (http://\S+)").group(1)
         cls.metrics_target = urllib.parse.urlparse(cls.metrics_url).netloc
 
@@ -129,23 +126,8 @@ class Metrics(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        for p in reversed(cls.procs):
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in cls.procs:
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        fleetlib.stop_all(cls.procs)
         shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    def ctl(self, *args, expect=0):
-        r = subprocess.run([binary("manager", "cli", "picketctl"), "--manager", self.addr,
-                            "--insecure", "--json"] + list(args),
-                           capture_output=True, text=True, timeout=120)
-        self.assertEqual(r.returncode, expect, "%s: %s %s" % (args, r.stdout, r.stderr))
-        return json.loads(r.stdout) if r.stdout.strip() else None
 
     def query(self, expr):
         url = self.prom_url + "/api/v1/query?" + urllib.parse.urlencode({"query": expr})
@@ -178,12 +160,8 @@ class Metrics(unittest.TestCase):
         self.wait_query("picket_sensor_packets_total > 0", lambda r: len(r) == 2)
 
         # A bundle pushed and deployed to both: version and targets are exact.
-        d = os.path.join(self.tmp, "bundle")
-        os.makedirs(os.path.join(d, "rules"))
-        with open(self.rules) as src, open(os.path.join(d, "rules", "local.rules"), "w") as dst:
-            dst.write(src.read())
-        with open(os.path.join(d, "config.yaml"), "w") as f:
-            f.write("{}\n")
+        with open(self.rules) as f:
+            d = fleetlib.write_bundle(os.path.join(self.tmp, "bundle"), f.read())
         version = self.ctl("bundle", "push", d, "--name", "demo", "-m", "metrics test")["version"]
         self.ctl("deploy", str(version), "--to", "all", "--wait", "--timeout", "60")
         self.wait_query("picket_bundle_latest_version",
@@ -306,10 +284,6 @@ class ManagerConfig(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    ap.add_argument("--source", required=True)
-    args, rest = ap.parse_known_args()
-    BUILD = os.path.abspath(args.build)
-    SOURCE = os.path.abspath(args.source)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    paths, argv = fleetlib.parse_args("--source")
+    SOURCE = paths["source"]
+    unittest.main(argv=argv, verbosity=2)
