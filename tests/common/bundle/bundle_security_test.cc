@@ -2,57 +2,25 @@
 // both a file and a directory, duplicates, and writing next to symlinks an attacker (or a
 // crash) left behind; loading a directory with hard links and symlinked directories.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "common/bundle/bundle.h"
-
-namespace absl {
-void PrintTo(string_view s, std::ostream* os) {
-    *os << '"' << std::string(s) << '"';
-}
-}  // namespace absl
+#include "tests/common/bundle/bundle_fixture.h"
 
 namespace picket::bundle {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
-public:
-    TempDir() {
-        std::string tmpl = (fs::temp_directory_path() / "bundle_sec.XXXXXX").string();
-        path_ = mkdtemp(tmpl.data());
-    }
-    ~TempDir() { fs::remove_all(path_); }
-    const fs::path& path() const { return path_; }
+using testing::add_file;
+using testing::read;
+using testing::TempDir;
+using testing::write;
 
-private:
-    fs::path path_;
-};
-
-void write(const fs::path& path, const std::string& content) {
-    fs::create_directories(path.parent_path());
-    std::ofstream(path, std::ios::binary) << content;
-}
-
-std::string read(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-void add_file(Bundle& b, const std::string& path, const std::string& content) {
-    auto* f = b.add_files();
-    f->set_path(path);
-    f->set_content(content);
-}
+constexpr const char* kTempPrefix = "bundle_sec";
 
 Bundle with_files(const std::vector<std::pair<std::string, std::string>>& files) {
     Bundle b;
@@ -91,7 +59,7 @@ TEST(RuleLimit, OverTheLimitIsResourceExhaustedNamingBoth) {
     EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
     EXPECT_EQ(st.message(), "bundle has 3 rules, over the limit of 2");
     // write_bundle_dir verifies with the limits it is given.
-    TempDir tmp;
+    TempDir tmp(kTempPrefix);
     EXPECT_EQ(write_bundle_dir(b, tmp.path() / "out", over.limits).message(),
               "bundle has 3 rules, over the limit of 2");
     EXPECT_FALSE(fs::exists(tmp.path() / "out"));
@@ -105,7 +73,7 @@ TEST(RuleLimit, DefaultsFitEtOpenWithRoom) {
 }
 
 TEST(Unpack, PathThatIsBothFileAndDirectoryIsRefused) {
-    TempDir tmp;
+    TempDir tmp(kTempPrefix);
     Bundle b = with_files({{"rules/a.rules", kRules}, {"rules", "x"}});
     absl::Status st = verify_bundle(b);
     EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
@@ -120,7 +88,7 @@ TEST(Unpack, PathThatIsBothFileAndDirectoryIsRefused) {
 }
 
 TEST(Unpack, DuplicateNamesAreRefused) {
-    TempDir tmp;
+    TempDir tmp(kTempPrefix);
     Bundle b = with_files({{"rules/a.rules", kRules}, {"rules/a.rules", "alert other"}});
     absl::Status st = write_bundle_dir(b, tmp.path() / "out");
     EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
@@ -130,7 +98,7 @@ TEST(Unpack, DuplicateNamesAreRefused) {
 }
 
 TEST(Unpack, AbsoluteAndDotDotPathsAreRefusedBeforeAnyWrite) {
-    TempDir tmp;
+    TempDir tmp(kTempPrefix);
     for (const std::string bad : {"/etc/cron.d/x", "../x", "rules/../../x", "rules/./a"}) {
         Bundle b = with_files({{"rules/a.rules", kRules}, {bad, "x"}});
         fs::path out = tmp.path() / "d" / "out";
@@ -143,7 +111,7 @@ TEST(Unpack, AbsoluteAndDotDotPathsAreRefusedBeforeAnyWrite) {
 }
 
 TEST(Unpack, DestinationThatIsASymlinkIsNotFollowed) {
-    TempDir tmp;
+    TempDir tmp(kTempPrefix);
     fs::create_directory(tmp.path() / "elsewhere");
     fs::create_directory_symlink(tmp.path() / "elsewhere", tmp.path() / "out");
     Bundle b = with_files({{"rules/a.rules", kRules}});
@@ -153,7 +121,7 @@ TEST(Unpack, DestinationThatIsASymlinkIsNotFollowed) {
 }
 
 TEST(Unpack, LeftoverTmpSymlinkIsRemovedNotWrittenThrough) {
-    TempDir tmp;
+    TempDir tmp(kTempPrefix);
     fs::create_directory(tmp.path() / "elsewhere");
     fs::create_directory_symlink(tmp.path() / "elsewhere", tmp.path() / "out.tmp");
     Bundle b = with_files({{"rules/a.rules", kRules}});
@@ -166,7 +134,7 @@ TEST(Unpack, LeftoverTmpSymlinkIsRemovedNotWrittenThrough) {
 }
 
 TEST(Load, HardLinkIsReadAsItsContentAndWrittenBackAsAPlainFile) {
-    TempDir tmp;
+    TempDir tmp(kTempPrefix);
     fs::path dir = tmp.path() / "b";
     write(dir / "rules" / "a.rules", kRules);
     write(tmp.path() / "outside.txt", "shared bytes\n");
@@ -183,7 +151,7 @@ TEST(Load, HardLinkIsReadAsItsContentAndWrittenBackAsAPlainFile) {
 }
 
 TEST(Load, SymlinkedDirectoryLeavingTheBundleIsRefused) {
-    TempDir tmp;
+    TempDir tmp(kTempPrefix);
     fs::path dir = tmp.path() / "b";
     write(dir / "rules" / "a.rules", kRules);
     write(tmp.path() / "secrets" / "key.rules", "secret\n");

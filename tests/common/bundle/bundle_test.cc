@@ -2,21 +2,12 @@
 
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "absl/strings/match.h"
-
-// Debian's absl::string_view is not std::string_view; print it as text in failures.
-namespace absl {
-void PrintTo(string_view s, std::ostream* os) {
-    *os << '"' << std::string(s) << '"';
-}
-}  // namespace absl
+#include "tests/common/bundle/bundle_fixture.h"
 
 namespace picket::bundle {
 namespace {
@@ -24,36 +15,12 @@ namespace {
 namespace fs = std::filesystem;
 using google::protobuf::util::MessageDifferencer;
 
-class TempDir {
-public:
-    TempDir() {
-        std::string tmpl = (fs::temp_directory_path() / "bundle_test.XXXXXX").string();
-        path_ = mkdtemp(tmpl.data());
-    }
-    ~TempDir() { fs::remove_all(path_); }
-    const fs::path& path() const { return path_; }
+using testing::add_file;
+using testing::read;
+using testing::TempDir;
+using testing::write;
 
-private:
-    fs::path path_;
-};
-
-void write(const fs::path& path, const std::string& content) {
-    fs::create_directories(path.parent_path());
-    std::ofstream(path, std::ios::binary) << content;
-}
-
-std::string read(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-void add_file(Bundle& b, const std::string& path, const std::string& content) {
-    auto* f = b.add_files();
-    f->set_path(path);
-    f->set_content(content);
-}
+constexpr const char* kTempPrefix = "bundle_test";
 
 // A small valid bundle, version 7.
 Bundle sample() {
@@ -172,7 +139,7 @@ TEST(Paths, EscapesAndOddNamesAreRefused) {
 }
 
 TEST(Directory, RoundTripIsByteIdentical) {
-    TempDir tmp;
+    TempDir tmp(kTempPrefix);
     fs::path src = tmp.path() / "src";
     const std::map<std::string, std::string> files = {
         {"rules/a.rules", "alert tcp any any -> any 80 (msg:\"a\"; sid:1; rev:1;)\r\n"},
@@ -233,7 +200,7 @@ TEST(Directory, RoundTripIsByteIdentical) {
 }
 
 TEST(Directory, LeftoverTmpIsReplaced) {
-    TempDir tmp;
+    TempDir tmp(kTempPrefix);
     fs::path out = tmp.path() / "v1";
     write(tmp.path() / "v1.tmp" / "junk", "x");
     Bundle b = sample();
@@ -249,7 +216,7 @@ TEST(Directory, VersionedDirName) {
 }
 
 TEST(Directory, ManifestListingMustMatchTheDirectory) {
-    TempDir tmp;
+    TempDir tmp(kTempPrefix);
     fs::path dir = tmp.path() / "b";
     Bundle b = sample();
     ASSERT_TRUE(write_bundle_dir(b, dir).ok());
@@ -269,7 +236,7 @@ TEST(Directory, ManifestListingMustMatchTheDirectory) {
 }
 
 TEST(Directory, CorruptManifestFileIsRefused) {
-    TempDir tmp;
+    TempDir tmp(kTempPrefix);
     fs::path dir = tmp.path() / "b";
     ASSERT_TRUE(write_bundle_dir(sample(), dir).ok());
     std::string json = read(dir / "manifest.json");
@@ -281,7 +248,7 @@ TEST(Directory, CorruptManifestFileIsRefused) {
 }
 
 TEST(Directory, SymlinkOutOfTheDirectoryIsRefused) {
-    TempDir tmp;
+    TempDir tmp(kTempPrefix);
     fs::path dir = tmp.path() / "b";
     write(dir / "rules" / "a.rules", "alert ip any any -> any any (sid:1;)\n");
     write(tmp.path() / "secret", "outside\n");
@@ -307,7 +274,7 @@ TEST(Directory, SymlinkOutOfTheDirectoryIsRefused) {
 }
 
 TEST(Directory, BadFileNameIsRefusedNamingIt) {
-    TempDir tmp;
+    TempDir tmp(kTempPrefix);
     fs::path dir = tmp.path() / "b";
     write(dir / "rules" / "my rules.rules", "x\n");
     EXPECT_EQ(load_bundle_dir(dir).status().message(),
@@ -315,7 +282,7 @@ TEST(Directory, BadFileNameIsRefusedNamingIt) {
 }
 
 TEST(Directory, LimitsApplyWhileLoading) {
-    TempDir tmp;
+    TempDir tmp(kTempPrefix);
     fs::path dir = tmp.path() / "b";
     write(dir / "rules" / "a.rules", std::string(100, 'x'));
     write(dir / "rules" / "b.rules", std::string(100, 'y'));
@@ -332,7 +299,7 @@ TEST(Directory, LimitsApplyWhileLoading) {
 }
 
 TEST(Directory, WriteRefusesPathsThatEscape) {
-    TempDir tmp;
+    TempDir tmp(kTempPrefix);
     for (const std::string bad : {"../escaped", "/tmp/abs", "rules/../../escaped"}) {
         Bundle b = sample();
         add_file(b, bad, "x");
@@ -456,7 +423,7 @@ TEST(Signature, SignedBundleVerifies) {
     EXPECT_TRUE(verify_bundle(b, o).ok()) << verify_bundle(b, o);
 
     // ... and survives manifest.json on disk.
-    TempDir tmp;
+    TempDir tmp(kTempPrefix);
     ASSERT_TRUE(write_bundle_dir(b, tmp.path() / "v8").ok());
     auto loaded = load_bundle_dir(tmp.path() / "v8");
     ASSERT_TRUE(loaded.ok()) << loaded.status();

@@ -3,14 +3,9 @@
 // (no / wrong token, a certificate of another CA), the admin token on RevokeSensor, and the
 // request bounds (gRPC message size, bundle size, rule count). docs/security.md maps each
 // threat to these tests.
-#include <unistd.h>
-
-#include <atomic>
 #include <filesystem>
-#include <fstream>
-#include <functional>
-#include <mutex>
-#include <thread>
+#include <memory>
+#include <string>
 
 #include "common/bundle/bundle.h"
 #include "common/pki/pki.h"
@@ -18,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "manager/service/service.h"
 #include "picket/v1/picket.grpc.pb.h"
+#include "tests/manager/service/service_fixture.h"
 
 namespace picket::manager::service {
 namespace {
@@ -25,36 +21,12 @@ namespace {
 namespace pb = picket::v1;
 using namespace std::chrono_literals;
 
-bool wait_for(const std::function<bool()>& pred, std::chrono::milliseconds limit = 10s) {
-    auto end = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < end) {
-        if (pred()) {
-            return true;
-        }
-        std::this_thread::sleep_for(20ms);
-    }
-    return pred();
-}
+using testing::FakeSensor;
+using testing::read_file;
+using testing::TempDir;
+using testing::wait_for;
 
-class TempDir {
-public:
-    TempDir() {
-        std::string tmpl = "/tmp/picket-service-sec-" + std::to_string(getpid()) + "-XXXXXX";
-        EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
-        path_ = tmpl;
-    }
-    ~TempDir() { std::filesystem::remove_all(path_); }
-    std::string file(const std::string& name) const { return path_ + "/" + name; }
-    const std::string& path() const { return path_; }
-
-private:
-    std::string path_;
-};
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-}
+constexpr const char* kTempPrefix = "picket-service-sec";
 
 pb::Hello hello(const std::string& name, const std::string& token = {}) {
     pb::Hello h;
@@ -65,61 +37,9 @@ pb::Hello hello(const std::string& name, const std::string& token = {}) {
     return h;
 }
 
-// A sensor stream: sends Hello, records what the manager sends, keeps the final status.
-class FakeSensor {
-public:
-    FakeSensor(std::shared_ptr<grpc::Channel> channel, const pb::Hello& h)
-        : stub_(pb::SensorLink::NewStub(channel)) {
-        stream_ = stub_->Connect(&ctx_);
-        pb::SensorMessage m;
-        *m.mutable_hello() = h;
-        stream_->Write(m);
-        reader_ = std::thread([this] {
-            pb::ManagerMessage in;
-            while (stream_->Read(&in)) {
-                std::lock_guard<std::mutex> lock(mu_);
-                messages_.push_back(in);
-            }
-            grpc::Status st = stream_->Finish();
-            std::lock_guard<std::mutex> lock(mu_);
-            status_ = st;
-            done_ = true;
-        });
-    }
-    ~FakeSensor() {
-        ctx_.TryCancel();
-        reader_.join();
-    }
-    bool welcomed() {
-        return wait_for([&] {
-            std::lock_guard<std::mutex> lock(mu_);
-            return !messages_.empty() && messages_[0].welcome().accepted();
-        });
-    }
-    size_t messages() {
-        std::lock_guard<std::mutex> lock(mu_);
-        return messages_.size();
-    }
-    bool done() const { return done_; }
-    grpc::Status final_status() {
-        EXPECT_TRUE(wait_for([&] { return done_.load(); }));
-        std::lock_guard<std::mutex> lock(mu_);
-        return status_;
-    }
-
-private:
-    std::unique_ptr<pb::SensorLink::Stub> stub_;
-    grpc::ClientContext ctx_;
-    std::unique_ptr<grpc::ClientReaderWriter<pb::SensorMessage, pb::ManagerMessage>> stream_;
-    std::mutex mu_;
-    std::vector<pb::ManagerMessage> messages_;
-    grpc::Status status_;
-    std::atomic<bool> done_{false};
-    std::thread reader_;
-};
-
-class SecureFleet : public ::testing::Test {
+class SecureFleet : public testing::ManagerTest {
 protected:
+    SecureFleet() : ManagerTest(kTempPrefix) {}
     void SetUp() override {
         ASSERT_TRUE(pki::init_ca(dir_.path(), "fleet-ca").ok());
         ASSERT_TRUE(
@@ -128,24 +48,7 @@ protected:
         std::filesystem::create_directory(dir_.file("other"));
         ASSERT_TRUE(pki::init_ca(dir_.file("other"), "other-ca").ok());
         ASSERT_TRUE(pki::issue(dir_.file("other"), pki::CertKind::kSensor, "s1", {}).ok());
-        auto s = store::Store::Open(dir_.file("fleet.db"));
-        ASSERT_TRUE(s.ok()) << s.status();
-        store_ = std::move(*s);
-        ManagerOptions o;
-        o.listen = "127.0.0.1:0";
-        o.tls_cert_file = dir_.file("manager.crt");
-        o.tls_key_file = dir_.file("manager.key");
-        o.client_ca_file = dir_.file("ca.crt");
-        o.admin_token = "admin-secret";
-        o.rollout_poll = 50ms;
-        auto srv = ManagerServer::start(o, *store_);
-        ASSERT_TRUE(srv.ok()) << srv.status();
-        server_ = std::move(*srv);
-    }
-    void TearDown() override {
-        server_->stop();
-        server_.reset();
-        store_.reset();
+        start(testing::tls_options(dir_));
     }
     // TLS to the manager; with `cert_dir`, the client certificate s1 issued there.
     std::shared_ptr<grpc::Channel> channel(const std::string& cert_dir = {}) {
@@ -185,10 +88,6 @@ protected:
         ADD_FAILURE() << name << " not listed";
         return {};
     }
-
-    TempDir dir_;
-    std::unique_ptr<store::Store> store_;
-    std::unique_ptr<ManagerServer> server_;
 };
 
 TEST_F(SecureFleet, RevokedCertificateSensorIsDisconnectedAndRefused) {
@@ -217,7 +116,7 @@ TEST_F(SecureFleet, RevokedCertificateSensorIsDisconnectedAndRefused) {
     EXPECT_EQ(refused.error_message(),
               "the client certificate of sensor 's1' was revoked; issue it a new certificate "
               "(picketctl pki issue)");
-    EXPECT_EQ(again.messages(), 0u);  // no Welcome
+    EXPECT_EQ(again.messages().size(), 0u);  // no Welcome
 
     pb::RevokeSensorResponse twice;
     ASSERT_TRUE(revoke("s1", &twice).ok());
@@ -260,7 +159,7 @@ TEST_F(SecureFleet, UnauthenticatedSensorsGetNothing) {
     // A certificate of another CA fails the TLS handshake: no stream at all.
     FakeSensor foreign(channel(dir_.file("other")), hello("s1"));
     EXPECT_EQ(foreign.final_status().error_code(), grpc::StatusCode::UNAVAILABLE);
-    EXPECT_EQ(foreign.messages(), 0u);
+    EXPECT_EQ(foreign.messages().size(), 0u);
     EXPECT_FALSE(store_->get_sensor("s1").ok());  // never registered
     // A name registered by its certificate cannot be taken over with a token.
     {
@@ -272,7 +171,7 @@ TEST_F(SecureFleet, UnauthenticatedSensorsGetNothing) {
     EXPECT_EQ(takeover.final_status().error_message(),
               "sensor 's1' has no enrollment token (it authenticates with a client certificate)");
     for (FakeSensor* f : {&wrong, &none, &foreign, &takeover}) {
-        EXPECT_EQ(f->messages(), 0u);
+        EXPECT_EQ(f->messages().size(), 0u);
     }
 }
 
@@ -288,7 +187,7 @@ TEST_F(SecureFleet, RevokeNeedsTheAdminTokenAndAKnownSensor) {
 // ---- Revocation and deployments (insecure loopback manager: no TLS needed here)
 
 TEST(RevokeDuringDeployment, RevokedCanaryFailsTheDeploymentNamingIt) {
-    TempDir dir;
+    TempDir dir(kTempPrefix);
     auto s = store::Store::Open(dir.file("fleet.db"));
     ASSERT_TRUE(s.ok()) << s.status();
     ManagerOptions o;
@@ -302,8 +201,8 @@ TEST(RevokeDuringDeployment, RevokedCanaryFailsTheDeploymentNamingIt) {
     auto admin = pb::FleetAdmin::NewStub(channel);
     {
         // Sensors that never answer ApplyBundle: the canary's target stays sent.
-        FakeSensor a(channel, hello("a"));
-        FakeSensor b(channel, hello("b"));
+        FakeSensor a(channel, hello("a"), /*reject_error=*/"", /*silent=*/true);
+        FakeSensor b(channel, hello("b"), /*reject_error=*/"", /*silent=*/true);
         ASSERT_TRUE(a.welcomed());
         ASSERT_TRUE(b.welcomed());
         pb::PushBundleRequest push;
@@ -353,35 +252,26 @@ TEST(RevokeDuringDeployment, RevokedCanaryFailsTheDeploymentNamingIt) {
         EXPECT_EQ(d.targets(0).sensor(), "a");
         EXPECT_EQ(d.targets(0).state(), pb::TARGET_STATE_CANCELLED);
         EXPECT_EQ(d.targets(0).error(), "sensor revoked");
-        EXPECT_EQ(b.messages(), 1u);  // Welcome only: the rest never got the bundle
+        EXPECT_EQ(b.messages().size(), 1u);  // Welcome only: the rest never got the bundle
     }
     (*server)->stop();
 }
 
 // ---- Request bounds (insecure loopback manager: the limits are the same with TLS)
 
-class Bounds : public ::testing::Test {
+class Bounds : public testing::ManagerTest {
 protected:
+    Bounds() : ManagerTest(kTempPrefix) {}
     void SetUp() override {
-        auto s = store::Store::Open(dir_.file("fleet.db"));
-        ASSERT_TRUE(s.ok()) << s.status();
-        store_ = std::move(*s);
         ManagerOptions o;
         o.listen = "127.0.0.1:0";
         o.insecure = true;
-        auto srv = ManagerServer::start(o, *store_);
-        ASSERT_TRUE(srv.ok()) << srv.status();
-        server_ = std::move(*srv);
+        ASSERT_NO_FATAL_FAILURE(start(o));
         grpc::ChannelArguments args;
         args.SetMaxSendMessageSize(-1);  // let the server be the one that refuses
         stub_ = pb::FleetAdmin::NewStub(
             grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(server_->port()),
                                       grpc::InsecureChannelCredentials(), args));
-    }
-    void TearDown() override {
-        server_->stop();
-        server_.reset();
-        store_.reset();
     }
     grpc::Status push(const pb::Bundle& b) {
         grpc::ClientContext ctx;
@@ -400,9 +290,6 @@ protected:
         return b;
     }
 
-    TempDir dir_;
-    std::unique_ptr<store::Store> store_;
-    std::unique_ptr<ManagerServer> server_;
     std::unique_ptr<pb::FleetAdmin::Stub> stub_;
 };
 

@@ -1,16 +1,10 @@
 // picket-manager services over real gRPC on 127.0.0.1 (port 0), with a temporary SQLite store
-// and fake sensors implemented here as SensorLink clients.
+// and fake sensors (SensorLink clients, service_fixture.h).
 #include "manager/service/service.h"
 
 #include <sqlite3.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <condition_variable>
-#include <filesystem>
-#include <fstream>
-#include <functional>
-#include <mutex>
 #include <thread>
 
 #include "common/bundle/bundle.h"
@@ -20,6 +14,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "picket/v1/picket.grpc.pb.h"
+#include "tests/manager/service/service_fixture.h"
 
 namespace picket::manager::service {
 namespace {
@@ -27,31 +22,12 @@ namespace {
 namespace pb = picket::v1;
 using namespace std::chrono_literals;
 
-bool wait_for(const std::function<bool()>& pred, std::chrono::milliseconds limit = 10s) {
-    auto end = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < end) {
-        if (pred()) {
-            return true;
-        }
-        std::this_thread::sleep_for(20ms);
-    }
-    return pred();
-}
+using testing::FakeSensor;
+using testing::read_file;
+using testing::TempDir;
+using testing::wait_for;
 
-class TempDir {
-public:
-    TempDir() {
-        std::string tmpl = "/tmp/picket-service-" + std::to_string(getpid()) + "-XXXXXX";
-        EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
-        path_ = tmpl;
-    }
-    ~TempDir() { std::filesystem::remove_all(path_); }
-    std::string file(const std::string& name) const { return path_ + "/" + name; }
-    const std::string& path() const { return path_; }
-
-private:
-    std::string path_;
-};
+constexpr const char* kTempPrefix = "picket-service";
 
 pb::Bundle make_bundle(const std::string& name, const std::string& rules) {
     pb::Bundle b;
@@ -81,106 +57,6 @@ pb::Hello hello(const std::string& name, uint64_t version = 0,
     h.mutable_bundle()->set_version(version);
     return h;
 }
-
-// A sensor: sends Hello, records everything the manager sends, answers ApplyBundle (applied
-// or rejected with `reject_error`) when auto_reply is on.
-class FakeSensor {
-public:
-    FakeSensor(std::shared_ptr<grpc::Channel> channel, const pb::Hello& h,
-               std::string reject_error = {}, bool silent = false)
-        : stub_(pb::SensorLink::NewStub(channel)),
-          reject_error_(std::move(reject_error)),
-          silent_(silent) {
-        stream_ = stub_->Connect(&ctx_);
-        pb::SensorMessage m;
-        *m.mutable_hello() = h;
-        send(m);
-        reader_ = std::thread([this] { read_loop(); });
-    }
-    ~FakeSensor() { close(); }
-
-    void close() {
-        if (reader_.joinable()) {
-            ctx_.TryCancel();
-            reader_.join();
-        }
-    }
-
-    void send(const pb::SensorMessage& m) {
-        std::lock_guard<std::mutex> lock(write_mu_);
-        stream_->Write(m);
-    }
-
-    void send_metrics(uint64_t seq, int64_t ts, std::map<std::string, uint64_t> counters) {
-        pb::SensorMessage m;
-        m.mutable_metrics()->set_seq(seq);
-        m.mutable_metrics()->set_timestamp(ts);
-        m.mutable_metrics()->mutable_counters()->insert(counters.begin(), counters.end());
-        send(m);
-    }
-
-    std::vector<pb::ManagerMessage> messages() {
-        std::lock_guard<std::mutex> lock(mu_);
-        return messages_;
-    }
-    std::vector<pb::ApplyBundle> applies() {
-        std::vector<pb::ApplyBundle> out;
-        for (const auto& m : messages()) {
-            if (m.has_apply_bundle()) {
-                out.push_back(m.apply_bundle());
-            }
-        }
-        return out;
-    }
-    bool wait_applies(size_t n) {
-        return wait_for([&] { return applies().size() >= n; });
-    }
-    // The stream's final status (waits for the end).
-    grpc::Status final_status() {
-        EXPECT_TRUE(wait_for([&] { return done_.load(); }));
-        std::lock_guard<std::mutex> lock(mu_);
-        return status_;
-    }
-
-private:
-    void read_loop() {
-        pb::ManagerMessage m;
-        while (stream_->Read(&m)) {
-            {
-                std::lock_guard<std::mutex> lock(mu_);
-                messages_.push_back(m);
-            }
-            if (m.has_apply_bundle() && !silent_) {
-                pb::SensorMessage r;
-                pb::ApplyResult* a = r.mutable_apply_result();
-                a->set_deployment_id(m.apply_bundle().deployment_id());
-                a->set_version(m.apply_bundle().bundle().manifest().version());
-                a->set_applied(reject_error_.empty());
-                a->set_rules_loaded(1);
-                if (!reject_error_.empty()) {
-                    a->add_errors(reject_error_);
-                }
-                send(r);
-            }
-        }
-        grpc::Status st = stream_->Finish();
-        std::lock_guard<std::mutex> lock(mu_);
-        status_ = st;
-        done_ = true;
-    }
-
-    std::unique_ptr<pb::SensorLink::Stub> stub_;
-    grpc::ClientContext ctx_;
-    std::unique_ptr<grpc::ClientReaderWriter<pb::SensorMessage, pb::ManagerMessage>> stream_;
-    std::string reject_error_;
-    bool silent_ = false;
-    std::mutex write_mu_;
-    std::mutex mu_;
-    std::vector<pb::ManagerMessage> messages_;
-    grpc::Status status_;
-    std::atomic<bool> done_{false};
-    std::thread reader_;
-};
 
 class Admin {
 public:
@@ -238,31 +114,22 @@ private:
     std::string token_;
 };
 
-class InsecureManager : public ::testing::Test {
+class InsecureManager : public testing::ManagerTest {
 protected:
+    InsecureManager() : ManagerTest(kTempPrefix) {}
     virtual void configure(ManagerOptions&) {}
     virtual picket::metrics::Registry* registry() { return nullptr; }
     void SetUp() override {
-        auto s = store::Store::Open(dir_.file("fleet.db"));
-        ASSERT_TRUE(s.ok()) << s.status();
-        store_ = std::move(*s);
         ManagerOptions o;
         o.listen = "127.0.0.1:0";
         o.insecure = true;
         o.rollout_poll = 50ms;
         o.ping_interval = 60s;
         configure(o);
-        auto srv = ManagerServer::start(o, *store_, registry());
-        ASSERT_TRUE(srv.ok()) << srv.status();
-        server_ = std::move(*srv);
+        ASSERT_NO_FATAL_FAILURE(start(o, registry()));
         channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->port()),
                                        grpc::InsecureChannelCredentials());
         admin_ = std::make_unique<Admin>(channel_);
-    }
-    void TearDown() override {
-        server_->stop();
-        server_.reset();
-        store_.reset();
     }
     bool wait_connected(const std::string& name, bool connected = true) {
         return wait_for([&] {
@@ -271,9 +138,6 @@ protected:
         });
     }
 
-    TempDir dir_;
-    std::unique_ptr<store::Store> store_;
-    std::unique_ptr<ManagerServer> server_;
     std::shared_ptr<grpc::Channel> channel_;
     std::unique_ptr<Admin> admin_;
 };
@@ -758,53 +622,29 @@ TEST_F(InsecureManager, DeployErrors) {
 
 // ---- TLS + tokens
 
-class SecureManager : public ::testing::Test {
+class SecureManager : public testing::ManagerTest {
 protected:
+    SecureManager() : ManagerTest(kTempPrefix) {}
     void SetUp() override {
         ASSERT_TRUE(pki::init_ca(dir_.path(), "test-ca").ok());
         ASSERT_TRUE(
             pki::issue(dir_.path(), pki::CertKind::kManager, "manager", {"127.0.0.1", "localhost"})
                 .ok());
         ASSERT_TRUE(pki::issue(dir_.path(), pki::CertKind::kSensor, "s1", {}).ok());
-        auto s = store::Store::Open(dir_.file("fleet.db"));
-        ASSERT_TRUE(s.ok()) << s.status();
-        store_ = std::move(*s);
-        ManagerOptions o;
-        o.listen = "127.0.0.1:0";
-        o.tls_cert_file = dir_.file("manager.crt");
-        o.tls_key_file = dir_.file("manager.key");
-        o.client_ca_file = dir_.file("ca.crt");
-        o.admin_token = "admin-secret";
-        o.rollout_poll = 50ms;
-        auto srv = ManagerServer::start(o, *store_);
-        ASSERT_TRUE(srv.ok()) << srv.status();
-        server_ = std::move(*srv);
-    }
-    void TearDown() override {
-        server_->stop();
-        server_.reset();
-        store_.reset();
-    }
-    std::string read(const std::string& name) {
-        std::ifstream in(dir_.file(name));
-        return std::string(std::istreambuf_iterator<char>(in), {});
+        start(testing::tls_options(dir_));
     }
     std::shared_ptr<grpc::Channel> channel(bool with_client_cert) {
         grpc::SslCredentialsOptions ssl;
-        ssl.pem_root_certs = read("ca.crt");
+        ssl.pem_root_certs = read_file(dir_.file("ca.crt"));
         if (with_client_cert) {
-            ssl.pem_private_key = read("s1.key");
-            ssl.pem_cert_chain = read("s1.crt");
+            ssl.pem_private_key = read_file(dir_.file("s1.key"));
+            ssl.pem_cert_chain = read_file(dir_.file("s1.crt"));
         }
         grpc::ChannelArguments args;
         args.SetSslTargetNameOverride("manager");
         return grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(server_->port()),
                                          grpc::SslCredentials(ssl), args);
     }
-
-    TempDir dir_;
-    std::unique_ptr<store::Store> store_;
-    std::unique_ptr<ManagerServer> server_;
 };
 
 TEST_F(SecureManager, AdminTokenIsRequired) {

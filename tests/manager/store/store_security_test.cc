@@ -3,43 +3,22 @@
 // method, and the database's file modes whatever the umask (docs/security.md).
 #include <sqlite3.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <filesystem>
 #include <string>
 
 #include "gtest/gtest.h"
 #include "manager/store/store.h"
+#include "tests/manager/store/store_fixture.h"
 
 namespace picket::manager::store {
 namespace {
 
-constexpr int64_t kSec = 1'000'000'000;
-constexpr int64_t kBase = 1'699'999'980 * kSec;
-int64_t at(int64_t seconds) {
-    return kBase + seconds * kSec;
-}
+using testing::at;
+using testing::mode_of;
+using testing::open_store;
+using testing::TempDir;
 
-class TempDir {
-public:
-    TempDir() {
-        std::string tmpl = "/tmp/picket-store-sec-" + std::to_string(getpid()) + "-XXXXXX";
-        char* p = mkdtemp(tmpl.data());
-        EXPECT_NE(p, nullptr);
-        path_ = tmpl;
-    }
-    ~TempDir() { std::filesystem::remove_all(path_); }
-    std::string file(const std::string& name) const { return path_ + "/" + name; }
-
-private:
-    std::string path_;
-};
-
-std::unique_ptr<Store> open_store(const std::string& path, StoreOptions opt = {}) {
-    auto s = Store::Open(path, opt);
-    EXPECT_TRUE(s.ok()) << s.status();
-    return s.ok() ? std::move(*s) : nullptr;
-}
+constexpr const char* kTempPrefix = "picket-store-sec";
 
 SensorHello token_hello(const std::string& name, const std::string& token_hash) {
     SensorHello h;
@@ -59,14 +38,8 @@ SensorHello cert_hello(const std::string& name, const std::string& cert_sha256) 
     return h;
 }
 
-int mode_of(const std::string& path) {
-    struct stat st {};
-    EXPECT_EQ(stat(path.c_str(), &st), 0) << path;
-    return static_cast<int>(st.st_mode & 0777);
-}
-
 TEST(StoreRevoke, TokenSensorRefusedUntilReEnrolledWithANewToken) {
-    TempDir dir;
+    TempDir dir(kTempPrefix);
     auto store = open_store(dir.file("m.db"));
     ASSERT_NE(store, nullptr);
     ASSERT_TRUE(store->enroll_sensor("s1", "hash1", at(0), "admin").ok());
@@ -134,7 +107,7 @@ TEST(StoreRevoke, TokenSensorRefusedUntilReEnrolledWithANewToken) {
 }
 
 TEST(StoreRevoke, EnrolledSensorNeedsRevocationBeforeANewToken) {
-    TempDir dir;
+    TempDir dir(kTempPrefix);
     auto store = open_store(dir.file("m.db"));
     ASSERT_TRUE(store->enroll_sensor("s1", "hash1", at(0), "admin").ok());
     absl::Status dup = store->enroll_sensor("s1", "hash2", at(1), "admin");
@@ -145,7 +118,7 @@ TEST(StoreRevoke, EnrolledSensorNeedsRevocationBeforeANewToken) {
 }
 
 TEST(StoreRevoke, RevokedCertificateStaysRefusedAfterReEnrollment) {
-    TempDir dir;
+    TempDir dir(kTempPrefix);
     auto store = open_store(dir.file("m.db"));
     ASSERT_TRUE(store->connect_sensor(cert_hello("s1", "cert-a"), at(0), true).ok());
     ASSERT_TRUE(store->revoke_sensor("s1", at(1), "admin").ok());
@@ -166,7 +139,7 @@ TEST(StoreRevoke, RevokedCertificateStaysRefusedAfterReEnrollment) {
 }
 
 TEST(StoreRevoke, TokenIsRefusedForACertificateSensor) {
-    TempDir dir;
+    TempDir dir(kTempPrefix);
     auto store = open_store(dir.file("m.db"));
     ASSERT_TRUE(store->connect_sensor(cert_hello("s1", "cert-a"), at(0), true).ok());
     // Without this rule, anyone knowing the name could connect with any token.
@@ -180,7 +153,7 @@ TEST(StoreRevoke, TokenIsRefusedForACertificateSensor) {
 }
 
 TEST(StoreRevoke, OpenTargetsCancelledAndRevokedSensorsNeverTargeted) {
-    TempDir dir;
+    TempDir dir(kTempPrefix);
     auto store = open_store(dir.file("m.db"));
     for (const char* n : {"a", "b"}) {
         SensorHello h = cert_hello(n, std::string("cert-") + n);
@@ -231,7 +204,7 @@ TEST(StoreRevoke, OpenTargetsCancelledAndRevokedSensorsNeverTargeted) {
 }
 
 TEST(StoreRevoke, MigrationFromVersionTwoKeepsSensorsNotRevoked) {
-    TempDir dir;
+    TempDir dir(kTempPrefix);
     std::string path = dir.file("m.db");
     {
         StoreOptions opt;
@@ -260,7 +233,7 @@ TEST(StoreRevoke, MigrationFromVersionTwoKeepsSensorsNotRevoked) {
 }
 
 TEST(StoreFiles, PrivateModesWhateverTheUmask) {
-    TempDir dir;
+    TempDir dir(kTempPrefix);
     std::string path = dir.file("m.db");
     mode_t old = umask(0);  // the most permissive umask a service could inherit
     {

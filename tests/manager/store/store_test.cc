@@ -10,37 +10,24 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <set>
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "tests/manager/store/store_fixture.h"
 
 namespace picket::manager::store {
 namespace {
 
-constexpr int64_t kSec = 1'000'000'000;
+using testing::at;
+using testing::kBase;
+using testing::kSec;
+using testing::mode_of;
+using testing::open_store;
+using testing::TempDir;
+
 constexpr int64_t kMin = 60 * kSec;
-constexpr int64_t kBase = 1'699'999'980 * kSec;  // a minute boundary
-int64_t at(int64_t seconds) {
-    return kBase + seconds * kSec;
-}
-
-class TempDir {
-public:
-    TempDir() {
-        std::string tmpl = "/tmp/picket-store-" + std::to_string(getpid()) + "-XXXXXX";
-        char* p = mkdtemp(tmpl.data());
-        EXPECT_NE(p, nullptr);
-        path_ = tmpl;
-    }
-    ~TempDir() { std::filesystem::remove_all(path_); }
-    std::string file(const std::string& name) const { return path_ + "/" + name; }
-
-private:
-    std::string path_;
-};
 
 // Raw SQLite access for what the store API deliberately does not offer.
 int64_t raw_int(const std::string& db_path, const char* sql) {
@@ -79,12 +66,6 @@ int raw_exec(const std::string& db_path, const char* sql) {
     return rc;
 }
 
-std::unique_ptr<Store> open_store(const std::string& path, StoreOptions opt = {}) {
-    auto s = Store::Open(path, opt);
-    EXPECT_TRUE(s.ok()) << s.status();
-    return s.ok() ? std::move(*s) : nullptr;
-}
-
 SensorHello hello(const std::string& name, std::map<std::string, std::string> labels = {},
                   int64_t running = 0) {
     SensorHello h;
@@ -113,12 +94,6 @@ std::string sensor_name(int t) {
     std::string n = "s";
     n += std::to_string(t);
     return n;
-}
-
-int mode_of(const std::string& path) {
-    struct stat st {};
-    EXPECT_EQ(stat(path.c_str(), &st), 0) << path;
-    return static_cast<int>(st.st_mode & 0777);
 }
 
 // ---------------------------------------------------------------- open and migrations

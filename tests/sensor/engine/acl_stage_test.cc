@@ -20,6 +20,7 @@
 #include "sensor/detect/rule.h"
 #include "sensor/engine/engine.h"
 #include "tests/sensor/decode/packet_builder.h"
+#include "tests/sensor/engine/pcap_fixture.h"
 
 namespace picket::sensor::engine {
 namespace {
@@ -27,69 +28,21 @@ namespace {
 namespace fs = std::filesystem;
 namespace tb = decode::testing;
 using tb::Bytes;
-
-// Ethernet + IPv4 UDP between 10.0.0.1:client_port (client) and 10.0.0.2:53 (server).
-Bytes udp_frame(uint16_t client_port, bool to_server, const std::string& payload) {
-    tb::V4 h;
-    h.proto = tb::kUdp;
-    const Bytes pl(payload.begin(), payload.end());
-    if (!to_server) {
-        std::swap(h.src, h.dst);
-    }
-    return tb::eth(0x0800, tb::ipv4(h, to_server ? tb::udp(client_port, 53, pl)
-                                                 : tb::udp(53, client_port, pl)));
-}
-
-void put_le32(std::string& s, uint32_t v) {
-    for (int i = 0; i < 4; ++i) {
-        s.push_back(static_cast<char>(v >> (8 * i)));
-    }
-}
-
-// Classic pcap, Ethernet, one packet per second.
-void write_pcap(const fs::path& path, const std::vector<Bytes>& frames) {
-    std::string out;
-    put_le32(out, 0xa1b2c3d4);
-    put_le32(out, 0x00040002);
-    put_le32(out, 0);
-    put_le32(out, 0);
-    put_le32(out, 262144);
-    put_le32(out, 1);
-    uint32_t t = 1700000000;
-    for (const Bytes& f : frames) {
-        put_le32(out, t++);
-        put_le32(out, 0);
-        put_le32(out, static_cast<uint32_t>(f.size()));
-        put_le32(out, static_cast<uint32_t>(f.size()));
-        out.append(f.begin(), f.end());
-    }
-    std::ofstream(path, std::ios::binary) << out;
-}
+using testing::udp_frame;
 
 constexpr const char* kHelloRule =
     "alert udp any any -> any any (msg:\"hello\"; content:\"hello\"; sid:1;)\n";
 
 class AclStageTest : public ::testing::Test {
 protected:
-    void SetUp() override {
-        dir_ = fs::temp_directory_path() /
-               ("picket-acl-" + std::to_string(getpid()) + "-" +
-                ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::create_directories(dir_);
-    }
+    void SetUp() override { dir_ = testing::make_test_dir("picket-acl"); }
     void TearDown() override { fs::remove_all(dir_); }
 
     // The configuration for frames, kHelloRule and (unless empty) acl as acl.rules.
     SensorConfig config(const std::vector<Bytes>& frames, const std::string& acl, bool ips) {
-        write_pcap(dir_ / "t.pcap", frames);
+        testing::write_pcap(dir_ / "t.pcap", frames);
         std::ofstream(dir_ / "t.rules") << kHelloRule;
-        Config c;
-        YAML::Node list(YAML::NodeType::Sequence);
-        list.push_back((dir_ / "t.pcap").string());
-        c.set_value("pcap-file.paths", list);
-        c.set_value("workers", YAML::Node(1));
-        c.set_value("default-log-dir", YAML::Node(dir_.string()));
-        c.set_value("stats-interval", YAML::Node(3600));
+        Config c = testing::pcap_config({dir_ / "t.pcap"}, 1, dir_);
         c.set_value("ips.simulate", YAML::Node(ips));
         if (!acl.empty()) {
             std::ofstream(dir_ / "acl.rules") << acl;
@@ -104,12 +57,8 @@ protected:
         RunResult r = engine.run();
         EXPECT_EQ(r.exit_code, 0) << r.error;
         alert_ports_.clear();
-        std::ifstream in(dir_ / "eve.json");
-        for (std::string line; std::getline(in, line);) {
-            nlohmann::json ev = nlohmann::json::parse(line);
-            if (ev["event_type"] == "alert") {
-                alert_ports_.push_back(ev["src_port"].get<int>());
-            }
+        for (const nlohmann::json& ev : testing::read_alerts(dir_ / "eve.json")) {
+            alert_ports_.push_back(ev["src_port"].get<int>());
         }
         return r.stats;
     }

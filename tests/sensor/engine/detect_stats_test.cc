@@ -14,6 +14,7 @@
 #include "common/config.h"
 #include "common/time_util.h"
 #include "sensor/engine/engine.h"
+#include "tests/sensor/engine/pcap_fixture.h"
 #include "tools/trafficgen/generator.h"
 
 namespace picket::sensor::engine {
@@ -50,15 +51,9 @@ protected:
 
     // An endless paced replay: the engine runs until stop().
     SensorConfig config() {
-        Config c;
-        YAML::Node list(YAML::NodeType::Sequence);
-        list.push_back((dir_ / "t.pcap").string());
-        c.set_value("pcap-file.paths", list);
+        Config c = testing::pcap_config({dir_ / "t.pcap"}, 2, dir_);
         c.set_value("pcap-file.loop", YAML::Node(0));
         c.set_value("pcap-file.rate", YAML::Node(2000));
-        c.set_value("workers", YAML::Node(2));
-        c.set_value("default-log-dir", YAML::Node(dir_.string()));
-        c.set_value("stats-interval", YAML::Node(3600));
         SensorConfig sc = load_sensor_config(c);
         sc.detect.rule_files = {(dir_ / "a.rules").string()};
         return sc;

@@ -3,7 +3,6 @@
 // pass stops the flow's inspection, malformed packets follow ips.malformed-policy, and in
 // passive (IDS) mode a drop rule only alerts. Also the inline configuration errors.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -15,37 +14,16 @@
 
 #include "common/config.h"
 #include "sensor/engine/engine.h"
-#include "tests/sensor/decode/packet_builder.h"
+#include "tests/sensor/engine/pcap_fixture.h"
 
 namespace picket::sensor::engine {
 namespace {
 
 namespace fs = std::filesystem;
-using decode::testing::Bytes;
-using decode::testing::V4;
-
-Bytes text(const std::string& s) {
-    return Bytes(s.begin(), s.end());
-}
-
-// Ethernet + IPv4 between 10.0.0.1 (client) and 10.0.0.2 (server).
-Bytes frame(bool to_server, uint8_t proto, const Bytes& l4) {
-    V4 h;
-    h.proto = proto;
-    if (!to_server) {
-        std::swap(h.src, h.dst);
-    }
-    Bytes f = {0x02, 0, 0, 0, 0, 0x02, 0x02, 0, 0, 0, 0, 0x01, 0x08, 0x00};
-    const Bytes ip = decode::testing::ipv4(h, l4);
-    f.insert(f.end(), ip.begin(), ip.end());
-    return f;
-}
-
-Bytes udp_frame(uint16_t client_port, bool to_server, const std::string& payload) {
-    return frame(to_server, decode::testing::kUdp,
-                 to_server ? decode::testing::udp(client_port, 53, text(payload))
-                           : decode::testing::udp(53, client_port, text(payload)));
-}
+using testing::Bytes;
+using testing::frame;
+using testing::text;
+using testing::udp_frame;
 
 Bytes tcp_frame(bool to_server, uint8_t flags, const std::string& payload) {
     return frame(to_server, decode::testing::kTcp,
@@ -53,55 +31,18 @@ Bytes tcp_frame(bool to_server, uint8_t flags, const std::string& payload) {
                            : decode::testing::tcp(80, 40000, flags, {}, text(payload)));
 }
 
-void put_le32(std::string& s, uint32_t v) {
-    for (int i = 0; i < 4; ++i) {
-        s.push_back(static_cast<char>(v >> (8 * i)));
-    }
-}
-
-// Classic pcap, Ethernet, one packet per second.
-void write_pcap(const fs::path& path, const std::vector<Bytes>& frames) {
-    std::string out;
-    put_le32(out, 0xa1b2c3d4);
-    put_le32(out, 0x00040002);  // version 2.4
-    put_le32(out, 0);
-    put_le32(out, 0);
-    put_le32(out, 262144);
-    put_le32(out, 1);  // DLT_EN10MB
-    uint32_t t = 1700000000;
-    for (const Bytes& f : frames) {
-        put_le32(out, t++);
-        put_le32(out, 0);
-        put_le32(out, static_cast<uint32_t>(f.size()));
-        put_le32(out, static_cast<uint32_t>(f.size()));
-        out.append(f.begin(), f.end());
-    }
-    std::ofstream(path, std::ios::binary) << out;
-}
-
 class IpsTest : public ::testing::Test {
 protected:
-    void SetUp() override {
-        dir_ = fs::temp_directory_path() /
-               ("picket-ips-" + std::to_string(getpid()) + "-" +
-                ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::create_directories(dir_);
-    }
+    void SetUp() override { dir_ = testing::make_test_dir("picket-ips"); }
     void TearDown() override { fs::remove_all(dir_); }
 
     // Runs the frames against the rules; ips: --simulate-ips. Returns the stats; the alerts
     // are in alerts_.
     StatsSnapshot run(const std::vector<Bytes>& frames, const std::string& rules, bool ips,
                       const std::string& malformed = "pass") {
-        write_pcap(dir_ / "t.pcap", frames);
+        testing::write_pcap(dir_ / "t.pcap", frames);
         std::ofstream(dir_ / "t.rules") << rules;
-        Config c;
-        YAML::Node list(YAML::NodeType::Sequence);
-        list.push_back((dir_ / "t.pcap").string());
-        c.set_value("pcap-file.paths", list);
-        c.set_value("workers", YAML::Node(1));
-        c.set_value("default-log-dir", YAML::Node(dir_.string()));
-        c.set_value("stats-interval", YAML::Node(3600));
+        Config c = testing::pcap_config({dir_ / "t.pcap"}, 1, dir_);
         c.set_value("ips.simulate", YAML::Node(ips));
         c.set_value("ips.malformed-policy", YAML::Node(malformed));
         SensorConfig sc = load_sensor_config(c);
@@ -109,14 +50,7 @@ protected:
         Engine engine(sc);
         RunResult r = engine.run();
         EXPECT_EQ(r.exit_code, 0) << r.error;
-        alerts_.clear();
-        std::ifstream in(dir_ / "eve.json");
-        for (std::string line; std::getline(in, line);) {
-            nlohmann::json ev = nlohmann::json::parse(line);
-            if (ev["event_type"] == "alert") {
-                alerts_.push_back(ev);
-            }
-        }
+        alerts_ = testing::read_alerts(dir_ / "eve.json");
         return r.stats;
     }
 

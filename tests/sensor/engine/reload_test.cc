@@ -11,9 +11,11 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/config.h"
 #include "sensor/engine/engine.h"
+#include "tests/sensor/engine/pcap_fixture.h"
 #include "tools/trafficgen/generator.h"
 
 namespace picket::sensor::engine {
@@ -45,16 +47,8 @@ protected:
     }
 
     SensorConfig config(int repeats) {
-        Config c;
-        YAML::Node list(YAML::NodeType::Sequence);
-        for (int i = 0; i < repeats; ++i) {
-            list.push_back((dir_ / "t.pcap").string());
-        }
-        c.set_value("pcap-file.paths", list);
-        c.set_value("workers", YAML::Node(2));
-        c.set_value("default-log-dir", YAML::Node(dir_.string()));
-        c.set_value("stats-interval", YAML::Node(3600));
-        SensorConfig sc = load_sensor_config(c);
+        const std::vector<fs::path> pcaps(static_cast<size_t>(repeats), dir_ / "t.pcap");
+        SensorConfig sc = load_sensor_config(testing::pcap_config(pcaps, 2, dir_));
         sc.detect.rule_files = {(dir_ / "a.rules").string()};
         return sc;
     }

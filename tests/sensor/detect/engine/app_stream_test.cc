@@ -13,30 +13,20 @@
 #include "sensor/detect/rule.h"
 #include "sensor/flow/flow.h"
 #include "tests/sensor/decode/packet_builder.h"
+#include "tests/sensor/detect/engine/engine_fixture.h"
 
 namespace picket::sensor::detect {
 namespace {
 
 namespace tb = decode::testing;
 
-class AppStreamTest : public ::testing::Test {
+class AppStreamTest : public testing::EngineTest {
 protected:
+    AppStreamTest() : EngineTest("appstream") {}
+
     void load(const std::string& rules, DetectConfig cfg = {}) {
-        path_ = ::testing::TempDir() + "/appstream_" + std::to_string(getpid()) + ".rules";
-        std::ofstream(path_) << rules;
-        cfg.rule_files = {path_};
-        engine_ = DetectEngine::load(cfg, nullptr, &summary_);
+        EngineTest::load(rules, std::move(cfg));
         ASSERT_EQ(summary_.skipped, 0u) << summary_.to_string();
-        flow_state_ = std::make_unique<WorkerFlowState>(engine_->flowbit_registry());
-        worker_ = std::make_unique<DetectWorker>(engine_, flow_state_.get());
-        flows_ = std::make_unique<flow::FlowTable>(flow::FlowConfig{});
-        flows_->set_on_free([this](flow::Flow& f) { flow_state_->release_flow(f); });
-    }
-    void TearDown() override {
-        if (flows_) {
-            flows_->clear();
-        }
-        std::remove(path_.c_str());
     }
 
     void decode(const std::string& payload, uint16_t dport = 80) {
@@ -94,13 +84,7 @@ protected:
         return v;
     }
 
-    std::string path_, window_, uri_, raw_;
-    LoadSummary summary_;
-    std::shared_ptr<const DetectEngine> engine_;
-    std::unique_ptr<WorkerFlowState> flow_state_;
-    std::unique_ptr<DetectWorker> worker_;
-    std::unique_ptr<flow::FlowTable> flows_;
-    decode::DecodeContext dctx_{decode::DecodeOptions{decode::ChecksumMode::kNo}};
+    std::string window_, uri_, raw_;
     tb::Bytes frame_;
     decode::Packet p_;
     flow::Flow* f_ = nullptr;

@@ -13,30 +13,16 @@
 #include "sensor/detect/rule.h"
 #include "sensor/flow/flow.h"
 #include "tests/sensor/decode/packet_builder.h"
+#include "tests/sensor/detect/engine/engine_fixture.h"
 
 namespace picket::sensor::detect {
 namespace {
 
 namespace tb = decode::testing;
 
-class DetectEngineTest : public ::testing::Test {
+class DetectEngineTest : public testing::EngineTest {
 protected:
-    void load(const std::string& rules, DetectConfig cfg = {}) {
-        path_ = ::testing::TempDir() + "/detect_" + std::to_string(getpid()) + ".rules";
-        std::ofstream(path_) << rules;
-        cfg.rule_files = {path_};
-        engine_ = DetectEngine::load(cfg, nullptr, &summary_);
-        flow_state_ = std::make_unique<WorkerFlowState>(engine_->flowbit_registry());
-        worker_ = std::make_unique<DetectWorker>(engine_, flow_state_.get());
-        flows_ = std::make_unique<flow::FlowTable>(flow::FlowConfig{});
-        flows_->set_on_free([this](flow::Flow& f) { flow_state_->release_flow(f); });
-    }
-    void TearDown() override {
-        if (flows_) {
-            flows_->clear();
-        }
-        std::remove(path_.c_str());
-    }
+    DetectEngineTest() : EngineTest("detect") {}
 
     // Decodes the frame, finds its flow, inspects it; returns the sids alerted, in order.
     std::vector<uint32_t> run(const tb::Bytes& frame, int64_t ts = 1000000000) {
@@ -65,14 +51,6 @@ protected:
         v4.proto = tb::kUdp;
         return tb::eth(0x0800, tb::ipv4(v4, tb::udp(sport, dport, pl)));
     }
-
-    std::string path_;
-    LoadSummary summary_;
-    std::shared_ptr<const DetectEngine> engine_;
-    std::unique_ptr<WorkerFlowState> flow_state_;
-    std::unique_ptr<DetectWorker> worker_;
-    std::unique_ptr<flow::FlowTable> flows_;
-    decode::DecodeContext dctx_{decode::DecodeOptions{decode::ChecksumMode::kNo}};
 };
 
 TEST_F(DetectEngineTest, ContentOnPortGroup) {

@@ -1,0 +1,113 @@
+// Test-only fixtures for Engine tests that replay a pcap-file: a directory per test, Ethernet +
+// IPv4 frames between 10.0.0.1 (client) and 10.0.0.2 (server), a classic pcap writer, the
+// pcap-file configuration these tests share and a reader of the alerts in eve.json. Packets are
+// built with tests/sensor/decode/packet_builder.h, so lengths and checksums are right.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/config.h"
+#include "tests/sensor/decode/packet_builder.h"
+
+namespace picket::sensor::engine::testing {
+
+using decode::testing::Bytes;
+
+// Creates <temp dir>/<prefix>-<pid>-<test name>: one directory per test, for the pcap, the
+// rules and the logs.
+inline std::filesystem::path make_test_dir(const std::string& prefix) {
+    const std::filesystem::path dir =
+        std::filesystem::temp_directory_path() /
+        (prefix + "-" + std::to_string(getpid()) + "-" +
+         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir);
+    return dir;
+}
+
+inline Bytes text(const std::string& s) {
+    return Bytes(s.begin(), s.end());
+}
+
+// Ethernet + IPv4 carrying l4; to_server false swaps the addresses (server to client).
+inline Bytes frame(bool to_server, uint8_t proto, const Bytes& l4) {
+    decode::testing::V4 h;
+    h.proto = proto;
+    if (!to_server) {
+        std::swap(h.src, h.dst);
+    }
+    return decode::testing::eth(0x0800, decode::testing::ipv4(h, l4));
+}
+
+// UDP between 10.0.0.1:client_port and 10.0.0.2:53.
+inline Bytes udp_frame(uint16_t client_port, bool to_server, const std::string& payload) {
+    return frame(to_server, decode::testing::kUdp,
+                 to_server ? decode::testing::udp(client_port, 53, text(payload))
+                           : decode::testing::udp(53, client_port, text(payload)));
+}
+
+inline void put_le32(std::string& s, uint32_t v) {
+    for (int i = 0; i < 4; ++i) {
+        s.push_back(static_cast<char>(v >> (8 * i)));
+    }
+}
+
+// Classic pcap, Ethernet, one packet per second.
+inline void write_pcap(const std::filesystem::path& path, const std::vector<Bytes>& frames) {
+    std::string out;
+    put_le32(out, 0xa1b2c3d4);
+    put_le32(out, 0x00040002);  // version 2.4
+    put_le32(out, 0);
+    put_le32(out, 0);
+    put_le32(out, 262144);
+    put_le32(out, 1);  // DLT_EN10MB
+    uint32_t t = 1700000000;
+    for (const Bytes& f : frames) {
+        put_le32(out, t++);
+        put_le32(out, 0);
+        put_le32(out, static_cast<uint32_t>(f.size()));
+        put_le32(out, static_cast<uint32_t>(f.size()));
+        out.append(f.begin(), f.end());
+    }
+    std::ofstream(path, std::ios::binary) << out;
+}
+
+// A pcap-file run over pcaps (in this order) on workers workers, logging into log_dir. The
+// stats interval is longer than any test, so no periodic stats event falls within one.
+inline Config pcap_config(const std::vector<std::filesystem::path>& pcaps, int workers,
+                          const std::filesystem::path& log_dir) {
+    Config c;
+    YAML::Node list(YAML::NodeType::Sequence);
+    for (const std::filesystem::path& p : pcaps) {
+        list.push_back(p.string());
+    }
+    c.set_value("pcap-file.paths", list);
+    c.set_value("workers", YAML::Node(workers));
+    c.set_value("default-log-dir", YAML::Node(log_dir.string()));
+    c.set_value("stats-interval", YAML::Node(3600));
+    return c;
+}
+
+// The alert events of an eve.json, in file order.
+inline std::vector<nlohmann::json> read_alerts(const std::filesystem::path& eve) {
+    std::vector<nlohmann::json> alerts;
+    std::ifstream in(eve);
+    for (std::string line; std::getline(in, line);) {
+        nlohmann::json ev = nlohmann::json::parse(line);
+        if (ev["event_type"] == "alert") {
+            alerts.push_back(ev);
+        }
+    }
+    return alerts;
+}
+
+}  // namespace picket::sensor::engine::testing
