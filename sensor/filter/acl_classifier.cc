@@ -749,15 +749,23 @@ void lookup_group(const Forest<A>& f, const Key<A>* keys, size_t n, uint32_t* be
                 leaves &= ref[j];
             }
         }
+        // Only the leaves that can beat a lane's best so far are prefetched and scanned: their
+        // head ranks sit in the caches, the leaves themselves in DRAM at 100,000 rules.
+        size_t s = 0;
         for (size_t j = 0; j < m; ++j) {
+            lane[s] = lane[j];
+            ref[s] = ref[j];
+            s += f.leaves.head_rank(ref[j]) < best[lane[j]];
+        }
+        for (size_t j = 0; j < s; ++j) {
             // A leaf's first rules span two lines (a block of 4, or 80-byte IPv6 rules).
             const char* leaf = static_cast<const char*>(f.leaves.address(ref[j]));
             __builtin_prefetch(leaf);
             __builtin_prefetch(leaf + 64);
         }
-        for (size_t j = 0; j < m; ++j) {
+        for (size_t j = 0; j < s; ++j) {
             const size_t i = lane[j];
-            f.leaves.scan(ref[j], keys[i], best[i], action[i]);
+            f.leaves.template scan<true>(ref[j], keys[i], best[i], action[i]);
         }
     }
 }

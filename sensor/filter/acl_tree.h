@@ -85,24 +85,45 @@ struct Tree {
 
 inline constexpr uint32_t kNoRank = 0xffffffffu;
 
-// Leaf storage, IPv6: one LeafRule per rule, in rank order.
+// Leaf storage, IPv6: one LeafRule per rule, in rank order. Entry 0 is a sentinel that no
+// leaf uses, so that the empty leaf (offset 0) has a head rank (kNoRank) like any other.
+// head_ holds every entry's rank apart from the entries: lookup_batch() reads it first and
+// touches a rule's line only when the rule could beat the best so far (see the IPv4 store).
 template <class A>
 class LeafStore {
 public:
+    LeafStore() : rules_(1), head_(1, kNoRank) { rules_[0].rank = kNoRank; }
+
     uint64_t append(const std::vector<LeafRule<A>>& rules) {
         const uint32_t offset = static_cast<uint32_t>(rules_.size());
         rules_.insert(rules_.end(), rules.begin(), rules.end());
+        for (const LeafRule<A>& r : rules) {
+            head_.push_back(r.rank);
+        }
         return make_leaf(offset, static_cast<uint32_t>(rules.size()));
     }
-    size_t bytes() const { return rules_.size() * sizeof(LeafRule<A>); }
-    void shrink() { rules_.shrink_to_fit(); }
+    size_t bytes() const {
+        return rules_.size() * sizeof(LeafRule<A>) + head_.size() * sizeof(uint32_t);
+    }
+    void shrink() {
+        rules_.shrink_to_fit();
+        head_.shrink_to_fit();
+    }
     const void* address(uint64_t leaf) const { return rules_.data() + static_cast<uint32_t>(leaf); }
+    // The best rank in the leaf (kNoRank for the empty leaf), without touching the leaf.
+    uint32_t head_rank(uint64_t leaf) const { return head_[static_cast<uint32_t>(leaf)]; }
 
-    // Lowers best (a rank) to the leaf's first rule that matches and beats it.
+    // Lowers best (a rank) to the leaf's first rule that matches and beats it. kHeads: read
+    // the ranks from head_ (lookup_batch(), which skips a block without touching it) or from
+    // the rules themselves (lookup(): with head_ it measured 0-7% slower at 100,000 rules,
+    // median 3%, paired runs; one load more on its chain of dependent loads).
+    template <bool kHeads>
     void scan(uint64_t leaf, const Key<A>& k, uint32_t& best, AclAction& action) const {
-        const LeafRule<A>* r = rules_.data() + static_cast<uint32_t>(leaf);
+        const uint32_t offset = static_cast<uint32_t>(leaf);
+        const LeafRule<A>* r = rules_.data() + offset;
+        const uint32_t* head = head_.data() + offset;
         const uint32_t n = static_cast<uint32_t>(leaf >> 32) & kMaxLeafCount;
-        for (uint32_t j = 0; j < n && r[j].rank < best; ++j) {
+        for (uint32_t j = 0; j < n && (kHeads ? head[j] : r[j].rank) < best; ++j) {
             if (leaf_match(r[j], k)) {
                 best = r[j].rank;
                 action = r[j].action;
@@ -120,6 +141,7 @@ public:
 
 private:
     std::vector<LeafRule<A>> rules_;
+    std::vector<uint32_t> head_;
 };
 
 // Leaf storage, IPv4: the leaf's rules in blocks of four laid out field by field (a leaf
@@ -181,20 +203,23 @@ inline unsigned block_match(const Block4& b, const Key<uint32_t>& k) {
 #endif
 }
 
+// Block 0 is a sentinel (no rule) that only the empty leaf (offset 0) points at. head_ holds
+// each block's best rank (lane 0) apart from the blocks, 4 bytes a block: small enough to
+// stay in the caches when the blocks do not (100,000 rules), so a leaf that cannot beat the
+// best rule so far is skipped without reading a line of it, and lookup_batch() prefetches
+// only the leaves it will scan.
 template <>
 class LeafStore<uint32_t> {
 public:
+    LeafStore() { append_block(); }
+
     // The leaf's offset counts blocks.
     uint64_t append(const std::vector<LeafRule<uint32_t>>& rules) {
         const uint32_t offset = static_cast<uint32_t>(blocks_.size());
         for (size_t i = 0; i < rules.size(); ++i) {
             if (i % 4 == 0) {
-                blocks_.emplace_back();
-                Block4& b = blocks_.back();
-                std::memset(&b, 0, sizeof(b));
-                for (uint32_t& r : b.rank) {
-                    r = kNoRank;
-                }
+                append_block();
+                head_.back() = rules[i].rank;
             }
             Block4& b = blocks_.back();
             const LeafRule<uint32_t>& r = rules[i];
@@ -215,17 +240,27 @@ public:
         }
         return make_leaf(offset, static_cast<uint32_t>(rules.size()));
     }
-    size_t bytes() const { return blocks_.size() * sizeof(Block4); }
-    void shrink() { blocks_.shrink_to_fit(); }
+    size_t bytes() const {
+        return blocks_.size() * sizeof(Block4) + head_.size() * sizeof(uint32_t);
+    }
+    void shrink() {
+        blocks_.shrink_to_fit();
+        head_.shrink_to_fit();
+    }
     const void* address(uint64_t leaf) const {
         return blocks_.data() + static_cast<uint32_t>(leaf);
     }
+    uint32_t head_rank(uint64_t leaf) const { return head_[static_cast<uint32_t>(leaf)]; }
 
+    // As LeafStore<A>::scan().
+    template <bool kHeads>
     void scan(uint64_t leaf, const Key<uint32_t>& k, uint32_t& best, AclAction& action) const {
-        const Block4* b = blocks_.data() + static_cast<uint32_t>(leaf);
+        const uint32_t offset = static_cast<uint32_t>(leaf);
+        const Block4* b = blocks_.data() + offset;
+        const uint32_t* head = head_.data() + offset;
         const uint32_t n = ((static_cast<uint32_t>(leaf >> 32) & kMaxLeafCount) + 3) / 4;
         // Ranks ascend through the leaf: the first block with a match holds its best rule.
-        for (uint32_t i = 0; i < n && b[i].rank[0] < best; ++i) {
+        for (uint32_t i = 0; i < n && (kHeads ? head[i] : b[i].rank[0]) < best; ++i) {
             const unsigned m = block_match(b[i], k);
             if (m != 0) {
                 const unsigned j = static_cast<unsigned>(__builtin_ctz(m));
@@ -245,7 +280,18 @@ public:
     }
 
 private:
+    void append_block() {
+        blocks_.emplace_back();
+        Block4& b = blocks_.back();
+        std::memset(&b, 0, sizeof(b));
+        for (uint32_t& r : b.rank) {
+            r = kNoRank;
+        }
+        head_.push_back(kNoRank);
+    }
+
     std::vector<Block4> blocks_;
+    std::vector<uint32_t> head_;
 };
 
 template <class A>
@@ -268,7 +314,7 @@ struct Forest {
             if (t.min_rank >= best) {
                 break;
             }
-            leaves.scan(descend(k, t.root), k, best, action);
+            leaves.template scan<false>(descend(k, t.root), k, best, action);
         }
     }
 };

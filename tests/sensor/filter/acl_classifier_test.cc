@@ -165,6 +165,47 @@ TEST(AclClassifierTest, BatchMatchesSingleLookups) {
     EXPECT_EQ(out[4].action, AclAction::kDrop);
 }
 
+// Two trees (100 source-host rules, visited first, and 100 destination-host rules). After a
+// match in the first tree the second is skipped when its best rule ranks after the match,
+// descended but its leaf skipped when the leaf's best rule does, and scanned otherwise;
+// lookup() and lookup_batch() agree.
+TEST(AclClassifierTest, LaterTreeLeafSkippedOnlyWhenItCannotWin) {
+    std::string text;
+    for (int i = 0; i < 100; ++i) {
+        text += "drop tcp any any -> 192.0.2." + std::to_string(i) + " 80 priority " +
+                std::to_string(100 + i) + "\n";
+    }
+    for (int i = 0; i < 100; ++i) {
+        text += "pass tcp 198.51.100." + std::to_string(i) + " any -> any any priority " +
+                std::to_string(50 + 2 * i) + "\n";
+    }
+    auto c = build(text);
+    EXPECT_EQ(c->stats().trees, 2u);
+    const std::vector<FiveTuple> ts = {
+        // src rule 110 (priority 70) beats every dst rule: the dst tree is skipped.
+        tuple("198.51.100.10", 1, "192.0.2.10", 80, 6),
+        // src rule 150 (priority 150) against dst rule 99 (priority 199): the dst leaf of
+        // .99 holds rules of priority > 150 only.
+        tuple("198.51.100.50", 1, "192.0.2.99", 80, 6),
+        // src rule 190 (priority 230) against dst rule 5 (priority 105): dst wins.
+        tuple("198.51.100.90", 1, "192.0.2.5", 80, 6),
+        // Only the dst rule, only the src rule, neither.
+        tuple("203.0.113.1", 1, "192.0.2.7", 80, 6),
+        tuple("198.51.100.3", 1, "203.0.113.1", 443, 6),
+        tuple("203.0.113.1", 1, "192.0.2.7", 81, 6),
+    };
+    std::vector<Verdict> out(ts.size());
+    c->lookup_batch(ts, out);
+    const uint32_t expected[] = {110, 150, 5, 7, 103, Verdict::kNoRule};
+    for (size_t i = 0; i < ts.size(); ++i) {
+        EXPECT_EQ(out[i].rule, expected[i]) << i;
+        EXPECT_EQ(c->lookup(ts[i]).rule, expected[i]) << i;
+    }
+    EXPECT_EQ(out[0].action, AclAction::kPass);
+    EXPECT_EQ(out[1].action, AclAction::kPass);
+    EXPECT_EQ(out[2].action, AclAction::kDrop);
+}
+
 TEST(AclClassifierTest, RejectsInvalidRules) {
     AclRule wide;
     wide.family = AclFamily::kIpv4;
