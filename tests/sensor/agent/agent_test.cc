@@ -320,6 +320,10 @@ TEST_F(AgentTest, AlertsAreForwardedInBoundedBatches) {
     EXPECT_EQ(batches[0].alerts().alerts(0).sid(), 100u);
     EXPECT_EQ(batches[0].alerts().alerts(2).sid(), 102u);
     EXPECT_EQ(batches[0].alerts().dropped(), 0u);
+    // Counted once Write() returned, which can be after the server has the batch.
+    for (int i = 0; i < 500 && agent_->counters().alerts_sent.load() < 3; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     EXPECT_EQ(agent_->counters().alerts_sent.load(), 3u);
 
     for (size_t i = 0; i < Agent::kMaxPendingAlerts + 5; ++i) {
