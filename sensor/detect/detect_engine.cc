@@ -1112,7 +1112,7 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
     pc.p = &p;
     pc.flow = f;
     pc.dir = dir;
-    pc.established = f != nullptr && f->state == flow::FlowState::kEstablished;
+    pc.established = f != nullptr && f->pkt_established;
     pc.flowbits = bits;
     pc.app = view != nullptr ? view->proto : (extras != nullptr ? extras->app : AppProto::kUnknown);
     pc.view = view;

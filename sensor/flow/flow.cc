@@ -401,6 +401,7 @@ struct FlowTable::Impl {
         f->last_ts_ns = std::max(f->last_ts_ns, p.ts_ns);
 
         if (f->proto == kProtoTcp) {
+            f->pkt_established = f->state == FlowState::kEstablished;
             f->tcp_flags_seen[di] |= p.tcp_flags;
             if (f->state == FlowState::kNew && d == Direction::kToClient) {
                 f->state = FlowState::kEstablished;
@@ -409,8 +410,11 @@ struct FlowTable::Impl {
                 ((f->tcp_flags_seen[0] & kTcpFin) != 0 && (f->tcp_flags_seen[1] & kTcpFin) != 0)) {
                 f->state = FlowState::kClosed;
             }
-        } else if (f->state == FlowState::kNew && f->pkts[0] != 0 && f->pkts[1] != 0) {
-            f->state = FlowState::kEstablished;
+        } else {
+            if (f->state == FlowState::kNew && f->pkts[0] != 0 && f->pkts[1] != 0) {
+                f->state = FlowState::kEstablished;
+            }
+            f->pkt_established = f->state == FlowState::kEstablished;
         }
 
         // Touch: move to the tail of its (possibly new) timeout list.

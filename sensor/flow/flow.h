@@ -44,6 +44,10 @@ struct Flow {
     uint16_t client_port = 0, server_port = 0;
     uint8_t proto = 0;
     FlowState state = FlowState::kNew;
+    // What flow:established sees for the packet just looked up (Suricata's
+    // FLOW_PKT_ESTABLISHED): TCP, the state before this packet (its SYN/ACK is not yet
+    // established, its closing FIN or RST still is); other protocols, the state after it.
+    bool pkt_established = false;
     uint8_t tcp_flags_seen[2] = {0, 0};  // OR of TCP flags per direction
     int64_t first_ts_ns = 0;
     int64_t last_ts_ns = 0;

@@ -292,6 +292,33 @@ TEST(FlowTable, TcpFinFromBothSidesCloses) {
     EXPECT_EQ(f->state, FlowState::kClosed);
 }
 
+// What flow:established sees (Suricata's FLOW_PKT_ESTABLISHED): TCP, the state before the
+// packet; other protocols, after it.
+TEST(FlowTable, PacketEstablishedFollowsSuricata) {
+    FlowTable t(config_with_pool(16));
+    Flow* f = t.lookup(tcp(kA, 1000, kB, 80, kSyn, 0), nullptr);
+    ASSERT_NE(f, nullptr);
+    EXPECT_FALSE(f->pkt_established);
+    t.lookup(tcp(kB, 80, kA, 1000, kSyn | kAck, 1), nullptr);
+    EXPECT_EQ(f->state, FlowState::kEstablished);
+    EXPECT_FALSE(f->pkt_established);  // the SYN-ACK itself is not yet established
+    t.lookup(tcp(kA, 1000, kB, 80, kAck, 2), nullptr);
+    EXPECT_TRUE(f->pkt_established);
+    t.lookup(tcp(kA, 1000, kB, 80, kFin | kAck, 3), nullptr);
+    EXPECT_TRUE(f->pkt_established);
+    t.lookup(tcp(kB, 80, kA, 1000, kFin | kAck, 4), nullptr);
+    EXPECT_EQ(f->state, FlowState::kClosed);
+    EXPECT_TRUE(f->pkt_established);  // the FIN that closes it still is
+    t.lookup(tcp(kA, 1000, kB, 80, kAck, 5), nullptr);
+    EXPECT_FALSE(f->pkt_established);
+
+    Flow* u = t.lookup(udp(kA, 5353, kB, 53, 6, 90), nullptr);
+    ASSERT_NE(u, nullptr);
+    EXPECT_FALSE(u->pkt_established);
+    t.lookup(udp(kB, 53, kA, 5353, 7, 90), nullptr);
+    EXPECT_TRUE(u->pkt_established);  // the first answer is
+}
+
 TEST(FlowTable, TcpRstClosesFromAnyState) {
     FlowTable t(config_with_pool(16));
     Flow* f = t.lookup(tcp(kA, 1000, kB, 80, kSyn, 0), nullptr);
