@@ -89,6 +89,19 @@ struct Half {
     uint64_t* pdus = nullptr;
     uint32_t pdu_cap = 0;
 
+    // App cursor (StreamConfig::app_on_ack): [app_done, delivered) was delivered but not yet
+    // handed to the app layer, and stays in buf. A hole the raw delivery skipped at
+    // app_gap_at (app_gap_len bytes) is reported with the app chunk that passes it.
+    uint64_t app_done = 0;
+    uint64_t app_gap_at = 0;
+    uint64_t app_gap_len = 0;
+    bool app_eof_reported = false;
+    // At the reassembly memcap, in-order bytes go out straight from the packet: those still
+    // owed to the app layer in this call (stream offset app_pkt_off).
+    const uint8_t* app_pkt = nullptr;
+    uint32_t app_pkt_len = 0;
+    uint64_t app_pkt_off = 0;
+
     uint32_t seq_of(uint64_t off) const { return base_seq + static_cast<uint32_t>(off); }
     // Offset of a sequence number near `delivered` (within 2 GiB either way).
     int64_t off_of(uint32_t seq) const {
@@ -107,6 +120,9 @@ struct Session {
     uint8_t wscale[2] = {0xff, 0xff};  // option each side sent on its SYN (0xff none)
     uint8_t shift[2] = {0, 0};         // scale applied to the windows each side advertises
     bool closed_cleanup = false;       // buffers freed after the closing flush
+    // app_on_ack: the directions (bit 1 << d) whose acknowledged data this call and its
+    // next() calls may hand to the app layer.
+    uint8_t app_allow = 0;
     // Creation-order list of the tracker's sessions, for reclaiming half-open ones at the
     // memcap (Impl::reclaim_half_open); the flow is the one whose slot holds this session.
     flow::Flow* flow = nullptr;
@@ -192,6 +208,19 @@ struct StreamTracker::Impl {
         h.tail_start = std::max(h.tail_start, h.buf_base);
     }
 
+    // First stream offset buf must keep: the raw tail, and what the app layer still needs.
+    uint64_t keep_from_for(const Half& h) const {
+        const uint64_t want = h.delivered >= keep ? h.delivered - keep : 0;
+        uint64_t from = std::max(h.tail_start, want);
+        if (cfg.app_on_ack) {
+            const uint64_t app_need = h.app_gap_len != 0 && h.app_done == h.app_gap_at
+                                          ? h.app_gap_at + h.app_gap_len
+                                          : h.app_done;
+            from = std::max(std::min(from, app_need), h.buf_base);
+        }
+        return from;
+    }
+
     // Makes buf cover stream offsets up to `end` (exclusive), sliding out delivered data
     // not needed for the tail, then growing. False: memcap or size limit.
     bool ensure(Half& h, uint64_t end) {
@@ -202,8 +231,7 @@ struct StreamTracker::Impl {
             if (end - h.buf_base <= h.cap) {
                 return true;
             }
-            const uint64_t want = h.delivered >= keep ? h.delivered - keep : 0;
-            const uint64_t keep_from = std::max(h.tail_start, want);
+            const uint64_t keep_from = keep_from_for(h);
             const uint64_t k = (keep_from - h.buf_base) & ~uint64_t{63};
             if (k != 0) {
                 slide(h, k);
@@ -257,8 +285,7 @@ struct StreamTracker::Impl {
         if (h.cap <= kShrinkAbove || h.nheld != 0) {
             return;
         }
-        const uint64_t want = h.delivered >= keep ? h.delivered - keep : 0;
-        const uint64_t keep_from = std::max(h.tail_start, want);
+        const uint64_t keep_from = keep_from_for(h);
         const uint64_t k = (keep_from - h.buf_base) & ~uint64_t{63};
         if (k != 0) {
             slide(h, k);
@@ -366,11 +393,19 @@ struct StreamTracker::Impl {
     // Ack-based gap rule: a hole at `delivered` may be skipped when the receiver has
     // acknowledged up to (or past) the next held byte: it got the hole's data, we never will.
     // Closing (flush_all) skips any hole.
-    static bool can_deliver(const Half& h) {
+    bool can_deliver(const Half& h) const {
         if (h.nheld == 0) {
             return false;
         }
-        if (h.bit(h.delivered) || h.flush_all) {
+        if (h.bit(h.delivered)) {
+            return true;
+        }
+        // app_on_ack: a hole is skipped only once the app layer has everything before it (one
+        // pending hole per direction), which the same acknowledgement allows.
+        if (cfg.app_on_ack && (h.app_done < h.delivered || h.app_gap_len != 0)) {
+            return false;
+        }
+        if (h.flush_all) {
             return true;
         }
         // With a hole at `delivered`, no held segment covers it, so the first held byte is
@@ -401,6 +436,10 @@ struct StreamTracker::Impl {
         if (!h.bit(start)) {
             const uint64_t np = h.held[0].start;
             gap = np - start;
+            if (cfg.app_on_ack) {
+                h.app_gap_at = start;  // == app_done: can_deliver() waited for the app layer
+                h.app_gap_len = gap;
+            }
             h.delivered = np;
             h.tail_start = np;
             start = np;
@@ -411,6 +450,89 @@ struct StreamTracker::Impl {
         fill_from_buffer(h, ch, start, end, gap);
         prune_held(h);
         return true;
+    }
+
+    // ---- app cursor (StreamConfig::app_on_ack) ----
+
+    static bool app_all(const Session& s, const Half& h) {
+        return s.state == SessionState::kClosed || h.flush_all;
+    }
+    static bool app_allowed(const Session& s, const Half& h, int d) {
+        return ((s.app_allow >> d) & 1) != 0 || h.app_pkt_len != 0;
+    }
+    // End (exclusive) of what may go to the app layer now, before a pending hole.
+    static uint64_t app_end(const Half& h, bool all) {
+        uint64_t end = h.delivered;
+        if (!all && h.app_pkt_len == 0) {
+            const int64_t acked = h.ack_known ? h.off_of(h.last_ack) : 0;
+            end = std::min<uint64_t>(end, static_cast<uint64_t>(std::max<int64_t>(acked, 0)));
+        }
+        if (h.app_pkt_len != 0) {
+            end = std::min(end, h.app_pkt_off);
+        }
+        if (h.app_gap_len != 0 && h.app_done < h.app_gap_at) {
+            end = std::min(end, h.app_gap_at);
+        }
+        return end;
+    }
+    static bool app_gap_now(const Half& h) {
+        return h.app_gap_len != 0 && h.app_done == h.app_gap_at;
+    }
+    static bool app_deliverable(const Half& h, bool all) {
+        return h.app_pkt_len != 0 || app_gap_now(h) || app_end(h, all) > h.app_done;
+    }
+    bool app_pending(const Half& h) const {
+        return cfg.app_on_ack &&
+               (h.app_done < h.delivered || h.app_gap_len != 0 || h.app_pkt_len != 0);
+    }
+
+    // Hands the app layer h's next run: what the receiver acknowledged, or everything
+    // delivered when `all`; a pending hole comes first, as the chunk's gap. One run per call.
+    bool deliver_app(Half& h, StreamChunk& ch, bool all) {
+        if (h.app_pkt_len != 0 && h.app_done == h.app_pkt_off && !app_gap_now(h)) {
+            ch.window = h.app_pkt;
+            ch.window_len = h.app_pkt_len;
+            ch.new_offset = 0;
+            ch.stream_offset = h.app_pkt_off;
+            h.app_done = h.app_pkt_off + h.app_pkt_len;
+            h.app_pkt = nullptr;
+            h.app_pkt_len = 0;
+            return true;
+        }
+        uint64_t gap = 0;
+        if (app_gap_now(h)) {
+            gap = h.app_gap_len;
+            h.app_done += gap;
+            h.app_gap_len = 0;
+        }
+        const uint64_t start = h.app_done;
+        const uint64_t end = std::max(start, app_end(h, all));
+        if (end == start && gap == 0) {
+            return false;
+        }
+        ch.window = end > start ? h.buf + (start - h.buf_base) : nullptr;
+        ch.window_len = static_cast<uint32_t>(end - start);
+        ch.new_offset = 0;
+        ch.stream_offset = start;
+        ch.gap = gap;
+        h.app_done = end;
+        return true;
+    }
+
+    // A call's in-order bytes still owed to the app layer from the packet (reassembly memcap)
+    // that the caller did not collect with next(): a hole for the app layer.
+    static void drop_app_pkt(Half& h) {
+        if (h.app_pkt_len == 0) {
+            return;
+        }
+        if (h.app_gap_len == 0) {
+            h.app_gap_at = h.app_pkt_off;
+            h.app_gap_len = h.app_pkt_len;
+        } else if (h.app_gap_at + h.app_gap_len == h.app_pkt_off) {
+            h.app_gap_len += h.app_pkt_len;
+        }
+        h.app_pkt = nullptr;
+        h.app_pkt_len = 0;
     }
 
     void run_splitter(Session& s, Half& h, flow::Direction dir, StreamChunk& ch) {
@@ -541,7 +663,7 @@ struct StreamTracker::Impl {
                 ++c.overlap_diff_data;
                 u.events |= kEventOverlapDiffData;
             }
-            if (keep == 0) {
+            if (keep == 0 && !cfg.app_on_ack) {
                 ch.window = src;
                 ch.window_len = static_cast<uint32_t>(n);
                 ch.new_offset = 0;
@@ -563,6 +685,13 @@ struct StreamTracker::Impl {
                 ch.stream_offset = a;
                 h.delivered = e;
                 h.tail_start = e;
+                if (cfg.app_on_ack) {
+                    // Not kept: the app layer takes it now, unacknowledged (after what it
+                    // was still owed), rather than never.
+                    h.app_pkt = src;
+                    h.app_pkt_len = static_cast<uint32_t>(n);
+                    h.app_pkt_off = a;
+                }
                 return;
             }
             std::memcpy(h.buf + (a - h.buf_base), src, n);
@@ -817,14 +946,31 @@ struct StreamTracker::Impl {
         for (int d = 0; d < 2; ++d) {
             Half& h = s.half[d];
             StreamChunk& ch = u.chunk[d];
+            // Closed implies flush_all: only held data can still come (can_deliver() may
+            // also be waiting for the app cursor).
             const bool ended = (h.fin && h.delivered >= h.fin_off) ||
-                               (s.state == SessionState::kClosed && !can_deliver(h));
+                               (s.state == SessionState::kClosed && h.nheld == 0);
             if (ended && !h.eof_reported) {
                 h.eof_reported = true;
                 ch.eof = true;
             }
             if (can_deliver(h)) {
                 u.more = true;
+            }
+            if (!cfg.app_on_ack) {
+                u.app[d] = ch;
+                continue;
+            }
+            if (!app_allowed(s, h, d)) {
+                continue;
+            }
+            if (app_deliverable(h, app_all(s, h))) {
+                u.more = true;
+            } else if (!h.app_eof_reported && h.app_done >= h.delivered && h.app_gap_len == 0 &&
+                       ((h.fin && h.app_done >= h.fin_off) ||
+                        (s.state == SessionState::kClosed && h.nheld == 0))) {
+                h.app_eof_reported = true;
+                u.app[d].eof = true;
             }
         }
     }
@@ -833,9 +979,10 @@ struct StreamTracker::Impl {
     // views handed out by the previous call stayed valid until now.
     void housekeeping(Session& s) {
         for (Half& h : s.half) {
-            const bool depth_done =
-                h.depth_reached && h.delivered >= cfg.reassembly_depth && h.nheld == 0;
-            const bool closed_done = s.state == SessionState::kClosed && !can_deliver(h);
+            const bool depth_done = h.depth_reached && h.delivered >= cfg.reassembly_depth &&
+                                    h.nheld == 0 && !app_pending(h);
+            const bool closed_done =
+                s.state == SessionState::kClosed && !can_deliver(h) && !app_pending(h);
             if ((depth_done || closed_done) && (h.cap != 0 || h.held_cap != 0 || h.pdu_cap != 0)) {
                 free_buffers(h);
             } else if (h.buf != nullptr) {
@@ -880,13 +1027,19 @@ struct StreamTracker::Impl {
                 return u;
             }
         } else {
+            drop_app_pkt(s->half[0]);
+            drop_app_pkt(s->half[1]);
             housekeeping(*s);
         }
         Session& ss = *s;
         Half& h = ss.half[d];
         Half& r = ss.half[1 - d];
         const uint8_t fl = p.tcp_flags;
+        // Suricata's IDS timing: this packet acknowledges the other side's data, which the app
+        // layer may now have; its own data waits for the other side (or the close).
+        ss.app_allow = static_cast<uint8_t>(1u << (1 - d));
         if (ss.state == SessionState::kClosed) {
+            ss.app_allow = 3;
             finish(ss, u);
             return u;
         }
@@ -898,6 +1051,7 @@ struct StreamTracker::Impl {
         if ((fl & kRst) != 0) {
             if (rst_acceptable(ss, h, r, p)) {
                 close(ss);
+                ss.app_allow = 3;
                 deliver_both(ss, u);
             } else {
                 ++c.rst_invalid;
@@ -962,6 +1116,7 @@ struct StreamTracker::Impl {
             close(ss);
         }
         if (ss.state == SessionState::kClosed) {
+            ss.app_allow = 3;
             deliver_both(ss, u);
         } else {
             // A data hole of either side may just have been acknowledged.
@@ -973,6 +1128,13 @@ struct StreamTracker::Impl {
                 run_splitter(ss, h, dir, u.chunk[d]);
             }
             const auto odir = static_cast<flow::Direction>(1 - d);
+            if (cfg.app_on_ack) {
+                // Before the other side's hole may be skipped (can_deliver()).
+                deliver_app(r, u.app[1 - d], false);
+                if (h.app_pkt_len != 0) {
+                    deliver_app(h, u.app[d], true);
+                }
+            }
             if (deliver_one(r, u.chunk[1 - d])) {
                 run_splitter(ss, r, odir, u.chunk[1 - d]);
             }
@@ -981,9 +1143,15 @@ struct StreamTracker::Impl {
         return u;
     }
 
-    // Delivers one run for each direction whose chunk is still empty.
+    // Delivers one run for each direction whose chunk is still empty (app_on_ack: the app
+    // layer's run first, for the directions it may have now).
     void deliver_both(Session& s, StreamUpdate& u) {
         for (int d = 0; d < 2; ++d) {
+            Half& h = s.half[d];
+            const bool app_empty = u.app[d].window == nullptr && u.app[d].gap == 0;
+            if (cfg.app_on_ack && app_empty && app_allowed(s, h, d)) {
+                deliver_app(h, u.app[d], app_all(s, h));
+            }
             StreamChunk& ch = u.chunk[d];
             const bool filled = ch.window != nullptr || ch.gap != 0;
             const auto dir = static_cast<flow::Direction>(d);
@@ -1057,6 +1225,7 @@ StreamUpdate StreamTracker::flush(flow::Flow& f) {
         auto* s = static_cast<Session*>(slot);
         s->half[0].flush_all = true;
         s->half[1].flush_all = true;
+        s->app_allow = 3;
     }
     return next(f);
 }

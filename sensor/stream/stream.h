@@ -70,6 +70,10 @@ struct StreamConfig {
     // Tail actually kept (e.g. longest content pattern - 1); clamped to chunk_size. 0 lets
     // in-order data be handed over without a copy.
     uint32_t keep_tail = 0;
+    // Suricata's IDS-mode timing for the app layer (StreamUpdate::app): a direction's data
+    // goes to the app layer on the other side's packets, up to what that side acknowledged,
+    // and all of it at the close or flush(). Off: the app layer gets what the raw chunk gets.
+    bool app_on_ack = false;
 };
 
 // Suricata's TCP states, folded: kClosing covers FIN_WAIT1/2, CLOSE_WAIT, CLOSING and
@@ -153,10 +157,15 @@ struct StreamUpdate {
     SessionState state = SessionState::kNone;
     uint32_t events = 0;   // UpdateEvent bits
     StreamChunk chunk[2];  // indexed by flow::Direction
+    // What the app layer gets, by direction: the same as chunk[] unless
+    // StreamConfig::app_on_ack, then a run of bytes the receiver acknowledged (new_offset 0,
+    // no tail, no PDU ends), with its own gap and eof.
+    StreamChunk app[2];
     // More data is ready (a second hole was skipped, or a closing flush): call next().
     bool more = false;
 
     const StreamChunk& data(flow::Direction d) const { return chunk[static_cast<int>(d)]; }
+    const StreamChunk& app_data(flow::Direction d) const { return app[static_cast<int>(d)]; }
     bool has(uint32_t e) const { return (events & e) != 0; }
 };
 

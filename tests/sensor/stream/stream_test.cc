@@ -202,6 +202,10 @@ public:
         int gaps[2] = {0, 0};
         int eofs[2] = {0, 0};
         std::vector<uint64_t> pdus[2];
+        // What StreamUpdate::app handed over (the app layer's view), same conventions.
+        std::string app[2];
+        int app_gaps[2] = {0, 0};
+        int app_eofs[2] = {0, 0};
     };
 
     void collect(const StreamUpdate& u) {
@@ -228,6 +232,30 @@ public:
             if (u.chunk[d].eof) {
                 ++o.eofs[d];
             }
+            const StreamChunk& a = u.app[d];
+            if (a.gap != 0) {
+                o.app[d].append(a.gap, '\0');
+                ++o.app_gaps[d];
+            }
+            if (a.new_len() != 0) {
+                EXPECT_EQ(a.stream_offset, o.app[d].size());
+                o.app[d].append(reinterpret_cast<const char*>(a.new_data()), a.new_len());
+            }
+            if (a.eof) {
+                ++o.app_eofs[d];
+            }
+        }
+    }
+
+    // Ends the current flow without FIN/RST (timeout, shutdown), collecting what comes.
+    void flush() {
+        StreamUpdate u = st_.flush(*flow_);
+        for (;;) {
+            collect(u);
+            if (!u.more) {
+                break;
+            }
+            u = st_.next(*flow_);
         }
     }
 
@@ -237,6 +265,9 @@ public:
     int gaps(Direction d) { return cur().gaps[static_cast<int>(d)]; }
     int eofs(Direction d) { return cur().eofs[static_cast<int>(d)]; }
     const std::vector<uint64_t>& pdus(Direction d) { return cur().pdus[static_cast<int>(d)]; }
+    const std::string& app(Direction d) { return cur().app[static_cast<int>(d)]; }
+    int app_gaps(Direction d) { return cur().app_gaps[static_cast<int>(d)]; }
+    int app_eofs(Direction d) { return cur().app_eofs[static_cast<int>(d)]; }
     StreamTracker& st() { return st_; }
     flow::FlowTable& table() { return table_; }
     flow::Flow& flow() { return *flow_; }
@@ -612,6 +643,166 @@ TEST(StreamLimits, InOrderDataPassesWithoutTailAtTheReassemblyMemcap) {
     EXPECT_EQ(s.get("tcp.reassembly_memcap_no_tail"), 2u);
     EXPECT_EQ(s.get("tcp.segment_memcap_drop"), 1u);
     EXPECT_EQ(s.get("tcp.reassembly_memuse"), 0u);
+}
+
+// ---- app_on_ack: Suricata's IDS timing for the app layer ----
+
+StreamConfig app_on_ack_config() {
+    StreamConfig cfg;
+    cfg.app_on_ack = true;
+    return cfg;
+}
+
+constexpr Direction kTs = Direction::kToServer;
+constexpr Direction kTc = Direction::kToClient;
+
+TEST(StreamAppOnAck, DataGoesToTheAppLayerOnTheOtherSidesAck) {
+    Rig rig(app_on_ack_config());
+    rig.handshake(kIsnC, kIsnS);
+    StreamUpdate u = rig.send({true, kIsnC + 1, kIsnS + 1, kAck | kPsh, "GET /a"});
+    // Raw detection has it at once; the app layer waits for the server.
+    EXPECT_EQ(u.data(kTs).new_len(), 6u);
+    EXPECT_EQ(rig.app(kTs), "");
+    u = rig.send({false, kIsnS + 1, kIsnC + 1 + 3, kAck});  // acknowledges "GET"
+    EXPECT_EQ(u.app_data(kTs).stream_offset, 0u);
+    EXPECT_EQ(u.app_data(kTs).new_len(), 3u);
+    EXPECT_EQ(u.app_data(kTs).new_offset, 0u);
+    EXPECT_EQ(rig.app(kTs), "GET");
+    u = rig.send({false, kIsnS + 1, kIsnC + 7, kAck | kPsh, "HTTP/1.1"});
+    EXPECT_EQ(rig.app(kTs), "GET /a");
+    EXPECT_EQ(u.data(kTc).new_len(), 8u);
+    EXPECT_EQ(rig.app(kTc), "");
+    // The client's own new data, with its ACK of the response: only the response moves on.
+    u = rig.send({true, kIsnC + 7, kIsnS + 9, kAck | kPsh, "X"});
+    EXPECT_EQ(u.app_data(kTs).new_len(), 0u);
+    EXPECT_EQ(rig.app(kTc), "HTTP/1.1");
+    EXPECT_EQ(rig.app(kTs), "GET /a");
+    EXPECT_EQ(rig.out(kTs), "GET /aX");
+}
+
+TEST(StreamAppOnAck, AcknowledgedSynDataWaitsForTheServersNextPacket) {
+    // The ACK that covers the client's data arrives before the session is established (as a
+    // SYN/ACK does for TCP Fast Open data): the client's own next packet does not hand it
+    // over, the server's next one does.
+    Rig rig(app_on_ack_config());
+    rig.handshake(kIsnC, kIsnS);
+    rig.send({true, kIsnC + 1, kIsnS + 1, kAck | kPsh, "abc"});
+    rig.send({false, kIsnS + 1, kIsnC + 4, kAck});
+    EXPECT_EQ(rig.app(kTs), "abc");
+    rig.send({true, kIsnC + 4, kIsnS + 1, kAck | kPsh, "def"});
+    rig.send({true, kIsnC + 7, kIsnS + 1, kAck});  // the client again: nothing
+    EXPECT_EQ(rig.app(kTs), "abc");
+    rig.send({false, kIsnS + 1, kIsnC + 4, kAck});  // a duplicate ACK: still only "abc"
+    EXPECT_EQ(rig.app(kTs), "abc");
+    rig.send({false, kIsnS + 1, kIsnC + 7, kAck});
+    EXPECT_EQ(rig.app(kTs), "abcdef");
+}
+
+TEST(StreamAppOnAck, AHoleComesAfterTheDataBeforeIt) {
+    StreamConfig cfg = app_on_ack_config();
+    Rig rig(cfg);
+    rig.handshake(kIsnC, kIsnS);
+    rig.send({true, kIsnC + 1, kIsnS + 1, kAck, "aaa"});
+    rig.send({true, kIsnC + 7, kIsnS + 1, kAck, "ccc"});  // bytes 3..5 never seen
+    EXPECT_EQ(rig.out(kTs), "aaa");
+    // The server acknowledges everything: the app layer gets "aaa", then the hole, then "ccc"
+    // (the second run through next()); raw delivery skips the hole after the app layer.
+    rig.send({false, kIsnS + 1, kIsnC + 10, kAck});
+    EXPECT_EQ(rig.app(kTs), std::string("aaa\0\0\0ccc", 9));
+    EXPECT_EQ(rig.app_gaps(kTs), 1);
+    EXPECT_EQ(rig.out(kTs), std::string("aaa\0\0\0ccc", 9));
+    EXPECT_EQ(rig.gaps(kTs), 1);
+    EXPECT_EQ(rig.stats().get("tcp.reassembly_gap"), 1u);
+}
+
+TEST(StreamAppOnAck, CloseAndFlushHandOverWhatWasNeverAcknowledged) {
+    Rig rig(app_on_ack_config());
+    rig.handshake(kIsnC, kIsnS);
+    rig.send({true, kIsnC + 1, kIsnS + 1, kAck | kPsh, "request"});
+    rig.send({false, kIsnS + 1, kIsnC + 1, kAck | kPsh, "reply"});
+    EXPECT_EQ(rig.app(kTs), "");
+    EXPECT_EQ(rig.app(kTc), "");
+    rig.send({true, kIsnC + 8, kIsnS + 1, kRst});
+    EXPECT_EQ(rig.app(kTs), "request");
+    EXPECT_EQ(rig.app(kTc), "reply");
+    EXPECT_EQ(rig.app_eofs(kTs), 1);
+    EXPECT_EQ(rig.app_eofs(kTc), 1);
+    rig.table().clear();
+    EXPECT_EQ(rig.stats().get("tcp.reassembly_memuse"), 0u);
+
+    Rig rig2(app_on_ack_config());
+    rig2.handshake(kIsnC, kIsnS);
+    rig2.send({true, kIsnC + 1, kIsnS + 1, kAck | kPsh, "one-sided"});
+    rig2.flush();
+    EXPECT_EQ(rig2.app(kTs), "one-sided");
+    EXPECT_EQ(rig2.app_eofs(kTs), 0);  // as raw: flush() ends no direction (the caller does)
+    EXPECT_EQ(rig2.eofs(kTs), 0);
+}
+
+TEST(StreamAppOnAck, FinReachesTheAppLayerWithItsLastAcknowledgedByte) {
+    Rig rig(app_on_ack_config());
+    rig.handshake(kIsnC, kIsnS);
+    rig.send({false, kIsnS + 1, kIsnC + 1, kAck | kPsh, "body until close"});
+    rig.send({false, kIsnS + 17, kIsnC + 1, kAck | kFin});
+    EXPECT_EQ(rig.eofs(kTc), 1);  // raw: the FIN is in order
+    EXPECT_EQ(rig.app_eofs(kTc), 0);
+    rig.send({true, kIsnC + 1, kIsnS + 18, kAck});
+    EXPECT_EQ(rig.app(kTc), "body until close");
+    EXPECT_EQ(rig.app_eofs(kTc), 1);
+}
+
+TEST(StreamAppOnAck, AtTheReassemblyMemcapTheAppLayerStillGetsInOrderData) {
+    StreamConfig cfg = app_on_ack_config();
+    cfg.reassembly_memcap = 0;
+    Rig rig(cfg);
+    rig.handshake(kIsnC, kIsnS);
+    rig.send({true, kIsnC + 1, kIsnS + 1, kAck, "GET /legit"});
+    rig.send({true, kIsnC + 11, kIsnS + 1, kAck, " HTTP/1.1"});
+    // Nothing could be kept for the ACK: handed over at once, in order.
+    EXPECT_EQ(rig.app(kTs), "GET /legit HTTP/1.1");
+    EXPECT_EQ(rig.out(kTs), "GET /legit HTTP/1.1");
+    rig.send({false, kIsnS + 1, kIsnC + 20, kAck});
+    EXPECT_EQ(rig.app(kTs), "GET /legit HTTP/1.1");
+    EXPECT_EQ(rig.stats().get("tcp.reassembly_memuse"), 0u);
+}
+
+TEST(StreamAppOnAck, RandomSegmentationGivesTheAppLayerTheWholeStream) {
+    std::mt19937 rng(11);
+    for (int round = 0; round < 50; ++round) {
+        Rig rig(app_on_ack_config());
+        rig.handshake(kIsnC, kIsnS);
+        std::string req, resp;
+        for (int i = 0; i < 300; ++i) {
+            req.push_back(static_cast<char>('a' + rng() % 26));
+            resp.push_back(static_cast<char>('A' + rng() % 26));
+        }
+        uint32_t cs = 0, ss = 0, cack = 0, sack = 0;  // sent, and acknowledged by the peer
+        while (cs < req.size() || ss < resp.size() || cack < cs || sack < ss) {
+            const uint32_t what = rng() % 4;
+            if (what == 0 && cs < req.size()) {
+                const uint32_t n = std::min<uint32_t>(1 + rng() % 40, req.size() - cs);
+                rig.send({true, kIsnC + 1 + cs, kIsnS + 1 + sack, kAck, req.substr(cs, n)});
+                cs += n;
+            } else if (what == 1 && ss < resp.size()) {
+                const uint32_t n = std::min<uint32_t>(1 + rng() % 40, resp.size() - ss);
+                rig.send({false, kIsnS + 1 + ss, kIsnC + 1 + cack, kAck, resp.substr(ss, n)});
+                ss += n;
+            } else if (what == 2 && cack < cs) {
+                cack += 1 + rng() % (cs - cack);
+                rig.send({false, kIsnS + 1 + ss, kIsnC + 1 + cack, kAck});
+            } else if (what == 3 && sack < ss) {
+                sack += 1 + rng() % (ss - sack);
+                rig.send({true, kIsnC + 1 + cs, kIsnS + 1 + sack, kAck});
+            }
+            // Never more than what the peer acknowledged.
+            ASSERT_LE(rig.app(kTs).size(), cack);
+            ASSERT_LE(rig.app(kTc).size(), sack);
+        }
+        EXPECT_EQ(rig.app(kTs), req) << "round " << round;
+        EXPECT_EQ(rig.app(kTc), resp) << "round " << round;
+        EXPECT_EQ(rig.out(kTs), req);
+        EXPECT_EQ(rig.out(kTc), resp);
+    }
 }
 
 // Whatever arrives, memory stays under both caps, and everything is given back.
