@@ -113,11 +113,19 @@ struct AppLayer::FlowState {
         uint8_t opcode = 0;
         uint16_t rrtype = 0;
         bool answered = false;
+        bool query = false;  // opened by a query (has the question dns.query inspects)
         uint16_t rcode = 0;
         std::string rrname;
     };
     std::vector<DnsMeta> dns_meta;  // oldest first, at most kDnsMetaKept
     uint64_t dns_next_tx = 0;
+    // Transactions to inspect on the next packet of each (flow) direction: ids
+    // [defer_lo, defer_lo + defer_span] unless defer_span is kNoDefer (see defer_tx()). Kept
+    // small: a UDP DNS flow is ~600 bytes in all.
+    static constexpr uint32_t kNoDefer = UINT32_MAX;
+    uint64_t defer_lo[2] = {0, 0};
+    uint32_t defer_span[2] = {kNoDefer, kNoDefer};
+    bool has_defer(int d) const { return defer_span[d] != kNoDefer; }
     // Memcap accounting: the bytes counted for this state, its flow, and its place in the
     // worker's LRU list (touched on every on_data / on_eof).
     size_t mem = 0;
@@ -454,6 +462,47 @@ void AppLayer::detect_proto(FlowState& s, flow::Flow& f, flow::Direction dir, co
     }
 }
 
+// TLS buffers by direction, as Suricata registers them: the client's (sni, ja3) to the
+// server, the server's (ja3s, certificate) to the client; tls.version is the sender's.
+void AppLayer::tls_view(const FlowState& s, flow::Direction dir, detect::AppView& v) {
+    v = detect::AppView{};
+    v.proto = AppProto::kTls;
+    v.tx_id = 0;
+    const tls::ClientHello* ch = s.tls->client_hello();
+    uint16_t client_version = 0;
+    if (ch != nullptr) {
+        client_version = ch->legacy_version;
+        for (uint16_t sv : ch->supported_versions) {
+            if (!tls::is_grease(sv) && sv > client_version) {
+                client_version = sv;
+            }
+        }
+    }
+    if (dir == flow::Direction::kToServer) {
+        if (ch != nullptr) {
+            set(v, BufferId::kTlsSni, ch->sni);
+            set(v, BufferId::kJa3String, ch->ja3);
+            set(v, BufferId::kJa3Hash, ch->ja3_hash);
+            v.tls_version = client_version;
+        }
+        return;
+    }
+    v.tls_version = client_version;
+    if (const tls::ServerHello* sh = s.tls->server_hello()) {
+        set(v, BufferId::kJa3sHash, sh->ja3s_hash);
+        v.tls_version = sh->version();
+    }
+    if (const tls::CertInfo* c = s.tls->cert(); c != nullptr && c->parsed) {
+        set(v, BufferId::kTlsCertSubject, c->subject);
+        set(v, BufferId::kTlsCertIssuer, c->issuer);
+        set(v, BufferId::kTlsCertSerial, c->serial);
+        if (!c->chain.empty() && !c->chain[0].empty()) {
+            v.buf[bi(BufferId::kTlsCerts)] = std::string_view(
+                reinterpret_cast<const char*>(c->chain[0].data()), c->chain[0].size());
+        }
+    }
+}
+
 uint32_t AppLayer::collect(FlowState& s, flow::Direction dir, const http::FeedResult& r,
                            TxUpdate* out, uint32_t cap) {
     uint32_t n = 0;
@@ -568,7 +617,14 @@ uint32_t AppLayer::on_data(flow::Flow& f, flow::Direction dir, const uint8_t* da
             if (!s.http || s.http->failed()) {
                 return 0;
             }
-            s.http->release_completed();
+            // A completed transaction still waiting to be inspected stays.
+            uint64_t keep_from = UINT64_MAX;
+            for (int k = 0; k < 2; ++k) {
+                if (s.has_defer(k)) {
+                    keep_from = std::min(keep_from, s.defer_lo[k]);
+                }
+            }
+            s.http->release_before(keep_from);
             const flow::Direction pd = s.reversed ? flip(dir) : dir;
             http::FeedResult r = s.http->feed(static_cast<http::Dir>(pd), data, len);
             const uint32_t n = collect(s, pd, r, out, cap);
@@ -585,34 +641,7 @@ uint32_t AppLayer::on_data(flow::Flow& f, flow::Direction dir, const uint8_t* da
                 cap == 0) {
                 return 0;
             }
-            detect::AppView& v = out[0].view;
-            v = detect::AppView{};
-            v.proto = AppProto::kTls;
-            v.tx_id = 0;
-            if (const tls::ClientHello* ch = s.tls->client_hello()) {
-                set(v, BufferId::kTlsSni, ch->sni);
-                set(v, BufferId::kJa3String, ch->ja3);
-                set(v, BufferId::kJa3Hash, ch->ja3_hash);
-                v.tls_version = ch->legacy_version;
-                for (uint16_t sv : ch->supported_versions) {
-                    if (!tls::is_grease(sv) && sv > v.tls_version) {
-                        v.tls_version = sv;
-                    }
-                }
-            }
-            if (const tls::ServerHello* sh = s.tls->server_hello()) {
-                set(v, BufferId::kJa3sHash, sh->ja3s_hash);
-                v.tls_version = sh->version();
-            }
-            if (const tls::CertInfo* c = s.tls->cert(); c != nullptr && c->parsed) {
-                set(v, BufferId::kTlsCertSubject, c->subject);
-                set(v, BufferId::kTlsCertIssuer, c->issuer);
-                set(v, BufferId::kTlsCertSerial, c->serial);
-                if (!c->chain.empty() && !c->chain[0].empty()) {
-                    v.buf[bi(BufferId::kTlsCerts)] = std::string_view(
-                        reinterpret_cast<const char*>(c->chain[0].data()), c->chain[0].size());
-                }
-            }
+            tls_view(s, dir, out[0].view);
             if ((upd & tls::kClientHello) != 0) {
                 ++tx_tls_;
             }
@@ -651,6 +680,7 @@ uint32_t AppLayer::on_data(flow::Flow& f, flow::Direction dir, const uint8_t* da
                     meta->tx_id = s.dns_next_tx++;
                     meta->id = msg.header.id;
                     meta->opcode = msg.header.opcode;
+                    meta->query = !msg.header.qr;
                     if (!msg.questions.empty()) {
                         meta->rrname = msg.questions[0].name;
                         meta->rrtype = msg.questions[0].qtype;
@@ -719,6 +749,99 @@ uint32_t AppLayer::on_eof(flow::Flow& f, flow::Direction dir, TxUpdate* out, uin
     return n;
 }
 
+void AppLayer::defer_tx(flow::Flow& f, flow::Direction dir, uint64_t tx_id) {
+    auto* s = static_cast<FlowState*>(f.user[kAppUserSlot]);
+    if (s == nullptr || s->marker) {
+        return;
+    }
+    const int d = static_cast<int>(dir);
+    if (!s->has_defer(d)) {
+        s->defer_lo[d] = tx_id;
+        s->defer_span[d] = 0;
+        return;
+    }
+    const uint64_t lo = std::min(s->defer_lo[d], tx_id);
+    const uint64_t hi = std::max(s->defer_lo[d] + s->defer_span[d], tx_id);
+    s->defer_lo[d] = lo;
+    s->defer_span[d] = static_cast<uint32_t>(std::min<uint64_t>(hi - lo, FlowState::kNoDefer - 1));
+}
+
+void AppLayer::defer_all(flow::Flow& f) {
+    auto* s = static_cast<FlowState*>(f.user[kAppUserSlot]);
+    if (s == nullptr || s->marker || s->failed) {
+        return;
+    }
+    for (flow::Direction d : {flow::Direction::kToServer, flow::Direction::kToClient}) {
+        if (s->proto == AppProto::kHttp && s->http && s->http->tx_count() != 0) {
+            defer_tx(f, d, s->http->tx_at(0).id);
+            defer_tx(f, d, s->http->tx_at(s->http->tx_count() - 1).id);
+        } else if (s->proto == AppProto::kTls && s->tls) {
+            defer_tx(f, d, 0);
+        } else if (s->proto == AppProto::kDns && !s->dns_meta.empty()) {
+            defer_tx(f, d, s->dns_meta.front().tx_id);
+            defer_tx(f, d, s->dns_meta.back().tx_id);
+        }
+    }
+}
+
+bool AppLayer::has_deferred(const flow::Flow& f, flow::Direction dir) const {
+    const auto* s = static_cast<const FlowState*>(f.user[kAppUserSlot]);
+    return s != nullptr && s->has_defer(static_cast<int>(dir));
+}
+
+uint32_t AppLayer::take_deferred(flow::Flow& f, flow::Direction dir, TxUpdate* out, uint32_t cap) {
+    auto* s = static_cast<FlowState*>(f.user[kAppUserSlot]);
+    const int d = static_cast<int>(dir);
+    if (s == nullptr || !s->has_defer(d)) {
+        return 0;
+    }
+    const uint64_t lo = s->defer_lo[d];
+    const uint64_t hi = lo + s->defer_span[d];
+    if (!s->marker) {  // the shared markers are never written
+        s->defer_span[d] = FlowState::kNoDefer;
+    }
+    if (s->marker || s->failed || cap == 0) {
+        return 0;
+    }
+    switch (s->proto) {
+        case AppProto::kHttp: {
+            if (!s->http) {
+                return 0;
+            }
+            http::FeedResult r;
+            r.first_id = lo;
+            r.count = static_cast<uint32_t>(std::min<uint64_t>(hi - lo + 1, cap));
+            return collect(*s, s->reversed ? flip(dir) : dir, r, out, cap);
+        }
+        case AppProto::kTls:
+            if (!s->tls) {
+                return 0;
+            }
+            tls_view(*s, dir, out[0].view);
+            return 1;
+        case AppProto::kDns: {
+            // The transaction's metadata: opcode, and the question for a query.
+            uint32_t n = 0;
+            for (const FlowState::DnsMeta& m : s->dns_meta) {
+                if (m.tx_id < lo || m.tx_id > hi || n >= cap) {
+                    continue;
+                }
+                detect::AppView& v = out[n++].view;
+                v = detect::AppView{};
+                v.proto = AppProto::kDns;
+                v.tx_id = m.tx_id;
+                v.dns_opcode = m.opcode;
+                if (dir == flow::Direction::kToServer && m.query && !m.rrname.empty()) {
+                    set(v, BufferId::kDnsQuery, m.rrname);
+                }
+            }
+            return n;
+        }
+        default:
+            return 0;
+    }
+}
+
 const std::string* AppLayer::http_request_header(const flow::Flow& f, uint64_t tx_id,
                                                  std::string_view name) const {
     const auto* s = static_cast<const FlowState*>(f.user[kAppUserSlot]);
@@ -772,7 +895,10 @@ void AppLayer::render_metadata(const flow::Flow& f, uint64_t tx_id, std::string*
                 member(out, &first, "http_user_agent", tx->user_agent);
             }
             if (!tx->content_type_resp.empty()) {
-                member(out, &first, "http_content_type", tx->content_type_resp);
+                // The media type only, as Suricata logs it ("text/html; charset=..." ->
+                // "text/html").
+                const std::string_view ct = tx->content_type_resp;
+                member(out, &first, "http_content_type", ct.substr(0, ct.find(';')));
             }
             if (!tx->referer.empty()) {
                 member(out, &first, "http_refer", tx->referer);

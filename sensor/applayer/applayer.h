@@ -63,6 +63,17 @@ public:
     // A TCP direction ended (FIN reached): completes a body that runs until close.
     uint32_t on_eof(flow::Flow& f, flow::Direction dir, TxUpdate* out, uint32_t cap);
 
+    // Suricata inspects a transaction on packets of its own direction: a worker that got a
+    // transaction of direction dir while processing a packet of the other direction (TCP data
+    // handed over on the acknowledging packet) records it here, and gets its view back from
+    // take_deferred() on the next packet of dir (or at the flow's end). Held transactions
+    // stay until then. take_deferred() clears the record; views as for on_data().
+    void defer_tx(flow::Flow& f, flow::Direction dir, uint64_t tx_id);
+    bool has_deferred(const flow::Flow& f, flow::Direction dir) const;
+    // At the flow's end: every held transaction, both directions, as Suricata's end-of-flow
+    // pseudo packets inspect them (alerts already raised are not repeated).
+    void defer_all(flow::Flow& f);
+    uint32_t take_deferred(flow::Flow& f, flow::Direction dir, TxUpdate* out, uint32_t cap);
     // The flow's protocol: kUnknown while undecided or failed.
     detect::AppProto proto(const flow::Flow& f) const;
     // EVE's app_proto: "http", "dns", "tls", "failed", or nullptr while undecided.
@@ -103,6 +114,7 @@ private:
     void adopt_scratch_log();
     uint32_t collect(FlowState& s, flow::Direction dir, const http::FeedResult& r, TxUpdate* out,
                      uint32_t cap);
+    static void tls_view(const FlowState& s, flow::Direction dir, detect::AppView& v);
     void detect_proto(FlowState& s, flow::Flow& f, flow::Direction dir, const uint8_t* data,
                       size_t len, bool is_tcp);
 

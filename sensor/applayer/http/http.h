@@ -206,6 +206,8 @@ public:
     // Frees the transactions at the front that are complete in both directions. Call after
     // detection has seen the FeedResult that completed them. Returns how many were freed.
     size_t release_completed();
+    // The same, but only those with an id below id_limit (the others wait for detection).
+    size_t release_before(uint64_t id_limit);
 
     bool failed() const { return failed_; }
     // CONNECT answered 2xx or 101 Switching Protocols: the rest is not HTTP; data ignored.
@@ -221,7 +223,6 @@ public:
 private:
     struct DirState;
     HttpTx* find_tx_mut(uint64_t id);
-    size_t release_before(uint64_t id_limit);
     void abandon();
     void update_memuse();
 
