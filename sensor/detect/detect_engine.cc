@@ -1034,6 +1034,15 @@ inline void record_check(RuleCounters& c, uint64_t ticks, bool matched) {
 
 }  // namespace
 
+static bool has_packet_buffer(const Rule& r) {
+    for (const BufferMatch& b : r.buffers) {
+        if (b.buffer == BufferId::kPacket) {
+            return true;
+        }
+    }
+    return false;
+}
+
 template <bool kProfile>
 uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, flow::Direction dir,
                                       AlertRecord* out, uint32_t out_cap,
@@ -1186,7 +1195,11 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
         }
         pc.from_stream = false;
         bool ok = !r.proto.tcp_stream_only && options_match(r, p.payload, p.payload_len);
-        if (!ok && stream_hit && !r.proto.tcp_pkt_only) {
+        // A transaction's rule with raw content options (no prefilter ran on the stream for
+        // it) tries the stream too: the packet carrying its bytes may be an earlier one, or
+        // none (a pseudo packet at the flow's end).
+        const bool tx_stream = view != nullptr && stream != nullptr && !ok && has_packet_buffer(r);
+        if (!ok && (stream_hit || tx_stream) && !r.proto.tcp_pkt_only) {
             pc.from_stream = true;
             ok = options_match(r, stream->data, stream->len);
         }

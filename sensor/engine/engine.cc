@@ -91,6 +91,7 @@ struct Engine::Worker {
             a.memcap = c.app_layer.memcap / c.workers;  // the sensor's, like the stream memcaps
             app = std::make_unique<applayer::AppLayer>(a);
             tx_buf.resize(kMaxTxPerPacket);
+            defer_tx = stream != nullptr && stream_config(c).app_on_ack;
         }
         set_on_free();
     }
@@ -129,9 +130,46 @@ struct Engine::Worker {
         return n;
     }
 
+    // Keeps the transactions of the packet's direction, older ones first: those deferred by
+    // earlier packets of the other direction, then this packet's; the others are deferred to
+    // the next packet of their direction. Returns how many are left in txs.
+    uint32_t order_txs(flow::Flow& f, flow::Direction dir, applayer::TxUpdate* txs,
+                       flow::Direction* tx_dir, uint32_t ntx, uint32_t cap) {
+        uint32_t kept = 0;
+        for (uint32_t i = 0; i < ntx; ++i) {
+            if (tx_dir[i] != dir) {
+                app->defer_tx(f, tx_dir[i], txs[i].view.tx_id);
+            } else {
+                txs[kept++] = txs[i];
+            }
+        }
+        if (!app->has_deferred(f, dir)) {
+            return kept;
+        }
+        const uint32_t k = app->take_deferred(f, dir, txs + kept, cap - kept);
+        uint32_t n = kept;
+        for (uint32_t i = kept; i < kept + k; ++i) {
+            bool dup = false;
+            for (uint32_t j = 0; j < kept; ++j) {
+                dup = dup || txs[j].view.tx_id == txs[i].view.tx_id;
+            }
+            if (!dup) {
+                txs[n++] = txs[i];
+            }
+        }
+        std::rotate(txs, txs + kept, txs + n);
+        for (uint32_t i = 0; i < n; ++i) {
+            tx_dir[i] = dir;
+        }
+        return n;
+    }
+
     // Every layer that hangs state on a flow gets it back before the flow is recycled.
     void set_on_free() {
         flows.set_on_free([this](flow::Flow& f) {
+            if (end_hook_on && end_hook) {
+                end_hook(f);
+            }
             if (flow_state) {
                 flow_state->release_flow(f);
             }
@@ -149,6 +187,10 @@ struct Engine::Worker {
         // Memcaps are the sensor's; each worker's tracker gets its share.
         s.memcap = c.stream.memcap / c.workers;
         s.reassembly_memcap = c.stream.reassembly_memcap / c.workers;
+        // Suricata's IDS timing: the app layer gets what the receiver acknowledged. Inline
+        // (stream.inline, an IPS mode) it gets what is forwarded; with async-oneside there is
+        // no other side to acknowledge.
+        s.app_on_ack = !s.inline_mode && !c.ips() && !c.stream_async_oneside;
         return s;
     }
 
@@ -238,12 +280,21 @@ struct Engine::Worker {
     std::unique_ptr<stream::StreamTracker> stream;  // stages >= kStream
     std::unique_ptr<applayer::AppLayer> app;        // stages >= kAppLayer
     std::vector<applayer::TxUpdate> tx_buf;         // transactions changed by one packet
-    std::string app_json;                           // alert metadata being rendered
+    // Suricata's IDS timing (StreamConfig::app_on_ack): a transaction is inspected on a packet
+    // of its own direction (AppLayer::defer_tx).
+    bool defer_tx = false;
+    std::string app_json;  // alert metadata being rendered
     std::unique_ptr<output::AlertQueue> alerts;
     std::vector<detect::AlertRecord> alert_buf;
     std::vector<uint8_t> alert_packet;  // reassembled packet for alert output
     capture::Batch batch;
-    decode::Packet pkt;  // the packet being processed
+    decode::Packet pkt;     // the packet being processed
+    decode::Packet pseudo;  // end-of-flow pseudo packets (Engine::end_flow)
+    // Suricata's IDS timing holds transactions (and, unacknowledged, stream data) for later
+    // packets: a flow the table frees while the sensor runs (timeout, eviction) ends with
+    // Engine::end_flow first, as Suricata's flow-timeout pseudo packets do.
+    std::function<void(flow::Flow&)> end_hook;
+    bool end_hook_on = false;
     std::string error;
     uint64_t busy_ns = 0;  // sum of the batch times; read after join
     std::thread thread;
@@ -657,10 +708,12 @@ void Engine::inspect_flow_packet(Worker& w, const decode::Packet& p, flow::Flow*
         w.pkt_stream_memcap =
             u.has(stream::kEventSegmentMemcap) || u.has(stream::kEventSessionMemcap);
         for (;;) {
-            // The packet's own direction first: its new bytes are what the stream view shows.
+            // The other direction first: what this packet acknowledged was sent before its
+            // own bytes (Suricata hands the app layer the opposing side first).
             for (flow::Direction d :
-                 {dir, dir == flow::Direction::kToServer ? flow::Direction::kToClient
-                                                         : flow::Direction::kToServer}) {
+                 {dir == flow::Direction::kToServer ? flow::Direction::kToClient
+                                                    : flow::Direction::kToServer,
+                  dir}) {
                 const stream::StreamChunk& c = u.data(d);
                 if (c.new_len() != 0 && d == dir && !have_stream) {
                     sv.data = c.window;
@@ -668,7 +721,7 @@ void Engine::inspect_flow_packet(Worker& w, const decode::Packet& p, flow::Flow*
                     sv.new_off = c.new_offset;
                     have_stream = true;
                 }
-                const uint32_t k = w.feed_app(*f, d, c, txs + ntx, tx_cap - ntx);
+                const uint32_t k = w.feed_app(*f, d, u.app_data(d), txs + ntx, tx_cap - ntx);
                 for (uint32_t i = 0; i < k; ++i) {
                     tx_dir[ntx + i] = d;
                 }
@@ -678,6 +731,9 @@ void Engine::inspect_flow_packet(Worker& w, const decode::Packet& p, flow::Flow*
                 break;
             }
             u = w.stream->next(*f);
+        }
+        if (w.defer_tx) {
+            ntx = w.order_txs(*f, dir, txs, tx_dir, ntx, tx_cap);
         }
     } else if (f != nullptr && w.app && p.has(decode::kFlagUdp) && p.payload_len != 0) {
         ntx = w.app->on_data(*f, dir, p.payload, p.payload_len, false, txs, tx_cap);
@@ -753,20 +809,28 @@ void Engine::finish_flows(Worker& w) {
     if (w.flow_state) {
         w.adopt_generation();
     }
+    w.end_hook_on = false;  // from here on, flows end here, not when the table frees them
+    w.flows.for_each_active([&](flow::Flow& f) { end_flow(w, f, true); });
+}
+
+void Engine::end_flow(Worker& w, flow::Flow& f, bool release_app) {
     applayer::TxUpdate* txs = w.tx_buf.data();
     const uint32_t tx_cap = static_cast<uint32_t>(w.tx_buf.size());
     const auto cap = static_cast<uint32_t>(w.alert_buf.size());
     // Detection on what one direction of f delivered at its end: the stream window (only
     // alerts that matched on the stream: the pseudo packet has no headers or payload of its
     // own, so a header-only rule must not fire on it) and the transactions that changed.
+    // tx_data: the stream bytes the transactions' raw content options see (the app layer's
+    // chunk when the raw stream had already been inspected).
     auto inspect_end = [&](flow::Flow& f, flow::Direction d, const stream::StreamChunk* c,
-                           uint32_t ntx) {
+                           uint32_t ntx, const stream::StreamChunk* tx_data = nullptr) {
         if (!w.active || (c == nullptr && ntx == 0)) {
             return;
         }
         // A pseudo packet of direction d carrying the flow's addresses (Suricata's stream-end
         // pseudo packet): what alerts report as source, destination and time.
-        decode::Packet& p = w.pkt;
+        // Not w.pkt: a flow evicted by the flow table ends while a packet is being looked up.
+        decode::Packet& p = w.pseudo;
         p = decode::Packet{};
         const bool to_server = d == flow::Direction::kToServer;
         p.ts_ns = f.last_ts_ns;
@@ -783,6 +847,7 @@ void Engine::finish_flows(Worker& w) {
         w.pkt_drop = false;
         w.pkt_reject = false;
         w.pkt_pass = false;
+        f.pkt_established = true;  // as Suricata's pseudo packets are
         detect::StreamView sv;
         detect::InspectExtras extras;
         extras.app = w.app ? w.app->proto(f) : detect::AppProto::kUnknown;
@@ -803,6 +868,13 @@ void Engine::finish_flows(Worker& w) {
                 emit_alerts(w, p, &f, d, kept, 0, &sv);
             }
         }
+        detect::StreamView tv;
+        if (c == nullptr && tx_data != nullptr) {
+            tv.data = tx_data->window;
+            tv.len = tx_data->window_len;
+            tv.new_off = tx_data->new_offset;
+            extras.stream = &tv;
+        }
         for (uint32_t i = 0; i < ntx; ++i) {
             uint32_t n = w.active->detect->inspect_tx(p, &f, d, txs[i].view, w.app->alert_log(f),
                                                       w.alert_buf.data(), cap, &extras);
@@ -812,7 +884,7 @@ void Engine::finish_flows(Worker& w) {
             }
         }
     };
-    w.flows.for_each_active([&](flow::Flow& f) {
+    {
         // A dropped or passed flow is not inspected any more; its app state still ends.
         const bool inspect = f.action != flow::kFlowDrop && f.action != flow::kFlowPass;
         if (inspect && w.stream && f.proto == IPPROTO_TCP) {
@@ -823,8 +895,10 @@ void Engine::finish_flows(Worker& w) {
             for (;;) {
                 for (flow::Direction d : {flow::Direction::kToServer, flow::Direction::kToClient}) {
                     const stream::StreamChunk& c = u.data(d);
-                    const uint32_t ntx = w.feed_app(f, d, c, txs, tx_cap);
-                    inspect_end(f, d, c.new_len() != 0 ? &c : nullptr, ntx);
+                    const stream::StreamChunk& a = u.app_data(d);
+                    const uint32_t ntx = w.feed_app(f, d, a, txs, tx_cap);
+                    inspect_end(f, d, c.new_len() != 0 ? &c : nullptr, ntx,
+                                a.new_len() != 0 ? &a : nullptr);
                 }
                 if (!u.more) {
                     break;
@@ -833,6 +907,14 @@ void Engine::finish_flows(Worker& w) {
             }
         }
         if (w.app) {
+            if (inspect && f.proto == IPPROTO_TCP && w.defer_tx) {
+                // Transactions still waiting for a packet of their direction, and the others
+                // once more on the end-of-flow pseudo packets (which are "established").
+                w.app->defer_all(f);
+                for (flow::Direction d : {flow::Direction::kToServer, flow::Direction::kToClient}) {
+                    inspect_end(f, d, nullptr, w.app->take_deferred(f, d, txs, tx_cap));
+                }
+            }
             if (inspect && f.proto == IPPROTO_TCP) {
                 // End of stream for both directions (a second on_eof after a FIN is a no-op):
                 // a body that runs until the close completes.
@@ -840,10 +922,12 @@ void Engine::finish_flows(Worker& w) {
                     inspect_end(f, d, nullptr, w.app->on_eof(f, d, txs, tx_cap));
                 }
             }
-            // The parsers' finish(): TLS and DNS count a message the end cut short.
-            w.app->release_flow(f);
+            if (release_app) {
+                // The parsers' finish(): TLS and DNS count a message the end cut short.
+                w.app->release_flow(f);
+            }
         }
-    });
+    }
 }
 
 void Engine::emit_alerts(Worker& w, const decode::Packet& p, const flow::Flow* f,
@@ -1066,6 +1150,10 @@ void Engine::worker_main(Worker& w) {
                                     : 0;
     int64_t last_rx_ns = monotonic_ns();
     bool input_ended = false;
+    if (w.defer_tx) {
+        w.end_hook = [this, &w](flow::Flow& f) { end_flow(w, f, false); };
+        w.end_hook_on = true;
+    }
     while (!stop_.load(std::memory_order_relaxed)) {
         if (w.flow_state) {
             w.adopt_generation();  // once per batch: no packet sees two rulesets
@@ -1124,6 +1212,7 @@ void Engine::worker_main(Worker& w) {
             w.copy_source_stats();
         }
     }
+    w.end_hook_on = false;
     if (input_ended && !stop_.load(std::memory_order_relaxed)) {
         finish_flows(w);
     }

@@ -87,7 +87,7 @@ struct SensorConfig {
     decode::DecodeOptions decode;
     defrag::DefragConfig defrag;
     flow::FlowConfig flow;
-    stream::StreamConfig stream;         // stream.*
+    stream::StreamConfig stream;  // stream.*
     // stream.async-oneside: a session the stream tracker established from one side only (the
     // SYN/ACK never seen) makes its flow "established" for flow:established, as Suricata's
     // async-oneside does. Off: such a flow stays not established.
@@ -234,6 +234,9 @@ private:
     // stream, and its app state is released (TLS/DNS count truncated messages), before the
     // final stats. The flows themselves stay (flow.active at end is unchanged).
     void finish_flows(Worker& w);
+    // The end of one flow: the stream flushed, the app layer's last data, every transaction
+    // inspected on pseudo packets; release_app also frees its app state.
+    void end_flow(Worker& w, flow::Flow& f, bool release_app);
 
     SensorConfig config_;
     // DPDK's EAL and ports (--capture dpdk). Declared before workers_: built before the

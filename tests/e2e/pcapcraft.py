@@ -198,3 +198,54 @@ class TcpConn:
         self._s(self.snext, FIN | ACK)
         self.cack = self.snext + 1
         return self._c(self.cnext + 1, ACK)
+
+
+def _tcp_of(frame):
+    """(src, sport, dst, dport, seq, ack, flags, payload length) of an Ethernet TCP frame, or
+    None."""
+    et = struct.unpack("!H", frame[12:14])[0]
+    if et == 0x0800:
+        ihl = (frame[14] & 15) * 4
+        total = struct.unpack("!H", frame[16:18])[0]
+        proto, src, dst = frame[23], frame[26:30], frame[30:34]
+        l4 = frame[14 + ihl:14 + total]
+    elif et == 0x86DD:
+        plen = struct.unpack("!H", frame[18:20])[0]
+        proto, src, dst = frame[20], frame[22:38], frame[38:54]
+        l4 = frame[54:54 + plen]
+    else:
+        return None
+    if proto != PROTO_TCP:
+        return None
+    sport, dport, seq, ack = struct.unpack("!HHII", l4[:12])
+    return src, sport, dst, dport, seq, ack, l4[13], len(l4) - (l4[12] >> 4) * 4
+
+
+def ids_inspected_at(w, cnt):
+    """The pcap_cnt at which Suricata's IDS timing (and the sensor's) inspects a transaction
+    completed by the data of packet `cnt`: the app layer gets that data on the first later
+    packet of the other side that acknowledges all of it (or any later RST, which closes the
+    session), and detection inspects the transaction on the next packet of the data's own
+    direction after that. None when there is no such packet (the flow's end inspects it,
+    on a pseudo packet without pcap_cnt). Not TCP: the packet itself."""
+    info = _tcp_of(w.frames[cnt - 1][1])
+    if info is None:
+        return cnt
+    src, sport, dst, dport, seq, _, _, n = info
+    end = (seq + n) & 0xFFFFFFFF
+    j = None
+    for i in range(cnt, len(w.frames)):
+        t = _tcp_of(w.frames[i][1])
+        if t is None or {(t[0], t[1]), (t[2], t[3])} != {(src, sport), (dst, dport)}:
+            continue
+        reverse = (t[0], t[1]) == (dst, dport)
+        if (t[6] & RST) or (reverse and (t[6] & ACK) and ((t[5] - end) & 0xFFFFFFFF) < 2**31):
+            j = i
+            break
+    if j is None:
+        return None
+    for i in range(j + 1, len(w.frames)):
+        t = _tcp_of(w.frames[i][1])
+        if t is not None and (t[0], t[1], t[2], t[3]) == (src, sport, dst, dport):
+            return i + 1
+    return None

@@ -632,7 +632,12 @@ def http_pcap():
     req = http_request("GET", "/index.html?q=1", [
         ("Host", "WWW.Example.COM:8081"), ("User-Agent", "PicketTest/1.0"), ("Accept", "*/*"),
         ("Cookie", "session=abc123"), ("X-Custom", "foo-bar")])
-    cnts = c.send_segments(req, [9, 40])
+    # The server acknowledges each segment: the app layer gets the request as the server
+    # received it (Suricata's IDS timing), so its progress is visible.
+    cnts = []
+    for piece in (req[:9], req[9:49], req[49:]):
+        cnts.append(c.send(piece))
+        c.ack_client()
     # The request line is whole after the second segment (progress "request line": uri and
     # method are inspected then), the headers after the third.
     at["f1_line"], at["f1_req"] = cnts[1], cnts[2]
@@ -698,7 +703,10 @@ class Http(SensorCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        cls.w, cls.at = http_pcap()
+        cls.w, at = http_pcap()
+        # Each key names the packet whose data completes what a rule needs; the alert comes
+        # where Suricata's IDS timing inspects that transaction.
+        cls.at = {k: pc.ids_inspected_at(cls.w, v) for k, v in at.items()}
         cls.r = run_sensor(cls.tmp, "http", cls.w, HTTP_RULES)
 
     def test_runs_ok(self):
@@ -717,9 +725,12 @@ class Http(SensorCase):
                                      "protocol": "HTTP/1.1"})
         # After the headers: hostname lowercased, without the port.
         a = self.r.sid(205)[0]
+        # Inspected on the client's FIN, which acknowledged the response: as in Suricata, the
+        # request's alert already carries the response's fields.
         self.assertEqual(a["http"], {"hostname": "www.example.com", "url": "/index.html?q=1",
                                      "http_user_agent": "PicketTest/1.0", "http_method": "GET",
-                                     "protocol": "HTTP/1.1"})
+                                     "protocol": "HTTP/1.1", "status": 202,
+                                     "http_content_type": "text/html", "length": 25})
 
     def test_request_buffers(self):
         req = [self.at["f1_req"]]
@@ -861,7 +872,8 @@ class Dns(SensorCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        cls.w, cls.at = dns_pcap()
+        cls.w, at = dns_pcap()
+        cls.at = {k: pc.ids_inspected_at(cls.w, v) for k, v in at.items()}  # see Http
         cls.r = run_sensor(cls.tmp, "dns", cls.w, DNS_RULES)
 
     def test_runs_ok(self):
@@ -951,7 +963,7 @@ class Tls(SensorCase):
         hello = ClientHello("split.picket.test").bytes
         at["split"] = c.send_segments(hello, [3, hello.index(b"split.picket") + 5 - 3])[-1]
         c.close()
-        cls.at = at
+        cls.at = {k: pc.ids_inspected_at(w, v) for k, v in at.items()}  # see Http
         cls.r = run_sensor(cls.tmp, "tls", w, tls_rules(cls.ch))
 
     def test_runs_ok(self):
@@ -1058,11 +1070,47 @@ def malformed_pcap():
     return w, at
 
 
+class TimedOut(SensorCase):
+    """A request the server acknowledged, then silence: the flow times out while the sensor
+    runs. Its transaction, waiting for a client packet that never comes, is inspected when the
+    flow table frees the flow (a pseudo packet: no pcap_cnt), as Suricata's flow-timeout
+    pseudo packets do; so is the request whose server never answered."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        w = pc.PcapWriter()
+        c = pc.TcpConn(w, "10.5.0.1", 45001, "10.5.0.2", 80)
+        c.handshake()
+        c.send(http_request("GET", "/index.html?acked", [("Host", "www.example.com")]))
+        c.ack_client()
+        c = pc.TcpConn(w, "10.5.0.1", 45002, "10.5.0.2", 80)
+        c.handshake()
+        c.send(http_request("GET", "/index.html?unanswered", [("Host", "www.example.com")]))
+        # Filler on one UDP flow so that the flow table's timer runs (once a second of packet
+        # time, between batches) before and after the jump past flow-timeouts.tcp.established
+        # (600 s); one worker, whose clock is these packets'.
+        for _ in range(300):
+            w.udp("10.5.0.9", 40000, "10.5.0.10", 9999, b"filler")
+        w.t_us += 3600 * 1000000
+        for _ in range(300):
+            w.udp("10.5.0.9", 40000, "10.5.0.10", 9999, b"filler")
+        cls.r = run_sensor(cls.tmp, "timedout", w, HTTP_RULES, sets=["workers=1"])
+
+    def test_timed_out_flows_are_inspected(self):
+        self.assert_ok(self.r)
+        self.assertEqual(self.r.stat("flow.timed_out"), 3)  # the two TCP flows, the filler
+        self.assertEqual([a.get("pcap_cnt") for a in self.r.sid(201)], [None, None])
+        self.assertEqual(sorted(a["http"]["url"] for a in self.r.sid(201)),
+                         ["/index.html?acked", "/index.html?unanswered"])
+
+
 class Malformed(SensorCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        cls.w, cls.at = malformed_pcap()
+        cls.w, at = malformed_pcap()
+        cls.at = {k: pc.ids_inspected_at(cls.w, v) for k, v in at.items()}  # see Http
         cls.r = run_sensor(cls.tmp, "malformed", cls.w, MALFORMED_RULES, MALFORMED_SETS)
 
     def test_exit_status(self):
