@@ -964,6 +964,14 @@ void Engine::emit_alerts(Worker& w, const decode::Packet& p, const flow::Flow* f
         ev.proto = p.proto;
         ev.icmp_type = p.icmp_type;
         ev.icmp_code = p.icmp_code;
+        if (f != nullptr) {
+            ev.has_flow = true;
+            for (int d = 0; d < 2; ++d) {
+                ev.flow_pkts[d] = f->pkts[d];
+                ev.flow_bytes[d] = f->bytes[d];
+            }
+            ev.flow_start_ns = f->first_ts_ns;
+        }
         ev.direction = f == nullptr                        ? output::AlertDirection::kUnknown
                        : dir == flow::Direction::kToServer ? output::AlertDirection::kToServer
                                                            : output::AlertDirection::kToClient;

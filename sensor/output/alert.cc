@@ -502,6 +502,19 @@ void append_alert_json(const AlertEvent& ev, const AlertOutputOptions& options, 
         append_key(out, "direction");
         out += ev.direction == AlertDirection::kToServer ? "\"to_server\"" : "\"to_client\"";
     }
+    if (ev.has_flow) {
+        out += ",\"flow\":{\"pkts_toserver\":";
+        append_uint(out, ev.flow_pkts[0]);
+        out += ",\"pkts_toclient\":";
+        append_uint(out, ev.flow_pkts[1]);
+        out += ",\"bytes_toserver\":";
+        append_uint(out, ev.flow_bytes[0]);
+        out += ",\"bytes_toclient\":";
+        append_uint(out, ev.flow_bytes[1]);
+        out += ",\"start\":";
+        append_timestamp(out, ev.flow_start_ns);
+        out.push_back('}');
+    }
     if (options.payload || options.payload_printable) {
         if (options.payload) {
             append_key(out, "payload");

@@ -146,6 +146,12 @@ struct AlertEvent {
     // worker when outputs.eve.alert.xff is on; xff_len 0 = none.
     uint8_t xff_len = 0;
     char xff[kXffIpMax] = {};
+    // Suricata's alert "flow" object (EveAddFlow): the flow's packets and wire bytes per
+    // direction as of this packet, and its start. has_flow false: no object.
+    bool has_flow = false;
+    uint64_t flow_pkts[2] = {0, 0};   // to server, to client
+    uint64_t flow_bytes[2] = {0, 0};  // to server, to client
+    int64_t flow_start_ns = 0;
 };
 
 // Per-worker alert queue: one single-producer (the worker) single-consumer (the output

@@ -84,6 +84,24 @@ TEST(AlertJson, TcpIpv4ExactLine) {
               "\"direction\":\"to_server\"}");
 }
 
+// Suricata's alert "flow" object: the flow's counters as of the alert and its start.
+TEST(AlertJson, FlowObjectAfterDirection) {
+    const AlertMeta meta = make_meta();
+    AlertEvent ev = tcp_event(&meta);
+    ev.has_flow = true;
+    ev.flow_pkts[0] = 4;
+    ev.flow_pkts[1] = 2;
+    ev.flow_bytes[0] = 379;
+    ev.flow_bytes[1] = 1588;
+    ev.flow_start_ns = 1255711456083524000;  // 2009-10-16T16:44:16.083524
+    const std::string line = render(ev);
+    EXPECT_NE(line.find("\"direction\":\"to_server\",\"flow\":{\"pkts_toserver\":4,"
+                        "\"pkts_toclient\":2,\"bytes_toserver\":379,\"bytes_toclient\":1588,"
+                        "\"start\":\"2009-10-16T16:44:16.083524+0000\"}}"),
+              std::string::npos)
+        << line;
+}
+
 TEST(AlertJson, OptionalHeaderFieldsOmittedWhenUnknown) {
     const AlertMeta meta = make_meta();
     AlertEvent ev = tcp_event(&meta);
@@ -96,6 +114,7 @@ TEST(AlertJson, OptionalHeaderFieldsOmittedWhenUnknown) {
     EXPECT_FALSE(j.contains("pcap_cnt"));
     EXPECT_FALSE(j.contains("app_proto"));
     EXPECT_FALSE(j.contains("direction"));
+    EXPECT_FALSE(j.contains("flow"));
     EXPECT_FALSE(j.contains("vlan"));
     EXPECT_FALSE(j.contains("in_iface"));
     EXPECT_FALSE(j.contains("payload"));
