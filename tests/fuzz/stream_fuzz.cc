@@ -109,6 +109,7 @@ volatile uint64_t g_sink;
 
 struct Expect {
     uint64_t next[2] = {0, 0};
+    uint64_t app_next[2] = {0, 0};  // StreamUpdate::app
 };
 
 void check(const stream::StreamUpdate& u, Expect& e, uint64_t* sink) {
@@ -135,6 +136,23 @@ void check(const stream::StreamUpdate& u, Expect& e, uint64_t* sink) {
             prev = c.pdu_ends[i];
         }
     }
+    // The app layer's view: contiguous too, readable, and never ahead of the raw delivery.
+    for (int d = 0; d < 2; ++d) {
+        const stream::StreamChunk& a = u.app[d];
+        if (a.gap == 0 && a.new_len() == 0) {
+            continue;
+        }
+        if (a.stream_offset != e.app_next[d] + a.gap) {
+            std::abort();
+        }
+        e.app_next[d] = a.stream_offset + a.new_len();
+        if (e.app_next[d] > e.next[d]) {
+            std::abort();
+        }
+        for (uint32_t i = a.new_offset; i < a.window_len; ++i) {
+            *sink += a.window[i];
+        }
+    }
 }
 
 }  // namespace
@@ -148,6 +166,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     cfg.inline_mode = (data[0] & 2) != 0;
     cfg.checksum_validation = (data[0] & 4) == 0;
     cfg.reassembly_depth = (data[0] & 8) != 0 ? 0 : 4096;
+    cfg.app_on_ack = (data[0] & 32) != 0;
     cfg.policy = static_cast<stream::Policy>(data[1] % 12);
     cfg.keep_tail = data[2] % 80;
     cfg.chunk_size = 64;
