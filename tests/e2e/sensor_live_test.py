@@ -18,6 +18,9 @@ import tempfile
 import time
 import unittest
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import fleetlib  # noqa: E402 (beside this file)
+
 BUILD = None
 
 SENDER = r'''
@@ -189,15 +192,6 @@ class LiveReload(unittest.TestCase):
                             self.pcap, "pkt-a"], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
 
-    def sids(self, eve):
-        out = {}
-        with open(eve) as f:
-            for line in f:
-                if line.endswith("\n") and '"event_type":"alert"' in line:
-                    sid = json.loads(line)["alert"]["signature_id"]
-                    out[sid] = out.get(sid, 0) + 1
-        return out
-
     def wait_for(self, eve, pred, what):
         deadline = time.time() + 20
         while time.time() < deadline:
@@ -234,7 +228,7 @@ class LiveReload(unittest.TestCase):
             out, err = sensor.communicate(timeout=30)
         self.assertEqual(sensor.returncode, 0, err)
         self.assertIn("rules reloaded: rules: 1 loaded, 0 skipped", err)
-        self.assertEqual(self.sids(eve), {1: self.passwd, 2: self.cmd})
+        self.assertEqual(fleetlib.eve_alerts(eve), {1: self.passwd, 2: self.cmd})
         s = stats_events(eve)[-1]
         self.assertEqual(s["capture"]["kernel_drops"], 0)
         self.assertEqual(s["detect"]["reload_failures"], 0)
