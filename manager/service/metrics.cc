@@ -119,14 +119,7 @@ void collect(Core& core, Exposition& out) {
         if (it != live.end()) {
             const LiveState::SensorLive& l = it->second;
             source = l.capture_source;
-            in.ips = l.ips_mode;
-            if (l.latest.timestamp != 0) {
-                in.last_report_ns = l.latest.timestamp;
-                in.counters = &l.latest.counters;
-            }
-            for (const auto& w : l.workers) {
-                in.workers.push_back({w.worker(), w.packets(), w.bytes()});
-            }
+            l.fill_series(&in);
         }
         in.capture = capture_text(s.capture_mode, source);
         inputs.push_back(std::move(in));
@@ -236,6 +229,17 @@ void collect(Core& core, Exposition& out) {
 }
 
 }  // namespace
+
+void LiveState::SensorLive::fill_series(SensorSeriesInput* in) const {
+    in->ips = ips_mode;
+    if (latest.timestamp != 0) {
+        in->last_report_ns = latest.timestamp;
+        in->counters = &latest.counters;
+    }
+    for (const auto& w : workers) {
+        in->workers.push_back({w.worker(), w.packets(), w.bytes()});
+    }
+}
 
 void ServiceMetrics::init(picket::metrics::Registry& registry, Core& core) {
     const auto* svc = google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(

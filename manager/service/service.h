@@ -52,6 +52,12 @@ bool is_loopback_address(std::string_view address);
 // and an admin token, a positive target timeout.
 absl::Status validate_options(const ManagerOptions& options);
 
+}  // namespace picket::manager::service
+namespace picket::metrics {
+struct SensorSeriesInput;
+}
+namespace picket::manager::service {
+
 // What the manager keeps in memory about connected sensors (not durable).
 class LiveState {
 public:
@@ -66,6 +72,9 @@ public:
         uint64_t alerts_received = 0;
         uint64_t alerts_dropped = 0;  // AlertBatch.dropped, summed
         int64_t received_at = 0;      // manager wall clock when `latest` arrived (0 = unknown)
+        // The live part of the sensor's /metrics series: IPS mode, last report and its
+        // counters (pointing into this object), workers. Capture and identity are the caller's.
+        void fill_series(metrics::SensorSeriesInput* in) const;
     };
     struct RecentAlert {
         std::string sensor;

@@ -108,14 +108,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             in.bundle_sha = h->second.bundle().sha256();
         }
         in.capture = l.capture_source;
-        in.ips = l.ips_mode;
-        if (l.latest.timestamp != 0) {
-            in.last_report_ns = l.latest.timestamp;
-            in.counters = &l.latest.counters;
-        }
-        for (const auto& w : l.workers) {
-            in.workers.push_back({w.worker(), w.packets(), w.bytes()});
-        }
+        l.fill_series(&in);
         inputs.push_back(std::move(in));
 
         auto cur = live.counters(name);
