@@ -79,8 +79,9 @@ inline bool leaf_match(const LeafRule<A>& r, const Key<A>& k) {
 
 struct Tree {
     uint64_t root = kEmptyLeaf;
-    uint32_t min_rank = 0;  // best rule in the tree: skip the tree when a better one matched
-    uint32_t depth = 0;     // internal nodes on the longest path
+    uint32_t min_rank = 0;     // best rule in the tree: skip the tree when a better one matched
+    uint32_t depth = 0;        // internal nodes on the longest path
+    uint32_t root_min_at = 0;  // root slot + root_min_at (mod 2^32): its Forest::root_min
 };
 
 inline constexpr uint32_t kNoRank = 0xffffffffu;
@@ -294,13 +295,22 @@ private:
     std::vector<uint32_t> head_;
 };
 
+inline constexpr uint64_t kLookupRootMinSlots = 4096;  // 16 KiB of root_min
+
 template <class A>
 struct Forest {
     std::vector<Tree> trees;  // ascending min_rank
     std::vector<uint64_t> slots;
+    // For each root slot of each tree, the best rank its subtree can answer (kNoRank: empty):
+    // a lookup leaves a later tree at its root when the child there cannot beat the answer
+    // so far. Indexed by slot + Tree::root_min_at.
+    std::vector<uint32_t> root_min;
     LeafStore<A> leaves;
 
-    size_t bytes() const { return slots.size() * sizeof(uint64_t) + leaves.bytes(); }
+    size_t bytes() const {
+        return slots.size() * sizeof(uint64_t) + root_min.size() * sizeof(uint32_t) +
+               leaves.bytes();
+    }
 
     uint64_t descend(const Key<A>& k, uint64_t ref) const {
         while ((ref & kLeafBit) == 0) {
@@ -314,7 +324,21 @@ struct Forest {
             if (t.min_rank >= best) {
                 break;
             }
-            leaves.template scan<false>(descend(k, t.root), k, best, action);
+            uint64_t ref = t.root;
+            if ((ref & kLeafBit) == 0) {
+                // The root's child: skip the tree when it cannot beat the answer so far
+                // (none yet in the first tree: no root_min load, see lookup_batch()). Only
+                // for roots of at most kLookupRootMinSlots slots, whose root_min stays in
+                // the caches: a wider one (large random sets, where it seldom prunes) costs
+                // a miss on each lookup (+5% at 100,000 random rules, measured).
+                const uint32_t c = child_slot(k, ref);
+                if (best != kNoRank && ((ref >> 42) & 0xffff) < kLookupRootMinSlots &&
+                    root_min[c + t.root_min_at] >= best) {
+                    continue;
+                }
+                ref = slots[c];
+            }
+            leaves.template scan<false>(descend(k, ref), k, best, action);
         }
     }
 };

@@ -206,6 +206,52 @@ TEST(AclClassifierTest, LaterTreeLeafSkippedOnlyWhenItCannotWin) {
     EXPECT_EQ(out[2].action, AclAction::kDrop);
 }
 
+// A later tree is left at its root when the root's child there holds only rules that rank
+// after the answer so far, descended when it holds a better one (whose leaf may still be
+// skipped), and a lookup whose first tree has an empty root child goes on to the next tree.
+// Trees: 100 source hosts (priorities 50-248, visited first), then 200 destination hosts in
+// two /24s (100-199 and 300-399), whose root cut separates the /24s.
+TEST(AclClassifierTest, LaterTreeLeftAtItsRootOnlyWhenItCannotWin) {
+    std::string text;
+    for (int i = 0; i < 100; ++i) {
+        text += "drop tcp any any -> 192.0.2." + std::to_string(i) + " 80 priority " +
+                std::to_string(100 + i) + "\n";
+    }
+    for (int i = 0; i < 100; ++i) {
+        text += "drop tcp any any -> 203.0.113." + std::to_string(i) + " 80 priority " +
+                std::to_string(300 + i) + "\n";
+    }
+    for (int i = 0; i < 100; ++i) {
+        text += "pass tcp 198.51.100." + std::to_string(i) + " any -> any any priority " +
+                std::to_string(50 + 2 * i) + "\n";
+    }
+    auto c = build(text);
+    EXPECT_EQ(c->stats().trees, 2u);
+    const std::vector<FiveTuple> ts = {
+        // src rule 260 (priority 170); the 203.0.113/24 child ranks after it: left at the root.
+        tuple("198.51.100.60", 1, "203.0.113.5", 80, 6),
+        // The 192.0.2/24 child holds better rules: descended; .10 (priority 110) wins.
+        tuple("198.51.100.60", 1, "192.0.2.10", 80, 6),
+        // Descended, but the leaf of .90 (priority 190) cannot win.
+        tuple("198.51.100.60", 1, "192.0.2.90", 80, 6),
+        // No source rule: the destination tree alone.
+        tuple("203.0.113.1", 1, "203.0.113.5", 80, 6),
+        tuple("203.0.113.1", 1, "203.0.113.200", 80, 6),
+        // An empty root child in the source tree, then the destination tree.
+        tuple("198.51.100.200", 1, "192.0.2.3", 80, 6),
+        tuple("198.51.100.60", 1, "192.0.2.10", 81, 6),
+    };
+    std::vector<Verdict> out(ts.size());
+    c->lookup_batch(ts, out);
+    const uint32_t expected[] = {260, 10, 260, 105, Verdict::kNoRule, 3, 260};
+    for (size_t i = 0; i < ts.size(); ++i) {
+        EXPECT_EQ(out[i].rule, expected[i]) << i;
+        EXPECT_EQ(c->lookup(ts[i]).rule, expected[i]) << i;
+    }
+    EXPECT_EQ(out[0].action, AclAction::kPass);
+    EXPECT_EQ(out[1].action, AclAction::kDrop);
+}
+
 TEST(AclClassifierTest, RejectsInvalidRules) {
     AclRule wide;
     wide.family = AclFamily::kIpv4;
