@@ -102,6 +102,25 @@ struct Half {
     uint32_t app_pkt_len = 0;
     uint64_t app_pkt_off = 0;
 
+    // Raw cursor (StreamConfig::raw_on_ack): [raw_done, delivered) was delivered but not yet
+    // handed out for raw inspection, and stays in buf; [raw_tail, raw_done) may precede the
+    // next raw chunk as its tail (no hole in it). The hole and memcap fields mirror the app
+    // cursor's. raw_trigger: the app layer ended a message in this direction (inspect now).
+    uint64_t raw_done = 0;
+    uint64_t raw_tail = 0;
+    uint64_t raw_gap_at = 0;
+    uint64_t raw_gap_len = 0;
+    bool raw_trigger = false;
+    bool raw_eof_reported = false;
+    // StreamTracker::raw_per_packet(): raw_leave drains what the raw cursor still holds on
+    // the next packet of this direction, then raw_pp: chunks are the data as soon as it is
+    // contiguous again (as without raw_on_ack).
+    bool raw_leave = false;
+    bool raw_pp = false;
+    const uint8_t* raw_pkt = nullptr;
+    uint32_t raw_pkt_len = 0;
+    uint64_t raw_pkt_off = 0;
+
     uint32_t seq_of(uint64_t off) const { return base_seq + static_cast<uint32_t>(off); }
     // Offset of a sequence number near `delivered` (within 2 GiB either way).
     int64_t off_of(uint32_t seq) const {
@@ -123,6 +142,9 @@ struct Session {
     // app_on_ack: the directions (bit 1 << d) whose acknowledged data this call and its
     // next() calls may hand to the app layer.
     uint8_t app_allow = 0;
+    // raw_on_ack: the directions whose raw data this call may hand out (the packet's own;
+    // both at flush()).
+    uint8_t raw_allow = 0;
     // Creation-order list of the tracker's sessions, for reclaiming half-open ones at the
     // memcap (Impl::reclaim_half_open); the flow is the one whose slot holds this session.
     flow::Flow* flow = nullptr;
@@ -217,6 +239,11 @@ struct StreamTracker::Impl {
                                           ? h.app_gap_at + h.app_gap_len
                                           : h.app_done;
             from = std::max(std::min(from, app_need), h.buf_base);
+        }
+        if (raw_ack(h)) {
+            const uint64_t raw_need = raw_gap_now(h) ? h.raw_gap_at + h.raw_gap_len : h.raw_done;
+            const uint64_t raw_from = std::max(raw_need >= keep ? raw_need - keep : 0, h.raw_tail);
+            from = std::max(std::min(from, std::min(raw_from, raw_need)), h.buf_base);
         }
         return from;
     }
@@ -405,6 +432,9 @@ struct StreamTracker::Impl {
         if (cfg.app_on_ack && (h.app_done < h.delivered || h.app_gap_len != 0)) {
             return false;
         }
+        if (raw_ack(h) && (h.raw_done < h.delivered || h.raw_gap_len != 0)) {
+            return false;
+        }
         if (h.flush_all) {
             return true;
         }
@@ -439,6 +469,10 @@ struct StreamTracker::Impl {
             if (cfg.app_on_ack) {
                 h.app_gap_at = start;  // == app_done: can_deliver() waited for the app layer
                 h.app_gap_len = gap;
+            }
+            if (raw_ack(h)) {
+                h.raw_gap_at = start;  // == raw_done, likewise
+                h.raw_gap_len = gap;
             }
             h.delivered = np;
             h.tail_start = np;
@@ -535,6 +569,116 @@ struct StreamTracker::Impl {
         h.app_pkt_len = 0;
     }
 
+    // ---- raw cursor (StreamConfig::raw_on_ack) ----
+
+    bool raw_ack(const Half& h) const { return cfg.raw_on_ack && !h.raw_pp; }
+    static bool raw_allowed(const Session& s, int d) { return ((s.raw_allow >> d) & 1) != 0; }
+    static bool raw_gap_now(const Half& h) {
+        return h.raw_gap_len != 0 && h.raw_done == h.raw_gap_at;
+    }
+    // End (exclusive) of what raw inspection may take now: what the receiver acknowledged
+    // (everything delivered when `all`), before a pending hole or the packet's bytes.
+    static uint64_t raw_end(const Half& h, bool all) {
+        uint64_t end = h.delivered;
+        if (!all && h.raw_pkt_len == 0) {
+            const int64_t acked = h.ack_known ? h.off_of(h.last_ack) : 0;
+            end = std::min<uint64_t>(end, static_cast<uint64_t>(std::max<int64_t>(acked, 0)));
+        }
+        if (h.raw_pkt_len != 0) {
+            end = std::min(end, h.raw_pkt_off);
+        }
+        if (h.raw_gap_len != 0 && h.raw_done < h.raw_gap_at) {
+            end = std::min(end, h.raw_gap_at);
+        }
+        return end;
+    }
+    // A hole at `delivered` the gap rule would skip if the raw cursor had caught up.
+    bool hole_waiting(const Half& h) const {
+        if (h.nheld == 0 || h.bit(h.delivered)) {
+            return false;
+        }
+        return h.flush_all ||
+               (h.ack_known && h.off_of(h.last_ack) >= static_cast<int64_t>(h.held[0].start));
+    }
+    // Suricata's StreamTcpReassembleRawCheckLimit: raw data is inspected once chunk_size
+    // acknowledged bytes wait, the app layer ended a message, the depth was reached, the
+    // session closed or is flushed; here also when a hole or the packet's own bytes (at the
+    // memcap) wait behind it.
+    bool raw_ready(const Session& s, const Half& h) const {
+        const bool all = app_all(s, h) || h.raw_leave;
+        if (h.raw_pkt_len != 0 || raw_gap_now(h)) {
+            return true;
+        }
+        const uint64_t end = raw_end(h, all);
+        if (end <= h.raw_done) {
+            return false;
+        }
+        return all || h.raw_trigger || h.depth_reached || h.raw_gap_len != 0 ||
+               end - h.raw_done >= cfg.chunk_size || hole_waiting(h);
+    }
+    bool raw_pending(const Half& h) const {
+        return raw_ack(h) && (h.raw_done < h.delivered || h.raw_gap_len != 0 || h.raw_pkt_len != 0);
+    }
+
+    // Hands out h's next raw run when raw_ready(): from raw_done up to raw_end(), with up
+    // to `keep` bytes inspected before in front (never across a hole). One run per call.
+    bool deliver_raw(const Session& s, Half& h, StreamChunk& ch) {
+        if (!raw_ready(s, h)) {
+            return false;
+        }
+        if (h.raw_pkt_len != 0 && h.raw_done == h.raw_pkt_off && !raw_gap_now(h)) {
+            ch = StreamChunk{};
+            ch.window = h.raw_pkt;
+            ch.window_len = h.raw_pkt_len;
+            ch.stream_offset = h.raw_pkt_off;
+            h.raw_done = h.raw_pkt_off + h.raw_pkt_len;
+            h.raw_tail = h.raw_done;
+            h.raw_pkt = nullptr;
+            h.raw_pkt_len = 0;
+            return true;
+        }
+        uint64_t gap = 0;
+        if (raw_gap_now(h)) {
+            gap = h.raw_gap_len;
+            h.raw_done += gap;
+            h.raw_tail = h.raw_done;
+            h.raw_gap_len = 0;
+        }
+        const uint64_t start = h.raw_done;
+        const uint64_t end = std::max(start, raw_end(h, app_all(s, h) || h.raw_leave));
+        if (end == start && gap == 0) {
+            return false;
+        }
+        const uint64_t want = start >= keep ? start - keep : 0;
+        const uint64_t from = end > start ? std::max({h.raw_tail, want, h.buf_base}) : start;
+        ch = StreamChunk{};
+        ch.window = end > start ? h.buf + (from - h.buf_base) : nullptr;
+        ch.window_len = static_cast<uint32_t>(end - from);
+        ch.new_offset = static_cast<uint32_t>(start - from);
+        ch.stream_offset = start;
+        ch.gap = gap;
+        ch.depth_reached = h.depth_reached;
+        h.raw_done = end;
+        h.raw_trigger = false;
+        return true;
+    }
+
+    // The packet's in-order bytes (reassembly memcap) that the caller did not collect with
+    // next(): a hole for raw inspection.
+    static void drop_raw_pkt(Half& h) {
+        if (h.raw_pkt_len == 0) {
+            return;
+        }
+        if (h.raw_gap_len == 0) {
+            h.raw_gap_at = h.raw_pkt_off;
+            h.raw_gap_len = h.raw_pkt_len;
+        } else if (h.raw_gap_at + h.raw_gap_len == h.raw_pkt_off) {
+            h.raw_gap_len += h.raw_pkt_len;
+        }
+        h.raw_pkt = nullptr;
+        h.raw_pkt_len = 0;
+    }
+
     void run_splitter(Session& s, Half& h, flow::Direction dir, StreamChunk& ch) {
         ch.depth_reached = h.depth_reached;
         if (s.splitter == nullptr || h.splitter_aborted) {
@@ -626,6 +770,9 @@ struct StreamTracker::Impl {
         if (e <= s0) {
             return;
         }
+        if (raw_ack(h)) {
+            u.events |= kEventStreamAdd;  // cleared again if the segment cannot be kept
+        }
         bool overlapped = false;
         bool diff = false;
         if (e <= h.delivered || s0 < h.delivered) {
@@ -663,7 +810,7 @@ struct StreamTracker::Impl {
                 ++c.overlap_diff_data;
                 u.events |= kEventOverlapDiffData;
             }
-            if (keep == 0 && !cfg.app_on_ack) {
+            if (keep == 0 && !cfg.app_on_ack && !cfg.raw_on_ack) {
                 ch.window = src;
                 ch.window_len = static_cast<uint32_t>(n);
                 ch.new_offset = 0;
@@ -692,6 +839,11 @@ struct StreamTracker::Impl {
                     h.app_pkt_len = static_cast<uint32_t>(n);
                     h.app_pkt_off = a;
                 }
+                if (raw_ack(h)) {
+                    h.raw_pkt = src;  // likewise for raw inspection
+                    h.raw_pkt_len = static_cast<uint32_t>(n);
+                    h.raw_pkt_off = a;
+                }
                 return;
             }
             std::memcpy(h.buf + (a - h.buf_base), src, n);
@@ -702,7 +854,7 @@ struct StreamTracker::Impl {
 
         if (n > kScratchBytes || !ensure(h, e) || !reserve_held(h)) {
             ++c.segment_memcap_drop;
-            u.events |= kEventSegmentMemcap;
+            u.events = (u.events | kEventSegmentMemcap) & ~uint32_t{kEventStreamAdd};
             return;
         }
         // Overlap resolution (Suricata's DoHandleData): start from the new bytes; for every
@@ -957,8 +1109,38 @@ struct StreamTracker::Impl {
             if (can_deliver(h)) {
                 u.more = true;
             }
+            const bool raw_mode = raw_ack(h);
+            if (raw_mode) {
+                // The run just delivered waits in buf for the raw cursor (and the app one).
+                const StreamChunk run = ch;
+                ch = StreamChunk{};
+                if (!cfg.app_on_ack) {
+                    u.app[d] = run;
+                }
+                if (raw_allowed(s, d)) {
+                    deliver_raw(s, h, ch);
+                    if (h.raw_leave && !raw_pending(h)) {
+                        h.raw_pp = true;  // drained: per-packet chunks from here on
+                        h.raw_tail = h.raw_done;
+                    }
+                    if (can_deliver(h)) {
+                        u.more = true;  // a hole that waited for the raw cursor
+                    }
+                    if (raw_ready(s, h)) {
+                        u.more = true;
+                    } else if (!h.raw_eof_reported && h.raw_done >= h.delivered &&
+                               h.raw_gap_len == 0 && h.raw_pkt_len == 0 &&
+                               ((h.fin && h.raw_done >= h.fin_off) ||
+                                (s.state == SessionState::kClosed && h.nheld == 0))) {
+                        h.raw_eof_reported = true;
+                        ch.eof = true;
+                    }
+                }
+            }
             if (!cfg.app_on_ack) {
-                u.app[d] = ch;
+                if (!raw_mode) {
+                    u.app[d] = ch;
+                }
                 continue;
             }
             if (!app_allowed(s, h, d)) {
@@ -980,9 +1162,9 @@ struct StreamTracker::Impl {
     void housekeeping(Session& s) {
         for (Half& h : s.half) {
             const bool depth_done = h.depth_reached && h.delivered >= cfg.reassembly_depth &&
-                                    h.nheld == 0 && !app_pending(h);
-            const bool closed_done =
-                s.state == SessionState::kClosed && !can_deliver(h) && !app_pending(h);
+                                    h.nheld == 0 && !app_pending(h) && !raw_pending(h);
+            const bool closed_done = s.state == SessionState::kClosed && !can_deliver(h) &&
+                                     !app_pending(h) && !raw_pending(h);
             if ((depth_done || closed_done) && (h.cap != 0 || h.held_cap != 0 || h.pdu_cap != 0)) {
                 free_buffers(h);
             } else if (h.buf != nullptr) {
@@ -1029,6 +1211,8 @@ struct StreamTracker::Impl {
         } else {
             drop_app_pkt(s->half[0]);
             drop_app_pkt(s->half[1]);
+            drop_raw_pkt(s->half[0]);
+            drop_raw_pkt(s->half[1]);
             housekeeping(*s);
         }
         Session& ss = *s;
@@ -1038,6 +1222,7 @@ struct StreamTracker::Impl {
         // Suricata's IDS timing: this packet acknowledges the other side's data, which the app
         // layer may now have; its own data waits for the other side (or the close).
         ss.app_allow = static_cast<uint8_t>(1u << (1 - d));
+        ss.raw_allow = static_cast<uint8_t>(1u << d);  // raw: the packet's own direction
         if (ss.state == SessionState::kClosed) {
             ss.app_allow = 3;
             finish(ss, u);
@@ -1226,6 +1411,7 @@ StreamUpdate StreamTracker::flush(flow::Flow& f) {
         s->half[0].flush_all = true;
         s->half[1].flush_all = true;
         s->app_allow = 3;
+        s->raw_allow = 3;
     }
     return next(f);
 }
@@ -1257,6 +1443,38 @@ bool StreamTracker::set_splitter(flow::Flow& f, Splitter* sp) {
     s->half[0].splitter_aborted = false;
     s->half[1].splitter_aborted = false;
     return true;
+}
+
+void StreamTracker::trigger_raw(flow::Flow& f, flow::Direction dir) {
+    void* slot = f.user[kStreamUserSlot];
+    if (slot == nullptr || slot == &g_untracked_tag) {
+        return;
+    }
+    static_cast<Session*>(slot)->half[static_cast<int>(dir)].raw_trigger = true;
+}
+
+void StreamTracker::raw_per_packet(flow::Flow& f) {
+    void* slot = f.user[kStreamUserSlot];
+    if (slot == nullptr || slot == &g_untracked_tag || !impl_->cfg.raw_on_ack) {
+        return;
+    }
+    for (Half& h : static_cast<Session*>(slot)->half) {
+        if (!h.raw_pp && !h.raw_leave) {
+            h.raw_leave = true;
+            if (!impl_->raw_pending(h)) {
+                h.raw_pp = true;
+                h.raw_tail = h.raw_done;
+            }
+        }
+    }
+}
+
+bool StreamTracker::raw_on_ack(const flow::Flow& f, flow::Direction dir) const {
+    void* slot = f.user[kStreamUserSlot];
+    if (slot == nullptr || slot == &g_untracked_tag) {
+        return false;
+    }
+    return impl_->raw_ack(static_cast<const Session*>(slot)->half[static_cast<int>(dir)]);
 }
 
 void StreamTracker::set_keep_tail(uint32_t bytes) {

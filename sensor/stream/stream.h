@@ -74,6 +74,12 @@ struct StreamConfig {
     // goes to the app layer on the other side's packets, up to what that side acknowledged,
     // and all of it at the close or flush(). Off: the app layer gets what the raw chunk gets.
     bool app_on_ack = false;
+    // Suricata's IDS-mode timing for raw stream inspection (StreamUpdate::chunk): a
+    // direction's data is handed out on that direction's own packets, up to what the other
+    // side acknowledged, once chunk_size such bytes wait, the app layer ended a message there
+    // (trigger_raw()), the depth was reached, the session closed, or at flush(). Off: chunk
+    // is the data as soon as it is contiguous.
+    bool raw_on_ack = false;
 };
 
 // Suricata's TCP states, folded: kClosing covers FIN_WAIT1/2, CLOSE_WAIT, CLOSING and
@@ -127,6 +133,9 @@ enum UpdateEvent : uint32_t {
     kEventDepthReached = 1u << 8,     // data past reassembly_depth was cut
     kEventRstInvalid = 1u << 9,       // RST with an unacceptable sequence number: ignored
     kEventSessionMemcap = 1u << 10,   // no session could be created: memcap
+    kEventStreamAdd = 1u << 11,       // raw_on_ack: the packet's data is part of the stream
+                                      // and waits for raw inspection (Suricata's
+                                      // PKT_STREAM_ADD): kept, delivered or a retransmission
 };
 
 // Bytes delivered for one direction. window[0, window_len) is one contiguous piece of the
@@ -155,8 +164,10 @@ inline constexpr uint32_t kMaxPdusPerChunk = 1024;
 
 struct StreamUpdate {
     SessionState state = SessionState::kNone;
-    uint32_t events = 0;   // UpdateEvent bits
-    StreamChunk chunk[2];  // indexed by flow::Direction
+    uint32_t events = 0;  // UpdateEvent bits
+    // Raw data by direction (flow::Direction): what became contiguous, unless
+    // StreamConfig::raw_on_ack, then what is due for raw inspection now (see there).
+    StreamChunk chunk[2];
     // What the app layer gets, by direction: the same as chunk[] unless
     // StreamConfig::app_on_ack, then a run of bytes the receiver acknowledged (new_offset 0,
     // no tail, no PDU ends), with its own gap and eof.
@@ -199,6 +210,17 @@ public:
     // Frees the flow's session and gives its memory back; call from FlowTable's on_free.
     void release_flow(flow::Flow& f);
 
+    // raw_on_ack: the app layer ended a message of direction dir (an HTTP request or
+    // response, a TLS application record): its raw data is handed out on the next packet of
+    // dir without waiting for chunk_size bytes (Suricata's TRIGGER_RAW).
+    void trigger_raw(flow::Flow& f, flow::Direction dir);
+    // raw_on_ack, for a session whose protocol no parser here knows (so no message ends will
+    // trigger raw inspection as Suricata's parsers do): what the raw cursor holds goes out on
+    // each direction's next packet, then chunks are the data as soon as it is contiguous.
+    void raw_per_packet(flow::Flow& f);
+    // Whether raw data of dir still follows raw_on_ack's timing (kEventStreamAdd then says the
+    // packet's data waits for it).
+    bool raw_on_ack(const flow::Flow& f, flow::Direction dir) const;
     // Message boundaries for this session (nullptr: none). Not owned. Needs a session.
     bool set_splitter(flow::Flow& f, Splitter* s);
     // Tail kept in front of new bytes, for sessions from now on and existing ones as data

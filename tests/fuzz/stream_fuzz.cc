@@ -112,7 +112,7 @@ struct Expect {
     uint64_t app_next[2] = {0, 0};  // StreamUpdate::app
 };
 
-void check(const stream::StreamUpdate& u, Expect& e, uint64_t* sink) {
+void check(const stream::StreamUpdate& u, Expect& e, bool raw_on_ack, uint64_t* sink) {
     for (int d = 0; d < 2; ++d) {
         const stream::StreamChunk& c = u.chunk[d];
         if (c.gap == 0 && c.new_len() == 0) {
@@ -136,7 +136,8 @@ void check(const stream::StreamUpdate& u, Expect& e, uint64_t* sink) {
             prev = c.pdu_ends[i];
         }
     }
-    // The app layer's view: contiguous too, readable, and never ahead of the raw delivery.
+    // The app layer's view: contiguous too, readable, and never ahead of the raw delivery
+    // (unless raw_on_ack, where raw inspection comes later).
     for (int d = 0; d < 2; ++d) {
         const stream::StreamChunk& a = u.app[d];
         if (a.gap == 0 && a.new_len() == 0) {
@@ -146,7 +147,7 @@ void check(const stream::StreamUpdate& u, Expect& e, uint64_t* sink) {
             std::abort();
         }
         e.app_next[d] = a.stream_offset + a.new_len();
-        if (e.app_next[d] > e.next[d]) {
+        if (!raw_on_ack && e.app_next[d] > e.next[d]) {
             std::abort();
         }
         for (uint32_t i = a.new_offset; i < a.window_len; ++i) {
@@ -167,6 +168,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     cfg.checksum_validation = (data[0] & 4) == 0;
     cfg.reassembly_depth = (data[0] & 8) != 0 ? 0 : 4096;
     cfg.app_on_ack = (data[0] & 32) != 0;
+    cfg.raw_on_ack = (data[0] & 64) != 0;
+    const bool raw_calls = (data[0] & 128) != 0;  // trigger_raw() / raw_per_packet() too
     cfg.policy = static_cast<stream::Policy>(data[1] % 12);
     cfg.keep_tail = data[2] % 80;
     cfg.chunk_size = 64;
@@ -232,7 +235,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
         stream::StreamUpdate u = st.process(p, *f, dir, ts);
         for (int guard = 0;; ++guard) {
-            check(u, e, &sink);
+            check(u, e, cfg.raw_on_ack, &sink);
             if (!u.more) {
                 break;
             }
@@ -244,12 +247,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if ((h[1] & 16) != 0) {
             u = st.flush(*f);
             for (;;) {
-                check(u, e, &sink);
+                check(u, e, cfg.raw_on_ack, &sink);
                 if (!u.more) {
                     break;
                 }
                 u = st.next(*f);
             }
+        }
+        if (raw_calls && (h[7] & 1) != 0) {
+            st.trigger_raw(*f, dir);
+        }
+        if (raw_calls && (h[7] & 2) != 0) {
+            st.raw_per_packet(*f);
         }
         const stream::StreamCounters& c = st.counters();
         if (c.memuse.get() > cfg.memcap || c.reassembly_memuse.get() > cfg.reassembly_memcap) {

@@ -843,6 +843,139 @@ TEST(StreamLimits, RandomTrafficStaysWithinMemcaps) {
                 static_cast<unsigned long long>(max_rmem));
 }
 
+// ---- raw_on_ack: Suricata's IDS timing for raw stream inspection ----
+
+StreamConfig raw_on_ack_config() {
+    StreamConfig cfg;
+    cfg.app_on_ack = true;
+    cfg.raw_on_ack = true;
+    return cfg;
+}
+
+TEST(StreamRawOnAck, SmallAcknowledgedDataWaitsForTheClose) {
+    Rig rig(raw_on_ack_config());
+    rig.handshake(kIsnC, kIsnS);
+    StreamUpdate u = rig.send({true, kIsnC + 1, kIsnS + 1, kAck | kPsh, "GET /a"});
+    EXPECT_TRUE(u.has(kEventStreamAdd));  // the packet's data waits in the stream
+    EXPECT_EQ(rig.out(kTs), "");
+    rig.send({false, kIsnS + 1, kIsnC + 7, kAck});
+    EXPECT_EQ(rig.app(kTs), "GET /a");  // the app layer has it on the ACK...
+    EXPECT_EQ(rig.out(kTs), "");        // ...raw inspection waits for chunk_size bytes
+    u = rig.send({true, kIsnC + 7, kIsnS + 1, kAck});
+    EXPECT_FALSE(u.has(kEventStreamAdd));  // no data of its own
+    EXPECT_EQ(rig.out(kTs), "");
+    rig.send({true, kIsnC + 7, kIsnS + 1, kAck | kFin});
+    rig.send({false, kIsnS + 1, kIsnC + 8, kAck | kFin});
+    EXPECT_EQ(rig.out(kTs), "");  // the server's packets never carry the client's raw data
+    u = rig.send({true, kIsnC + 8, kIsnS + 2, kAck});  // both FINs acknowledged: closed
+    EXPECT_EQ(u.state, SessionState::kClosed);
+    EXPECT_EQ(u.data(kTs).stream_offset, 0u);
+    EXPECT_EQ(u.data(kTs).new_len(), 6u);
+    EXPECT_EQ(rig.out(kTs), "GET /a");
+    EXPECT_EQ(rig.eofs(kTs), 1);
+}
+
+TEST(StreamRawOnAck, ChunkSizeAcknowledgedBytesGoOutOnTheSendersNextPacket) {
+    StreamConfig cfg = raw_on_ack_config();
+    cfg.chunk_size = 100;
+    cfg.keep_tail = 4;
+    Rig rig(cfg);
+    rig.handshake(kIsnC, kIsnS);
+    const std::string a(60, 'a'), b(60, 'b'), c(100, 'c');
+    rig.send({true, kIsnC + 1, kIsnS + 1, kAck, a});
+    rig.send({false, kIsnS + 1, kIsnC + 61, kAck});
+    rig.send({true, kIsnC + 61, kIsnS + 1, kAck, b});
+    EXPECT_EQ(rig.out(kTs), "");  // 60 acknowledged, under chunk_size
+    rig.send({false, kIsnS + 1, kIsnC + 121, kAck});
+    EXPECT_EQ(rig.out(kTs), "");  // 120 now, but this is the receiver's packet
+    StreamUpdate u = rig.send({true, kIsnC + 121, kIsnS + 1, kAck, c});
+    EXPECT_EQ(rig.out(kTs), a + b);  // what was acknowledged; its own 100 bytes wait
+    EXPECT_EQ(u.data(kTs).new_offset, 0u);
+    rig.send({false, kIsnS + 1, kIsnC + 221, kAck});
+    u = rig.send({true, kIsnC + 221, kIsnS + 1, kAck});
+    EXPECT_EQ(rig.out(kTs), a + b + c);
+    // The next chunk carries keep_tail bytes inspected before, for a pattern across both.
+    EXPECT_EQ(u.data(kTs).new_offset, 4u);
+    EXPECT_EQ(u.data(kTs).stream_offset, 120u);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(u.data(kTs).window), 4), "bbbb");
+}
+
+TEST(StreamRawOnAck, AMessageEndTriggersTheNextPacket) {
+    Rig rig(raw_on_ack_config());
+    rig.handshake(kIsnC, kIsnS);
+    rig.send({true, kIsnC + 1, kIsnS + 1, kAck | kPsh, "GET / HTTP/1.0\r\n\r\n"});
+    rig.send({false, kIsnS + 1, kIsnC + 19, kAck});
+    // The app layer saw the request end (Suricata's AppLayerParserTriggerRawStreamReassembly).
+    rig.st().trigger_raw(rig.flow(), kTs);
+    rig.send({false, kIsnS + 1, kIsnC + 19, kAck | kPsh, "HTTP/1.0 200 OK\r\n"});
+    EXPECT_EQ(rig.out(kTs), "");  // not on the server's packet
+    rig.send({true, kIsnC + 19, kIsnS + 18, kAck});
+    EXPECT_EQ(rig.out(kTs), "GET / HTTP/1.0\r\n\r\n");
+    EXPECT_EQ(rig.out(kTc), "");  // the response's own trigger has not come
+}
+
+TEST(StreamRawOnAck, PerPacketAfterTheHeldDataWentOut) {
+    Rig rig(raw_on_ack_config());
+    rig.handshake(kIsnC, kIsnS);
+    rig.send({true, kIsnC + 1, kIsnS + 1, kAck, "abc"});
+    EXPECT_TRUE(rig.st().raw_on_ack(rig.flow(), kTs));
+    rig.st().raw_per_packet(rig.flow());
+    EXPECT_TRUE(rig.st().raw_on_ack(rig.flow(), kTs));   // "abc" still to go out
+    EXPECT_FALSE(rig.st().raw_on_ack(rig.flow(), kTc));  // nothing held that way
+    StreamUpdate u = rig.send({true, kIsnC + 4, kIsnS + 1, kAck, "def"});
+    EXPECT_TRUE(u.has(kEventStreamAdd));  // in the chunk that goes out now
+    EXPECT_EQ(rig.out(kTs), "abcdef");
+    EXPECT_FALSE(rig.st().raw_on_ack(rig.flow(), kTs));
+    u = rig.send({true, kIsnC + 7, kIsnS + 1, kAck, "ghi"});
+    EXPECT_FALSE(u.has(kEventStreamAdd));
+    EXPECT_EQ(u.data(kTs).new_len(), 3u);  // at once, unacknowledged
+    EXPECT_EQ(rig.out(kTs), "abcdefghi");
+    rig.send({false, kIsnS + 1, kIsnC + 10, kAck | kPsh, "xyz"});
+    EXPECT_EQ(rig.out(kTc), "xyz");
+}
+
+TEST(StreamRawOnAck, AHoleWaitsForTheRawCursorThenGoesOutAsAGap) {
+    Rig rig(raw_on_ack_config());
+    rig.handshake(kIsnC, kIsnS);
+    rig.send({true, kIsnC + 1, kIsnS + 1, kAck, "aaa"});
+    rig.send({true, kIsnC + 7, kIsnS + 1, kAck, "ccc"});  // bytes 3..5 never seen
+    rig.send({false, kIsnS + 1, kIsnC + 10, kAck});       // the server got everything
+    EXPECT_EQ(rig.app(kTs), "aaa");
+    EXPECT_EQ(rig.out(kTs), "");
+    // The client's next packet: the data before the hole, then the hole and what follows.
+    rig.send({true, kIsnC + 10, kIsnS + 1, kAck});
+    EXPECT_EQ(rig.out(kTs), std::string("aaa\0\0\0ccc", 9));
+    EXPECT_EQ(rig.gaps(kTs), 1);
+    rig.send({false, kIsnS + 1, kIsnC + 10, kAck});
+    EXPECT_EQ(rig.app(kTs), std::string("aaa\0\0\0ccc", 9));
+    EXPECT_EQ(rig.stats().get("tcp.reassembly_gap"), 1u);
+}
+
+TEST(StreamRawOnAck, FlushHandsOutBothDirections) {
+    Rig rig(raw_on_ack_config());
+    rig.handshake(kIsnC, kIsnS);
+    rig.send({true, kIsnC + 1, kIsnS + 1, kAck | kPsh, "request"});
+    rig.send({false, kIsnS + 1, kIsnC + 8, kAck | kPsh, "reply"});
+    EXPECT_EQ(rig.out(kTs), "");
+    EXPECT_EQ(rig.out(kTc), "");
+    rig.flush();
+    EXPECT_EQ(rig.out(kTs), "request");
+    EXPECT_EQ(rig.out(kTc), "reply");
+    rig.table().clear();
+    EXPECT_EQ(rig.stats().get("tcp.reassembly_memuse"), 0u);
+}
+
+TEST(StreamRawOnAck, AtTheReassemblyMemcapRawDataGoesOutFromThePacket) {
+    StreamConfig cfg = raw_on_ack_config();
+    cfg.reassembly_memcap = 0;
+    Rig rig(cfg);
+    rig.handshake(kIsnC, kIsnS);
+    rig.send({true, kIsnC + 1, kIsnS + 1, kAck, "GET /legit"});
+    rig.send({true, kIsnC + 11, kIsnS + 1, kAck, " HTTP/1.1"});
+    EXPECT_EQ(rig.out(kTs), "GET /legit HTTP/1.1");  // nothing could be kept for later
+    EXPECT_EQ(rig.stats().get("tcp.reassembly_memuse"), 0u);
+}
+
 // ---- midstream, RST, FIN, gaps, checksum ----
 
 TEST(StreamSession, MidstreamOffIgnoresSessionsWithoutSyn) {
