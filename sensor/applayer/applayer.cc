@@ -95,6 +95,8 @@ struct AppLayer::FlowState {
     bool marker = false;
     bool is_tcp = true;
     bool said_no[2] = {false, false};
+    // Bit 1 << (flow direction): a message of that direction ended (take_raw_trigger()).
+    uint8_t raw_trigger = 0;
     // A session picked up midstream whose first bytes "to the server" are an HTTP response:
     // the flow's directions are the wrong way round (Suricata reverses such a flow when the
     // protocol is detected in the other direction). The parsers and views get the flipped
@@ -627,6 +629,15 @@ uint32_t AppLayer::on_data(flow::Flow& f, flow::Direction dir, const uint8_t* da
             s.http->release_before(keep_from);
             const flow::Direction pd = s.reversed ? flip(dir) : dir;
             http::FeedResult r = s.http->feed(static_cast<http::Dir>(pd), data, len);
+            for (uint32_t i = 0; i < r.count; ++i) {
+                const http::HttpTx* tx = s.http->find_tx(r.first_id + i);
+                if (tx != nullptr &&
+                    (pd == flow::Direction::kToServer
+                         ? tx->request_progress == http::HttpTx::kRequestComplete
+                         : tx->response_progress == http::HttpTx::kResponseComplete)) {
+                    s.raw_trigger |= static_cast<uint8_t>(1u << d);
+                }
+            }
             const uint32_t n = collect(s, pd, r, out, cap);
             account(&s);
             return n;
@@ -637,6 +648,9 @@ uint32_t AppLayer::on_data(flow::Flow& f, flow::Direction dir, const uint8_t* da
             }
             uint32_t upd = s.tls->feed(static_cast<tls::Dir>(d), data, len);
             account(&s);
+            if ((upd & tls::kAppData) != 0) {
+                s.raw_trigger |= static_cast<uint8_t>(1u << d);
+            }
             if ((upd & (tls::kClientHello | tls::kServerHello | tls::kCertificate)) == 0 ||
                 cap == 0) {
                 return 0;
@@ -782,6 +796,37 @@ void AppLayer::defer_all(flow::Flow& f) {
             defer_tx(f, d, s->dns_meta.back().tx_id);
         }
     }
+}
+
+bool AppLayer::failed(const flow::Flow& f) const {
+    const auto* s = static_cast<const FlowState*>(f.user[kAppUserSlot]);
+    return s != nullptr && s->failed;
+}
+
+bool AppLayer::guess_tx(const flow::Flow& f, uint64_t* tx_id) const {
+    const auto* s = static_cast<const FlowState*>(f.user[kAppUserSlot]);
+    if (s == nullptr || s->failed || s->marker) {
+        return false;
+    }
+    if (s->proto == AppProto::kHttp && s->http && s->http->tx_count() == 1) {
+        *tx_id = s->http->tx_at(0).id;
+        return true;
+    }
+    if (s->proto == AppProto::kTls && s->tls) {
+        *tx_id = 0;
+        return true;
+    }
+    return false;
+}
+
+bool AppLayer::take_raw_trigger(flow::Flow& f, flow::Direction dir) {
+    auto* s = static_cast<FlowState*>(f.user[kAppUserSlot]);
+    const auto bit = static_cast<uint8_t>(1u << static_cast<int>(dir));
+    if (s == nullptr || s->marker || (s->raw_trigger & bit) == 0) {
+        return false;
+    }
+    s->raw_trigger = static_cast<uint8_t>(s->raw_trigger & ~bit);
+    return true;
 }
 
 bool AppLayer::has_deferred(const flow::Flow& f, flow::Direction dir) const {

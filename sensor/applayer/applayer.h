@@ -74,6 +74,16 @@ public:
     // pseudo packets inspect them (alerts already raised are not repeated).
     void defer_all(flow::Flow& f);
     uint32_t take_deferred(flow::Flow& f, flow::Direction dir, TxUpdate* out, uint32_t cap);
+    // Whether a message of direction dir ended since the last call (an HTTP request or
+    // response completed, a TLS application data record): Suricata then inspects that
+    // direction's raw stream at once (stream::StreamTracker::trigger_raw()). Clears it.
+    bool take_raw_trigger(flow::Flow& f, flow::Direction dir);
+    // The protocol could not be told or its parser gave up ("failed" in EVE).
+    bool failed(const flow::Flow& f) const;
+    // detect.guess-applayer-tx: the transaction a packet or stream alert on this flow is
+    // logged with, as Suricata guesses it: the flow's only transaction still held (HTTP), or
+    // the TLS session's. False: none.
+    bool guess_tx(const flow::Flow& f, uint64_t* tx_id) const;
     // The flow's protocol: kUnknown while undecided or failed.
     detect::AppProto proto(const flow::Flow& f) const;
     // EVE's app_proto: "http", "dns", "tls", "failed", or nullptr while undecided.

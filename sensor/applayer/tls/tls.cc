@@ -10,7 +10,7 @@ namespace picket::sensor::applayer::tls {
 namespace {
 
 constexpr uint32_t kMaxRecord = 16384 + 2048;  // TLSCiphertext limit, RFC 5246 6.2.3
-constexpr uint8_t kCcs = 20, kHandshake = 22, kHeartbeat = 24;
+constexpr uint8_t kCcs = 20, kHandshake = 22, kApplicationData = 23, kHeartbeat = 24;
 
 // Bounds-checked big-endian reader; every read fails once the input is exhausted.
 class Reader {
@@ -583,6 +583,9 @@ uint32_t TlsParser::feed(Dir dir, const uint8_t* data, size_t len) {
         data += take;
         len -= take;
         s.body_left -= static_cast<uint32_t>(take);
+        if (s.body_left == 0 && !s.sslv2 && s.type == kApplicationData) {
+            update_ |= kAppData;
+        }
         if (s.body_left == 0 && s.sslv2) {
             s.sslv2 = false;
             parse_sslv2_client_hello(s.v2.data(), s.v2.size());

@@ -123,6 +123,7 @@ enum Update : uint32_t {
     kServerHello = 1U << 1,
     kCertificate = 1U << 2,
     kEncrypted = 1U << 3,  // this direction's handshake turned encrypted (CCS / TLS 1.3)
+    kAppData = 1U << 4,    // an application data record (type 23) ended
 };
 
 class TlsParser {
