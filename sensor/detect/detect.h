@@ -198,7 +198,13 @@ struct StreamView {
 struct InspectExtras {
     AppProto app = AppProto::kUnknown;   // the flow's app protocol (rule headers http, dns, tls)
     const StreamView* stream = nullptr;  // TCP stream data for this direction, if any
-    mutable bool passed = false;         // out: a pass rule matched (the flow is passed)
+    // The packet's TCP data went into the stream (stream::kEventStreamAdd, IDS timing):
+    // stream-capable rules (Rule::stream_capable) do not match its payload.
+    bool pkt_in_stream = false;
+    // An end-of-flow pseudo packet: only the stream view is inspected (rules that cannot
+    // match it are not checked).
+    bool stream_only = false;
+    mutable bool passed = false;  // out: a pass rule matched (the flow is passed)
     // out: a drop or reject rule with noalert matched (Suricata: "drop ... noalert;" drops
     // without an alert). Not reset by inspect(): one InspectExtras may span a packet's calls.
     mutable bool silent_drop = false;

@@ -238,6 +238,9 @@ struct DetectEngine::Impl {
     size_t max_candidates = 0;
     uint32_t max_stream_pattern = 0;  // longest fast pattern of the TCP parts
     uint64_t memory = 0;
+    // mpm-algo none: each rule's pkt_data fast pattern (empty: none), looked for in a stream
+    // view's new bytes as the Hyperscan prefilter would, so the reference matches streams alike.
+    std::vector<FastPattern> ref_stream_fps;
 
     ~Impl() {
         for (auto& part : parts) {
@@ -519,6 +522,11 @@ void build_part(const std::vector<std::unique_ptr<Rule>>& rules,
         }
         if (mpm == MpmAlgo::kNone) {
             part.always.push_back(ri);  // members are sorted: so is the list
+            if (has_fp[ri]) {
+                // The same stream tail as with the prefilter (fp_ends_in_new() stands in).
+                part.max_pattern = std::max<uint32_t>(part.max_pattern,
+                                                      static_cast<uint32_t>(fps[ri].bytes.size()));
+            }
             continue;
         }
         if (has_fp[ri]) {
@@ -703,6 +711,16 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
         // Only the header (addresses, ports, protocol) decides whether it can match.
         r.ip_only = r.buffers.empty() && r.header_options.empty() && r.flow_flags == 0 &&
                     r.app_needed == AppProto::kUnknown && r.proto.app == AppProto::kUnknown;
+        r.packet_buffer = false;
+        for (const BufferMatch& b : r.buffers) {
+            r.packet_buffer = r.packet_buffer || b.buffer == BufferId::kPacket;
+        }
+        bool dsize = false;
+        for (const auto& h : r.header_options) {
+            dsize = dsize || std::string_view(h->keyword()) == "dsize";
+        }
+        r.stream_capable = r.packet_buffer && !r.proto.tcp_pkt_only &&
+                           (r.flow_flags & kFlowNoStream) == 0 && !dsize;
     }
 
     auto t0 = std::chrono::steady_clock::now();
@@ -711,6 +729,14 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
     std::vector<bool> has_fp(n, false);
     for (size_t i = 0; i < n; ++i) {
         has_fp[i] = choose_fast_pattern(*d.rules[i], &fps[i]);
+        d.rules[i]->stream_prefiltered =
+            has_fp[i] && fps[i].buffer == BufferId::kPacket && fps[i].transforms == 0;
+        if (config.mpm_algo == MpmAlgo::kNone) {
+            d.ref_stream_fps.resize(n);
+            if (d.rules[i]->stream_prefiltered) {
+                d.ref_stream_fps[i] = fps[i];
+            }
+        }
         if (!has_fp[i]) {
             ++sum.no_fast_pattern_rules;
         }
@@ -1034,9 +1060,26 @@ inline void record_check(RuleCounters& c, uint64_t ticks, bool matched) {
 
 }  // namespace
 
-static bool has_packet_buffer(const Rule& r) {
-    for (const BufferMatch& b : r.buffers) {
-        if (b.buffer == BufferId::kPacket) {
+static uint8_t to_lower_ascii(uint8_t c) {
+    return c >= 'A' && c <= 'Z' ? static_cast<uint8_t>(c + 32) : c;
+}
+
+// mpm-algo none's stand-in for the stream prefilter: whether fp occurs ending in the view's
+// new bytes (what on_hs_match's new_off test accepts).
+static bool fp_ends_in_new(const FastPattern& fp, const StreamView& sv) {
+    const size_t m = fp.bytes.size();
+    if (m == 0 || m > sv.len) {
+        return false;
+    }
+    const auto* pat = reinterpret_cast<const uint8_t*>(fp.bytes.data());
+    const size_t first = sv.new_off >= m ? sv.new_off - m + 1 : 0;
+    for (size_t at = first; at + m <= sv.len; ++at) {
+        size_t k = 0;
+        while (k < m && (fp.nocase ? to_lower_ascii(sv.data[at + k]) == to_lower_ascii(pat[k])
+                                   : sv.data[at + k] == pat[k])) {
+            ++k;
+        }
+        if (k == m) {
             return true;
         }
     }
@@ -1058,6 +1101,8 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
     if (stream != nullptr && (stream->len == 0 || stream->new_off >= stream->len)) {
         stream = nullptr;
     }
+    const bool pkt_in_stream = extras != nullptr && extras->pkt_in_stream;
+    const bool stream_only = extras != nullptr && extras->stream_only;
     if (view == nullptr) {
         if (d.parts.empty()) {
             return 0;
@@ -1175,7 +1220,7 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
             }
         }
         s.seen[ri] = 0;
-        const bool stream_hit = s.stream_hit[ri] != 0;
+        bool stream_hit = s.stream_hit[ri] != 0;
         s.stream_hit[ri] = 0;
         if (passed) {
             continue;
@@ -1183,6 +1228,19 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
         const Rule& r = *d.rules[ri];
         if (log != nullptr && log->seen(view->tx_id, r.sid)) {
             continue;  // this transaction already alerted on this rule
+        }
+        // Suricata: a packet whose data went into the stream is not matched by stream-capable
+        // rules; they see its bytes when the raw stream is inspected. Without a stream view
+        // to try, such a candidate (found in the payload) cannot match: not a check.
+        const bool skip_payload = pkt_in_stream && r.stream_capable;
+        const bool unindexed = stream != nullptr && r.stream_capable && !r.stream_prefiltered;
+        const bool ref_hit = stream != nullptr && !d.ref_stream_fps.empty() &&
+                             r.stream_prefiltered && fp_ends_in_new(d.ref_stream_fps[ri], *stream);
+        stream_hit = stream_hit || ref_hit;
+        const bool tx_stream = view != nullptr && stream != nullptr && r.packet_buffer;
+        if ((skip_payload && !stream_hit && !unindexed && !tx_stream) ||
+            (stream_only && view == nullptr && !r.stream_capable)) {
+            continue;
         }
         ++counters().rules_evaluated;
         if constexpr (kProfile) {
@@ -1194,14 +1252,21 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
             continue;
         }
         pc.from_stream = false;
-        bool ok = !r.proto.tcp_stream_only && options_match(r, p.payload, p.payload_len);
-        // A transaction's rule with raw content options (no prefilter ran on the stream for
-        // it) tries the stream too: the packet carrying its bytes may be an earlier one, or
-        // none (a pseudo packet at the flow's end).
-        const bool tx_stream = view != nullptr && stream != nullptr && !ok && has_packet_buffer(r);
+        bool ok =
+            !r.proto.tcp_stream_only && !skip_payload && options_match(r, p.payload, p.payload_len);
+        // The stream is tried when its prefilter found the rule's pattern in the new bytes;
+        // a transaction's rule with raw content options (no prefilter ran on the stream for
+        // it) tries it too (the packet carrying its bytes may be an earlier one, or none: a
+        // pseudo packet at the flow's end); so does a stream-capable rule that no prefilter
+        // indexes, as Suricata checks its non-prefilter rules on every stream chunk.
         if (!ok && (stream_hit || tx_stream) && !r.proto.tcp_pkt_only) {
             pc.from_stream = true;
             ok = options_match(r, stream->data, stream->len);
+        } else if (!ok && unindexed && !r.proto.tcp_pkt_only) {
+            // No pattern tells where it matched: the new bytes only, so that bytes already
+            // inspected do not alert again.
+            pc.from_stream = true;
+            ok = options_match(r, stream->data + stream->new_off, stream->len - stream->new_off);
         }
         if (!ok) {
             continue;

@@ -200,7 +200,15 @@ struct Rule {
     // An app-layer protocol a header option needs (urilen: http) though no buffer names it.
     AppProto app_needed = AppProto::kUnknown;
     bool ip_only = false;  // set by the compiler: no payload, no L4 header options
-    uint32_t index = 0;    // position in the engine's rule list, set by the compiler
+    // Set by the compiler: the rule has options on the packet payload (pkt_data), and
+    // whether those may match the reassembled stream instead (Suricata's
+    // SIG_FLAG_REQUIRE_STREAM; not with tcp-pkt, flow:no_stream or dsize, which need the
+    // packet itself).
+    bool packet_buffer = false;
+    bool stream_capable = false;
+    // Set by the compiler: the stream view's prefilter finds this rule (a fast pattern).
+    bool stream_prefiltered = false;
+    uint32_t index = 0;  // position in the engine's rule list, set by the compiler
 
     // Source.
     std::string file;
