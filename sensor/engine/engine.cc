@@ -93,6 +93,7 @@ struct Engine::Worker {
             tx_buf.resize(kMaxTxPerPacket);
             defer_tx = stream != nullptr && stream_config(c).app_on_ack;
         }
+        raw_on_ack = stream != nullptr && stream_config(c).raw_on_ack;
         set_on_free();
     }
     ~Worker() {
@@ -191,6 +192,9 @@ struct Engine::Worker {
         // (stream.inline, an IPS mode) it gets what is forwarded; with async-oneside there is
         // no other side to acknowledge.
         s.app_on_ack = !s.inline_mode && !c.ips() && !c.stream_async_oneside;
+        // stream.raw-on-ack: raw stream inspection likewise (Suricata's StreamReassembleRaw in
+        // IDS mode: chunks of acknowledged data on the sender's own packets).
+        s.raw_on_ack = s.app_on_ack && c.stream_raw_on_ack;
         return s;
     }
 
@@ -283,6 +287,9 @@ struct Engine::Worker {
     // Suricata's IDS timing (StreamConfig::app_on_ack): a transaction is inspected on a packet
     // of its own direction (AppLayer::defer_tx).
     bool defer_tx = false;
+    // StreamConfig::raw_on_ack: raw stream data is inspected in Suricata's chunks, and a
+    // packet whose data went into the stream is not matched by stream-capable rules itself.
+    bool raw_on_ack = false;
     std::string app_json;  // alert metadata being rendered
     std::unique_ptr<output::AlertQueue> alerts;
     std::vector<detect::AlertRecord> alert_buf;
@@ -692,11 +699,20 @@ void Engine::inspect_flow_packet(Worker& w, const decode::Packet& p, flow::Flow*
     }
     detect::StreamView sv;
     bool have_stream = false;
+    bool pkt_in_stream = false;
     uint32_t ntx = 0;
     applayer::TxUpdate* txs = w.tx_buf.data();
     const uint32_t tx_cap = static_cast<uint32_t>(w.tx_buf.size());
     flow::Direction tx_dir[kMaxTxPerPacket];
     if (f != nullptr && w.stream && p.has(decode::kFlagTcp)) {
+        if (w.raw_on_ack) {
+            // Suricata's FLOW_PKT_ESTABLISHED for TCP: the session (not just the flow) had got
+            // there before this packet; closing and closed sessions stay established.
+            const stream::SessionState before = w.stream->state(*f);
+            f->pkt_established = before == stream::SessionState::kEstablished ||
+                                 before == stream::SessionState::kClosing ||
+                                 before == stream::SessionState::kClosed;
+        }
         stream::StreamUpdate u = w.stream->process(p, *f, dir, now_ns);
         if (config_.stream_async_oneside && f->state == flow::FlowState::kNew &&
             (u.state == stream::SessionState::kEstablished ||
@@ -707,6 +723,7 @@ void Engine::inspect_flow_packet(Worker& w, const decode::Packet& p, flow::Flow*
         }
         w.pkt_stream_memcap =
             u.has(stream::kEventSegmentMemcap) || u.has(stream::kEventSessionMemcap);
+        pkt_in_stream = w.raw_on_ack && u.has(stream::kEventStreamAdd);
         for (;;) {
             // The other direction first: what this packet acknowledged was sent before its
             // own bytes (Suricata hands the app layer the opposing side first).
@@ -722,6 +739,16 @@ void Engine::inspect_flow_packet(Worker& w, const decode::Packet& p, flow::Flow*
                     have_stream = true;
                 }
                 const uint32_t k = w.feed_app(*f, d, u.app_data(d), txs + ntx, tx_cap - ntx);
+                if (w.raw_on_ack && w.app) {
+                    if (w.app->take_raw_trigger(*f, d)) {
+                        w.stream->trigger_raw(*f, d);
+                    } else if (w.app->failed(*f)) {
+                        // No parser here ends this protocol's messages, so the raw chunks
+                        // would not line up with them as with Suricata's parsers: its rules
+                        // see each packet again (pending raw data goes out first).
+                        w.stream->raw_per_packet(*f);
+                    }
+                }
                 for (uint32_t i = 0; i < k; ++i) {
                     tx_dir[ntx + i] = d;
                 }
@@ -747,6 +774,7 @@ void Engine::inspect_flow_packet(Worker& w, const decode::Packet& p, flow::Flow*
     detect::InspectExtras extras;
     extras.app = f != nullptr && w.app ? w.app->proto(*f) : detect::AppProto::kUnknown;
     extras.stream = have_stream ? &sv : nullptr;
+    extras.pkt_in_stream = pkt_in_stream;
     const auto cap = static_cast<uint32_t>(w.alert_buf.size());
     uint32_t n = w.active->detect->inspect(p, f, dir, w.alert_buf.data(), cap, &extras);
     if (extras.passed) {
@@ -842,6 +870,7 @@ void Engine::end_flow(Worker& w, flow::Flow& f, bool release_app) {
         p.ip_version = f.key.ip_version;
         p.flags = (p.ip_version == 6 ? decode::kFlagIpv6 : decode::kFlagIpv4) |
                   (f.proto == IPPROTO_TCP ? decode::kFlagTcp : decode::kFlagUdp);
+        p.linktype = f.linktype;
         p.vlan_id[0] = f.key.vlan;
         p.vlan_count = f.key.vlan != 0 ? 1 : 0;
         w.pkt_drop = false;
@@ -856,7 +885,9 @@ void Engine::end_flow(Worker& w, flow::Flow& f, bool release_app) {
             sv.len = c->window_len;
             sv.new_off = c->new_offset;
             extras.stream = &sv;
+            extras.stream_only = true;
             uint32_t n = w.active->detect->inspect(p, &f, d, w.alert_buf.data(), cap, &extras);
+            extras.stream_only = false;
             uint32_t kept = 0;
             for (uint32_t i = 0; i < n; ++i) {
                 if (w.alert_buf[i].from_stream) {
@@ -998,11 +1029,13 @@ void Engine::emit_alerts(Worker& w, const decode::Packet& p, const flow::Flow* f
         uint32_t app_json_len = 0;
         if (f != nullptr && w.app) {
             ev.app_proto = w.app->proto_name(*f);
-            if (tx) {
+            uint64_t tx_id = a.tx_id;
+            const bool with_tx = tx || (config_.guess_applayer_tx && w.app->guess_tx(*f, &tx_id));
+            if (with_tx) {
                 ev.has_tx_id = true;
-                ev.tx_id = a.tx_id;
+                ev.tx_id = tx_id;
                 w.app_json.clear();
-                w.app->render_metadata(*f, a.tx_id, &w.app_json);
+                w.app->render_metadata(*f, tx_id, &w.app_json);
                 app_json = reinterpret_cast<const uint8_t*>(w.app_json.data());
                 app_json_len = static_cast<uint32_t>(w.app_json.size());
             }

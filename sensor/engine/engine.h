@@ -92,6 +92,10 @@ struct SensorConfig {
     // SYN/ACK never seen) makes its flow "established" for flow:established, as Suricata's
     // async-oneside does. Off: such a flow stays not established.
     bool stream_async_oneside = false;
+    // stream.raw-on-ack (experimental, off): raw stream inspection with Suricata's IDS timing
+    // (stream::StreamConfig::raw_on_ack); a packet whose data went into the stream is then
+    // not matched by stream-capable rules itself. Passive modes only.
+    bool stream_raw_on_ack = false;
     applayer::AppLayerConfig app_layer;  // app-layer.*
 
     // Detection: on when at least one rule file is configured (rule-files, -S, -s).
@@ -107,6 +111,9 @@ struct SensorConfig {
     bool alert_verdict = false;
     // outputs.eve.alert.xff.*: the HTTP X-Forwarded-For client address on alerts.
     output::XffOptions alert_xff;
+    // detect.guess-applayer-tx: a packet or stream alert on a flow whose app layer holds a
+    // single transaction is logged with that transaction's metadata (Suricata's option).
+    bool guess_applayer_tx = false;
 
     // Inline (IPS). capture.nfqueue.*: `nfqueue.queue` is the first queue of --queue Q[:R],
     // worker i binds queue + i; nfqueue_count queues = workers.

@@ -325,6 +325,7 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
     // Stream, with Suricata's key names.
     s.stream.midstream = c.get_bool("stream.midstream", false);
     s.stream_async_oneside = c.get_bool("stream.async-oneside", false);
+    s.stream_raw_on_ack = c.get_bool("stream.raw-on-ack", true);
     // auto (Suricata's default): inline exactly when verdicts are decided (IPS modes).
     const std::string stream_inline =
         c.get_choice("stream.inline", "no", {"yes", "no", "auto", "true", "false"});
@@ -444,6 +445,7 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
     s.alert_packet = c.get_bool("outputs.eve.alert.packet", true);
     s.alert_queue_bytes = c.get_size("outputs.alert-queue-size", 4ULL << 20);
     s.alert_verdict = c.get_bool("outputs.eve.alert.verdict", s.ips());
+    s.guess_applayer_tx = c.get_bool("detect.guess-applayer-tx", false);
     s.alert_xff.enabled = c.get_bool("outputs.eve.alert.xff.enabled", false);
     s.alert_xff.mode = c.get_choice("outputs.eve.alert.xff.mode", "extra-data",
                                     {"extra-data", "overwrite"}) == "overwrite"

@@ -362,6 +362,7 @@ struct FlowTable::Impl {
         f->client_port = k.port[ci];
         f->server_port = k.port[1 - ci];
         f->proto = k.proto;
+        f->linktype = static_cast<uint16_t>(p.linktype);
         f->state = FlowState::kNew;
         f->first_ts_ns = p.ts_ns;
         f->last_ts_ns = p.ts_ns;

@@ -49,6 +49,7 @@ struct Flow {
     // established, its closing FIN or RST still is); other protocols, the state after it.
     bool pkt_established = false;
     uint8_t tcp_flags_seen[2] = {0, 0};  // OR of TCP flags per direction
+    uint16_t linktype = 1;  // of the packet that created it (alerts on end-of-flow pseudo packets)
     int64_t first_ts_ns = 0;
     int64_t last_ts_ns = 0;
     uint64_t pkts[2] = {0, 0};   // indexed by Direction

@@ -275,10 +275,10 @@ class Detection(unittest.TestCase):
     def tearDownClass(cls):
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
-    def test_alerts_are_exactly_the_injected_attacks(self):
+    def run_alerts(self, extra=()):
         logdir = tempfile.mkdtemp(dir=self.tmp)
         r = run([sensor_bin(), "-r", self.pcap, "-S", self.rules, "-l", logdir, "--workers", "2",
-                 "--set", "classification-file=" + self.classification])
+                 "--set", "classification-file=" + self.classification, *extra])
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn(self.rules + ":3 sid 1000003: unsupported keyword 'lua'", r.stderr)
         self.assertIn("rules: 2 loaded, 1 skipped", r.stdout)
@@ -288,11 +288,26 @@ class Detection(unittest.TestCase):
                 ev = json.loads(line)
                 if ev["event_type"] == "alert":
                     alerts.append(ev)
+        return logdir, alerts
+
+    def test_alerts_are_exactly_the_injected_attacks(self):
         sid_of = {"/etc/passwd": 1000001, "cmd.exe": 1000002}
         want = sorted((a["packet"], sid_of[a["string"]]) for a in self.rec["attacks"])
-        got = sorted((a["pcap_cnt"], a["alert"]["signature_id"]) for a in alerts)
         self.assertGreater(len(want), 20)
+        # Raw content per packet: each alert names the attack's own packet.
+        _, alerts = self.run_alerts(["--set", "stream.raw-on-ack=no"])
+        got = sorted((a["pcap_cnt"], a["alert"]["signature_id"]) for a in alerts)
         self.assertEqual(got, want)
+        # Suricata's IDS timing (the default): the same alerts, each on the attack's packet
+        # or a later one of its flow (when its acknowledged chunk is inspected), or on the
+        # flow's end-of-flow pseudo packet (no pcap_cnt).
+        logdir, alerts = self.run_alerts()
+        for sid in sid_of.values():
+            w = sorted(p for p, s in want if s == sid)
+            g = [a.get("pcap_cnt") for a in alerts if a["alert"]["signature_id"] == sid]
+            self.assertEqual(len(g), len(w), sid)
+            late = sorted(c if c is not None else 1 << 62 for c in g)
+            self.assertTrue(all(x >= y for x, y in zip(late, w)), (sid, late, w))
         passwd = [a for a in alerts if a["alert"]["signature_id"] == 1000001][0]
         self.assertEqual(passwd["alert"]["category"], "Attempted Information Leak")
         self.assertEqual(passwd["alert"]["severity"], 2)

@@ -290,53 +290,55 @@ alert tcp any any -> any any (msg:"midstream"; content:"MIDSTREAMDATA"; sid:114;
 
 
 def stream_pcap():
-    """Returns the writer and the pcap_cnt of the frames the alerts must name."""
+    """Returns the writer and the pcap_cnt of the frames the alerts must name. Raw stream
+    content is inspected as Suricata does in IDS mode: on the client's packets once 2,560
+    acknowledged bytes wait or the session closes, so for these short connections on the
+    client's final ACK (close()), and at the flow's end (None) for the one never closed."""
     w = pc.PcapWriter()
     at = {}
     # Split over two segments.
     c = pc.TcpConn(w, "10.0.0.1", 40001, "10.0.0.2", 20001)
     c.handshake()
     c.send(b"aaTWOSEG")
-    at["two"] = c.send(b"MENTSbb")
-    c.close()
+    c.send(b"MENTSbb")
+    at["two"] = c.close()
     # Split over three segments.
     c = pc.TcpConn(w, "10.0.0.1", 40002, "10.0.0.2", 20002)
     c.handshake()
     c.send_segments(b"aaTHREESEGMENTSbb", [7, 5])
-    at["three"] = len(w.frames)
-    c.close()
+    at["three"] = c.close()
     # A whole pattern in one packet.
     c = pc.TcpConn(w, "10.0.0.1", 40003, "10.0.0.2", 20003)
     c.handshake()
-    at["whole"] = c.send(b"xxWHOLEPACKETyy")
-    c.close()
+    at["whole_pkt"] = c.send(b"xxWHOLEPACKETyy")
+    at["whole"] = c.close()
     # Out of order: the second half first, then the first half fills the hole.
     c = pc.TcpConn(w, "10.0.0.1", 40004, "10.0.0.2", 20004)
     c.handshake()
     c.send(b"RDERDATAzz", off=8)
-    at["ooo"] = c.send(b"xxOUTOFO", off=0)
-    c.close()
+    c.send(b"xxOUTOFO", off=0)
+    at["ooo"] = c.close()
     # Retransmission of both segments, same data.
     c = pc.TcpConn(w, "10.0.0.1", 40005, "10.0.0.2", 20005)
     c.handshake()
     c.send(b"xxRETRANS")
-    at["retrans"] = c.send(b"MITTEDyy")
+    c.send(b"MITTEDyy")
     c.send(b"MITTEDyy", off=9)
     c.send(b"xxRETRANS", off=0)
-    c.close()
+    at["retrans"] = c.close()
     # Depth: 3 x 600 bytes; EARLYPATTERN straddles offset 600, LATEPATTERN offset 1200.
     c = pc.TcpConn(w, "10.0.0.1", 40006, "10.0.0.2", 20006)
     c.handshake()
     data = bytearray(b"." * 1800)
     data[594:606] = b"EARLYPATTERN"
     data[1195:1206] = b"LATEPATTERN"
-    cnts = c.send_segments(bytes(data), [600, 600])
-    at["early"], at["late"] = cnts[1], cnts[2]
-    c.close()
+    c.send_segments(bytes(data), [600, 600])
+    at["early"] = at["late"] = c.close()
     # Midstream: no handshake, the client's data only (ACK set, as mid-connection).
     c = pc.TcpConn(w, "10.0.0.1", 40007, "10.0.0.2", 20007, client_isn=7000000)
     c.send(b"xxMIDSTR")
-    at["mid"] = c.send(b"EAMDATAyy")
+    c.send(b"EAMDATAyy")
+    at["mid"] = None
     return w, at
 
 
@@ -374,7 +376,8 @@ class Stream(SensorCase):
         self.assert_sid(self.default, 106, [self.at["two"]])  # tcp-stream
 
     def test_whole_packet_content(self):
-        self.assert_sid(self.default, 107, [self.at["whole"]])
+        # flow:no_stream needs the packet: it alerts on the packet itself.
+        self.assert_sid(self.default, 107, [self.at["whole_pkt"]])
         self.assert_sid(self.default, 108, [self.at["whole"]])
         self.assert_sid(self.default, 109, [self.at["whole"]])
 
@@ -489,7 +492,10 @@ OVERLAP_RULES = 'alert tcp any any -> any any (msg:"overlap"; content:"ATTACK"; 
 
 def overlap_pcap(servers):
     """One connection per (server, shape); the server never acknowledges before the end (an
-    ACK past the hole would make it a gap). Returns the writer and {(server, shape): cnt}."""
+    ACK past the hole would make it a gap). Returns the writer and {(server, shape): cnt},
+    cnt the packet the pattern alerts on: raw stream content is inspected as Suricata does in
+    IDS mode, on the client's packets once acknowledged data reaches 2,560 bytes or the
+    session closes; here, the client's final ACK."""
     w = pc.PcapWriter()
     fill = {}
     port = 41000
@@ -500,8 +506,8 @@ def overlap_pcap(servers):
             c.handshake()
             for off, data in segs:
                 c.send(data, off=off)
-            fill[(server, shape)] = c.send(HOLE[1], off=HOLE[0])
-            c.close()
+            c.send(HOLE[1], off=HOLE[0])
+            fill[(server, shape)] = c.close()
     return w, fill
 
 
@@ -1193,6 +1199,85 @@ class Counters(SensorCase):
         }
         got = {k: r.stat(k) for k in expected}
         self.assertEqual(got, expected)
+
+
+RAW_RULES = """\
+alert tcp any any -> any 80 (msg:"raw req"; flow:to_server; content:"secret-req"; sid:901;)
+alert tcp any 80 -> any any (msg:"raw resp"; flow:to_client; content:"secret-resp"; sid:902;)
+alert tcp any any -> any 80 (msg:"raw req dsize"; dsize:>10; content:"secret-req"; sid:903;)
+alert tcp any any -> any 9000 (msg:"raw other"; content:"secret-other"; sid:904;)
+"""
+
+
+def raw_pcap():
+    """An HTTP exchange and a flow of a protocol Picket does not parse; returns the writer
+    and the packets the alerts name."""
+    w = pc.PcapWriter()
+    at = {}
+    c = pc.TcpConn(w, "10.7.0.1", 42001, "10.7.0.2", 80)
+    c.handshake()
+    at["req_pkt"] = c.send(b"GET /secret-req HTTP/1.1\r\nHost: a\r\n\r\n")
+    c.ack_client()  # the request acknowledged: the app layer sees it end (trigger)
+    at["resp_pkt"] = c.reply(b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nsecret-resp")
+    at["req"] = c.ack_server()  # the client's next packet: its request is inspected
+    at["resp"] = c.close() - 1  # the server's FIN, its first packet after the response ended
+    # Not a protocol of ours: once detection gives up on both directions (the client's
+    # acknowledgement of the server's bytes), the data held goes out on the client's next
+    # packet, and later data packet by packet.
+    c = pc.TcpConn(w, "10.7.0.1", 42002, "10.7.0.2", 9000)
+    c.handshake()
+    at["other_pkt"] = c.send(b"\x01\x02secret-other\x03")
+    c.reply(b"\x00\x07\x00\x00binary")
+    c.ack_server()
+    at["other"] = c.send(b"\x04\x05")
+    at["other2"] = c.send(b"\x06secret-other")
+    c.close()
+    return w, at
+
+
+class RawTiming(SensorCase):
+    """Raw stream content with Suricata's IDS timing (stream.raw-on-ack, the default)."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.w, cls.at = raw_pcap()
+        cls.r = run_sensor(cls.tmp, "raw", cls.w, RAW_RULES)
+        cls.guess = run_sensor(cls.tmp, "raw-guess", cls.w, RAW_RULES,
+                               ["detect.guess-applayer-tx=true"])
+        cls.pkt = run_sensor(cls.tmp, "raw-pkt", cls.w, RAW_RULES, ["stream.raw-on-ack=false"])
+
+    def test_runs_ok(self):
+        for r in (self.r, self.guess, self.pkt):
+            self.assert_ok(r)
+
+    def test_request_and_response_on_the_senders_packet_after_the_message_ended(self):
+        self.assert_sid(self.r, 901, [self.at["req"]])
+        self.assert_sid(self.r, 902, [self.at["resp"]])
+        a = self.r.sid(901)[0]
+        self.assertEqual(a["stream"], 1)
+        self.assertNotIn("http", a)  # not a transaction's alert
+        self.assertNotIn("tx_id", a)
+
+    def test_dsize_rules_still_see_the_packet(self):
+        self.assert_sid(self.r, 903, [self.at["req_pkt"]])
+
+    def test_unparsed_protocol_goes_back_to_each_packet(self):
+        self.assert_sid(self.r, 904, [self.at["other"], self.at["other2"]])
+
+    def test_guess_applayer_tx_logs_the_single_transaction(self):
+        self.assertEqual(self.guess.cnts(902), self.r.cnts(902))
+        a = self.guess.sid(902)[0]
+        self.assertEqual(a["tx_id"], 0)
+        self.assertEqual(a["http"]["url"], "/secret-req")
+        self.assertEqual(a["http"]["status"], 200)
+        self.assertEqual(a["app_proto"], "http")
+
+    def test_off_matches_each_packet(self):
+        self.assert_sid(self.pkt, 901, [self.at["req_pkt"]])
+        self.assert_sid(self.pkt, 902, [self.at["resp_pkt"]])
+        self.assert_sid(self.pkt, 903, [self.at["req_pkt"]])
+        self.assert_sid(self.pkt, 904, [self.at["other_pkt"], self.at["other2"]])
 
 
 if __name__ == "__main__":
