@@ -54,6 +54,22 @@ struct Held {
     uint64_t end;
 };
 
+// A consumer's position in a direction's delivered bytes, behind `delivered` (the app
+// layer's with app_on_ack, raw inspection's with raw_on_ack): [done, delivered) was
+// delivered but not yet handed to it and stays in the buffer. A hole the delivery skipped
+// at gap_at (gap_len bytes) is reported with the chunk that passes it. At the reassembly
+// memcap, in-order bytes go out straight from the packet: `pkt`, those still owed to it in
+// this call (stream offset pkt_off).
+struct Cursor {
+    uint64_t done = 0;
+    uint64_t gap_at = 0;
+    uint64_t gap_len = 0;
+    bool eof_reported = false;
+    const uint8_t* pkt = nullptr;
+    uint32_t pkt_len = 0;
+    uint64_t pkt_off = 0;
+};
+
 // One direction of a session: the sender's byte stream as the receiver will see it.
 struct Half {
     uint32_t base_seq = 0;  // sequence number of stream offset 0 (ISN + 1)
@@ -89,37 +105,21 @@ struct Half {
     uint64_t* pdus = nullptr;
     uint32_t pdu_cap = 0;
 
-    // App cursor (StreamConfig::app_on_ack): [app_done, delivered) was delivered but not yet
-    // handed to the app layer, and stays in buf. A hole the raw delivery skipped at
-    // app_gap_at (app_gap_len bytes) is reported with the app chunk that passes it.
-    uint64_t app_done = 0;
-    uint64_t app_gap_at = 0;
-    uint64_t app_gap_len = 0;
-    bool app_eof_reported = false;
-    // At the reassembly memcap, in-order bytes go out straight from the packet: those still
-    // owed to the app layer in this call (stream offset app_pkt_off).
-    const uint8_t* app_pkt = nullptr;
-    uint32_t app_pkt_len = 0;
-    uint64_t app_pkt_off = 0;
-
-    // Raw cursor (StreamConfig::raw_on_ack): [raw_done, delivered) was delivered but not yet
-    // handed out for raw inspection, and stays in buf; [raw_tail, raw_done) may precede the
-    // next raw chunk as its tail (no hole in it). The hole and memcap fields mirror the app
-    // cursor's. raw_trigger: the app layer ended a message in this direction (inspect now).
-    uint64_t raw_done = 0;
+    // App cursor (StreamConfig::app_on_ack): [app.done, delivered) was delivered but not yet
+    // handed to the app layer, and stays in buf.
+    Cursor app;
+    // Raw cursor (StreamConfig::raw_on_ack): [raw.done, delivered) was delivered but not yet
+    // handed out for raw inspection, and stays in buf; [raw_tail, raw.done) may precede the
+    // next raw chunk as its tail (no hole in it). raw_trigger: the app layer ended a message
+    // in this direction (inspect now).
+    Cursor raw;
     uint64_t raw_tail = 0;
-    uint64_t raw_gap_at = 0;
-    uint64_t raw_gap_len = 0;
     bool raw_trigger = false;
-    bool raw_eof_reported = false;
     // StreamTracker::raw_per_packet(): raw_leave drains what the raw cursor still holds on
     // the next packet of this direction, then raw_pp: chunks are the data as soon as it is
     // contiguous again (as without raw_on_ack).
     bool raw_leave = false;
     bool raw_pp = false;
-    const uint8_t* raw_pkt = nullptr;
-    uint32_t raw_pkt_len = 0;
-    uint64_t raw_pkt_off = 0;
 
     uint32_t seq_of(uint64_t off) const { return base_seq + static_cast<uint32_t>(off); }
     // Offset of a sequence number near `delivered` (within 2 GiB either way).
@@ -235,13 +235,13 @@ struct StreamTracker::Impl {
         const uint64_t want = h.delivered >= keep ? h.delivered - keep : 0;
         uint64_t from = std::max(h.tail_start, want);
         if (cfg.app_on_ack) {
-            const uint64_t app_need = h.app_gap_len != 0 && h.app_done == h.app_gap_at
-                                          ? h.app_gap_at + h.app_gap_len
-                                          : h.app_done;
+            const uint64_t app_need = h.app.gap_len != 0 && h.app.done == h.app.gap_at
+                                          ? h.app.gap_at + h.app.gap_len
+                                          : h.app.done;
             from = std::max(std::min(from, app_need), h.buf_base);
         }
         if (raw_ack(h)) {
-            const uint64_t raw_need = raw_gap_now(h) ? h.raw_gap_at + h.raw_gap_len : h.raw_done;
+            const uint64_t raw_need = gap_now(h.raw) ? h.raw.gap_at + h.raw.gap_len : h.raw.done;
             const uint64_t raw_from = std::max(raw_need >= keep ? raw_need - keep : 0, h.raw_tail);
             from = std::max(std::min(from, std::min(raw_from, raw_need)), h.buf_base);
         }
@@ -429,10 +429,10 @@ struct StreamTracker::Impl {
         }
         // app_on_ack: a hole is skipped only once the app layer has everything before it (one
         // pending hole per direction), which the same acknowledgement allows.
-        if (cfg.app_on_ack && (h.app_done < h.delivered || h.app_gap_len != 0)) {
+        if (cfg.app_on_ack && (h.app.done < h.delivered || h.app.gap_len != 0)) {
             return false;
         }
-        if (raw_ack(h) && (h.raw_done < h.delivered || h.raw_gap_len != 0)) {
+        if (raw_ack(h) && (h.raw.done < h.delivered || h.raw.gap_len != 0)) {
             return false;
         }
         if (h.flush_all) {
@@ -467,12 +467,12 @@ struct StreamTracker::Impl {
             const uint64_t np = h.held[0].start;
             gap = np - start;
             if (cfg.app_on_ack) {
-                h.app_gap_at = start;  // == app_done: can_deliver() waited for the app layer
-                h.app_gap_len = gap;
+                h.app.gap_at = start;  // == app.done: can_deliver() waited for the app layer
+                h.app.gap_len = gap;
             }
             if (raw_ack(h)) {
-                h.raw_gap_at = start;  // == raw_done, likewise
-                h.raw_gap_len = gap;
+                h.raw.gap_at = start;  // == raw.done, likewise
+                h.raw.gap_len = gap;
             }
             h.delivered = np;
             h.tail_start = np;
@@ -492,54 +492,77 @@ struct StreamTracker::Impl {
         return s.state == SessionState::kClosed || h.flush_all;
     }
     static bool app_allowed(const Session& s, const Half& h, int d) {
-        return ((s.app_allow >> d) & 1) != 0 || h.app_pkt_len != 0;
+        return ((s.app_allow >> d) & 1) != 0 || h.app.pkt_len != 0;
     }
-    // End (exclusive) of what may go to the app layer now, before a pending hole.
-    static uint64_t app_end(const Half& h, bool all) {
+    // End (exclusive) of what cursor c may take now: what the receiver acknowledged
+    // (everything delivered when `all`), before a pending hole or the packet's own bytes.
+    static uint64_t cursor_end(const Half& h, const Cursor& c, bool all) {
         uint64_t end = h.delivered;
-        if (!all && h.app_pkt_len == 0) {
+        if (!all && c.pkt_len == 0) {
             const int64_t acked = h.ack_known ? h.off_of(h.last_ack) : 0;
             end = std::min<uint64_t>(end, static_cast<uint64_t>(std::max<int64_t>(acked, 0)));
         }
-        if (h.app_pkt_len != 0) {
-            end = std::min(end, h.app_pkt_off);
+        if (c.pkt_len != 0) {
+            end = std::min(end, c.pkt_off);
         }
-        if (h.app_gap_len != 0 && h.app_done < h.app_gap_at) {
-            end = std::min(end, h.app_gap_at);
+        if (c.gap_len != 0 && c.done < c.gap_at) {
+            end = std::min(end, c.gap_at);
         }
         return end;
     }
-    static bool app_gap_now(const Half& h) {
-        return h.app_gap_len != 0 && h.app_done == h.app_gap_at;
+    // c's pending hole starts where c stands.
+    static bool gap_now(const Cursor& c) { return c.gap_len != 0 && c.done == c.gap_at; }
+    // A call's in-order bytes still owed to c from the packet (reassembly memcap) that the
+    // caller did not collect with next(): a hole for c.
+    static void drop_pkt(Cursor& c) {
+        if (c.pkt_len == 0) {
+            return;
+        }
+        if (c.gap_len == 0) {
+            c.gap_at = c.pkt_off;
+            c.gap_len = c.pkt_len;
+        } else if (c.gap_at + c.gap_len == c.pkt_off) {
+            c.gap_len += c.pkt_len;
+        }
+        c.pkt = nullptr;
+        c.pkt_len = 0;
     }
+    // The packet's bytes, when c has everything before them: the whole chunk (no tail).
+    static bool take_pkt(Cursor& c, StreamChunk& ch) {
+        if (c.pkt_len == 0 || c.done != c.pkt_off || gap_now(c)) {
+            return false;
+        }
+        ch = StreamChunk{};
+        ch.window = c.pkt;
+        ch.window_len = c.pkt_len;
+        ch.stream_offset = c.pkt_off;
+        c.done = c.pkt_off + c.pkt_len;
+        c.pkt = nullptr;
+        c.pkt_len = 0;
+        return true;
+    }
+    static uint64_t app_end(const Half& h, bool all) { return cursor_end(h, h.app, all); }
     static bool app_deliverable(const Half& h, bool all) {
-        return h.app_pkt_len != 0 || app_gap_now(h) || app_end(h, all) > h.app_done;
+        return h.app.pkt_len != 0 || gap_now(h.app) || app_end(h, all) > h.app.done;
     }
     bool app_pending(const Half& h) const {
         return cfg.app_on_ack &&
-               (h.app_done < h.delivered || h.app_gap_len != 0 || h.app_pkt_len != 0);
+               (h.app.done < h.delivered || h.app.gap_len != 0 || h.app.pkt_len != 0);
     }
 
     // Hands the app layer h's next run: what the receiver acknowledged, or everything
     // delivered when `all`; a pending hole comes first, as the chunk's gap. One run per call.
     bool deliver_app(Half& h, StreamChunk& ch, bool all) {
-        if (h.app_pkt_len != 0 && h.app_done == h.app_pkt_off && !app_gap_now(h)) {
-            ch.window = h.app_pkt;
-            ch.window_len = h.app_pkt_len;
-            ch.new_offset = 0;
-            ch.stream_offset = h.app_pkt_off;
-            h.app_done = h.app_pkt_off + h.app_pkt_len;
-            h.app_pkt = nullptr;
-            h.app_pkt_len = 0;
+        if (take_pkt(h.app, ch)) {
             return true;
         }
         uint64_t gap = 0;
-        if (app_gap_now(h)) {
-            gap = h.app_gap_len;
-            h.app_done += gap;
-            h.app_gap_len = 0;
+        if (gap_now(h.app)) {
+            gap = h.app.gap_len;
+            h.app.done += gap;
+            h.app.gap_len = 0;
         }
-        const uint64_t start = h.app_done;
+        const uint64_t start = h.app.done;
         const uint64_t end = std::max(start, app_end(h, all));
         if (end == start && gap == 0) {
             return false;
@@ -549,49 +572,15 @@ struct StreamTracker::Impl {
         ch.new_offset = 0;
         ch.stream_offset = start;
         ch.gap = gap;
-        h.app_done = end;
+        h.app.done = end;
         return true;
-    }
-
-    // A call's in-order bytes still owed to the app layer from the packet (reassembly memcap)
-    // that the caller did not collect with next(): a hole for the app layer.
-    static void drop_app_pkt(Half& h) {
-        if (h.app_pkt_len == 0) {
-            return;
-        }
-        if (h.app_gap_len == 0) {
-            h.app_gap_at = h.app_pkt_off;
-            h.app_gap_len = h.app_pkt_len;
-        } else if (h.app_gap_at + h.app_gap_len == h.app_pkt_off) {
-            h.app_gap_len += h.app_pkt_len;
-        }
-        h.app_pkt = nullptr;
-        h.app_pkt_len = 0;
     }
 
     // ---- raw cursor (StreamConfig::raw_on_ack) ----
 
     bool raw_ack(const Half& h) const { return cfg.raw_on_ack && !h.raw_pp; }
     static bool raw_allowed(const Session& s, int d) { return ((s.raw_allow >> d) & 1) != 0; }
-    static bool raw_gap_now(const Half& h) {
-        return h.raw_gap_len != 0 && h.raw_done == h.raw_gap_at;
-    }
-    // End (exclusive) of what raw inspection may take now: what the receiver acknowledged
-    // (everything delivered when `all`), before a pending hole or the packet's bytes.
-    static uint64_t raw_end(const Half& h, bool all) {
-        uint64_t end = h.delivered;
-        if (!all && h.raw_pkt_len == 0) {
-            const int64_t acked = h.ack_known ? h.off_of(h.last_ack) : 0;
-            end = std::min<uint64_t>(end, static_cast<uint64_t>(std::max<int64_t>(acked, 0)));
-        }
-        if (h.raw_pkt_len != 0) {
-            end = std::min(end, h.raw_pkt_off);
-        }
-        if (h.raw_gap_len != 0 && h.raw_done < h.raw_gap_at) {
-            end = std::min(end, h.raw_gap_at);
-        }
-        return end;
-    }
+    static uint64_t raw_end(const Half& h, bool all) { return cursor_end(h, h.raw, all); }
     // A hole at `delivered` the gap rule would skip if the raw cursor had caught up.
     bool hole_waiting(const Half& h) const {
         if (h.nheld == 0 || h.bit(h.delivered)) {
@@ -606,45 +595,38 @@ struct StreamTracker::Impl {
     // memcap) wait behind it.
     bool raw_ready(const Session& s, const Half& h) const {
         const bool all = app_all(s, h) || h.raw_leave;
-        if (h.raw_pkt_len != 0 || raw_gap_now(h)) {
+        if (h.raw.pkt_len != 0 || gap_now(h.raw)) {
             return true;
         }
         const uint64_t end = raw_end(h, all);
-        if (end <= h.raw_done) {
+        if (end <= h.raw.done) {
             return false;
         }
-        return all || h.raw_trigger || h.depth_reached || h.raw_gap_len != 0 ||
-               end - h.raw_done >= cfg.chunk_size || hole_waiting(h);
+        return all || h.raw_trigger || h.depth_reached || h.raw.gap_len != 0 ||
+               end - h.raw.done >= cfg.chunk_size || hole_waiting(h);
     }
     bool raw_pending(const Half& h) const {
-        return raw_ack(h) && (h.raw_done < h.delivered || h.raw_gap_len != 0 || h.raw_pkt_len != 0);
+        return raw_ack(h) && (h.raw.done < h.delivered || h.raw.gap_len != 0 || h.raw.pkt_len != 0);
     }
 
-    // Hands out h's next raw run when raw_ready(): from raw_done up to raw_end(), with up
+    // Hands out h's next raw run when raw_ready(): from raw.done up to raw_end(), with up
     // to `keep` bytes inspected before in front (never across a hole). One run per call.
     bool deliver_raw(const Session& s, Half& h, StreamChunk& ch) {
         if (!raw_ready(s, h)) {
             return false;
         }
-        if (h.raw_pkt_len != 0 && h.raw_done == h.raw_pkt_off && !raw_gap_now(h)) {
-            ch = StreamChunk{};
-            ch.window = h.raw_pkt;
-            ch.window_len = h.raw_pkt_len;
-            ch.stream_offset = h.raw_pkt_off;
-            h.raw_done = h.raw_pkt_off + h.raw_pkt_len;
-            h.raw_tail = h.raw_done;
-            h.raw_pkt = nullptr;
-            h.raw_pkt_len = 0;
+        if (take_pkt(h.raw, ch)) {
+            h.raw_tail = h.raw.done;
             return true;
         }
         uint64_t gap = 0;
-        if (raw_gap_now(h)) {
-            gap = h.raw_gap_len;
-            h.raw_done += gap;
-            h.raw_tail = h.raw_done;
-            h.raw_gap_len = 0;
+        if (gap_now(h.raw)) {
+            gap = h.raw.gap_len;
+            h.raw.done += gap;
+            h.raw_tail = h.raw.done;
+            h.raw.gap_len = 0;
         }
-        const uint64_t start = h.raw_done;
+        const uint64_t start = h.raw.done;
         const uint64_t end = std::max(start, raw_end(h, app_all(s, h) || h.raw_leave));
         if (end == start && gap == 0) {
             return false;
@@ -658,25 +640,9 @@ struct StreamTracker::Impl {
         ch.stream_offset = start;
         ch.gap = gap;
         ch.depth_reached = h.depth_reached;
-        h.raw_done = end;
+        h.raw.done = end;
         h.raw_trigger = false;
         return true;
-    }
-
-    // The packet's in-order bytes (reassembly memcap) that the caller did not collect with
-    // next(): a hole for raw inspection.
-    static void drop_raw_pkt(Half& h) {
-        if (h.raw_pkt_len == 0) {
-            return;
-        }
-        if (h.raw_gap_len == 0) {
-            h.raw_gap_at = h.raw_pkt_off;
-            h.raw_gap_len = h.raw_pkt_len;
-        } else if (h.raw_gap_at + h.raw_gap_len == h.raw_pkt_off) {
-            h.raw_gap_len += h.raw_pkt_len;
-        }
-        h.raw_pkt = nullptr;
-        h.raw_pkt_len = 0;
     }
 
     void run_splitter(Session& s, Half& h, flow::Direction dir, StreamChunk& ch) {
@@ -835,14 +801,14 @@ struct StreamTracker::Impl {
                 if (cfg.app_on_ack) {
                     // Not kept: the app layer takes it now, unacknowledged (after what it
                     // was still owed), rather than never.
-                    h.app_pkt = src;
-                    h.app_pkt_len = static_cast<uint32_t>(n);
-                    h.app_pkt_off = a;
+                    h.app.pkt = src;
+                    h.app.pkt_len = static_cast<uint32_t>(n);
+                    h.app.pkt_off = a;
                 }
                 if (raw_ack(h)) {
-                    h.raw_pkt = src;  // likewise for raw inspection
-                    h.raw_pkt_len = static_cast<uint32_t>(n);
-                    h.raw_pkt_off = a;
+                    h.raw.pkt = src;  // likewise for raw inspection
+                    h.raw.pkt_len = static_cast<uint32_t>(n);
+                    h.raw.pkt_off = a;
                 }
                 return;
             }
@@ -1121,18 +1087,18 @@ struct StreamTracker::Impl {
                     deliver_raw(s, h, ch);
                     if (h.raw_leave && !raw_pending(h)) {
                         h.raw_pp = true;  // drained: per-packet chunks from here on
-                        h.raw_tail = h.raw_done;
+                        h.raw_tail = h.raw.done;
                     }
                     if (can_deliver(h)) {
                         u.more = true;  // a hole that waited for the raw cursor
                     }
                     if (raw_ready(s, h)) {
                         u.more = true;
-                    } else if (!h.raw_eof_reported && h.raw_done >= h.delivered &&
-                               h.raw_gap_len == 0 && h.raw_pkt_len == 0 &&
-                               ((h.fin && h.raw_done >= h.fin_off) ||
+                    } else if (!h.raw.eof_reported && h.raw.done >= h.delivered &&
+                               h.raw.gap_len == 0 && h.raw.pkt_len == 0 &&
+                               ((h.fin && h.raw.done >= h.fin_off) ||
                                 (s.state == SessionState::kClosed && h.nheld == 0))) {
-                        h.raw_eof_reported = true;
+                        h.raw.eof_reported = true;
                         ch.eof = true;
                     }
                 }
@@ -1148,10 +1114,10 @@ struct StreamTracker::Impl {
             }
             if (app_deliverable(h, app_all(s, h))) {
                 u.more = true;
-            } else if (!h.app_eof_reported && h.app_done >= h.delivered && h.app_gap_len == 0 &&
-                       ((h.fin && h.app_done >= h.fin_off) ||
+            } else if (!h.app.eof_reported && h.app.done >= h.delivered && h.app.gap_len == 0 &&
+                       ((h.fin && h.app.done >= h.fin_off) ||
                         (s.state == SessionState::kClosed && h.nheld == 0))) {
-                h.app_eof_reported = true;
+                h.app.eof_reported = true;
                 u.app[d].eof = true;
             }
         }
@@ -1209,10 +1175,10 @@ struct StreamTracker::Impl {
                 return u;
             }
         } else {
-            drop_app_pkt(s->half[0]);
-            drop_app_pkt(s->half[1]);
-            drop_raw_pkt(s->half[0]);
-            drop_raw_pkt(s->half[1]);
+            drop_pkt(s->half[0].app);
+            drop_pkt(s->half[1].app);
+            drop_pkt(s->half[0].raw);
+            drop_pkt(s->half[1].raw);
             housekeeping(*s);
         }
         Session& ss = *s;
@@ -1316,7 +1282,7 @@ struct StreamTracker::Impl {
             if (cfg.app_on_ack) {
                 // Before the other side's hole may be skipped (can_deliver()).
                 deliver_app(r, u.app[1 - d], false);
-                if (h.app_pkt_len != 0) {
+                if (h.app.pkt_len != 0) {
                     deliver_app(h, u.app[d], true);
                 }
             }
@@ -1463,7 +1429,7 @@ void StreamTracker::raw_per_packet(flow::Flow& f) {
             h.raw_leave = true;
             if (!impl_->raw_pending(h)) {
                 h.raw_pp = true;
-                h.raw_tail = h.raw_done;
+                h.raw_tail = h.raw.done;
             }
         }
     }
