@@ -48,6 +48,8 @@ LOG=$(mktemp /tmp/picket-tests-XXXXXX.log)
 SAN_LOGS=$(mktemp -d /tmp/picket-sanitizer-XXXXXX)
 trap 'rm -rf "$LOG" "$SAN_LOGS"' EXIT
 TIMINGS=()
+FAILED_NAMES=()
+FLAKY_NAMES=()
 phase_start=$SECONDS
 # Records how long the phase that just ended took (printed at the end, for CI time budgets).
 phase_done() {
@@ -63,13 +65,25 @@ tally() {
     total=$(echo "$line" | sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\2/')
     passed=$((passed + total - fails))
     failed=$((failed + fails))
+    # CTest's "The following tests FAILED:" lines, repeated at the end where a log tail shows them.
+    local final
+    final=$(sed -n '/The following tests FAILED:/,/^$/p' "$LOG" | grep -E '^[[:space:]]+[0-9]+ - ' || true)
+    [ -z "$final" ] || mapfile -t -O "${#FAILED_NAMES[@]}" FAILED_NAMES <<<"$final"
+    # A test that failed once and passed on its retry (run_ctest's --repeat) is named too: it is
+    # flaky, and the log above has its failing output.
+    local name
+    while read -r name; do
+        grep -qF -- " - $name (" <<<"$final" || FLAKY_NAMES+=("$name")
+    done < <(sed -n -E 's/.*Test +#[0-9]+: ([^ ]+) \.+ *\*\*\*.*/\1/p' "$LOG" | sort -u)
 }
 # run_ctest BUILD_DIR ARGS...: one CTest run, its result added to the totals.
 run_ctest() {
     local dir=$1 rc
     shift
     set +e
-    ctest --test-dir "$dir" --output-on-failure "$@" 2>&1 | tee "$LOG"
+    # A failing test gets one retry: these suites start real processes, threads and timers on
+    # a shared 2-core machine. The retry is reported (FLAKY_NAMES), never silent.
+    ctest --test-dir "$dir" --output-on-failure --repeat until-pass:2 "$@" 2>&1 | tee "$LOG"
     rc=${PIPESTATUS[0]}
     set -e
     [ "$rc" -eq 0 ] || status=1
@@ -134,6 +148,7 @@ if [ "$SANITIZE" = 1 ]; then
         echo "sanitizers: $(find "$SAN_LOGS" -type f | wc -l) report(s) in $1"
         status=1
         failed=$((failed + 1))
+        FAILED_NAMES+=("sanitizer report(s) in $1")
         mkdir -p "$SAN_LOGS.kept"
         mv "$SAN_LOGS"/* "$SAN_LOGS.kept"/
         echo "(kept in $SAN_LOGS.kept)"
@@ -161,6 +176,7 @@ if [ "$FUZZ" = 1 ]; then
         passed=$((passed + 1))
     else
         failed=$((failed + 1))
+        FAILED_NAMES+=("fuzz smoke (tests/fuzz/run.sh)")
         status=1
     fi
     phase_done "fuzz smoke"
@@ -170,5 +186,7 @@ if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
     failed=1  # a suite failed without reaching its summary line
 fi
 printf 'time: %s\n' "${TIMINGS[@]}"
+[ "${#FLAKY_NAMES[@]}" -eq 0 ] || printf 'flaky (failed, passed on its retry): %s\n' "${FLAKY_NAMES[@]}"
+[ "${#FAILED_NAMES[@]}" -eq 0 ] || printf 'failed: %s\n' "${FAILED_NAMES[@]}"
 echo "tests: $passed passed, $failed failed"
 exit "$status"
