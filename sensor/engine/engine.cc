@@ -732,11 +732,23 @@ void Engine::inspect_flow_packet(Worker& w, const decode::Packet& p, flow::Flow*
                                                     : flow::Direction::kToServer,
                   dir}) {
                 const stream::StreamChunk& c = u.data(d);
-                if (c.new_len() != 0 && d == dir && !have_stream) {
+                if (c.new_len() != 0 && d == dir && !u.more) {
                     sv.data = c.window;
                     sv.len = c.window_len;
                     sv.new_off = c.new_offset;
                     have_stream = true;
+                } else if (c.new_len() != 0 && w.active && !acl_skip_detect) {
+                    // A chunk the packet's own inspection below cannot see, inspected now:
+                    // its view ends with the next call to the tracker. A run of the packet's
+                    // direction before another skipped hole (more runs follow), or the other
+                    // direction's data that this packet's ACK let past a hole (not with
+                    // raw_on_ack, where raw data goes out on its own direction's packets),
+                    // on a pseudo packet of that direction.
+                    if (d == dir) {
+                        inspect_stream_chunk(w, p, *f, d, c, link_len);
+                    } else {
+                        inspect_stream_chunk(w, pseudo_packet(w, *f, d), *f, d, c, 0);
+                    }
                 }
                 const uint32_t k = w.feed_app(*f, d, u.app_data(d), txs + ntx, tx_cap - ntx);
                 if (w.raw_on_ack && w.app) {
@@ -830,6 +842,58 @@ void Engine::apply_actions(Worker& w, const decode::Packet& p, flow::Flow* f, ui
     }
 }
 
+void Engine::inspect_stream_chunk(Worker& w, const decode::Packet& p, flow::Flow& f,
+                                  flow::Direction d, const stream::StreamChunk& c,
+                                  uint32_t link_len) {
+    detect::StreamView sv;
+    sv.data = c.window;
+    sv.len = c.window_len;
+    sv.new_off = c.new_offset;
+    detect::InspectExtras extras;
+    extras.app = w.app ? w.app->proto(f) : detect::AppProto::kUnknown;
+    extras.stream = &sv;
+    extras.stream_only = true;
+    const auto cap = static_cast<uint32_t>(w.alert_buf.size());
+    const uint32_t n = w.active->detect->inspect(p, &f, d, w.alert_buf.data(), cap, &extras);
+    if (extras.passed) {
+        if (f.action == 0) {
+            f.action = flow::kFlowPass;
+        }
+        return;
+    }
+    // Only what matched on the stream: a header-only rule must not fire on a pseudo packet,
+    // nor a second time on the packet.
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+        if (w.alert_buf[i].from_stream) {
+            w.alert_buf[kept++] = w.alert_buf[i];
+        }
+    }
+    if (kept != 0) {
+        apply_actions(w, p, &f, kept);
+        emit_alerts(w, p, &f, d, kept, link_len, &sv);
+    }
+}
+
+const decode::Packet& Engine::pseudo_packet(Worker& w, const flow::Flow& f, flow::Direction d) {
+    decode::Packet& p = w.pseudo;
+    p = decode::Packet{};
+    const bool to_server = d == flow::Direction::kToServer;
+    p.ts_ns = f.last_ts_ns;
+    p.src = to_server ? f.client_addr : f.server_addr;
+    p.dst = to_server ? f.server_addr : f.client_addr;
+    p.sport = to_server ? f.client_port : f.server_port;
+    p.dport = to_server ? f.server_port : f.client_port;
+    p.proto = f.proto;
+    p.ip_version = f.key.ip_version;
+    p.flags = (p.ip_version == 6 ? decode::kFlagIpv6 : decode::kFlagIpv4) |
+              (f.proto == IPPROTO_TCP ? decode::kFlagTcp : decode::kFlagUdp);
+    p.linktype = f.linktype;
+    p.vlan_id[0] = f.key.vlan;
+    p.vlan_count = f.key.vlan != 0 ? 1 : 0;
+    return p;
+}
+
 void Engine::finish_flows(Worker& w) {
     if (!w.stream && !w.app) {
         return;
@@ -855,55 +919,24 @@ void Engine::end_flow(Worker& w, flow::Flow& f, bool release_app) {
         if (!w.active || (c == nullptr && ntx == 0)) {
             return;
         }
-        // A pseudo packet of direction d carrying the flow's addresses (Suricata's stream-end
-        // pseudo packet): what alerts report as source, destination and time.
         // Not w.pkt: a flow evicted by the flow table ends while a packet is being looked up.
-        decode::Packet& p = w.pseudo;
-        p = decode::Packet{};
-        const bool to_server = d == flow::Direction::kToServer;
-        p.ts_ns = f.last_ts_ns;
-        p.src = to_server ? f.client_addr : f.server_addr;
-        p.dst = to_server ? f.server_addr : f.client_addr;
-        p.sport = to_server ? f.client_port : f.server_port;
-        p.dport = to_server ? f.server_port : f.client_port;
-        p.proto = f.proto;
-        p.ip_version = f.key.ip_version;
-        p.flags = (p.ip_version == 6 ? decode::kFlagIpv6 : decode::kFlagIpv4) |
-                  (f.proto == IPPROTO_TCP ? decode::kFlagTcp : decode::kFlagUdp);
-        p.linktype = f.linktype;
-        p.vlan_id[0] = f.key.vlan;
-        p.vlan_count = f.key.vlan != 0 ? 1 : 0;
+        const decode::Packet& p = pseudo_packet(w, f, d);
         w.pkt_drop = false;
         w.pkt_reject = false;
         w.pkt_pass = false;
         f.pkt_established = true;  // as Suricata's pseudo packets are
-        detect::StreamView sv;
+        if (c != nullptr) {
+            inspect_stream_chunk(w, p, f, d, *c, 0);
+        }
         detect::InspectExtras extras;
         extras.app = w.app ? w.app->proto(f) : detect::AppProto::kUnknown;
-        if (c != nullptr) {
-            sv.data = c->window;
-            sv.len = c->window_len;
-            sv.new_off = c->new_offset;
-            extras.stream = &sv;
-            extras.stream_only = true;
-            uint32_t n = w.active->detect->inspect(p, &f, d, w.alert_buf.data(), cap, &extras);
-            extras.stream_only = false;
-            uint32_t kept = 0;
-            for (uint32_t i = 0; i < n; ++i) {
-                if (w.alert_buf[i].from_stream) {
-                    w.alert_buf[kept++] = w.alert_buf[i];
-                }
-            }
-            if (kept != 0) {
-                apply_actions(w, p, &f, kept);
-                emit_alerts(w, p, &f, d, kept, 0, &sv);
-            }
-        }
+        // The transactions' raw content options see this direction's stream chunk, else the
+        // app layer's (when the raw stream had already been inspected).
         detect::StreamView tv;
-        if (c == nullptr && tx_data != nullptr) {
-            tv.data = tx_data->window;
-            tv.len = tx_data->window_len;
-            tv.new_off = tx_data->new_offset;
+        if (const stream::StreamChunk* raw = c != nullptr ? c : tx_data; raw != nullptr) {
+            tv.data = raw->window;
+            tv.len = raw->window_len;
+            tv.new_off = raw->new_offset;
             extras.stream = &tv;
         }
         for (uint32_t i = 0; i < ntx; ++i) {

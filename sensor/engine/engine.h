@@ -233,6 +233,14 @@ private:
                              uint32_t link_len, int64_t now_ns);
     // Everything a worker does with one packet; returns its verdict (kAccept unless ips()).
     capture::Verdict process_packet(Worker& w, const capture::RawPacket& raw, int64_t now_ns);
+    // Detection of one raw stream chunk of f's direction d on packet p (the packet that
+    // delivered it, or pseudo_packet() of d): the rules that match on the stream, and only
+    // their stream matches; a pass rule marks the flow passed.
+    void inspect_stream_chunk(Worker& w, const decode::Packet& p, flow::Flow& f, flow::Direction d,
+                              const stream::StreamChunk& c, uint32_t link_len);
+    // w.pseudo made a packet of f's direction d without headers or payload of its own
+    // (Suricata's stream pseudo packet): what alerts report as source, destination and time.
+    const decode::Packet& pseudo_packet(Worker& w, const flow::Flow& f, flow::Direction d);
     // Applies the actions of alerts w.alert_buf[0, n) to the packet and its flow (IPS: drop,
     // reject, the flow's drop mark) and marks them blocked.
     void apply_actions(Worker& w, const decode::Packet& p, flow::Flow* f, uint32_t n);

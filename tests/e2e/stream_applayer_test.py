@@ -11,7 +11,8 @@ dns / tls objects) and the exact counters of the final stats event.
 
 - Stream: patterns split over 2 and 3 segments, tcp-pkt / tcp-stream / flow:no_stream /
   flow:only_stream, out-of-order, retransmission, overlaps with different data under every
-  target policy (stream.reassembly.policy and host-os-policy), reassembly depth, midstream.
+  target policy (stream.reassembly.policy and host-os-policy), reassembly depth, midstream,
+  data behind two holes that one ACK skips (each run inspected, in IDS and IPS timing).
 - HTTP: detection on a non-standard port, URI normalisation, urilen, the sticky buffers and the
   Snort content modifiers, chunked and compressed bodies, pipelining, IPv6, EVE http object.
 - DNS: dns.query (with dotprefix/endswith), dns.opcode, DNS over TCP, EVE dns object.
@@ -413,6 +414,88 @@ class Stream(SensorCase):
         for sid in (101, 102, 105, 106, 107, 108, 109, 110, 111):
             self.assertEqual(self.depth.cnts(sid), self.default.cnts(sid), sid)
             self.assertEqual(self.mid.cnts(sid), self.default.cnts(sid), sid)
+
+
+# --------------------------------------------------------------------------- skipped holes
+
+HOLES_RULES = """
+alert tcp any any -> any any (msg:"behind the first hole"; content:"HOLEATTACKONE"; sid:201;)
+alert tcp any any -> any any (msg:"behind the second hole"; content:"HOLEATTACKTWO"; sid:202;)
+"""
+
+
+def holes_pcap():
+    """Data behind two holes that the receiver acknowledges (segments the sensor missed), each
+    pattern split over two segments so that only the stream can match it: the client's data
+    on the first connection, the server's on the second. Returns the writer and the pcap_cnt
+    that IDS-timing alerts name: the data's direction's first packet after the ACK (both holes
+    are skipped then, and every run up to the last one is due) and, for the run after the last
+    hole (fewer than 2,560 bytes wait), that direction's packet at the close: the client's
+    final ACK, the server's FIN."""
+    w = pc.PcapWriter()
+    at = {}
+    c = pc.TcpConn(w, "10.0.0.1", 40101, "10.0.0.2", 20101)
+    c.handshake()
+    c.send(b"a" * 100, off=0)
+    c.send(b"bbHOLEATT", off=200)
+    c.send(b"ACKONEbb", off=209)
+    c.send(b"ccHOLEATT", off=400)
+    c.send(b"ACKTWOcc", off=409)
+    c.ack_client()
+    at["c_next"] = c.send(b"dddd")
+    at["c_close"] = c.close()
+    c = pc.TcpConn(w, "10.0.0.1", 40102, "10.0.0.2", 20102)
+    c.handshake()
+    c.send(b"GET")
+    c.reply(b"s" * 100, off=0)
+    c.reply(b"bbHOLEATT", off=200)
+    c.reply(b"ACKONEbb", off=209)
+    c.reply(b"ccHOLEATT", off=400)
+    c.reply(b"ACKTWOcc", off=409)
+    c.ack_server()
+    at["s_next"] = c.reply(b"zz")
+    at["s_close"] = len(w.frames) + 2
+    c.close()
+    return w, at
+
+
+class Holes(SensorCase):
+    """Every run of stream data after a skipped hole is inspected, however many holes one
+    packet skips and whichever direction's packet skips them."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.w, cls.at = holes_pcap()
+        cls.ids = run_sensor(cls.tmp, "holes", cls.w, HOLES_RULES)
+        cls.no_ack = run_sensor(cls.tmp, "holes-no-ack", cls.w, HOLES_RULES,
+                                ["stream.raw-on-ack=false"])
+        cls.inline = run_sensor(cls.tmp, "holes-inline", cls.w, HOLES_RULES,
+                                ["stream.inline=true"])
+
+    def test_runs_ok(self):
+        for r in (self.ids, self.no_ack, self.inline):
+            self.assert_ok(r)
+            self.assertEqual(r.stat("tcp.reassembly_gap"), 4)
+
+    def test_ids_timing_each_run_on_its_own_direction(self):
+        # Before: only the first run of the packet was inspected; HOLEATTACKONE, between the
+        # two holes, never alerted.
+        self.assert_sid(self.ids, 201, [self.at["c_next"], self.at["s_next"]])
+        self.assert_sid(self.ids, 202, [self.at["c_close"], self.at["s_close"]])
+        for sid in (201, 202):
+            self.assertEqual([(a["direction"], a["stream"]) for a in self.ids.sid(sid)],
+                             [("to_server", 1), ("to_client", 1)])
+
+    def test_other_direction_released_by_ack(self):
+        # Without raw-on-ack the ACK of the other side delivers the runs at once: each is
+        # inspected on a pseudo packet of its own direction (no pcap_cnt). Before: never.
+        for r in (self.no_ack, self.inline):
+            for sid in (201, 202):
+                self.assertEqual(
+                    [(a.get("pcap_cnt"), a["direction"], a["src_port"], a["stream"])
+                     for a in r.sid(sid)],
+                    [(None, "to_server", 40101, 1), (None, "to_client", 20102, 1)])
 
 
 # --------------------------------------------------------------------------- overlap policies
