@@ -109,6 +109,25 @@ public:
         hits.resize(std::min(hits.size(), n));
         return hits;
     }
+    // Waits until the alert batches received carry at least n alerts in all; returns them in
+    // order (the sender may cut them into several batches: it takes what is queued when it
+    // wakes) and the sum of the batches' dropped counts.
+    std::vector<v1::Alert> alerts(size_t n, uint64_t& dropped) {
+        std::unique_lock lk(mu_);
+        std::vector<v1::Alert> got;
+        cv_.wait_for(lk, kWait, [&] {
+            got.clear();
+            dropped = 0;
+            for (const auto& m : received_) {
+                if (m.has_alerts()) {
+                    got.insert(got.end(), m.alerts().alerts().begin(), m.alerts().alerts().end());
+                    dropped += m.alerts().dropped();
+                }
+            }
+            return got.size() >= n;
+        });
+        return got;
+    }
     std::vector<v1::SensorMessage> hellos(size_t n) {
         return wait_for(n, [](const v1::SensorMessage& m) { return m.has_hello(); });
     }
@@ -313,13 +332,13 @@ TEST_F(AgentTest, AlertsAreForwardedInBoundedBatches) {
         a.set_msg("m");
         agent_->on_alert(a);
     }
-    auto batches =
-        server_.service->wait_for(1, [](const v1::SensorMessage& m) { return m.has_alerts(); });
-    ASSERT_EQ(batches.size(), 1u);
-    ASSERT_EQ(batches[0].alerts().alerts_size(), 3);
-    EXPECT_EQ(batches[0].alerts().alerts(0).sid(), 100u);
-    EXPECT_EQ(batches[0].alerts().alerts(2).sid(), 102u);
-    EXPECT_EQ(batches[0].alerts().dropped(), 0u);
+    uint64_t dropped = 0;
+    const std::vector<v1::Alert> sent = server_.service->alerts(3, dropped);
+    ASSERT_EQ(sent.size(), 3u);
+    EXPECT_EQ(sent[0].sid(), 100u);
+    EXPECT_EQ(sent[1].sid(), 101u);
+    EXPECT_EQ(sent[2].sid(), 102u);
+    EXPECT_EQ(dropped, 0u);
     // Counted once Write() returned, which can be after the server has the batch.
     for (int i = 0; i < 500 && agent_->counters().alerts_sent.load() < 3; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
