@@ -6,6 +6,8 @@
 #   build-san/  clang with ASan + UBSan (+ libFuzzer coverage): the unit suite and the
 #               suricata-verify compat suite again, with every sanitizer report fatal
 #               (tests/sanitizers/), then a short libFuzzer smoke run of every fuzz target.
+# A CTest test that fails is retried once; one that passes then is reported as flaky at the end
+# and does not fail the run.
 #
 #   tests/run.sh              everything (what CI runs)
 #   tests/run.sh --sanitize   only the sanitizer build: its unit + compat suites and fuzz smoke
