@@ -34,7 +34,7 @@ while [ $# -gt 0 ]; do
         --no-fuzz) FUZZ=0 ;;
         --fuzz-seconds) FUZZ_SECONDS="$2"; shift ;;
         -R) REGEX="$2"; CTEST_ARGS+=(-R "$2"); FUZZ=0; shift ;;
-        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
         *) echo "tests/run.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
