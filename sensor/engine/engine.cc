@@ -22,6 +22,11 @@
 namespace picket::sensor::engine {
 namespace {
 
+// Detection's view of a stream chunk: its window, the new bytes from new_offset.
+detect::StreamView view_of(const stream::StreamChunk& c) {
+    return detect::StreamView{c.window, c.window_len, c.new_offset};
+}
+
 constexpr int kPollTimeoutMs = 100;
 constexpr int64_t kTimerIntervalNs = 1000000000;  // flow/defrag expiry once per second
 // App-layer transactions one packet can advance that detection looks at (HTTP pipelining of
@@ -733,9 +738,7 @@ void Engine::inspect_flow_packet(Worker& w, const decode::Packet& p, flow::Flow*
                   dir}) {
                 const stream::StreamChunk& c = u.data(d);
                 if (c.new_len() != 0 && d == dir && !u.more) {
-                    sv.data = c.window;
-                    sv.len = c.window_len;
-                    sv.new_off = c.new_offset;
+                    sv = view_of(c);
                     have_stream = true;
                 } else if (c.new_len() != 0 && w.active && !acl_skip_detect) {
                     // A chunk the packet's own inspection below cannot see, inspected now:
@@ -845,10 +848,7 @@ void Engine::apply_actions(Worker& w, const decode::Packet& p, flow::Flow* f, ui
 void Engine::inspect_stream_chunk(Worker& w, const decode::Packet& p, flow::Flow& f,
                                   flow::Direction d, const stream::StreamChunk& c,
                                   uint32_t link_len) {
-    detect::StreamView sv;
-    sv.data = c.window;
-    sv.len = c.window_len;
-    sv.new_off = c.new_offset;
+    const detect::StreamView sv = view_of(c);
     detect::InspectExtras extras;
     extras.app = w.app ? w.app->proto(f) : detect::AppProto::kUnknown;
     extras.stream = &sv;
@@ -934,9 +934,7 @@ void Engine::end_flow(Worker& w, flow::Flow& f, bool release_app) {
         // app layer's (when the raw stream had already been inspected).
         detect::StreamView tv;
         if (const stream::StreamChunk* raw = c != nullptr ? c : tx_data; raw != nullptr) {
-            tv.data = raw->window;
-            tv.len = raw->window_len;
-            tv.new_off = raw->new_offset;
+            tv = view_of(*raw);
             extras.stream = &tv;
         }
         for (uint32_t i = 0; i < ntx; ++i) {
