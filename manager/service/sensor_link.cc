@@ -365,11 +365,18 @@ grpc::Status SensorLinkService::Connect(grpc::ServerContext* ctx, Stream* stream
         }
     }
     // A revocation that committed after connect_sensor but before the session was registered
-    // found no stream to close: check again now that it is registered (RevokeSensor updates
-    // the store first, then the hub, so one of the two sides sees the other).
-    if (auto now = core_.store.get_sensor(name); now.ok() && now->revoked) {
+    // found no stream to close, and so did a stop() that began meanwhile (its cancel_all()
+    // would leave this stream open until the server's shutdown deadline): check both again
+    // now that it is registered. RevokeSensor updates the store first, then the hub; stop()
+    // sets `stopping` before Hub::cancel_all(); so one of the two sides sees the other.
+    const auto now = core_.store.get_sensor(name);
+    const bool revoked = now.ok() && now->revoked;
+    if (revoked || core_.stopping) {
         core_.hub.remove_if(name, session);
         (void)core_.store.disconnect_sensor(name, wall_clock_ns());
+        if (!revoked) {
+            return grpc::Status(grpc::StatusCode::CANCELLED, "the manager is stopping");
+        }
         log::warning("sensor '" + name + "' from " + ctx->peer() + " refused: revoked");
         return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
                             "sensor '" + name + "' is revoked");
