@@ -848,11 +848,24 @@ void lookup_group(const Forest<A>& f, const Key<A>* keys, size_t n, uint32_t* be
         }
         // Only the leaves that can beat a lane's best so far are prefetched and scanned: their
         // head ranks sit in the caches, the leaves themselves in DRAM at 100,000 rules.
+        // In the first tree no lane has an answer yet: every leaf but the empty one is
+        // scanned, and every rule of it could win, so neither the head ranks nor a rule's rank
+        // is read before a match (-2% a lookup at 100 rules, -5 to -8% from 1,000 up; the head
+        // ranks were 0.14 L2 misses a lookup at 100,000).
+        const bool first = &t == &f.trees.front();
         size_t s = 0;
-        for (size_t j = 0; j < m; ++j) {
-            lane[s] = lane[j];
-            ref[s] = ref[j];
-            s += f.leaves.head_rank(ref[j]) < best[lane[j]];
+        if (first) {
+            for (size_t j = 0; j < m; ++j) {
+                lane[s] = lane[j];
+                ref[s] = ref[j];
+                s += ((ref[j] >> 32) & internal::kMaxLeafCount) != 0;
+            }
+        } else {
+            for (size_t j = 0; j < m; ++j) {
+                lane[s] = lane[j];
+                ref[s] = ref[j];
+                s += f.leaves.head_rank(ref[j]) < best[lane[j]];
+            }
         }
         for (size_t j = 0; j < s; ++j) {
             // A leaf's first rules span two lines (a block of 4, or 80-byte IPv6 rules).
@@ -860,9 +873,16 @@ void lookup_group(const Forest<A>& f, const Key<A>* keys, size_t n, uint32_t* be
             __builtin_prefetch(leaf);
             __builtin_prefetch(leaf + 64);
         }
-        for (size_t j = 0; j < s; ++j) {
-            const size_t i = lane[j];
-            f.leaves.template scan<true>(ref[j], keys[i], best[i], action[i]);
+        if (first) {
+            for (size_t j = 0; j < s; ++j) {
+                const size_t i = lane[j];
+                f.leaves.scan_first(ref[j], keys[i], best[i], action[i]);
+            }
+        } else {
+            for (size_t j = 0; j < s; ++j) {
+                const size_t i = lane[j];
+                f.leaves.template scan<true>(ref[j], keys[i], best[i], action[i]);
+            }
         }
     }
 }

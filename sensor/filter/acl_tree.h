@@ -132,6 +132,18 @@ public:
             }
         }
     }
+    // scan() for a lookup with no answer yet (the first tree): every rule could win.
+    void scan_first(uint64_t leaf, const Key<A>& k, uint32_t& best, AclAction& action) const {
+        const LeafRule<A>* r = rules_.data() + static_cast<uint32_t>(leaf);
+        const uint32_t n = static_cast<uint32_t>(leaf >> 32) & kMaxLeafCount;
+        for (uint32_t j = 0; j < n; ++j) {
+            if (leaf_match(r[j], k)) {
+                best = r[j].rank;
+                action = r[j].action;
+                return;
+            }
+        }
+    }
     // Entry j of a leaf, for match_all.
     uint32_t rank(uint64_t leaf, uint32_t j) const {
         return rules_[static_cast<uint32_t>(leaf) + j].rank;
@@ -269,6 +281,20 @@ public:
                     best = b[i].rank[j];
                     action = b[i].action[j];
                 }
+                return;
+            }
+        }
+    }
+    void scan_first(uint64_t leaf, const Key<uint32_t>& k, uint32_t& best,
+                    AclAction& action) const {
+        const Block4* b = blocks_.data() + static_cast<uint32_t>(leaf);
+        const uint32_t n = ((static_cast<uint32_t>(leaf >> 32) & kMaxLeafCount) + 3) / 4;
+        for (uint32_t i = 0; i < n; ++i) {
+            const unsigned m = block_match(b[i], k);
+            if (m != 0) {
+                const unsigned j = static_cast<unsigned>(__builtin_ctz(m));
+                best = b[i].rank[j];
+                action = b[i].action[j];
                 return;
             }
         }
