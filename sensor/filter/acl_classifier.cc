@@ -850,7 +850,7 @@ void lookup_group(const Forest<A>& f, const Key<A>* keys, size_t n, uint32_t* be
         // head ranks sit in the caches, the leaves themselves in DRAM at 100,000 rules.
         // In the first tree no lane has an answer yet: every leaf but the empty one is
         // scanned, and every rule of it could win, so neither the head ranks nor a rule's rank
-        // is read before a match (-2% a lookup at 100 rules, -5 to -8% from 1,000 up; the head
+        // is read before a match (-2% a lookup at 100 rules, -4 to -8% from 1,000 up; the head
         // ranks were 0.14 L2 misses a lookup at 100,000).
         const bool first = &t == &f.trees.front();
         size_t s = 0;
