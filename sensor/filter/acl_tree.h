@@ -285,6 +285,7 @@ public:
             }
         }
     }
+    // As LeafStore<A>::scan_first(): the first block with a match holds the leaf's best.
     void scan_first(uint64_t leaf, const Key<uint32_t>& k, uint32_t& best,
                     AclAction& action) const {
         const Block4* b = blocks_.data() + static_cast<uint32_t>(leaf);
