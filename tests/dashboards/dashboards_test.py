@@ -36,6 +36,9 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart)
+
 SOURCE = None
 DS = {"type": "prometheus", "uid": "${datasource}"}
 DASHBOARDS = ("fleet-overview.json", "sensor-detail.json")
@@ -576,7 +579,7 @@ def main():
     ap.add_argument("--source", required=True, help="the source tree (holds dashboards/)")
     args, rest = ap.parse_known_args()
     SOURCE = os.path.abspath(args.source)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    picket_test.main([sys.argv[0]] + rest)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,9 @@ import unittest
 
 import yaml
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart)
+
 SOURCE = None
 BUILD = None
 
@@ -666,8 +669,7 @@ class Dockerfile(unittest.TestCase):
         names = pkgs.group(1).replace("\\", " ").split()
         apt_cache = shutil.which("apt-cache")
         if not apt_cache:
-            print("SKIP: %s: apt-cache is not installed (package names)" % self.id())
-            return
+            skip(self, "apt-cache")
         r = run([apt_cache, "policy"] + names)
         self.assertEqual(r.returncode, 0, r.stderr)
         known = set(re.findall(r"^(\S+):$", r.stdout, re.M))
@@ -682,7 +684,7 @@ def main():
     args, rest = ap.parse_known_args()
     SOURCE = os.path.abspath(args.source)
     BUILD = os.path.abspath(args.build) if args.build else None
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    picket_test.main([sys.argv[0]] + rest)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,9 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pcapcraft as pc  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart)
+
 SENSOR = None
 RULES = 'drop tcp any any -> any any (msg:"dpdk e2e drop"; content:"EVIL-DPDK-PAYLOAD"; ' \
         'sid:9101; rev:1;)\n'
@@ -172,4 +175,4 @@ if __name__ == "__main__":
         SENSOR = os.path.join(args.build, "sensor", "picket-sensor")
     if not SENSOR or not os.access(SENSOR, os.X_OK):
         sys.exit("picket-sensor not found: give --build DIR, --sensor PATH or $PICKET_SENSOR")
-    unittest.main(argv=[sys.argv[0], "-v"] + rest)
+    picket_test.main([sys.argv[0]] + rest)

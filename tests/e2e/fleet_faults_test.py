@@ -32,6 +32,9 @@ import fleetlib  # noqa: E402
 from fleetlib import binary, eve_alerts  # noqa: E402
 from sensor_live_test import have_netns  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart)
+
 PORT = 47431
 METRICS_PORT = 47432
 LONG = os.environ.get("PICKET_FAULTS_LONG") == "1"
@@ -657,4 +660,4 @@ print(sha)
 
 if __name__ == "__main__":
     _, argv = fleetlib.parse_args()
-    unittest.main(argv=argv, verbosity=2)
+    picket_test.main(argv)

@@ -22,6 +22,9 @@ import fleetlib  # noqa: E402
 from fleetlib import binary, eve_alerts, live_sensor_cmd  # noqa: E402
 from sensor_live_test import have_netns, stats_events  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart)
+
 PORT = 47411
 
 
@@ -216,4 +219,4 @@ class Fleet(fleetlib.FleetCase, unittest.TestCase):
 
 if __name__ == "__main__":
     _, argv = fleetlib.parse_args()
-    unittest.main(argv=argv, verbosity=2)
+    picket_test.main(argv)

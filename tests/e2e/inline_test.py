@@ -56,6 +56,9 @@ http.server.ThreadingHTTPServer(("0.0.0.0", port), Handler).serve_forever()
 # The client: one HTTP/1.0 request, prints what happened as JSON.
 CLIENT = r'''
 import hashlib, json, socket, sys, time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart)
 host, port, path, header, timeout = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], float(sys.argv[5])
 t0 = time.monotonic()
 out = {}
@@ -380,4 +383,4 @@ if __name__ == "__main__":
     ap.add_argument("--build", required=True)
     args, rest = ap.parse_known_args()
     BUILD = os.path.abspath(args.build)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    picket_test.main([sys.argv[0]] + rest)

@@ -27,6 +27,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fleetlib  # noqa: E402
 from fleetlib import binary  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart)
+
 SOURCE = None
 PROMETHEUS = shutil.which("prometheus")
 PROMTOOL = shutil.which("promtool")
@@ -286,4 +289,4 @@ class ManagerConfig(unittest.TestCase):
 if __name__ == "__main__":
     paths, argv = fleetlib.parse_args("--source")
     SOURCE = paths["source"]
-    unittest.main(argv=argv, verbosity=2)
+    picket_test.main(argv)

@@ -23,6 +23,9 @@ import tempfile
 import time
 import unittest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart)
+
 BUILD = None
 
 
@@ -276,7 +279,7 @@ def main():
     ap.add_argument("--build", required=True)
     args, rest = ap.parse_known_args()
     BUILD = os.path.abspath(args.build)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    picket_test.main([sys.argv[0]] + rest)
 
 
 if __name__ == "__main__":

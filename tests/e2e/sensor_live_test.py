@@ -25,6 +25,9 @@ BUILD = None
 
 SENDER = r'''
 import socket, struct, sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart)
 path, iface = sys.argv[1], sys.argv[2]
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
 s.bind((iface, 0))
@@ -239,4 +242,4 @@ if __name__ == "__main__":
     ap.add_argument("--build", required=True)
     args, rest = ap.parse_known_args()
     BUILD = os.path.abspath(args.build)
-    unittest.main(argv=[sys.argv[0], "-v"] + rest)
+    picket_test.main([sys.argv[0]] + rest)

@@ -27,6 +27,9 @@ import time
 import unittest
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart)
+
 BUILD = None
 PROMTOOL = "/usr/bin/promtool"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -435,4 +438,4 @@ if __name__ == "__main__":
     ap.add_argument("--build", required=True)
     args, rest = ap.parse_known_args()
     BUILD = os.path.abspath(args.build)
-    unittest.main(argv=[sys.argv[0], "-v"] + rest)
+    picket_test.main([sys.argv[0]] + rest)

@@ -18,6 +18,9 @@ import sys
 import tempfile
 import unittest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart)
+
 BUILD = None
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED_PCAPS = os.path.join(os.path.dirname(ROOT), "shared", "data", "pcaps")
@@ -380,4 +383,4 @@ if __name__ == "__main__":
     ap.add_argument("--build", required=True)
     args, rest = ap.parse_known_args()
     BUILD = os.path.abspath(args.build)
-    unittest.main(argv=[sys.argv[0], "-v"] + rest)
+    picket_test.main([sys.argv[0]] + rest)

@@ -39,6 +39,9 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pcapcraft as pc  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart)
+
 SENSOR = None
 
 # Cases that show a sensor bug: they assert the correct (Suricata) behaviour and are run as
@@ -1376,4 +1379,4 @@ if __name__ == "__main__":
         SENSOR = os.environ.get("PICKET_SENSOR")
     if not SENSOR or not os.access(SENSOR, os.X_OK):
         sys.exit("picket-sensor not found: give --build DIR, --sensor PATH or $PICKET_SENSOR")
-    unittest.main(argv=[sys.argv[0], "-v"] + rest)
+    picket_test.main([sys.argv[0]] + rest)

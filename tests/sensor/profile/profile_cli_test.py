@@ -11,6 +11,9 @@ import sys
 import tempfile
 import unittest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
+import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart)
+
 BUILD = SOURCE = None
 
 
@@ -167,4 +170,4 @@ if __name__ == "__main__":
     ap.add_argument("--source", required=True)
     args, rest = ap.parse_known_args()
     BUILD, SOURCE = os.path.abspath(args.build), os.path.abspath(args.source)
-    unittest.main(argv=[sys.argv[0]] + rest)
+    picket_test.main([sys.argv[0]] + rest)

@@ -17,6 +17,9 @@ import sys
 import tempfile
 import unittest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "support"))
+import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart)
+
 BUILD = None
 TMP = None
 PCAP = None
@@ -167,8 +170,8 @@ def main():
         subprocess.run([gen, "-o", PCAP, "--seed", "5", "--sessions", "200", "--attack",
                         "ATK-one-xyz", "--attack-share", "0.2"], check=True,
                        capture_output=True)
-        prog = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2)
-    sys.exit(0 if prog.result.wasSuccessful() else 1)
+        status = picket_test.run([sys.argv[0]] + rest)
+    sys.exit(status)
 
 
 if __name__ == "__main__":
