@@ -21,9 +21,15 @@ PACKAGES=(
     # a sensor's clock a day off in the fleet fault test (libfaketime, LD_PRELOAD)
     faketime
     # metrics and deployment files: a real Prometheus server (and promtool) for the tests and
-    # the quickstart; docker-compose renders deploy/docker-compose.yml offline
-    prometheus docker-compose
+    # the quickstart; docker-compose renders deploy/docker-compose.yml offline; systemd-analyze
+    # checks the units; unshare/nsenter (util-linux) enter the test namespaces
+    prometheus docker-compose systemd util-linux
 )
+# kubectl renders deploy/k8s (kubectl kustomize) in tests/deploy. Any kubectl on the PATH will
+# do (some images ship Google's); otherwise Debian's kubernetes-client provides it.
+if ! command -v kubectl >/dev/null 2>&1; then
+    PACKAGES+=(kubernetes-client)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
