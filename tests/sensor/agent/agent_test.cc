@@ -21,6 +21,7 @@
 #include "common/pki/pki.h"
 #include "picket/v1/picket.grpc.pb.h"
 #include "sensor/engine/engine.h"
+#include "tests/support/wait.h"
 #include "tools/trafficgen/generator.h"
 
 namespace picket::sensor::agent {
@@ -340,9 +341,9 @@ TEST_F(AgentTest, AlertsAreForwardedInBoundedBatches) {
     EXPECT_EQ(sent[2].sid(), 102u);
     EXPECT_EQ(dropped, 0u);
     // Counted once Write() returned, which can be after the server has the batch.
-    for (int i = 0; i < 500 && agent_->counters().alerts_sent.load() < 3; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    EXPECT_TRUE(picket::testing::wait_until(
+        [&] { return agent_->counters().alerts_sent.load(); }, [](uint64_t n) { return n >= 3; },
+        5s, "the agent to count its 3 alerts as sent (alerts_sent >= 3)"));
     EXPECT_EQ(agent_->counters().alerts_sent.load(), 3u);
 
     for (size_t i = 0; i < Agent::kMaxPendingAlerts + 5; ++i) {
@@ -559,22 +560,18 @@ TEST_F(AgentTest, ReconnectsAfterTheManagerComesBack) {
     start_agent(options(server_.port));
     ASSERT_EQ(server_.service->hellos(1).size(), 1u);
     // The Hello can arrive before the agent has taken the Welcome: wait for the session.
-    const auto welcomed_by = std::chrono::steady_clock::now() + 10s;
-    while (agent_->counters().sessions.load() < 1u &&
-           std::chrono::steady_clock::now() < welcomed_by) {
-        std::this_thread::sleep_for(5ms);
-    }
+    ASSERT_TRUE(picket::testing::wait_until([&] { return agent_->counters().sessions.load(); },
+                                            [](uint64_t n) { return n >= 1; }, 10s,
+                                            "the agent to take the Welcome (sessions >= 1)"));
     ASSERT_EQ(agent_->counters().sessions.load(), 1u);
     const int port = server_.port;
     server_.stop();
     // Down for a while: several attempts with backoff, reports buffered.
-    const auto down_until = std::chrono::steady_clock::now() + 10s;
-    while (agent_->counters().connect_attempts.load() < 3u &&
-           std::chrono::steady_clock::now() < down_until) {
-        std::this_thread::sleep_for(10ms);
-    }
+    EXPECT_TRUE(picket::testing::wait_until(
+        [&] { return agent_->counters().connect_attempts.load(); },
+        [](uint64_t n) { return n >= 3; }, 10s,
+        "3 reconnect attempts while the manager is down (connect_attempts >= 3)", 10ms));
     EXPECT_FALSE(agent_->connected());
-    EXPECT_GE(agent_->counters().connect_attempts.load(), 3u);
     server_ = start_server(port);
     ASSERT_EQ(server_.port, port);
     auto hellos = server_.service->hellos(1);
@@ -597,12 +594,10 @@ TEST_F(AgentTest, BufferDropsOldestReportsWhileDisconnected) {
     start_agent(o);
     // Reports are taken every 20 ms; on a loaded machine fewer fit in any fixed sleep, so
     // wait (bounded) until the buffer has overflowed a few times.
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (agent_->counters().reports_dropped.load() < 5u &&
-           std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(10ms);
-    }
-    EXPECT_GE(agent_->counters().reports_dropped.load(), 5u);
+    EXPECT_TRUE(picket::testing::wait_until(
+        [&] { return agent_->counters().reports_dropped.load(); },
+        [](uint64_t n) { return n >= 5; }, 10s,
+        "the report buffer to overflow 5 times (reports_dropped >= 5)", 10ms));
     server_ = start_server(port);
     auto reports = server_.service->metrics(3);
     ASSERT_EQ(reports.size(), 3u);

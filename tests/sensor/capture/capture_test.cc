@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -317,6 +318,10 @@ TEST(Dispatcher, BlockingDeliversEveryPacketOnceInOrderOnItsWorker) {
     Dispatcher d(kWorkers, kMinQueue, hash_first_payload_byte, true);
     std::vector<std::vector<uint64_t>> seen(kWorkers);
     std::atomic<uint64_t> bad{0};
+    // The workers poll until the producer's finish(); should it never come, they give up at
+    // the deadline and abort the dispatcher, which unblocks the producer too.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    std::atomic<bool> timed_out{false};
     std::vector<std::thread> workers;
     for (uint32_t w = 0; w < kWorkers; ++w) {
         workers.emplace_back([&, w] {
@@ -329,6 +334,11 @@ TEST(Dispatcher, BlockingDeliversEveryPacketOnceInOrderOnItsWorker) {
                     break;
                 }
                 if (rc != ReadResult::kOk) {
+                    if (std::chrono::steady_clock::now() >= give_up) {
+                        timed_out.store(true);
+                        d.abort();
+                        break;
+                    }
                     continue;
                 }
                 for (uint32_t k = 0; k < b.count; ++k) {
@@ -349,7 +359,7 @@ TEST(Dispatcher, BlockingDeliversEveryPacketOnceInOrderOnItsWorker) {
             }
         });
     }
-    for (uint64_t i = 0; i < kPackets; ++i) {
+    for (uint64_t i = 0; i < kPackets && !timed_out.load(); ++i) {
         const auto data = dispatch_packet(i);
         RawPacket p;
         p.data = data.data();
@@ -357,12 +367,16 @@ TEST(Dispatcher, BlockingDeliversEveryPacketOnceInOrderOnItsWorker) {
         p.wirelen = p.caplen + 4;
         p.ts_ns = static_cast<int64_t>(i);
         p.pcap_cnt = i + 1;
-        ASSERT_TRUE(d.push(p));
+        EXPECT_TRUE(d.push(p)) << "packet " << i;
     }
     d.finish();
     for (auto& t : workers) {
         t.join();
     }
+    ASSERT_FALSE(timed_out.load())
+        << "gave up after 60 s waiting for the end of input (kEof) on the workers; packets "
+           "seen per worker: "
+        << seen[0].size() << ", " << seen[1].size() << ", " << seen[2].size();
     EXPECT_EQ(bad.load(), 0u);
     EXPECT_EQ(d.dropped(), 0u);
     uint64_t total = 0;
@@ -491,6 +505,9 @@ TEST(Dispatcher, BlockingWithPacketLimitLosesNothing) {
     std::atomic<uint64_t> bad{0};
     uint64_t seen = 0;
     uint32_t max_batch = 0;
+    // As above: a worker that never sees the end of input gives up and aborts the dispatcher.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    std::atomic<bool> timed_out{false};
     std::thread worker([&] {
         PacketSource& src = d.source(0);
         Batch b;
@@ -500,6 +517,11 @@ TEST(Dispatcher, BlockingWithPacketLimitLosesNothing) {
                 break;
             }
             if (rc != ReadResult::kOk) {
+                if (std::chrono::steady_clock::now() >= give_up) {
+                    timed_out.store(true);
+                    d.abort();
+                    break;
+                }
                 continue;
             }
             max_batch = std::max(max_batch, b.count);
@@ -512,12 +534,15 @@ TEST(Dispatcher, BlockingWithPacketLimitLosesNothing) {
     });
     std::vector<uint8_t> data(64, 1);
     RawPacket p = view(data);
-    for (uint64_t i = 1; i <= kPackets; ++i) {
+    for (uint64_t i = 1; i <= kPackets && !timed_out.load(); ++i) {
         p.pcap_cnt = i;
-        ASSERT_TRUE(d.push(p));
+        EXPECT_TRUE(d.push(p)) << "packet " << i;
     }
     d.finish();
     worker.join();
+    ASSERT_FALSE(timed_out.load())
+        << "gave up after 60 s waiting for the end of input (kEof) on the worker; packets seen: "
+        << seen;
     EXPECT_EQ(seen, kPackets);
     EXPECT_EQ(bad.load(), 0u);
     EXPECT_EQ(d.dropped(), 0u);

@@ -9,12 +9,12 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <thread>
 
 #include "common/config.h"
 #include "common/time_util.h"
 #include "sensor/engine/engine.h"
 #include "tests/sensor/engine/pcap_fixture.h"
+#include "tests/support/wait.h"
 #include "tools/trafficgen/generator.h"
 
 namespace picket::sensor::engine {
@@ -79,8 +79,7 @@ TEST_F(DetectStatsTest, StartUpReloadFailureAndSighup) {
     EXPECT_GT(s.get("detect.last_reload_us"), 0u);
     EXPECT_LE(s.get("detect.last_reload_us"), (after_start - before_start + 1) * 1000);
 
-    RunResult result;
-    std::thread runner([&] { result = engine.run(); });
+    testing::BackgroundRun run(engine);
 
     // A successful reload: the figures of the new generation.
     detect::DetectConfig next = sc.detect;
@@ -122,14 +121,12 @@ TEST_F(DetectStatsTest, StartUpReloadFailureAndSighup) {
           "alert tcp any any -> any any (msg:\"b3\"; bogus_option; sid:5;)\n");
     const uint64_t before_hup = wall_ms();
     engine.request_reload();
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (engine.collect_stats().get("detect.reloads") < 2 &&
-           std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    ASSERT_TRUE(picket::testing::wait_until(
+        [&] { return engine.collect_stats().get("detect.reloads"); },
+        [](uint64_t reloads) { return reloads >= 2; }, picket::testing::kDefaultWait,
+        "the SIGHUP-style reload to be counted (detect.reloads >= 2)"));
     s = engine.collect_stats();
-    engine.stop();
-    runner.join();
+    const RunResult& result = run.stop_and_join();
     EXPECT_EQ(s.get("detect.reloads"), 2u);
     EXPECT_EQ(s.get("detect.rules_loaded"), 2u);
     EXPECT_EQ(s.get("detect.rules_failed"), 1u);
@@ -172,17 +169,18 @@ TEST_F(DetectStatsTest, AbsentWithoutRules) {
 TEST_F(DetectStatsTest, WorkerSharesSumToTheTotals) {
     SensorConfig sc = config();
     Engine engine(sc);
-    RunResult result;
-    std::thread runner([&] { result = engine.run(); });
+    testing::BackgroundRun run(engine);
     std::vector<WorkerTotals> workers;
     StatsSnapshot s;
     // Taken while both workers are busy: the shares come from the same reads as the totals.
-    do {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        s = engine.collect_stats(&workers);
-    } while (s.get("decoder.pkts") < 200);
-    engine.stop();
-    runner.join();
+    ASSERT_TRUE(picket::testing::wait_until(
+        [&] {
+            s = engine.collect_stats(&workers);
+            return s.get("decoder.pkts");
+        },
+        [](uint64_t pkts) { return pkts >= 200; }, picket::testing::kDefaultWait,
+        "200 packets to be decoded (decoder.pkts >= 200)", std::chrono::milliseconds(20)));
+    run.stop_and_join();
     ASSERT_EQ(workers.size(), 2u);
     EXPECT_EQ(workers[0].worker, 0u);
     EXPECT_EQ(workers[1].worker, 1u);

@@ -1,7 +1,8 @@
 // Test-only fixtures for Engine tests that replay a pcap-file: a directory per test, Ethernet +
 // IPv4 frames between 10.0.0.1 (client) and 10.0.0.2 (server), a classic pcap writer, the
 // pcap-file configuration these tests share and a reader of the alerts in eve.json. Packets are
-// built with tests/sensor/decode/packet_builder.h, so lengths and checksums are right.
+// built with tests/sensor/decode/packet_builder.h, so lengths and checksums are right. Also an
+// engine run on its own thread that a failing test cannot leave behind.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,12 +12,14 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "common/config.h"
+#include "sensor/engine/engine.h"
 #include "tests/sensor/decode/packet_builder.h"
 
 namespace picket::sensor::engine::testing {
@@ -109,5 +112,37 @@ inline std::vector<nlohmann::json> read_alerts(const std::filesystem::path& eve)
     }
     return alerts;
 }
+
+// engine.run() on a thread of its own. A test that gives up early (an ASSERT_* after a wait
+// that timed out) returns with the run still going: the destructor then stops the engine and
+// joins, instead of std::thread's destructor aborting the whole test binary.
+class BackgroundRun {
+public:
+    explicit BackgroundRun(Engine& engine)
+        : engine_(engine), thread_([this] { result_ = engine_.run(); }) {}
+    ~BackgroundRun() {
+        if (thread_.joinable()) {
+            engine_.stop();
+            thread_.join();
+        }
+    }
+    BackgroundRun(const BackgroundRun&) = delete;
+    BackgroundRun& operator=(const BackgroundRun&) = delete;
+
+    // Waits for the run to end by itself (offline input exhausted).
+    const RunResult& join() {
+        thread_.join();
+        return result_;
+    }
+    const RunResult& stop_and_join() {
+        engine_.stop();
+        return join();
+    }
+
+private:
+    Engine& engine_;
+    RunResult result_;
+    std::thread thread_;
+};
 
 }  // namespace picket::sensor::engine::testing

@@ -10,12 +10,12 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/config.h"
 #include "sensor/engine/engine.h"
 #include "tests/sensor/engine/pcap_fixture.h"
+#include "tests/support/wait.h"
 #include "tools/trafficgen/generator.h"
 
 namespace picket::sensor::engine {
@@ -61,12 +61,12 @@ TEST_F(ReloadTest, SwapsRulesWithoutLosingPackets) {
     constexpr int kRepeats = 100;
     SensorConfig sc = config(kRepeats);
     Engine engine(sc);
-    RunResult result;
-    std::thread runner([&] { result = engine.run(); });
+    testing::BackgroundRun run(engine);
     // Reload once packets are flowing.
-    while (engine.collect_stats().get("decoder.pkts") == 0) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    ASSERT_TRUE(picket::testing::wait_until(
+        [&] { return engine.collect_stats().get("decoder.pkts"); },
+        [](uint64_t pkts) { return pkts > 0; }, picket::testing::kDefaultWait,
+        "the first packet to be decoded (decoder.pkts > 0)", std::chrono::milliseconds(1)));
     detect::DetectConfig next = sc.detect;
     next.rule_files = {(dir_ / "b.rules").string()};
     detect::LoadSummary summary;
@@ -77,7 +77,7 @@ TEST_F(ReloadTest, SwapsRulesWithoutLosingPackets) {
     broken.rule_files = {(dir_ / "missing.rules").string()};
     std::string broken_error;
     const bool broken_ok = engine.reload(broken, nullptr, &broken_error);
-    runner.join();
+    const RunResult& result = run.join();
 
     ASSERT_TRUE(ok) << error;
     EXPECT_EQ(summary.loaded, 1u);
@@ -100,8 +100,23 @@ TEST_F(ReloadTest, SwapsRulesWithoutLosingPackets) {
         sid1 += line.find("\"signature_id\":1,") != std::string::npos ? 1 : 0;
         sid2 += line.find("\"signature_id\":2,") != std::string::npos ? 1 : 0;
     }
+    // Each injected attack is inspected by exactly one generation, which alerts on it only if
+    // its rule names that attack's string (a: /etc/passwd, sid 1; b: cmd.exe, sid 2). The
+    // generator's record says how many of each it injected per copy of the pcap, so neither sid
+    // can exceed kRepeats times that; where the reload falls between the copies is timing, so
+    // only "both fired" is exact on the low side.
+    uint64_t passwd = 0, cmd = 0;
+    for (const auto& a : record_.attacks) {
+        passwd += a.string == "/etc/passwd" ? 1 : 0;
+        cmd += a.string == "cmd.exe" ? 1 : 0;
+    }
+    ASSERT_EQ(passwd + cmd, record_.attacks.size());
+    // Neither string occurs in the generated traffic by itself.
+    ASSERT_EQ(record_.attack_string_packets, record_.attacks.size());
     EXPECT_GT(sid1, 0u);
     EXPECT_GT(sid2, 0u);
+    EXPECT_LE(sid1, kRepeats * passwd);
+    EXPECT_LE(sid2, kRepeats * cmd);
     EXPECT_EQ(sid1 + sid2, result.stats.get("detect.alert"));
 }
 

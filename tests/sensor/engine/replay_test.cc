@@ -6,17 +6,17 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/config.h"
 #include "common/time_util.h"
 #include "sensor/capture/capture.h"
 #include "sensor/engine/engine.h"
+#include "tests/sensor/engine/pcap_fixture.h"
+#include "tests/support/wait.h"
 #include "tools/trafficgen/generator.h"
 
 namespace picket::sensor::engine {
@@ -196,14 +196,15 @@ TEST_F(ReplayTest, PlainReadingWaitsForATinyQueue) {
 TEST_F(ReplayTest, EndlessReplayStopsOnRequest) {
     SensorConfig sc = config({"pcap-file.loop=0", "pcap-file.rate=5000", "workers=2"});
     Engine engine(sc);
-    RunResult r;
-    std::thread runner([&] { r = engine.run(); });
-    // Past one whole pass: the loop goes on.
-    while (engine.collect_stats().get("decoder.pkts") <= record_.packets) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    engine.stop();
-    runner.join();
+    testing::BackgroundRun run(engine);
+    // Past one whole pass: the loop goes on. One pass at 5000 packets/s takes
+    // record_.packets / 5000 s (about 0.5 s here).
+    ASSERT_TRUE(picket::testing::wait_until(
+        [&] { return engine.collect_stats().get("decoder.pkts"); },
+        [&](uint64_t pkts) { return pkts > record_.packets; }, picket::testing::kDefaultWait,
+        "the replay to pass the end of its first pass (decoder.pkts > " +
+            std::to_string(record_.packets) + ")"));
+    const RunResult& r = run.stop_and_join();
     EXPECT_EQ(r.exit_code, 0) << r.error;
     EXPECT_GT(r.stats.get("decoder.pkts"), record_.packets);
     EXPECT_EQ(r.stats.get("capture.kernel_drops"), 0u);

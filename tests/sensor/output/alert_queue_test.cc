@@ -1,5 +1,6 @@
 // AlertQueue: single-producer single-consumer ring of alert records.
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -164,10 +165,15 @@ TEST(AlertQueue, ProducerAndConsumerThreadsEveryRecordOnceInOrder) {
     AlertQueue q(64 * 1024, kMax);
     std::atomic<bool> done{false};
     uint64_t overflows_seen = 0;
+    // Both loops below wait on the other thread; a queue that stopped moving would hang them,
+    // so both give up at one deadline (far beyond the ~0.1 s this takes) and say so.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    std::atomic<bool> timed_out{false};
+    uint64_t producer_reached = 0;
 
     std::thread producer([&] {
         std::vector<uint8_t> packet(kMax), payload(kMax);
-        for (uint64_t id = 0; id < kRecords; ++id) {
+        for (uint64_t id = 0; id < kRecords && !timed_out.load(); ++id) {
             const uint32_t plen = static_cast<uint32_t>(id % 97);
             const uint32_t ylen = static_cast<uint32_t>((id * 13) % (kMax + 1));
             for (uint32_t i = 0; i < plen; ++i) {
@@ -178,8 +184,13 @@ TEST(AlertQueue, ProducerAndConsumerThreadsEveryRecordOnceInOrder) {
             }
             while (!q.push(event_with_id(id), packet.data(), plen, payload.data(), ylen)) {
                 ++overflows_seen;
+                if (std::chrono::steady_clock::now() >= deadline) {
+                    timed_out.store(true);
+                    break;
+                }
                 std::this_thread::yield();
             }
+            producer_reached = id;
         }
         done.store(true, std::memory_order_release);
     });
@@ -199,13 +210,19 @@ TEST(AlertQueue, ProducerAndConsumerThreadsEveryRecordOnceInOrder) {
         }
         ++expected;
     };
-    while (!done.load(std::memory_order_acquire)) {
+    while (!done.load(std::memory_order_acquire) && !timed_out.load()) {
         if (q.drain(check) == 0) {
+            timed_out.store(std::chrono::steady_clock::now() >= deadline);
             std::this_thread::yield();
         }
     }
     producer.join();
     q.drain(check);
+
+    ASSERT_FALSE(timed_out.load())
+        << "gave up after 60 s waiting for the producer to push all " << kRecords
+        << " records through the queue; the producer reached record id " << producer_reached
+        << ", records drained: " << expected;
 
     EXPECT_EQ(expected, kRecords);
     EXPECT_EQ(bad, 0u);
