@@ -83,8 +83,11 @@ PROM_PORT=$(free_port)
 MGR=127.0.0.1:$GRPC_PORT
 
 echo "== demo traffic: picket-trafficgen (2000 sessions, attacks '/etc/passwd' and 'cmd.exe')"
+# The generator also writes demo.pcap.json: the record of what it wrote, each injected attack
+# with its string and flow; the --once checks below take their expectations from it.
 "$TRAFFICGEN" -o "$STATE/demo.pcap" --seed 42 --sessions 2000 --attack "/etc/passwd" \
     --attack "cmd.exe" --attack-share 0.05 | tail -n 1
+RECORD=$STATE/demo.pcap.json
 
 echo "== demo PKI in $STATE/pki (fleet CA; manager, edge1, edge2, admin certificates)"
 "$CTL" pki init "$STATE/pki" --cn "Picket quickstart CA" >/dev/null
@@ -162,13 +165,122 @@ echo "== what changed from v$V1 to v$V2"
 ctl bundle diff "$V1" "$V2"
 ctl deploy "$V2" --to all --wait --timeout 60
 
-sleep 4  # a few reports and alerts reach the manager
+# Both rules have fired on both sensors since v2 went out (cmd.exe attacks come round every
+# few seconds at 500 packets/s), so the list below shows what the demo bundle catches.
+alerts_json() { ctl --json alerts --limit 1000000 >"$1"; }
+both_rules_fired() {
+    alerts_json "$STATE/alerts-now.json" &&
+        python3 - "$STATE/alerts-now.json" "$V2" <<'PY'
+import json, sys
+alerts = json.load(open(sys.argv[1]))["alerts"]
+v2 = int(sys.argv[2])
+seen = {(a["sensor"], a["sid"]) for a in alerts if a["bundle_version"] == v2}
+want = {(s, sid) for s in ("edge1", "edge2") for sid in (1000001, 1000002)}
+sys.exit(0 if want <= seen else 1)
+PY
+}
+wait_for "alerts of both demo rules (v$V2) from both sensors" 120 both_rules_fired
 echo
 echo "== the fleet"
 ctl sensors
 echo
 echo "== recent alerts"
 ctl alerts --limit 8
+# Taken after the listing: it holds every alert listed (newest first, at most a few more).
+alerts_json "$STATE/alerts-listed.json"
+
+if [ "$ONCE" = 1 ]; then
+    echo
+    echo "== --once: check the alerts against the demo traffic and the demo rules"
+    # Expected, from the generator's record and the two rules (content:"/etc/passwd" -> sid
+    # 1000001; content:"cmd.exe"; nocase -> sid 1000002, in v2 only): exactly these two sids,
+    # each alert on a flow the generator injected that rule's string into, sid 1000002 only
+    # under v2, and both rules from both sensors.
+    python3 - "$RECORD" "$STATE/alerts-listed.json" "$V1" "$V2" <<'PY'
+import ipaddress, json, sys
+record = json.load(open(sys.argv[1]))
+alerts = json.load(open(sys.argv[2]))["alerts"]
+def ends(a_ip, a_port, b_ip, b_port):  # a flow's two endpoints, either way round
+    return tuple(sorted([(ipaddress.ip_address(a_ip), int(a_port)),
+                         (ipaddress.ip_address(b_ip), int(b_port))]))
+v1, v2 = int(sys.argv[3]), int(sys.argv[4])
+rules = {1000001: ("/etc/passwd", "DEMO /etc/passwd in traffic", {v1, v2}),
+         1000002: ("cmd.exe", "DEMO cmd.exe in traffic", {v2})}
+flows = {}  # (string, sorted endpoints) -> injected attacks
+for a in record["attacks"]:
+    f = a["flow"]
+    key = (a["string"], ends(f["src"], f["sport"], f["dst"], f["dport"]))
+    flows[key] = flows.get(key, 0) + 1
+problems = []
+for a in alerts:
+    where = "%s %s:%s -> %s:%s (v%s)" % (a["sensor"], a["src_ip"], a["src_port"], a["dst_ip"],
+                                         a["dst_port"], a["bundle_version"])
+    if a["sid"] not in rules:
+        problems.append("unexpected: sid %s '%s' on %s" % (a["sid"], a["msg"], where))
+        continue
+    string, msg, versions = rules[a["sid"]]
+    if a["msg"] != msg:
+        problems.append("unexpected: sid %s with msg '%s' (want '%s')" % (a["sid"], a["msg"], msg))
+    if a["bundle_version"] not in versions:
+        problems.append("unexpected: sid %s under bundle v%s (its rule is only in %s)"
+                        % (a["sid"], a["bundle_version"], sorted(versions)))
+    if (string, ends(a["src_ip"], a["src_port"], a["dst_ip"], a["dst_port"])) not in flows:
+        problems.append("unexpected: sid %s on %s, a flow the generator did not inject '%s' into"
+                        % (a["sid"], where, string))
+for sensor in ("edge1", "edge2"):
+    for sid in sorted(rules):
+        if not any(a["sensor"] == sensor and a["sid"] == sid and a["bundle_version"] == v2
+                   for a in alerts):
+            problems.append("missing: sid %s ('%s') from %s under v%s"
+                            % (sid, rules[sid][0], sensor, v2))
+for sid, (string, _, _) in sorted(rules.items()):
+    n = sum(1 for a in alerts if a["sid"] == sid)
+    injected = sum(1 for a in record["attacks"] if a["string"] == string)
+    print("  sid %s '%s': %d alerts held by the manager; the generator injected it %d times"
+          % (sid, string, n, injected))
+if problems:
+    print("quickstart: the alerts do not match the demo traffic:", file=sys.stderr)
+    for p in problems:
+        print("  " + p, file=sys.stderr)
+    sys.exit(1)
+print("  ok: only the two demo rules fired, each on its own attack flows, on both sensors")
+PY
+    # Exact counts need a whole pass: one offline run of the same pcap with the v2 rules must
+    # alert once per injected attack (the record counts them; attack_string_packets equal to
+    # the number of attacks says neither string occurs anywhere else in the traffic).
+    mkdir -p "$STATE/offline"
+    "$SENSOR" -r "$STATE/demo.pcap" -S "$STATE/bundle-v2/rules/local.rules" \
+        -l "$STATE/offline" 2>"$STATE/offline/sensor.log" >/dev/null
+    python3 - "$RECORD" "$STATE/offline/eve.json" <<'PY'
+import collections, json, sys
+record = json.load(open(sys.argv[1]))
+want = collections.Counter({1000001: 0, 1000002: 0})
+for a in record["attacks"]:
+    want[{"/etc/passwd": 1000001, "cmd.exe": 1000002}[a["string"]]] += 1
+got = collections.Counter()
+for line in open(sys.argv[2]):
+    ev = json.loads(line)
+    if ev["event_type"] == "alert":
+        got[ev["alert"]["signature_id"]] += 1
+problems = []
+if record["attack_string_packets"] != len(record["attacks"]):
+    problems.append("the record has %d packets with an attack string for %d attacks"
+                    % (record["attack_string_packets"], len(record["attacks"])))
+for sid in sorted(set(want) | set(got)):
+    print("  one offline pass, sid %s: %d alerts, %d attacks injected"
+          % (sid, got[sid], want[sid]))
+    if got[sid] != want[sid]:
+        problems.append("%s sid %s: %d alerts, want %d (one per injected attack)"
+                        % ("unexpected" if got[sid] > want[sid] else "missing", sid, got[sid],
+                           want[sid]))
+if problems:
+    print("quickstart: one offline pass does not match the demo traffic:", file=sys.stderr)
+    for p in problems:
+        print("  " + p, file=sys.stderr)
+    sys.exit(1)
+print("  ok: one alert per injected attack")
+PY
+fi
 
 echo
 echo "== a broken bundle (a keyword Picket does not support): the sensors refuse it"
