@@ -8,6 +8,13 @@
 -r PCAP -S RULES -l DIR
                 copies fake-eve.json from the rules file's directory to DIR/eve.json and
                 records its argv in DIR/argv.json; exits 2 when a rule line holds "run-crash"
+                (before writing anything); when a rule line holds "run-exit-N", writes
+                the eve.json, prints "fake_sensor: error: truncated or corrupt capture"
+                and exits N
+FAKE_SENSOR_NEVER_ALERT=1
+                a sensor that never alerts: the eve.json it writes keeps only the events
+                of fake-eve.json that are not alerts (an empty file when there is none),
+                so it passes exactly the cases whose alert checks all expect count 0
 """
 import json
 import os
@@ -48,8 +55,21 @@ def main(argv):
     with open(os.path.join(out, "argv.json"), "w") as f:
         json.dump(argv, f)
     src = os.path.join(os.path.dirname(rules), "fake-eve.json")
-    if os.path.exists(src):
-        shutil.copy(src, os.path.join(out, "eve.json"))
+    dst = os.path.join(out, "eve.json")
+    if os.environ.get("FAKE_SENSOR_NEVER_ALERT") == "1":
+        with open(dst, "w") as f:
+            if os.path.exists(src):
+                with open(src) as events:
+                    for line in events:
+                        if line.strip() and json.loads(line).get("event_type") != "alert":
+                            f.write(line)
+    elif os.path.exists(src):
+        shutil.copy(src, dst)
+    for line in lines:
+        m = re.search(r"run-exit-(\d+)", line)
+        if m:
+            print("fake_sensor: error: truncated or corrupt capture", file=sys.stderr)
+            return int(m.group(1))
     return 0
 
 

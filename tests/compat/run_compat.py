@@ -2,8 +2,9 @@
 """Compatibility runner: replays suricata-verify style cases through picket-sensor.
 
 Usage:
-  run_compat.py --sensor BIN --cases DIR [--pass-list FILE] [--update-pass-list]
-                [-k PATTERN] [-j N] [--outdir DIR] [--suricata-version V] [-v]
+  run_compat.py --sensor BIN --cases DIR [--pass-list FILE] [--expected-cases FILE]
+                [--update-pass-list] [-k PATTERN | --case NAME] [-j N] [--outdir DIR]
+                [--timeout SEC] [--suricata-version V] [-v]
 
 A case is a directory holding test.yaml (plus a pcap, a rules file, optionally
 suricata.yaml), in the layout of OISF/suricata-verify. For each case the runner:
@@ -13,13 +14,21 @@ suricata.yaml), in the layout of OISF/suricata-verify. For each case the runner:
   2. runs the sensor's rule check (BIN -T -S RULES ...) and skips the case when any of its
      rules was skipped by the sensor ("unsupported: <reason>", from the diagnostics
      "file:line sid N: reason" the sensor prints);
-  3. runs BIN -r PCAP -S RULES -l OUTDIR ... and evaluates every `filter` check on
-     `event_type: alert` against OUTDIR/eve.json (other checks are not ours to honour).
+  3. runs BIN -r PCAP -S RULES -l OUTDIR ..., fails the case when the sensor's exit status
+     is not the one test.yaml's `exit-code:` names (0 when absent, as upstream's run.py),
+     and evaluates every `filter` check on `event_type: alert` against OUTDIR/eve.json
+     (other checks are not ours to honour).
 
-It prints one line per case (PASS name / FAIL name: why / SKIP name: why), then exactly
-"N passed, N failed, N skipped". The exit status is 1 only when a case named in the pass
-list no longer passes (a regression); new passes are reported on stderr and added to the
-pass list with --update-pass-list.
+A case whose alert checks all expect `count: 0` is passed by a sensor that never alerts: it
+is reported apart (PASS-COUNT0 / FAIL-COUNT0) and left out of the pass rate.
+
+It prints one line per case (PASS name / FAIL name: why / SKIP name: why / PASS-COUNT0 name
+/ FAIL-COUNT0 name: why), then the totals and the pass rates. The exit status is 1 when a
+case named in the pass list no longer passes (a regression) or is missing from the data,
+or when the data set's cases differ from --expected-cases; new passes are reported on
+stderr and added to the pass list with --update-pass-list, which also rewrites
+--expected-cases from the data. With --case NAME only that case runs (no scan of the data
+set) and the exit status is 0 exactly when it passes.
 """
 
 import argparse
@@ -32,11 +41,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 
 import yaml
 
 DEFAULT_SURICATA_VERSION = "9.0.0"
-SENSOR_TIMEOUT_SEC = 300
+DEFAULT_TIMEOUT_SEC = 300  # per sensor invocation; a case runs the sensor twice
 DIAGNOSTIC_RE = re.compile(r"^(?P<file>.+?):(?P<line>\d+) sid (?P<sid>\d+): (?P<reason>.*)$")
 STRING_OPS = ("__find", "__contains", "__startswith", "__endswith")
 NUMBER_OPS = ("__gt", "__gte", "__lt", "__lte")
@@ -51,6 +61,15 @@ class Skip(Exception):
 
 class Fail(Exception):
     pass
+
+
+# The outcome of a case: PASS, FAIL or SKIP, why, and whether every alert check it ran
+# expects count 0 (a sensor that never alerts passes such a case).
+COUNT0_SUFFIX = "-COUNT0"
+
+
+def status_word(status, count0_only):
+    return status + COUNT0_SUFFIX if count0_only and status != "SKIP" else status
 
 
 # ---------------------------------------------------------------------------------------
@@ -234,6 +253,12 @@ def load_eve(path):
     return events
 
 
+def count0_only(filters):
+    """True when every alert check expects no matching event: a sensor that never alerts
+    (or writes no alert at all) passes them."""
+    return bool(filters) and all(flt.get("count") == 0 for _, flt in filters)
+
+
 def evaluate(filters, events):
     """None when every filter holds, else the first failure's description."""
     for number, flt in filters:
@@ -346,7 +371,8 @@ def suricata_yaml_sets(case_dir, etc_dir):
 
 
 def case_args(config, name, sensor_help):
-    """Extra sensor arguments from test.yaml `args:`, or Skip for what we cannot pass."""
+    """Extra sensor arguments from test.yaml `args:`, or Skip for what we cannot pass.
+    sensor_help() returns the sensor's --help text (asked only for an IPS case)."""
     words = []
     for arg in config.get("args") or []:
         words += [w for w in re.split(r"\s+", str(arg).strip()) if w]
@@ -367,21 +393,32 @@ def case_args(config, name, sensor_help):
             raise Skip("unsupported argument %s" % w)
         i += 1
     if ips:
-        if "--simulate-ips" not in sensor_help:
+        if "--simulate-ips" not in sensor_help():
             raise Skip("ips mode (--simulate-ips) not supported by the sensor")
         out.append("--simulate-ips")
     return out
 
 
 class Runner:
-    def __init__(self, sensor, cases_dir, outdir, version, verbose=False):
+    def __init__(self, sensor, cases_dir, outdir, version, verbose=False,
+                 timeout=DEFAULT_TIMEOUT_SEC):
         self.sensor = sensor
         self.cases_dir = cases_dir
         self.outdir = outdir
         self.version = version
         self.verbose = verbose
+        self.timeout = timeout
         self.etc_dir = os.path.join(cases_dir, "_upstream-etc")
-        self.sensor_help = self._sensor_help()
+        self._help = None
+        self._help_lock = threading.Lock()
+
+    def help_text(self):
+        """BIN --help, run once and only when a case needs it: a case test runs one case,
+        and a sanitizer build pays for every process start."""
+        with self._help_lock:
+            if self._help is None:
+                self._help = self._sensor_help()
+            return self._help
 
     def _sensor_help(self):
         try:
@@ -403,27 +440,32 @@ class Runner:
     def _run(self, argv, cwd):
         if self.verbose:
             print("+ " + " ".join(argv), file=sys.stderr)
+        # The environment passes through (ASAN_OPTIONS/UBSAN_OPTIONS of a sanitizer build,
+        # with their log_path): a sanitizer report makes the sensor exit non-zero, which
+        # fails the case below.
         env = dict(os.environ, TZ="UTC")
         try:
             return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
-                                  errors="replace", timeout=SENSOR_TIMEOUT_SEC)
+                                  errors="replace", timeout=self.timeout)
         except subprocess.TimeoutExpired:
-            raise Fail("sensor timed out after %d s" % SENSOR_TIMEOUT_SEC)
+            raise Fail("sensor timed out after %g s: %s" % (self.timeout, " ".join(argv)))
         except OSError as e:
             raise Fail("cannot run the sensor: %s" % e)
 
     def run_case(self, name):
-        """('PASS'|'FAIL'|'SKIP', reason)."""
+        """('PASS'|'FAIL'|'SKIP', reason, count0_only)."""
+        info = {"count0_only": False}
         try:
-            return self._run_case(name)
+            status, reason = self._run_case(name, info)
         except Skip as e:
-            return ("SKIP", str(e))
+            status, reason = "SKIP", str(e)
         except Fail as e:
-            return ("FAIL", str(e))
+            status, reason = "FAIL", str(e)
         except (yaml.YAMLError, ValueError, KeyError, TypeError, AttributeError) as e:
-            return ("FAIL", "bad case: %s: %s" % (type(e).__name__, e))
+            status, reason = "FAIL", "bad case: %s: %s" % (type(e).__name__, e)
+        return (status, reason, info["count0_only"])
 
-    def _run_case(self, name):
+    def _run_case(self, name, info):
         case_dir = os.path.join(self.cases_dir, name)
         config = load_yaml(os.path.join(case_dir, "test.yaml"))
         why = unmet_requirement(config.get("requires"), self.version)
@@ -434,16 +476,20 @@ class Runner:
             raise Skip("skipped by default")
         if "command" in config:
             raise Skip("custom command")
-        if config.get("exit-code", 0) != 0:
-            raise Skip("expects exit code %s" % config.get("exit-code"))
+        # suricata-verify's run.py: `exit-code: N` is the status the run must end with,
+        # 0 when the key is absent.
+        expected_exit = config.get("exit-code", 0)
+        if not isinstance(expected_exit, int) or isinstance(expected_exit, bool):
+            raise Skip("exit-code %r is not a number" % (expected_exit,))
         if "setup" in config:
             raise Skip("setup scripts")
         filters = alert_filters(config.get("checks"), self.version)
         if not filters:
             raise Skip("no alert checks")
+        info["count0_only"] = count0_only(filters)
         pcap = resolve_input(case_dir, config, "pcap", ("*.pcap", "*.pcapng"), "pcap")
         rules = resolve_input(case_dir, config, "rules", ("*.rules",), "rules")
-        extra = case_args(config, name, self.sensor_help)
+        extra = case_args(config, name, self.help_text)
         sets = self.common_sets() + suricata_yaml_sets(case_dir, self.etc_dir)
 
         out = os.path.join(self.outdir, name)
@@ -470,11 +516,14 @@ class Runner:
         with open(os.path.join(out, "sensor.log"), "w") as f:
             f.write(run.stdout)
             f.write(run.stderr)
-        # Exit 1 with a damaged capture still processed every packet before the damage (as
-        # Suricata does); the checks judge what was seen.
-        capture_damage = run.returncode == 1 and "truncated or corrupt capture" in run.stderr
-        if run.returncode != 0 and not capture_damage:
-            raise Fail("sensor exited with %d: %s" % (run.returncode, last_line(run.stderr)))
+        # No exception for a damaged capture: Suricata ends a pcap whose tail is truncated
+        # with status 0 after the packets before the damage, and every case without
+        # `exit-code:` was written against that.
+        if run.returncode != expected_exit:
+            how = ("exited with %d" % run.returncode if run.returncode >= 0 else
+                   "was killed by signal %d" % -run.returncode)
+            raise Fail("sensor %s, expected exit status %d: %s" % (
+                how, expected_exit, last_line(run.stderr)))
         failure = evaluate(filters, load_eve(os.path.join(out, "eve.json")))
         if failure:
             raise Fail(failure)
@@ -487,7 +536,7 @@ def last_line(text):
 
 
 # ---------------------------------------------------------------------------------------
-# Pass list
+# Pass list and expected cases
 
 
 def read_pass_list(path):
@@ -511,18 +560,159 @@ def write_pass_list(path, names):
             f.write(n + "\n")
 
 
+def read_expected_cases(path):
+    """(count, names) recorded in PATH: a `count N` line and one case name a line."""
+    count = None
+    names = []
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            m = re.match(r"^count\s+(\d+)$", line)
+            if m:
+                count = int(m.group(1))
+            else:
+                names.append(line)
+    if count is None:
+        raise ValueError("%s: no 'count N' line" % path)
+    return count, names
+
+
+def write_expected_cases(path, names):
+    with open(path, "w") as f:
+        f.write("# The cases of the suricata-verify data set that the compat gate expects\n"
+                "# (tests/compat/run_compat.py --expected-cases). compat_inventory fails when\n"
+                "# the data set's cases differ; regenerate with --update-pass-list.\n")
+        f.write("count %d\n" % len(names))
+        for n in sorted(names):
+            f.write(n + "\n")
+
+
+def data_set_problems(all_names, listed, expected):
+    """Why the data set is not the one the gate was set up for: pass-listed cases missing
+    from it, a case count or case names that differ from `expected` ((count, names) or
+    None)."""
+    problems = []
+    present = set(all_names)
+    for n in listed:
+        if n not in present:
+            problems.append("missing: %s is in the pass list but not in the data set" % n)
+    if expected is not None:
+        count, names = expected
+        if count != len(names):
+            problems.append("expected cases file: count %d but %d names" % (count, len(names)))
+        if len(all_names) != count:
+            problems.append("case count changed: expected %d, found %d" % (count,
+                                                                           len(all_names)))
+        gone = sorted(set(names) - present)
+        new = sorted(present - set(names))
+        if gone:
+            problems.append("cases gone from the data set: %s" % " ".join(gone))
+        if new:
+            problems.append("cases new in the data set: %s" % " ".join(new))
+    return problems
+
+
+# ---------------------------------------------------------------------------------------
+# Totals
+
+
+def load_families(cases_dir):
+    """Case name -> family ('core', 'http-evader', ...) from the data set's index.json."""
+    path = os.path.join(cases_dir, "index.json")
+    if not os.path.exists(path):
+        return {}
+    try:
+        with open(path) as f:
+            index = json.load(f)
+        return {e["name"]: e.get("family") or "other" for e in index
+                if isinstance(e, dict) and "name" in e}
+    except (ValueError, KeyError, TypeError):
+        return {}
+
+
+def percent(part, whole):
+    return "%d/%d = %.1f%%" % (part, whole, 100.0 * part / whole) if whole else "%d/0" % part
+
+
+def totals_line(results):
+    """`P passed, F failed, S skipped, C count-0-only (P0 passed, F0 failed)`: count-0-only
+    cases are counted apart from the first three."""
+    c = {"PASS": 0, "FAIL": 0, "SKIP": 0, "PASS0": 0, "FAIL0": 0}
+    for status, _, zero in results:
+        c[status + ("0" if zero and status != "SKIP" else "")] += 1
+    return ("%d passed, %d failed, %d skipped, %d count-0-only (%d passed, %d failed)" % (
+        c["PASS"], c["FAIL"], c["SKIP"], c["PASS0"] + c["FAIL0"], c["PASS0"], c["FAIL0"]), c)
+
+
+def summary_lines(names, results, families):
+    """The totals, per family when the data set has several, and the pass rates."""
+    line, c = totals_line([results[n] for n in names])
+    out = [line]
+    by_family = {}
+    for n in names:
+        by_family.setdefault(families.get(n, "other"), []).append(results[n])
+    if families and len(by_family) > 1:
+        for fam in sorted(by_family):
+            fam_line, fc = totals_line(by_family[fam])
+            out.append("family %s: %s; pass rate %s" % (
+                fam, fam_line, percent(fc["PASS"], fc["PASS"] + fc["FAIL"] + fc["SKIP"])))
+    counted = c["PASS"] + c["FAIL"] + c["SKIP"]
+    out.append("pass rate (count-0-only apart): %s of the cases, %s of those run" % (
+        percent(c["PASS"], counted), percent(c["PASS"], c["PASS"] + c["FAIL"])))
+    out.append("pass rate with count-0-only: %s of the cases, %s of those run" % (
+        percent(c["PASS"] + c["PASS0"], len(names)),
+        percent(c["PASS"] + c["PASS0"], c["PASS"] + c["FAIL"] + c["PASS0"] + c["FAIL0"])))
+    return out
+
+
+def case_line(name, result):
+    status, reason, zero = result
+    return "%s %s%s" % (status_word(status, zero), name, ": " + reason if reason else "")
+
+
+# ---------------------------------------------------------------------------------------
+# Main
+
+
+def run_one(runner, cases_dir, name):
+    """--case NAME: run just that case (no scan of the data set); 0 exactly when it passes.
+    A SKIP is a failure here: the case tests exist for cases that passed."""
+    if not os.path.isfile(os.path.join(cases_dir, name, "test.yaml")):
+        print("FAIL %s: not in the data set (no %s)" % (
+            name, os.path.join(cases_dir, name, "test.yaml")), flush=True)
+        return 1
+    result = runner.run_case(name)
+    print(case_line(name, result), flush=True)
+    status, _, zero = result
+    if status == "PASS" and zero:
+        print("note: %s checks only count: 0 (a sensor that never alerts passes it)" % name)
+    if status == "SKIP":
+        print("%s was expected to pass but is now skipped" % name)
+    return 0 if status == "PASS" else 1
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sensor", required=True, help="picket-sensor binary")
     ap.add_argument("--cases", required=True, help="directory of cases (suricata-verify layout)")
     ap.add_argument("--pass-list", help="file of case names that must keep passing")
+    ap.add_argument("--expected-cases", help="file recording the data set's case count and "
+                    "names; the run fails when the data set differs")
     ap.add_argument("--update-pass-list", action="store_true",
-                    help="add the cases that pass now to --pass-list")
+                    help="add the cases that pass now to --pass-list and rewrite "
+                    "--expected-cases from the data set")
     ap.add_argument("-k", dest="patterns", action="append", default=[],
                     help="run only cases whose name contains PATTERN (repeatable, or a,b,c)")
+    ap.add_argument("--case", help="run exactly this case (its path under --cases); exit 0 "
+                    "only when it passes")
     ap.add_argument("-j", dest="jobs", type=int, default=1, help="cases run in parallel")
     ap.add_argument("--outdir", help="keep each case's output under DIR (default: a temporary "
                     "directory, removed at the end)")
+    ap.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_SEC,
+                    help="seconds one sensor invocation may take (default %d)" %
+                    DEFAULT_TIMEOUT_SEC)
     ap.add_argument("--suricata-version", default=DEFAULT_SURICATA_VERSION,
                     help="version that test.yaml requires: are checked against (default %s: "
                     "the data set targets upstream's current behaviour)" %
@@ -532,12 +722,12 @@ def main(argv=None):
 
     if args.update_pass_list and not args.pass_list:
         ap.error("--update-pass-list needs --pass-list")
+    if args.case and (args.patterns or args.update_pass_list):
+        ap.error("--case runs one case: not with -k or --update-pass-list")
     cases_dir = os.path.abspath(args.cases)
     if not os.path.isdir(cases_dir):
         ap.error("--cases %s: not a directory" % args.cases)
     sensor = os.path.abspath(args.sensor) if os.sep in args.sensor else args.sensor
-    patterns = [p for arg in args.patterns for p in arg.split(",") if p]
-    names = discover(cases_dir, patterns)
 
     tmp = None
     outdir = args.outdir
@@ -545,35 +735,62 @@ def main(argv=None):
         tmp = tempfile.mkdtemp(prefix="picket-compat-")
         outdir = tmp
     outdir = os.path.abspath(outdir)
-    runner = Runner(sensor, cases_dir, outdir, parse_version(args.suricata_version),
-                    args.verbose)
-
-    results = {}
-    counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
     try:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            for name, (status, reason) in zip(names, pool.map(runner.run_case, names)):
-                results[name] = status
-                counts[status] += 1
-                print("%s %s%s" % (status, name, ": " + reason if reason else ""), flush=True)
+        runner = Runner(sensor, cases_dir, outdir, parse_version(args.suricata_version),
+                        args.verbose, args.timeout)
+        if args.case:
+            return run_one(runner, cases_dir, os.path.normpath(args.case))
+        return run_all(args, runner, cases_dir)
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
 
+
+def run_all(args, runner, cases_dir):
+    all_names = discover(cases_dir, [])
+    patterns = [p for arg in args.patterns for p in arg.split(",") if p]
+    names = [n for n in all_names if not patterns or any(p in n for p in patterns)]
+
+    results = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for name, result in zip(names, pool.map(runner.run_case, names)):
+            results[name] = result
+            print(case_line(name, result), flush=True)
+
     listed = read_pass_list(args.pass_list)
-    regressions = [n for n in listed if n in results and results[n] != "PASS"]
-    new_passes = [n for n in names if results[n] == "PASS" and n not in listed]
-    for n in regressions:
-        print("regression: %s is in the pass list but did not pass" % n, file=sys.stderr)
+    expected = None
+    if args.expected_cases and os.path.exists(args.expected_cases):
+        expected = read_expected_cases(args.expected_cases)
+    problems = data_set_problems(all_names, listed, expected)
+    if args.expected_cases and expected is None and not args.update_pass_list:
+        problems.append("no expected cases file %s" % args.expected_cases)
+    regressions = [n for n in listed if n in results and results[n][0] != "PASS"]
+    new_passes = [n for n in names if results[n][0] == "PASS" and n not in listed]
     if new_passes:
         print("new passes (not in the pass list): %s" % " ".join(new_passes), file=sys.stderr)
-    if args.update_pass_list and new_passes:
-        write_pass_list(args.pass_list, listed + new_passes)
-        print("pass list %s: added %d case(s)" % (args.pass_list, len(new_passes)),
-              file=sys.stderr)
-    print("%d passed, %d failed, %d skipped" % (counts["PASS"], counts["FAIL"], counts["SKIP"]),
-          flush=True)
-    return 1 if regressions else 0
+    if args.update_pass_list:
+        if new_passes:
+            write_pass_list(args.pass_list, listed + new_passes)
+            print("pass list %s: added %d case(s)" % (args.pass_list, len(new_passes)),
+                  file=sys.stderr)
+        if args.expected_cases:
+            write_expected_cases(args.expected_cases, all_names)
+            print("expected cases %s: %d case(s)" % (args.expected_cases, len(all_names)),
+                  file=sys.stderr)
+            problems = data_set_problems(all_names, listed, None)
+    for p in problems:
+        print(p)
+    for n in regressions:
+        print("regression: %s is in the pass list but did not pass" % n)
+    for line in summary_lines(names, results, load_families(cases_dir)):
+        print(line)
+    if problems or regressions:
+        print("FAILED: %d data set problem(s), %d regression(s)" % (len(problems),
+                                                                    len(regressions)))
+        sys.stdout.flush()
+        return 1
+    sys.stdout.flush()
+    return 0
 
 
 if __name__ == "__main__":
