@@ -281,12 +281,28 @@ bool parse_nocase(ParseState& st, std::string_view, bool has_value, std::string*
     return true;
 }
 
-bool parse_rawbytes(ParseState& st, std::string_view, bool, std::string* error) {
+// Snort 2's "match the undecoded packet" modifier; Suricata accepts it on packet contents only,
+// where it has no effect (pkt_data is already the raw payload), once, without a value.
+bool parse_rawbytes(ParseState& st, std::string_view, bool has_value, std::string* error) {
     ContentOption* c = modifier_target(st, "rawbytes", error);
     if (c == nullptr) {
         return false;
     }
-    c->p.rawbytes = true;  // no effect: pkt_data is already the raw payload
+    if (has_value) {
+        *error = "rawbytes: takes no value";
+        return false;
+    }
+    if (st.sticky != BufferId::kPacket) {
+        *error =
+            "rawbytes: cannot be combined with a sticky buffer (it applies to the packet "
+            "payload only)";
+        return false;
+    }
+    if (c->p.rawbytes) {
+        *error = "rawbytes: already set on this content";
+        return false;
+    }
+    c->p.rawbytes = true;
     return true;
 }
 

@@ -108,23 +108,17 @@ TEST(RawbytesRule, AcceptedInAWholeRuleAndMatchesAsWithout) {
         << d.reason;
 }
 
-// The three cases below are accepted by sensor/detect/keywords/content.cc parse_rawbytes()
-// (it ignores has_value, never checks a repeat, never checks the sticky buffer) but rejected
-// by Suricata 7 (detect-rawbytes.c) and Snort (format `rawbytes;`). Remove the GTEST_SKIP line
-// once parse_rawbytes() checks them; the expected texts follow nocase's.
+// Rejected by Suricata 7 ("rawbytes has no value", "can't use multiple rawbytes modifiers for
+// the same content", "rawbytes cannot be combined with the ... sticky buffer") and by Snort
+// (format `rawbytes;`); the expected texts follow nocase's.
 
 TEST_F(Rawbytes, RejectsAValue) {
-    GTEST_SKIP() << "bug: parse_rawbytes (sensor/detect/keywords/content.cc:284) accepts "
-                    "'rawbytes:1' (Suricata: \"rawbytes has no value\")";
     ASSERT_TRUE(add(kw::parse_content, "\"x\"", true)) << err;
     EXPECT_FALSE(add(kw::parse_rawbytes, "1", true));
     EXPECT_EQ(err, "rawbytes: takes no value");
 }
 
 TEST_F(Rawbytes, RejectsARepeat) {
-    GTEST_SKIP() << "bug: parse_rawbytes (sensor/detect/keywords/content.cc:284) accepts a "
-                    "second rawbytes on one content (Suricata: \"can't use multiple rawbytes "
-                    "modifiers for the same content\")";
     ASSERT_TRUE(add(kw::parse_content, "\"x\"", true)) << err;
     ASSERT_TRUE(add(kw::parse_rawbytes, "", false)) << err;
     EXPECT_FALSE(add(kw::parse_rawbytes, "", false));
@@ -132,9 +126,6 @@ TEST_F(Rawbytes, RejectsARepeat) {
 }
 
 TEST(RawbytesRule, RejectedAfterAStickyBuffer) {
-    GTEST_SKIP() << "bug: parse_rawbytes (sensor/detect/keywords/content.cc:284) accepts "
-                    "'http.uri; content:\"x\"; rawbytes;' (Suricata: \"rawbytes\" cannot be "
-                    "combined with the \"http_uri\" sticky buffer)";
     RuleDiagnostic d;
     EXPECT_EQ(
         parse_rule("alert http any any -> any any (http.uri; content:\"x\"; rawbytes; sid:1;)",
