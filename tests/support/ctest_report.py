@@ -11,7 +11,8 @@ line is `tests: N passed, M failed, K skipped`. A skip is never a pass:
     Python suite's "SKIPPED <case>: <reason>" lines, or CTest's own message;
   - with --require-all every skip is a failure that names the missing prerequisite;
   - a test named in the quarantine file (tests/quarantine.txt) runs as usual but counts in none of
-    the three numbers: the summary prints it with its result, its reason and its age in days.
+    the three numbers: the summary prints it with its result, its reason and its age in days;
+  - a disabled test (GoogleTest's DISABLED_ prefix) is listed as such and counted nowhere.
 
 Usage:
   ctest_report.py add STATE PHASE JUNIT [--quarantine FILE] [--log CTEST_OUTPUT]
@@ -103,6 +104,9 @@ def cmd_add(state, phase, junit, quarantine, log=None):
         skipped = case.find("skipped")
         if case.get("status") == "run":
             status, reason = "pass", ""
+        elif case.get("status") == "disabled":
+            # DISABLED_ GoogleTest cases and DISABLED CTest tests: shown, never counted.
+            status, reason = "disabled", "not run (disabled in its source)"
         elif skipped is not None:
             status, reason = "skip", skip_reason(out, skipped.get("message", ""))
         else:
@@ -144,10 +148,12 @@ def cmd_timeouts(state, phase, build):
 def cmd_summary(state, require_all):
     data = load(state)
     passed, failed, skipped = [], [], []
-    quarantined = []
+    quarantined, disabled = [], []
     for r in data["results"]:
         label = "%s [%s]" % (r["name"], r["phase"])
-        if r.get("quarantined"):
+        if r["status"] == "disabled":
+            disabled.append(label)
+        elif r.get("quarantined"):
             quarantined.append((r, label))
         elif r["status"] == "pass":
             passed.append(label)
@@ -175,6 +181,8 @@ def cmd_summary(state, require_all):
         outcome = ", ".join("%s [%s]" % (r["status"], r["phase"]) for r in runs) or "not run"
         print("quarantined (not counted): %s, since %s (%d days): %s; this run: %s"
               % (q["name"], q["since"], age, q["reason"], outcome))
+    for label in disabled:
+        print("disabled (not run, not counted): %s" % label)
     for label, reason in skipped:
         print("skipped: %s: %s" % (label, reason))
     for label, reason in failed:

@@ -32,7 +32,9 @@ PROJECT = textwrap.dedent("""\
     set_tests_properties(pyskip PROPERTIES SKIP_RETURN_CODE 77)
     # Fails on every other run: the count of runs is kept in a file.
     add_test(NAME flaky COMMAND sh -c "n=$(cat ${DIR}/n 2>/dev/null || echo 0); echo $((n+1)) > ${DIR}/n; [ $((n % 2)) -eq 1 ]")
-    set_tests_properties(ok bad gskip pyskip flaky PROPERTIES TIMEOUT 60)
+    add_test(NAME off COMMAND true)
+    set_tests_properties(off PROPERTIES DISABLED TRUE)
+    set_tests_properties(ok bad gskip pyskip flaky off PROPERTIES TIMEOUT 60)
     """)
 
 SUITE = textwrap.dedent("""\
@@ -97,6 +99,7 @@ class Report(unittest.TestCase):
         self.assertIn("failed: bad [unit]: Failed", lines)
         self.assertIn("failed: hang [unit]: Timeout", lines)
         self.assertIn("phase unit: 1 passed, 2 failed, 2 skipped", lines)
+        self.assertIn("disabled (not run, not counted): off [unit]", lines)
 
     def test_require_all_turns_skips_into_failures(self):
         self.ctest("unit", "-R", "^(ok|gskip|pyskip)$")
