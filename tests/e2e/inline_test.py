@@ -32,6 +32,9 @@ import tempfile
 import time
 import unittest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart)
+
 BUILD = None
 PORT = 8080
 
@@ -57,8 +60,6 @@ http.server.ThreadingHTTPServer(("0.0.0.0", port), Handler).serve_forever()
 CLIENT = r'''
 import hashlib, json, socket, sys, time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart)
 host, port, path, header, timeout = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], float(sys.argv[5])
 t0 = time.monotonic()
 out = {}

@@ -21,13 +21,13 @@ import unittest
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import fleetlib  # noqa: E402 (beside this file)
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart)
+
 BUILD = None
 
 SENDER = r'''
 import socket, struct, sys
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart)
 path, iface = sys.argv[1], sys.argv[2]
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
 s.bind((iface, 0))
