@@ -107,8 +107,14 @@ def cmd_add(state, phase, junit, quarantine, log=None):
         elif case.get("status") == "disabled":
             # DISABLED_ GoogleTest cases and DISABLED CTest tests: shown, never counted.
             status, reason = "disabled", "not run (disabled in its source)"
-        elif skipped is not None:
+        elif skipped is not None and re.match(r"SKIP_(RETURN_CODE|REGULAR_EXPRESSION)",
+                                              skipped.get("message", "")):
+            # The test ran and said it skipped (GTEST_SKIP, exit 77).
             status, reason = "skip", skip_reason(out, skipped.get("message", ""))
+        elif skipped is not None:
+            # CTest could not run it ("Unable to find executable": not built, or not reachable):
+            # a failure, not a skip.
+            status, reason = "fail", "not run: " + skipped.get("message", "")
         else:
             status = "fail"
             reason = words.get(name, "Failed")

@@ -32,9 +32,10 @@ PROJECT = textwrap.dedent("""\
     set_tests_properties(pyskip PROPERTIES SKIP_RETURN_CODE 77)
     # Fails on every other run: the count of runs is kept in a file.
     add_test(NAME flaky COMMAND sh -c "n=$(cat ${DIR}/n 2>/dev/null || echo 0); echo $((n+1)) > ${DIR}/n; [ $((n % 2)) -eq 1 ]")
+    add_test(NAME gone COMMAND ${DIR}/no-such-program)
     add_test(NAME off COMMAND true)
     set_tests_properties(off PROPERTIES DISABLED TRUE)
-    set_tests_properties(ok bad gskip pyskip flaky off PROPERTIES TIMEOUT 60)
+    set_tests_properties(ok bad gskip pyskip flaky off gone PROPERTIES TIMEOUT 60)
     """)
 
 SUITE = textwrap.dedent("""\
@@ -92,13 +93,15 @@ class Report(unittest.TestCase):
         self.ctest("unit", "-E", "flaky")
         rc, lines = self.summary()
         self.assertEqual(rc, 1)
-        self.assertEqual(lines[-1], "tests: 1 passed, 2 failed, 2 skipped")
+        self.assertEqual(lines[-1], "tests: 1 passed, 3 failed, 2 skipped")
         self.assertIn("skipped: gskip [unit]: needs root", lines)
         self.assertIn("skipped: pyskip [unit]: __main__.T.test_skipped: needs the shared pcaps",
                       lines)
         self.assertIn("failed: bad [unit]: Failed", lines)
         self.assertIn("failed: hang [unit]: Timeout", lines)
-        self.assertIn("phase unit: 1 passed, 2 failed, 2 skipped", lines)
+        self.assertIn("phase unit: 1 passed, 3 failed, 2 skipped", lines)
+        # A test CTest could not start is a failure, not a skip.
+        self.assertIn("failed: gone [unit]: not run: Unable to find executable", lines)
         self.assertIn("disabled (not run, not counted): off [unit]", lines)
 
     def test_require_all_turns_skips_into_failures(self):
