@@ -129,7 +129,16 @@ san_reports() {
     "${REPORT[@]}" result "$STATE" "$1" "no sanitizer report" fail \
         "$n report(s), kept in $ROOT/sanitizer-reports"
 }
-SAN_CLANG_FLAGS="-O1 -gline-tables-only -DNDEBUG"
+# configure_clang BUILD_DIR -D...: a clang tree for a sanitizer, -O1 with line tables only
+# (stack traces with file:line at a fraction of -O2 -g's cost), tests on, benchmarks off.
+configure_clang() {
+    local dir=$1 flags="-O1 -gline-tables-only -DNDEBUG"
+    shift
+    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+        "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$flags" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$flags" \
+        -DPICKET_BUILD_TESTS=ON -DPICKET_BUILD_BENCH=OFF "$@" >/dev/null
+}
 
 if [ "$RELEASE" = 1 ]; then
     BUILD=${PICKET_BUILD_DIR:-$ROOT/build}
@@ -156,14 +165,9 @@ if [ "$SANITIZE" = 1 ] || [ "$FUZZ" = 1 ]; then
     # One clang build serves the sanitized suites and the fuzzers: the libraries a fuzzer links
     # also get -fsanitize=fuzzer-no-link (tests/fuzz/CMakeLists.txt), which only adds coverage
     # callbacks that the ASan runtime provides, so the unit tests link and run with them too.
-    # -O1 with line tables only: stack traces with file:line at a fraction of -O2 -g's cost.
     SAN_BUILD=${PICKET_SAN_BUILD_DIR:-${PICKET_FUZZ_BUILD_DIR:-$ROOT/build-san}}
-    cmake -S . -B "$SAN_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-        -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-        "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$SAN_CLANG_FLAGS" \
-        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$SAN_CLANG_FLAGS" \
-        -DPICKET_ASAN=ON -DPICKET_UBSAN=ON -DPICKET_TSAN=OFF -DPICKET_FUZZ=ON \
-        -DPICKET_BUILD_TESTS=ON -DPICKET_BUILD_BENCH=OFF >/dev/null
+    configure_clang "$SAN_BUILD" -DPICKET_ASAN=ON -DPICKET_UBSAN=ON -DPICKET_TSAN=OFF \
+        -DPICKET_FUZZ=ON
     SAN_TARGETS=()
     if [ "$SANITIZE" = 1 ]; then
         # Every test executable (CTest lists an unbuilt one as a failing *_NOT_BUILT test) and
@@ -212,12 +216,8 @@ if [ "$TSAN" = 1 ]; then
     # Only the tests marked THREADED in their CMakeLists.txt are registered in this build
     # (tests/CMakeLists.txt); the target threaded_tests builds them and what they link.
     TSAN_BUILD=${PICKET_TSAN_BUILD_DIR:-$ROOT/build-tsan}
-    cmake -S . -B "$TSAN_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-        -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-        "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$SAN_CLANG_FLAGS" \
-        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$SAN_CLANG_FLAGS" \
-        -DPICKET_TSAN=ON -DPICKET_ASAN=OFF -DPICKET_UBSAN=OFF -DPICKET_FUZZ=OFF \
-        -DPICKET_BUILD_TESTS=ON -DPICKET_BUILD_BENCH=OFF >/dev/null
+    configure_clang "$TSAN_BUILD" -DPICKET_TSAN=ON -DPICKET_ASAN=OFF -DPICKET_UBSAN=OFF \
+        -DPICKET_FUZZ=OFF
     build tsan "$TSAN_BUILD" -j "$JOBS" --target threaded_tests
     phase_done "tsan configure+build"
     # ignore_noninstrumented_modules: gRPC, Abseil and protobuf are Debian's uninstrumented

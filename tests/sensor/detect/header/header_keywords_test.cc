@@ -7,23 +7,10 @@ namespace {
 
 using namespace keywords;
 using test::ctx;
+using test::eval;
 using test::Fixture;
+using test::parse_error;
 using test::tcp_packet;
-
-// 1 = parsed and matched, 0 = parsed and did not match, -1 = parse error.
-int eval(KeywordParseFn fn, std::string_view value, const decode::Packet& p) {
-    Fixture f;
-    if (!f.parse(fn, value)) {
-        return -1;
-    }
-    return f.match(ctx(p)) ? 1 : 0;
-}
-
-std::string parse_error(KeywordParseFn fn, std::string_view value, bool has_value = true) {
-    Fixture f;
-    EXPECT_FALSE(f.parse(fn, value, has_value));
-    return f.error;
-}
 
 TEST(TtlTest, Operators) {
     decode::Packet p = tcp_packet(0x02);

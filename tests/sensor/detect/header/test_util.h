@@ -2,9 +2,11 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "sensor/decode/decode.h"
 #include "sensor/detect/flowbits.h"
@@ -59,6 +61,23 @@ inline PacketContext ctx(const decode::Packet& p) {
     PacketContext pc;
     pc.p = &p;
     return pc;
+}
+
+// 1 = parsed and matched, 0 = parsed and did not match, -1 = parse error.
+inline int eval(KeywordParseFn fn, std::string_view value, const decode::Packet& p) {
+    Fixture f;
+    if (!f.parse(fn, value)) {
+        return -1;
+    }
+    return f.match(ctx(p)) ? 1 : 0;
+}
+
+// The error of a value the keyword must refuse (and the refusal leaves no option behind).
+inline std::string parse_error(KeywordParseFn fn, std::string_view value, bool has_value = true) {
+    Fixture f;
+    EXPECT_FALSE(f.parse(fn, value, has_value)) << value;
+    EXPECT_TRUE(f.rule.header_options.empty()) << value;
+    return f.error;
 }
 
 }  // namespace picket::sensor::detect::test
