@@ -56,7 +56,7 @@ while [ $# -gt 0 ]; do
         -R)
             [ -n "${2:-}" ] || { echo "tests/run.sh: -R takes a regular expression" >&2; exit 2; }
             REGEX="$2"; CTEST_ARGS+=(-R "$2"); FUZZ=0; shift ;;
-        -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
         *) echo "tests/run.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
