@@ -39,12 +39,18 @@ protected:
         return v;
     }
 
-    Sids run(const tb::Bytes& frame) {
-        decode::Packet p;
+    // Decodes frame into p (which points into frame) and finds its flow and direction.
+    flow::Flow* decode(const tb::Bytes& frame, decode::Packet& p, flow::Direction& dir) {
         decode::decode_packet(dctx_, 1, frame.data(), static_cast<uint32_t>(frame.size()),
                               static_cast<uint32_t>(frame.size()), 1000000000, p);
-        flow::Direction dir = flow::Direction::kToServer;
-        flow::Flow* f = flows_->lookup(p, &dir);
+        dir = flow::Direction::kToServer;
+        return flows_->lookup(p, &dir);
+    }
+
+    Sids run(const tb::Bytes& frame) {
+        decode::Packet p;
+        flow::Direction dir;
+        flow::Flow* f = decode(frame, p, dir);
         AlertRecord out[16];
         return sids(out, worker_->inspect(p, f, dir, out, 16));
     }
@@ -56,12 +62,10 @@ protected:
         v.proto = AppProto::kHttp;
         v.tx_id = next_tx_++;
         v.buf[static_cast<size_t>(BufferId::kHttpUri)] = uri_;
-        const tb::Bytes frame = tcp_frame(1000, 65535, 0x10, 80, "x");
         decode::Packet p;
-        decode::decode_packet(dctx_, 1, frame.data(), static_cast<uint32_t>(frame.size()),
-                              static_cast<uint32_t>(frame.size()), 1000000000, p);
-        flow::Direction dir = flow::Direction::kToServer;
-        flow::Flow* f = flows_->lookup(p, &dir);
+        flow::Direction dir;
+        const tb::Bytes frame = tcp_frame(1000, 65535, 0x10, 80, "x");  // p points into it
+        flow::Flow* f = decode(frame, p, dir);
         AlertRecord out[16];
         return sids(out, worker_->inspect_tx(p, f, dir, v, nullptr, out, 16));
     }
