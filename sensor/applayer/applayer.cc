@@ -14,8 +14,8 @@
 
 namespace picket::sensor::applayer {
 
-using detect::AppProto;
-using detect::BufferId;
+using inspect::AppProto;
+using inspect::BufferId;
 
 namespace {
 
@@ -25,7 +25,7 @@ size_t bi(BufferId b) {
     return static_cast<size_t>(b);
 }
 
-void set(detect::AppView& v, BufferId b, const std::string& s) {
+void set(inspect::AppView& v, BufferId b, const std::string& s) {
     if (!s.empty()) {
         v.buf[bi(b)] = std::string_view(s);
     }
@@ -106,7 +106,7 @@ struct AppLayer::FlowState {
     std::unique_ptr<http::HttpParser> http;
     std::unique_ptr<dns::DnsParser> dns;
     std::unique_ptr<tls::TlsParser> tls;
-    std::unique_ptr<detect::TxAlertLog> log;  // created when the first alert is recorded
+    std::unique_ptr<inspect::TxAlertLog> log;  // created when the first alert is recorded
     // DNS: transaction ids by message id (queries open a transaction, responses join it), and
     // what EVE says of each.
     struct DnsMeta {
@@ -250,7 +250,7 @@ void AppLayer::account(FlowState* s) {
         n += heap(m.rrname);
     }
     if (s->log) {
-        n += sizeof(detect::TxAlertLog);
+        n += sizeof(inspect::TxAlertLog);
     }
     if (s->http) {
         n += s->http->memory();
@@ -326,10 +326,10 @@ const char* AppLayer::proto_name(const flow::Flow& f) const {
     if (s->failed) {
         return "failed";
     }
-    return s->proto == AppProto::kUnknown ? nullptr : detect::app_proto_name(s->proto);
+    return s->proto == AppProto::kUnknown ? nullptr : inspect::app_proto_name(s->proto);
 }
 
-detect::TxAlertLog* AppLayer::alert_log(flow::Flow& f) {
+inspect::TxAlertLog* AppLayer::alert_log(flow::Flow& f) {
     auto* s = static_cast<FlowState*>(f.user[kAppUserSlot]);
     if (s == nullptr || s->marker) {
         return nullptr;
@@ -339,7 +339,7 @@ detect::TxAlertLog* AppLayer::alert_log(flow::Flow& f) {
     }
     if (scratch_owner_ != s) {
         adopt_scratch_log();
-        scratch_log_ = detect::TxAlertLog{};
+        scratch_log_ = inspect::TxAlertLog{};
         scratch_owner_ = s;
     }
     return &scratch_log_;
@@ -351,15 +351,15 @@ void AppLayer::adopt_scratch_log() {
     if (o == nullptr) {
         return;
     }
-    static const detect::TxAlertLog kEmpty{};
+    static const inspect::TxAlertLog kEmpty{};
     if (std::memcmp(scratch_log_.key, kEmpty.key, sizeof(kEmpty.key)) == 0) {
         return;  // nothing recorded: the flow has no alerts to remember
     }
-    o->log = std::make_unique<detect::TxAlertLog>(scratch_log_);
+    o->log = std::make_unique<inspect::TxAlertLog>(scratch_log_);
     // Counted, but no eviction here: the flow asking for a log holds views into its state.
     // The next account() brings the total back under the memcap.
-    o->mem += sizeof(detect::TxAlertLog);
-    memuse_ += sizeof(detect::TxAlertLog);
+    o->mem += sizeof(inspect::TxAlertLog);
+    memuse_ += sizeof(inspect::TxAlertLog);
     memuse_gauge_.set(memuse_);
 }
 
@@ -466,8 +466,8 @@ void AppLayer::detect_proto(FlowState& s, flow::Flow& f, flow::Direction dir, co
 
 // TLS buffers by direction, as Suricata registers them: the client's (sni, ja3) to the
 // server, the server's (ja3s, certificate) to the client; tls.version is the sender's.
-void AppLayer::tls_view(const FlowState& s, flow::Direction dir, detect::AppView& v) {
-    v = detect::AppView{};
+void AppLayer::tls_view(const FlowState& s, flow::Direction dir, inspect::AppView& v) {
+    v = inspect::AppView{};
     v.proto = AppProto::kTls;
     v.tx_id = 0;
     const tls::ClientHello* ch = s.tls->client_hello();
@@ -514,8 +514,8 @@ uint32_t AppLayer::collect(FlowState& s, flow::Direction dir, const http::FeedRe
         if (tx == nullptr) {
             continue;
         }
-        detect::AppView& v = out[n].view;
-        v = detect::AppView{};
+        inspect::AppView& v = out[n].view;
+        v = inspect::AppView{};
         v.proto = AppProto::kHttp;
         v.tx_id = tx->id;
         if (tx->request_progress >= http::HttpTx::kRequestLine) {
@@ -709,8 +709,8 @@ uint32_t AppLayer::on_data(flow::Flow& f, flow::Direction dir, const uint8_t* da
                     meta->answered = true;
                     meta->rcode = msg.header.rcode;
                 }
-                detect::AppView& v = out[n].view;
-                v = detect::AppView{};
+                inspect::AppView& v = out[n].view;
+                v = inspect::AppView{};
                 v.proto = AppProto::kDns;
                 v.tx_id = meta->tx_id;
                 v.dns_opcode = msg.header.opcode;
@@ -871,8 +871,8 @@ uint32_t AppLayer::take_deferred(flow::Flow& f, flow::Direction dir, TxUpdate* o
                 if (m.tx_id < lo || m.tx_id > hi || n >= cap) {
                     continue;
                 }
-                detect::AppView& v = out[n++].view;
-                v = detect::AppView{};
+                inspect::AppView& v = out[n++].view;
+                v = inspect::AppView{};
                 v.proto = AppProto::kDns;
                 v.tx_id = m.tx_id;
                 v.dns_opcode = m.opcode;

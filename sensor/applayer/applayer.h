@@ -1,6 +1,6 @@
 // The app layer of a worker: protocol detection per flow (by content, with the port only as a
 // tie-break), the HTTP, DNS and TLS parsers hung on the flow, and the views detection inspects
-// (detect::AppView) plus the metadata EVE alerts carry. It knows nothing of TCP: the worker
+// (inspect::AppView) plus the metadata EVE alerts carry. It knows nothing of TCP: the worker
 // hands it in-order stream bytes (from sensor/stream) or UDP datagrams.
 //
 // Threads: one AppLayer per worker, used by that worker only; export_stats from any thread
@@ -17,9 +17,8 @@
 #include "sensor/applayer/dns/dns.h"
 #include "sensor/applayer/http/http.h"
 #include "sensor/applayer/tls/tls.h"
-#include "sensor/detect/buffer_id.h"
-#include "sensor/detect/detect.h"
 #include "sensor/flow/flow.h"
+#include "sensor/inspect/inspect.h"
 
 namespace picket::sensor::applayer {
 
@@ -42,7 +41,7 @@ struct AppLayerConfig {
 
 // One transaction that changed, as detection sees it from the packet's direction.
 struct TxUpdate {
-    detect::AppView view;
+    inspect::AppView view;
 };
 
 class AppLayer {
@@ -85,11 +84,11 @@ public:
     // the TLS session's. False: none.
     bool guess_tx(const flow::Flow& f, uint64_t* tx_id) const;
     // The flow's protocol: kUnknown while undecided or failed.
-    detect::AppProto proto(const flow::Flow& f) const;
+    inspect::AppProto proto(const flow::Flow& f) const;
     // EVE's app_proto: "http", "dns", "tls", "failed", or nullptr while undecided.
     const char* proto_name(const flow::Flow& f) const;
     // Alerts raised per transaction on this flow (nullptr when the flow has no app state).
-    detect::TxAlertLog* alert_log(flow::Flow& f);
+    inspect::TxAlertLog* alert_log(flow::Flow& f);
     // Appends the EVE alert metadata of transaction tx_id ("http":{...}, "dns":{...},
     // "tls":{...}) to *out as JSON members without braces; nothing when unknown.
     void render_metadata(const flow::Flow& f, uint64_t tx_id, std::string* out) const;
@@ -124,7 +123,7 @@ private:
     void adopt_scratch_log();
     uint32_t collect(FlowState& s, flow::Direction dir, const http::FeedResult& r, TxUpdate* out,
                      uint32_t cap);
-    static void tls_view(const FlowState& s, flow::Direction dir, detect::AppView& v);
+    static void tls_view(const FlowState& s, flow::Direction dir, inspect::AppView& v);
     void detect_proto(FlowState& s, flow::Flow& f, flow::Direction dir, const uint8_t* data,
                       size_t len, bool is_tcp);
 
@@ -142,7 +141,7 @@ private:
     // Alert logs are 520 bytes and most flows never alert: alert_log() lends this one to the
     // flow that asks, which gets its own copy only when the next flow asks and something was
     // recorded (see README.md).
-    detect::TxAlertLog scratch_log_;
+    inspect::TxAlertLog scratch_log_;
     FlowState* scratch_owner_ = nullptr;
 };
 

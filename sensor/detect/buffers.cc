@@ -108,28 +108,4 @@ bool find_buffer_modifier(std::string_view name, BufferId* out) {
     return false;
 }
 
-const char* app_proto_name(AppProto p) {
-    switch (p) {
-        case AppProto::kUnknown:
-            return "unknown";
-        case AppProto::kHttp:
-            return "http";
-        case AppProto::kDns:
-            return "dns";
-        case AppProto::kTls:
-            return "tls";
-        case AppProto::kSmtp:
-            return "smtp";
-        case AppProto::kFtp:
-            return "ftp";
-        case AppProto::kSmb:
-            return "smb";
-        case AppProto::kSsh:
-            return "ssh";
-        case AppProto::kDcerpc:
-            return "dcerpc";
-    }
-    return "unknown";
-}
-
 }  // namespace picket::sensor::detect

@@ -211,17 +211,6 @@ struct InspectExtras {
     mutable bool silent_reject = false;
 };
 
-// Alerts already raised per transaction on one flow, so that a transaction inspected again as
-// it progresses (request line, headers, body, response) alerts at most once per rule. Owned by
-// the caller per flow; bounded (the oldest entries go first).
-struct TxAlertLog {
-    static constexpr size_t kMax = 64;
-    uint64_t key[kMax] = {};  // (tx_id << 32) | (sid) ; 0 = free
-    uint32_t next = 0;
-    bool seen(uint64_t tx_id, uint32_t sid) const;
-    void add(uint64_t tx_id, uint32_t sid);
-};
-
 class DetectWorker {
 public:
     // flow_state: the worker's state that survives reloads; must outlive this DetectWorker.

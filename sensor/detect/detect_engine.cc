@@ -1368,21 +1368,6 @@ uint32_t DetectWorker::inspect_tx(const decode::Packet& p, flow::Flow* f, flow::
     return inspect_packet<false>(p, f, dir, out, out_cap, extras, &view, log);
 }
 
-bool TxAlertLog::seen(uint64_t tx_id, uint32_t sid) const {
-    const uint64_t k = ((tx_id + 1) << 32) | sid;
-    for (uint64_t e : key) {
-        if (e == k) {
-            return true;
-        }
-    }
-    return false;
-}
-
-void TxAlertLog::add(uint64_t tx_id, uint32_t sid) {
-    key[next] = ((tx_id + 1) << 32) | sid;
-    next = (next + 1) % kMax;
-}
-
 uint32_t DetectEngine::stream_tail_bytes() const {
     return impl_->max_stream_pattern;
 }
