@@ -1,15 +1,13 @@
 // Channel set-up for picketctl: loopback check for --insecure, TLS credentials, status text.
 #include "manager/cli/picketctl.h"
 
-#include <arpa/inet.h>
-
 #include <algorithm>
-#include <cctype>
 #include <fstream>
 #include <sstream>
 
 #include "common/bundle/bundle.h"
 #include "common/pki/pki.h"
+#include "manager/loopback.h"
 
 namespace picket::manager::cli {
 
@@ -17,26 +15,6 @@ namespace {
 
 bool starts_with(std::string_view s, std::string_view prefix) {
     return s.substr(0, prefix.size()) == prefix;
-}
-
-bool host_is_loopback(std::string_view host) {
-    std::string h(host);
-    std::transform(h.begin(), h.end(), h.begin(), [](unsigned char c) { return std::tolower(c); });
-    if (h == "localhost") {
-        return true;
-    }
-    in_addr v4{};
-    if (inet_pton(AF_INET, h.c_str(), &v4) == 1) {
-        return (ntohl(v4.s_addr) >> 24) == 127;
-    }
-    in6_addr v6{};
-    if (inet_pton(AF_INET6, h.c_str(), &v6) == 1) {
-        if (IN6_IS_ADDR_LOOPBACK(&v6)) {
-            return true;
-        }
-        return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
-    }
-    return false;
 }
 
 absl::StatusOr<std::string> read_file(const std::string& path) {
@@ -78,7 +56,7 @@ bool is_loopback_target(std::string_view target) {
     } else {
         host = target.substr(0, target.find(':'));
     }
-    return !host.empty() && host_is_loopback(host);
+    return !host.empty() && is_loopback_host(host, /*lenient=*/true);
 }
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> make_channel(const ConnectOptions& options) {

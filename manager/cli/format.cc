@@ -2,9 +2,13 @@
 #include "manager/cli/picketctl.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <ctime>
 #include <map>
+
+#include "common/strings.h"
+#include "google/protobuf/descriptor.h"
 
 namespace picket::manager::cli {
 
@@ -35,14 +39,11 @@ json labels_json(const google::protobuf::Map<std::string, std::string>& labels) 
 // Sorted "k=v,k=v" ("-" when empty); protobuf maps iterate in no defined order.
 std::string labels_text(const google::protobuf::Map<std::string, std::string>& labels) {
     std::map<std::string, std::string> sorted(labels.begin(), labels.end());
-    std::string out;
+    std::vector<std::string> pairs;
     for (const auto& [k, v] : sorted) {
-        if (!out.empty()) {
-            out += ',';
-        }
-        out += k + "=" + v;
+        pairs.push_back(k + "=" + v);
     }
-    return out.empty() ? "-" : out;
+    return pairs.empty() ? "-" : strings::join(pairs, ",");
 }
 
 std::string or_dash(const std::string& s) {
@@ -140,94 +141,55 @@ std::string first_line(const std::string& s) {
     return nl == std::string::npos ? s : s.substr(0, nl) + " ...";
 }
 
+// The printed name of a protobuf enum value: its name without the enum's prefix, in lowercase
+// (TARGET_STATE_TIMED_OUT -> "timed_out"); "unspecified" for a number the enum does not have.
+// The prefix is that of the enum's 0 value, X_UNSPECIFIED.
+template <typename E>
+std::string_view enum_name(E value) {
+    static const std::map<int, std::string> kNames = [] {
+        const google::protobuf::EnumDescriptor* d = google::protobuf::GetEnumDescriptor<E>();
+        const std::string zero(d->FindValueByNumber(0)->name());
+        const size_t prefix = zero.size() - std::string_view("UNSPECIFIED").size();
+        std::map<int, std::string> names;
+        for (int i = 0; i < d->value_count(); ++i) {
+            std::string name(d->value(i)->name());
+            name.erase(0, prefix);
+            std::transform(name.begin(), name.end(), name.begin(),
+                           [](unsigned char c) { return std::tolower(c); });
+            names.emplace(d->value(i)->number(), std::move(name));
+        }
+        return names;
+    }();
+    auto it = kNames.find(static_cast<int>(value));
+    return it == kNames.end() ? std::string_view("unspecified") : std::string_view(it->second);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------
 
 std::string_view target_state_name(v1::TargetState state) {
-    switch (state) {
-        case v1::TARGET_STATE_PENDING:
-            return "pending";
-        case v1::TARGET_STATE_SENT:
-            return "sent";
-        case v1::TARGET_STATE_APPLIED:
-            return "applied";
-        case v1::TARGET_STATE_REJECTED:
-            return "rejected";
-        case v1::TARGET_STATE_TIMED_OUT:
-            return "timed_out";
-        case v1::TARGET_STATE_CANCELLED:
-            return "cancelled";
-        default:
-            return "unspecified";
-    }
+    return enum_name(state);
 }
 
 std::string_view deployment_state_name(v1::DeploymentState state) {
-    switch (state) {
-        case v1::DEPLOYMENT_STATE_IN_PROGRESS:
-            return "in_progress";
-        case v1::DEPLOYMENT_STATE_SOAKING:
-            return "soaking";
-        case v1::DEPLOYMENT_STATE_SUCCEEDED:
-            return "succeeded";
-        case v1::DEPLOYMENT_STATE_FAILED:
-            return "failed";
-        case v1::DEPLOYMENT_STATE_ROLLED_BACK:
-            return "rolled_back";
-        default:
-            return "unspecified";
-    }
+    return enum_name(state);
 }
 
 std::string_view deployment_kind_name(v1::DeploymentKind kind) {
-    switch (kind) {
-        case v1::DEPLOYMENT_KIND_DEPLOY:
-            return "deploy";
-        case v1::DEPLOYMENT_KIND_ROLLBACK:
-            return "rollback";
-        case v1::DEPLOYMENT_KIND_AUTO_ROLLBACK:
-            return "auto_rollback";
-        default:
-            return "unspecified";
-    }
+    return enum_name(kind);
 }
 
 std::string_view capture_mode_name(v1::CaptureMode mode) {
-    switch (mode) {
-        case v1::CAPTURE_MODE_PCAP_FILE:
-            return "pcap_file";
-        case v1::CAPTURE_MODE_PCAP_LIVE:
-            return "pcap_live";
-        case v1::CAPTURE_MODE_AF_PACKET:
-            return "af_packet";
-        default:
-            return "unspecified";
-    }
+    return enum_name(mode);
 }
 
 std::string_view change_kind_name(v1::ChangeKind kind) {
-    switch (kind) {
-        case v1::CHANGE_KIND_ADDED:
-            return "added";
-        case v1::CHANGE_KIND_REMOVED:
-            return "removed";
-        case v1::CHANGE_KIND_CHANGED:
-            return "changed";
-        default:
-            return "unspecified";
-    }
+    return enum_name(kind);
 }
 
 std::string_view alert_action_name(v1::AlertAction action) {
-    switch (action) {
-        case v1::ALERT_ACTION_ALLOWED:
-            return "allowed";
-        case v1::ALERT_ACTION_BLOCKED:
-            return "blocked";
-        default:
-            return "unspecified";
-    }
+    return enum_name(action);
 }
 
 std::string format_time(int64_t unix_ns) {

@@ -15,7 +15,7 @@
 
 #include "common/bundle/bundle.h"
 #include "common/pki/pki.h"
-#include "manager/store/store.h"
+#include "manager/store/selector.h"
 
 namespace picket::manager::cli {
 
@@ -116,6 +116,44 @@ public:
         return to_absl(((*stub_).*method)(&ctx, request, response));
     }
 
+    // The shape of most commands: connect, one RPC; `answer(response)` prints it and returns
+    // the exit code. A connect or RPC failure returns its exit code instead.
+    template <typename Req, typename Resp, typename Answer>
+    int exchange(grpc::Status (Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
+                 const Req& request, Answer&& answer) {
+        if (auto rc = connect()) {
+            return *rc;
+        }
+        Resp response;
+        if (absl::Status st = call(method, request, &response); !st.ok()) {
+            return fail(st);
+        }
+        return answer(response);
+    }
+
+    // exchange() that prints the response as to_json(response) with --json, else as
+    // to_text(response); exit 0.
+    template <typename Req, typename Resp, typename ToJson, typename ToText>
+    int show(grpc::Status (Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
+             const Req& request, ToJson&& to_json, ToText&& to_text) {
+        return exchange(method, request, [&](const Resp& r) {
+            json_output() ? print(to_json(r)) : print(to_text(r));
+            return kExitOk;
+        });
+    }
+
+    // Usage error (exit 2) for a sensor name the manager would refuse; with `optional`
+    // (a --sensor filter) the empty name is fine.
+    std::optional<int> check_sensor_name(const std::string& name, bool optional = false) {
+        if (optional && name.empty()) {
+            return std::nullopt;
+        }
+        if (absl::Status st = store::validate_sensor_name(name); !st.ok()) {
+            return usage(st);
+        }
+        return std::nullopt;
+    }
+
     void print(const json& doc) {
         out_ << doc.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
     }
@@ -131,9 +169,26 @@ private:
     std::unique_ptr<Stub> stub_;
 };
 
+// --wait, --timeout and --poll-ms of deploy and rollback.
+struct WaitOptions {
+    bool wait = false;
+    int timeout_s = 300;
+    int poll_ms = 500;
+};
+
+void add_wait_options(CLI::App* cmd, WaitOptions& w) {
+    cmd->add_flag("--wait", w.wait, "Wait until every target applied or failed");
+    cmd->add_option("--timeout", w.timeout_s, "Seconds --wait waits (default 300)")
+        ->check(CLI::Range(1, 7 * 86400));
+    cmd->add_option("--poll-ms", w.poll_ms)->group("")->check(CLI::Range(10, 60000));
+}
+
 // Shared by deploy and rollback: prints progress while polling GetDeployment, then the final
 // document. Exit 1 when a target was not applied or the wait timed out.
-int finish_deployment(Command& cmd, v1::Deployment d, bool wait, int timeout_s, int poll_ms) {
+int finish_deployment(Command& cmd, v1::Deployment d, const WaitOptions& w) {
+    const bool wait = w.wait;
+    const int timeout_s = w.timeout_s;
+    const int poll_ms = w.poll_ms;
     if (!wait) {
         if (cmd.json_output()) {
             cmd.print(deployment_json(d));
@@ -218,6 +273,19 @@ int finish_deployment(Command& cmd, v1::Deployment d, bool wait, int timeout_s, 
     return kExitOk;
 }
 
+// `sensor show|revoke NAME`: the name checked locally, then one RPC naming the sensor.
+template <typename Req, typename Resp, typename ToJson, typename ToText>
+int on_sensor(Command& cmd, const std::string& name,
+              grpc::Status (Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
+              ToJson&& to_json, ToText&& to_text) {
+    if (auto rc = cmd.check_sensor_name(name)) {
+        return *rc;
+    }
+    Req req;
+    req.set_name(name);
+    return cmd.show(method, req, to_json, to_text);
+}
+
 std::optional<int> check_selector(Command& cmd, const std::string& selector) {
     absl::StatusOr<store::Selector> sel = store::Selector::parse(selector);
     if (!sel.ok()) {
@@ -260,8 +328,6 @@ int run(int argc, const char* const argv[], std::ostream& out, std::ostream& err
             return {};
         },
         "N>0");
-    int timeout_s = 300;
-    int poll_ms = 500;
 
     // ---- sensors
     std::string sensors_selector;
@@ -275,17 +341,9 @@ int run(int argc, const char* const argv[], std::ostream& out, std::ostream& err
                 return *rc;
             }
         }
-        if (auto rc = cmd.connect()) {
-            return *rc;
-        }
         v1::ListSensorsRequest req;
         req.set_selector(sensors_selector);
-        v1::ListSensorsResponse resp;
-        if (absl::Status st = cmd.call(&Stub::ListSensors, req, &resp); !st.ok()) {
-            return cmd.fail(st);
-        }
-        cmd.json_output() ? cmd.print(sensors_json(resp)) : cmd.print(sensors_text(resp));
-        return kExitOk;
+        return cmd.show(&Stub::ListSensors, req, sensors_json, sensors_text);
     });
 
     // ---- sensor show NAME
@@ -296,20 +354,7 @@ int run(int argc, const char* const argv[], std::ostream& out, std::ostream& err
     sensor_show->add_option("NAME", sensor_name, "Sensor name")->required();
     leaf(sensor_show, [&] {
         Command cmd("sensor show", g, out, err);
-        if (absl::Status st = store::validate_sensor_name(sensor_name); !st.ok()) {
-            return cmd.usage(st);
-        }
-        if (auto rc = cmd.connect()) {
-            return *rc;
-        }
-        v1::GetSensorRequest req;
-        req.set_name(sensor_name);
-        v1::GetSensorResponse resp;
-        if (absl::Status st = cmd.call(&Stub::GetSensor, req, &resp); !st.ok()) {
-            return cmd.fail(st);
-        }
-        cmd.json_output() ? cmd.print(sensor_json(resp)) : cmd.print(sensor_text(resp));
-        return kExitOk;
+        return on_sensor(cmd, sensor_name, &Stub::GetSensor, sensor_json, sensor_text);
     });
 
     // ---- sensor revoke NAME
@@ -319,20 +364,7 @@ int run(int argc, const char* const argv[], std::ostream& out, std::ostream& err
     sensor_revoke->add_option("NAME", revoke_name, "Sensor name")->required();
     leaf(sensor_revoke, [&] {
         Command cmd("sensor revoke", g, out, err);
-        if (absl::Status st = store::validate_sensor_name(revoke_name); !st.ok()) {
-            return cmd.usage(st);
-        }
-        if (auto rc = cmd.connect()) {
-            return *rc;
-        }
-        v1::RevokeSensorRequest req;
-        req.set_name(revoke_name);
-        v1::RevokeSensorResponse resp;
-        if (absl::Status st = cmd.call(&Stub::RevokeSensor, req, &resp); !st.ok()) {
-            return cmd.fail(st);
-        }
-        cmd.json_output() ? cmd.print(revoke_json(resp)) : cmd.print(revoke_text(resp));
-        return kExitOk;
+        return on_sensor(cmd, revoke_name, &Stub::RevokeSensor, revoke_json, revoke_text);
     });
 
     // ---- bundle push|list|show|diff
@@ -388,18 +420,12 @@ int run(int argc, const char* const argv[], std::ostream& out, std::ostream& err
         if (absl::Status st = bundle::check_content(*b); !st.ok()) {
             return cmd.fail(st);
         }
-        if (auto rc = cmd.connect()) {
-            return *rc;
-        }
         v1::PushBundleRequest req;
         *req.mutable_bundle() = std::move(*b);
-        v1::PushBundleResponse resp;
-        if (absl::Status st = cmd.call(&Stub::PushBundle, req, &resp); !st.ok()) {
-            return cmd.fail(st);
-        }
         const v1::Manifest& pushed = req.bundle().manifest();
-        cmd.json_output() ? cmd.print(push_json(resp, pushed)) : cmd.print(push_text(resp, pushed));
-        return kExitOk;
+        return cmd.show(
+            &Stub::PushBundle, req, [&](const auto& r) { return push_json(r, pushed); },
+            [&](const auto& r) { return push_text(r, pushed); });
     });
 
     std::string list_name;
@@ -410,18 +436,10 @@ int run(int argc, const char* const argv[], std::ostream& out, std::ostream& err
         ->check(CLI::Range(1, 100000));
     leaf(blist, [&] {
         Command cmd("bundle list", g, out, err);
-        if (auto rc = cmd.connect()) {
-            return *rc;
-        }
         v1::ListBundlesRequest req;
         req.set_name(list_name);
         req.set_limit(list_limit);
-        v1::ListBundlesResponse resp;
-        if (absl::Status st = cmd.call(&Stub::ListBundles, req, &resp); !st.ok()) {
-            return cmd.fail(st);
-        }
-        cmd.json_output() ? cmd.print(bundles_json(resp)) : cmd.print(bundles_text(resp));
-        return kExitOk;
+        return cmd.show(&Stub::ListBundles, req, bundles_json, bundles_text);
     });
 
     uint64_t show_version = 0;
@@ -429,17 +447,9 @@ int run(int argc, const char* const argv[], std::ostream& out, std::ostream& err
     bshow->add_option("V", show_version, "Version")->required()->check(positive);
     leaf(bshow, [&] {
         Command cmd("bundle show", g, out, err);
-        if (auto rc = cmd.connect()) {
-            return *rc;
-        }
         v1::GetBundleRequest req;
         req.set_version(show_version);
-        v1::GetBundleResponse resp;
-        if (absl::Status st = cmd.call(&Stub::GetBundle, req, &resp); !st.ok()) {
-            return cmd.fail(st);
-        }
-        cmd.json_output() ? cmd.print(bundle_json(resp)) : cmd.print(bundle_text(resp));
-        return kExitOk;
+        return cmd.show(&Stub::GetBundle, req, bundle_json, bundle_text);
     });
 
     uint64_t diff_from = 0;
@@ -449,18 +459,12 @@ int run(int argc, const char* const argv[], std::ostream& out, std::ostream& err
     bdiff->add_option("V2", diff_to, "To version")->required()->check(positive);
     leaf(bdiff, [&] {
         Command cmd("bundle diff", g, out, err);
-        if (auto rc = cmd.connect()) {
-            return *rc;
-        }
         v1::DiffBundlesRequest req;
         req.set_from_version(diff_from);
         req.set_to_version(diff_to);
-        v1::DiffBundlesResponse resp;
-        if (absl::Status st = cmd.call(&Stub::DiffBundles, req, &resp); !st.ok()) {
-            return cmd.fail(st);
-        }
-        cmd.json_output() ? cmd.print(diff_json(resp.diff())) : cmd.print(diff_text(resp.diff()));
-        return kExitOk;
+        return cmd.show(
+            &Stub::DiffBundles, req, [](const auto& r) { return diff_json(r.diff()); },
+            [](const auto& r) { return diff_text(r.diff()); });
     });
 
     // ---- deploy V --to SELECTOR
@@ -470,7 +474,7 @@ int run(int argc, const char* const argv[], std::ostream& out, std::ostream& err
     uint32_t soak = 0;
     double max_drop_ratio = 0;
     double max_alert_rate = 0;
-    bool deploy_wait = false;
+    WaitOptions deploy_wait;
     auto* deploy = app.add_subcommand("deploy", "Deploy a stored version to sensors");
     deploy->add_option("V", deploy_version, "Version")->required()->check(positive);
     deploy->add_option("--to", deploy_to, "all | NAME,NAME | label=KEY=VALUE")->required();
@@ -489,16 +493,10 @@ int run(int argc, const char* const argv[], std::ostream& out, std::ostream& err
                      "Health gate: alerts per second per sensor (default: manager's)")
         ->check(CLI::NonNegativeNumber)
         ->needs(canary_opt);
-    deploy->add_flag("--wait", deploy_wait, "Wait until every target applied or failed");
-    deploy->add_option("--timeout", timeout_s, "Seconds --wait waits (default 300)")
-        ->check(CLI::Range(1, 7 * 86400));
-    deploy->add_option("--poll-ms", poll_ms)->group("")->check(CLI::Range(10, 60000));
+    add_wait_options(deploy, deploy_wait);
     leaf(deploy, [&] {
         Command cmd("deploy", g, out, err);
         if (auto rc = check_selector(cmd, deploy_to)) {
-            return *rc;
-        }
-        if (auto rc = cmd.connect()) {
             return *rc;
         }
         v1::DeployRequest req;
@@ -508,31 +506,23 @@ int run(int argc, const char* const argv[], std::ostream& out, std::ostream& err
         req.set_soak_seconds(soak);
         req.mutable_gate()->set_max_drop_ratio(max_drop_ratio);
         req.mutable_gate()->set_max_alerts_per_second(max_alert_rate);
-        v1::DeployResponse resp;
-        if (absl::Status st = cmd.call(&Stub::Deploy, req, &resp); !st.ok()) {
-            return cmd.fail(st);
-        }
-        return finish_deployment(cmd, resp.deployment(), deploy_wait, timeout_s, poll_ms);
+        return cmd.exchange(&Stub::Deploy, req, [&](const v1::DeployResponse& r) {
+            return finish_deployment(cmd, r.deployment(), deploy_wait);
+        });
     });
 
     // ---- rollback --to SELECTOR [--version V]
     std::string rollback_to;
     std::optional<uint64_t> rollback_version;
-    bool rollback_wait = false;
+    WaitOptions rollback_wait;
     auto* rollback = app.add_subcommand(
         "rollback", "Deploy earlier versions (default: each sensor's previous one)");
     rollback->add_option("--to", rollback_to, "all | NAME,NAME | label=KEY=VALUE")->required();
     rollback->add_option("--version", rollback_version, "Version to go to")->check(positive);
-    rollback->add_flag("--wait", rollback_wait, "Wait until every target applied or failed");
-    rollback->add_option("--timeout", timeout_s, "Seconds --wait waits (default 300)")
-        ->check(CLI::Range(1, 7 * 86400));
-    rollback->add_option("--poll-ms", poll_ms)->group("")->check(CLI::Range(10, 60000));
+    add_wait_options(rollback, rollback_wait);
     leaf(rollback, [&] {
         Command cmd("rollback", g, out, err);
         if (auto rc = check_selector(cmd, rollback_to)) {
-            return *rc;
-        }
-        if (auto rc = cmd.connect()) {
             return *rc;
         }
         v1::RollbackRequest req;
@@ -540,11 +530,9 @@ int run(int argc, const char* const argv[], std::ostream& out, std::ostream& err
         if (rollback_version) {
             req.set_version(*rollback_version);
         }
-        v1::RollbackResponse resp;
-        if (absl::Status st = cmd.call(&Stub::Rollback, req, &resp); !st.ok()) {
-            return cmd.fail(st);
-        }
-        return finish_deployment(cmd, resp.deployment(), rollback_wait, timeout_s, poll_ms);
+        return cmd.exchange(&Stub::Rollback, req, [&](const v1::RollbackResponse& r) {
+            return finish_deployment(cmd, r.deployment(), rollback_wait);
+        });
     });
 
     // ---- history [--sensor NAME]
@@ -556,23 +544,13 @@ int run(int argc, const char* const argv[], std::ostream& out, std::ostream& err
         ->check(CLI::Range(1, 100000));
     leaf(history, [&] {
         Command cmd("history", g, out, err);
-        if (!history_sensor.empty()) {
-            if (absl::Status st = store::validate_sensor_name(history_sensor); !st.ok()) {
-                return cmd.usage(st);
-            }
-        }
-        if (auto rc = cmd.connect()) {
+        if (auto rc = cmd.check_sensor_name(history_sensor, /*optional=*/true)) {
             return *rc;
         }
         v1::HistoryRequest req;
         req.set_sensor(history_sensor);
         req.set_limit(history_limit);
-        v1::HistoryResponse resp;
-        if (absl::Status st = cmd.call(&Stub::History, req, &resp); !st.ok()) {
-            return cmd.fail(st);
-        }
-        cmd.json_output() ? cmd.print(history_json(resp)) : cmd.print(history_text(resp));
-        return kExitOk;
+        return cmd.show(&Stub::History, req, history_json, history_text);
     });
 
     // ---- alerts [--sensor NAME] [--sid N] [--limit N]
@@ -588,24 +566,14 @@ int run(int argc, const char* const argv[], std::ostream& out, std::ostream& err
         ->check(CLI::Range(1, 1000000));
     leaf(alerts, [&] {
         Command cmd("alerts", g, out, err);
-        if (!alerts_sensor.empty()) {
-            if (absl::Status st = store::validate_sensor_name(alerts_sensor); !st.ok()) {
-                return cmd.usage(st);
-            }
-        }
-        if (auto rc = cmd.connect()) {
+        if (auto rc = cmd.check_sensor_name(alerts_sensor, /*optional=*/true)) {
             return *rc;
         }
         v1::ListAlertsRequest req;
         req.set_sensor(alerts_sensor);
         req.set_sid(alerts_sid);
         req.set_limit(alerts_limit);
-        v1::ListAlertsResponse resp;
-        if (absl::Status st = cmd.call(&Stub::ListAlerts, req, &resp); !st.ok()) {
-            return cmd.fail(st);
-        }
-        cmd.json_output() ? cmd.print(alerts_json(resp)) : cmd.print(alerts_text(resp));
-        return kExitOk;
+        return cmd.show(&Stub::ListAlerts, req, alerts_json, alerts_text);
     });
 
     // ---- deployment show ID
@@ -616,18 +584,12 @@ int run(int argc, const char* const argv[], std::ostream& out, std::ostream& err
     dshow->add_option("ID", deployment_id, "Deployment id")->required()->check(positive);
     leaf(dshow, [&] {
         Command cmd("deployment show", g, out, err);
-        if (auto rc = cmd.connect()) {
-            return *rc;
-        }
         v1::GetDeploymentRequest req;
         req.set_id(deployment_id);
-        v1::GetDeploymentResponse resp;
-        if (absl::Status st = cmd.call(&Stub::GetDeployment, req, &resp); !st.ok()) {
-            return cmd.fail(st);
-        }
-        cmd.json_output() ? cmd.print(deployment_json(resp.deployment()))
-                          : cmd.print(deployment_text(resp.deployment()));
-        return kExitOk;
+        return cmd.show(
+            &Stub::GetDeployment, req,
+            [](const auto& r) { return deployment_json(r.deployment()); },
+            [](const auto& r) { return deployment_text(r.deployment()); });
     });
 
     // ---- pki init|issue (local, no manager)

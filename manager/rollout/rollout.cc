@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/strings.h"
 #include "common/time_util.h"
 
 namespace picket::manager::rollout {
@@ -30,17 +31,6 @@ std::string fmt(double v) {
     char buf[32];
     std::snprintf(buf, sizeof(buf), "%.4f", v);
     return buf;
-}
-
-std::string join_names(const std::vector<std::string>& names) {
-    std::string out;
-    for (const std::string& n : names) {
-        if (!out.empty()) {
-            out += ',';
-        }
-        out += n;
-    }
-    return out;
 }
 
 }  // namespace
@@ -313,7 +303,7 @@ absl::Status Rollout::fail(const store::Deployment& d, const std::string& reason
     store::NewDeployment rb;
     rb.kind = store::DeploymentKind::kRollback;
     rb.bundle_version = 0;  // each canary's previous version
-    rb.selector = join_names(applied);
+    rb.selector = strings::join(applied, ",");
     rb.parent_id = d.id;
     rb.actor = "rollout";
     rb.created_at = t;

@@ -1,11 +1,10 @@
 // LiveState, Hub, BundleCache, bundle blobs and argument checks.
-#include <arpa/inet.h>
-
 #include <algorithm>
 
 #include "common/bundle/bundle.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "manager/loopback.h"
 #include "manager/service/internal.h"
 #include "manager/service/service.h"
 
@@ -55,19 +54,7 @@ std::string_view host_part(std::string_view address, bool* has_port) {
 
 bool is_loopback_address(std::string_view address) {
     bool has_port = false;
-    std::string host(host_part(address, &has_port));
-    if (host == "localhost") {
-        return true;
-    }
-    in_addr v4{};
-    if (inet_pton(AF_INET, host.c_str(), &v4) == 1) {
-        return (ntohl(v4.s_addr) >> 24) == 127;
-    }
-    in6_addr v6{};
-    if (inet_pton(AF_INET6, host.c_str(), &v6) == 1) {
-        return IN6_IS_ADDR_LOOPBACK(&v6);
-    }
-    return false;
+    return is_loopback_host(host_part(address, &has_port), /*lenient=*/false);
 }
 
 absl::Status validate_options(const ManagerOptions& o) {

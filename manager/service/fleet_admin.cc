@@ -1,5 +1,6 @@
-// FleetAdmin: the operator's RPCs. Each handler authorizes, validates, calls the store and
-// maps its absl::Status straight onto the wire.
+// FleetAdmin: the operator's RPCs. Each handler runs through serve(): authorize, then a body
+// that validates, calls the store and converts to protos; its absl::Status goes straight onto
+// the wire.
 #include <algorithm>
 #include <charconv>
 
@@ -8,6 +9,7 @@
 #include "common/pki/pki.h"
 #include "common/time_util.h"
 #include "manager/service/internal.h"
+#include "manager/status.h"
 
 namespace picket::manager::service {
 namespace {
@@ -237,413 +239,324 @@ pb::Sensor sensor_proto(const store::Sensor& s, Core& core) {
 grpc::Status FleetAdminService::ListSensors(grpc::ServerContext* ctx,
                                             const pb::ListSensorsRequest* req,
                                             pb::ListSensorsResponse* resp) {
-    if (absl::Status st = authorize(ctx); !st.ok()) {
-        return to_grpc(st);
-    }
-    auto sensors = core_.store.list_sensors(req->selector());
-    if (!sensors.ok()) {
-        return to_grpc(sensors.status());
-    }
-    std::sort(sensors->begin(), sensors->end(),
-              [](const store::Sensor& a, const store::Sensor& b) { return a.name < b.name; });
-    for (const store::Sensor& s : *sensors) {
-        *resp->add_sensors() = sensor_proto(s, core_);
-    }
-    return grpc::Status::OK;
+    return serve(ctx, [&]() -> absl::Status {
+        ASSIGN_OR_RETURN(std::vector<store::Sensor> sensors,
+                         core_.store.list_sensors(req->selector()));
+        std::sort(sensors.begin(), sensors.end(),
+                  [](const store::Sensor& a, const store::Sensor& b) { return a.name < b.name; });
+        for (const store::Sensor& s : sensors) {
+            *resp->add_sensors() = sensor_proto(s, core_);
+        }
+        return absl::OkStatus();
+    });
 }
 
 grpc::Status FleetAdminService::GetSensor(grpc::ServerContext* ctx, const pb::GetSensorRequest* req,
                                           pb::GetSensorResponse* resp) {
-    if (absl::Status st = authorize(ctx); !st.ok()) {
-        return to_grpc(st);
-    }
-    auto s = core_.store.get_sensor(req->name());
-    if (!s.ok()) {
-        return to_grpc(s.status());
-    }
-    *resp->mutable_sensor() = sensor_proto(*s, core_);
-    if (auto live = core_.live.sensor(req->name())) {
-        resp->mutable_counters()->insert(live->latest.counters.begin(),
-                                         live->latest.counters.end());
-        resp->set_counters_timestamp(live->latest.timestamp);
-        for (const pb::WorkerMetrics& w : live->workers) {
-            *resp->add_workers() = w;
+    return serve(ctx, [&]() -> absl::Status {
+        ASSIGN_OR_RETURN(store::Sensor s, core_.store.get_sensor(req->name()));
+        *resp->mutable_sensor() = sensor_proto(s, core_);
+        if (auto live = core_.live.sensor(req->name())) {
+            resp->mutable_counters()->insert(live->latest.counters.begin(),
+                                             live->latest.counters.end());
+            resp->set_counters_timestamp(live->latest.timestamp);
+            for (const pb::WorkerMetrics& w : live->workers) {
+                *resp->add_workers() = w;
+            }
         }
-    }
-    return grpc::Status::OK;
+        return absl::OkStatus();
+    });
 }
 
 grpc::Status FleetAdminService::PushBundle(grpc::ServerContext* ctx,
                                            const pb::PushBundleRequest* req,
                                            pb::PushBundleResponse* resp) {
-    if (absl::Status st = authorize(ctx); !st.ok()) {
-        return to_grpc(st);
-    }
-    const pb::Bundle& b = req->bundle();
-    if (b.manifest().version() != 0 || b.manifest().parent_version() != 0) {
-        return to_grpc(absl::InvalidArgumentError(
-            "manifest version and parent_version must be 0: the manager assigns them"));
-    }
-    bundle::VerifyOptions vo;
-    vo.require_version = false;
-    absl::Status st = bundle::verify_bundle(b, vo);
-    if (st.ok()) {
-        st = bundle::check_content(b);
-    }
-    if (!st.ok()) {
-        // A hash or size mismatch is a corrupt or truncated upload: the request is invalid.
-        absl::StatusCode code =
-            absl::IsDataLoss(st) ? absl::StatusCode::kInvalidArgument : st.code();
-        return to_grpc(absl::Status(
-            code, "bundle '" + b.manifest().name() + "' rejected: " + std::string(st.message())));
-    }
-    store::NewBundle nb;
-    nb.name = b.manifest().name();
-    nb.author = b.manifest().author();
-    nb.message = b.manifest().message();
-    nb.created_at = wall_clock_ns();  // when the manager stored it (pushed_at)
-    auto existing = core_.store.list_bundles();
-    if (!existing.ok()) {
-        return to_grpc(existing.status());
-    }
-    for (const store::BundleInfo& i : *existing) {
-        if (i.name == nb.name) {
-            nb.parent_version = std::max(nb.parent_version, i.version);
+    return serve(ctx, [&]() -> absl::Status {
+        const pb::Bundle& b = req->bundle();
+        if (b.manifest().version() != 0 || b.manifest().parent_version() != 0) {
+            return absl::InvalidArgumentError(
+                "manifest version and parent_version must be 0: the manager assigns them");
         }
-    }
-    nb.blob = bundle_blob(b);
-    auto pushed = core_.store.push_bundle(nb);
-    if (!pushed.ok()) {
-        return to_grpc(pushed.status());
-    }
-    resp->set_version(static_cast<uint64_t>(pushed->version));
-    resp->set_sha256(bundle::bundle_sha256(b));
-    log::info("bundle '" + nb.name + "' " +
-              (pushed->created ? "stored as version " : "already stored as version ") +
-              std::to_string(pushed->version));
-    return grpc::Status::OK;
+        bundle::VerifyOptions vo;
+        vo.require_version = false;
+        absl::Status st = bundle::verify_bundle(b, vo);
+        if (st.ok()) {
+            st = bundle::check_content(b);
+        }
+        if (!st.ok()) {
+            // A hash or size mismatch is a corrupt or truncated upload: the request is invalid.
+            absl::StatusCode code =
+                absl::IsDataLoss(st) ? absl::StatusCode::kInvalidArgument : st.code();
+            return absl::Status(code, "bundle '" + b.manifest().name() +
+                                          "' rejected: " + std::string(st.message()));
+        }
+        store::NewBundle nb;
+        nb.name = b.manifest().name();
+        nb.author = b.manifest().author();
+        nb.message = b.manifest().message();
+        nb.created_at = wall_clock_ns();  // when the manager stored it (pushed_at)
+        ASSIGN_OR_RETURN(std::vector<store::BundleInfo> existing, core_.store.list_bundles());
+        for (const store::BundleInfo& i : existing) {
+            if (i.name == nb.name) {
+                nb.parent_version = std::max(nb.parent_version, i.version);
+            }
+        }
+        nb.blob = bundle_blob(b);
+        ASSIGN_OR_RETURN(store::PushResult pushed, core_.store.push_bundle(nb));
+        resp->set_version(static_cast<uint64_t>(pushed.version));
+        resp->set_sha256(bundle::bundle_sha256(b));
+        log::info("bundle '" + nb.name + "' " +
+                  (pushed.created ? "stored as version " : "already stored as version ") +
+                  std::to_string(pushed.version));
+        return absl::OkStatus();
+    });
 }
 
 grpc::Status FleetAdminService::ListBundles(grpc::ServerContext* ctx,
                                             const pb::ListBundlesRequest* req,
                                             pb::ListBundlesResponse* resp) {
-    if (absl::Status st = authorize(ctx); !st.ok()) {
-        return to_grpc(st);
-    }
-    auto infos = core_.store.list_bundles();
-    if (!infos.ok()) {
-        return to_grpc(infos.status());
-    }
-    std::sort(infos->begin(), infos->end(),
-              [](const store::BundleInfo& a, const store::BundleInfo& b) {
-                  return a.version > b.version;
-              });
-    uint32_t limit = req->limit() == 0 ? kDefaultLimit : req->limit();
-    for (const store::BundleInfo& i : *infos) {
-        if (!req->name().empty() && i.name != req->name()) {
-            continue;
+    return serve(ctx, [&]() -> absl::Status {
+        ASSIGN_OR_RETURN(std::vector<store::BundleInfo> infos, core_.store.list_bundles());
+        std::sort(infos.begin(), infos.end(),
+                  [](const store::BundleInfo& a, const store::BundleInfo& b) {
+                      return a.version > b.version;
+                  });
+        uint32_t limit = req->limit() == 0 ? kDefaultLimit : req->limit();
+        for (const store::BundleInfo& i : infos) {
+            if (!req->name().empty() && i.name != req->name()) {
+                continue;
+            }
+            if (static_cast<uint32_t>(resp->bundles_size()) >= limit) {
+                break;
+            }
+            ASSIGN_OR_RETURN(*resp->add_bundles(), core_.bundles.summary(i.version));
         }
-        if (static_cast<uint32_t>(resp->bundles_size()) >= limit) {
-            break;
-        }
-        auto s = core_.bundles.summary(i.version);
-        if (!s.ok()) {
-            return to_grpc(s.status());
-        }
-        *resp->add_bundles() = *s;
-    }
-    return grpc::Status::OK;
+        return absl::OkStatus();
+    });
+}
+
+absl::StatusOr<pb::Bundle> FleetAdminService::load_bundle(uint64_t version,
+                                                          store::BundleInfo* info) {
+    ASSIGN_OR_RETURN(store::Bundle stored,
+                     core_.store.get_bundle(static_cast<int64_t>(version), true));
+    ASSIGN_OR_RETURN(pb::Bundle b, bundle_from_blob(stored.blob));
+    *info = std::move(stored.info);
+    return b;
 }
 
 grpc::Status FleetAdminService::GetBundle(grpc::ServerContext* ctx, const pb::GetBundleRequest* req,
                                           pb::GetBundleResponse* resp) {
-    if (absl::Status st = authorize(ctx); !st.ok()) {
-        return to_grpc(st);
-    }
-    auto stored = core_.store.get_bundle(static_cast<int64_t>(req->version()), true);
-    if (!stored.ok()) {
-        return to_grpc(stored.status());
-    }
-    auto b = bundle_from_blob(stored->blob);
-    if (!b.ok()) {
-        return to_grpc(b.status());
-    }
-    *resp->mutable_summary() = summarize(*b, stored->info);
-    b->mutable_manifest()->set_version(static_cast<uint64_t>(stored->info.version));
-    b->mutable_manifest()->set_parent_version(static_cast<uint64_t>(stored->info.parent_version));
-    if (!req->include_content()) {
-        b->clear_files();
-    }
-    *resp->mutable_bundle() = std::move(*b);
-    return grpc::Status::OK;
+    return serve(ctx, [&]() -> absl::Status {
+        store::BundleInfo info;
+        ASSIGN_OR_RETURN(pb::Bundle b, load_bundle(req->version(), &info));
+        *resp->mutable_summary() = summarize(b, info);
+        b.mutable_manifest()->set_version(static_cast<uint64_t>(info.version));
+        b.mutable_manifest()->set_parent_version(static_cast<uint64_t>(info.parent_version));
+        if (!req->include_content()) {
+            b.clear_files();
+        }
+        *resp->mutable_bundle() = std::move(b);
+        return absl::OkStatus();
+    });
 }
 
 grpc::Status FleetAdminService::DiffBundles(grpc::ServerContext* ctx,
                                             const pb::DiffBundlesRequest* req,
                                             pb::DiffBundlesResponse* resp) {
-    if (absl::Status st = authorize(ctx); !st.ok()) {
-        return to_grpc(st);
-    }
-    pb::Bundle side[2];
-    uint64_t versions[2] = {req->from_version(), req->to_version()};
-    for (int i = 0; i < 2; ++i) {
-        auto stored = core_.store.get_bundle(static_cast<int64_t>(versions[i]), true);
-        if (!stored.ok()) {
-            return to_grpc(stored.status());
+    return serve(ctx, [&]() -> absl::Status {
+        pb::Bundle side[2];
+        uint64_t versions[2] = {req->from_version(), req->to_version()};
+        for (int i = 0; i < 2; ++i) {
+            store::BundleInfo info;
+            ASSIGN_OR_RETURN(side[i], load_bundle(versions[i], &info));
+            side[i].mutable_manifest()->set_version(versions[i]);
         }
-        auto b = bundle_from_blob(stored->blob);
-        if (!b.ok()) {
-            return to_grpc(b.status());
-        }
-        side[i] = std::move(*b);
-        side[i].mutable_manifest()->set_version(versions[i]);
+        ASSIGN_OR_RETURN(*resp->mutable_diff(), bundle::diff_bundles(side[0], side[1]));
+        return absl::OkStatus();
+    });
+}
+
+absl::StatusOr<pb::Deployment> FleetAdminService::start_deployment(const std::string& selector,
+                                                                   std::optional<uint64_t> version,
+                                                                   store::NewDeployment nd,
+                                                                   const pb::HealthGate* gate) {
+    RETURN_IF_ERROR(store::Selector::parse(selector).status());
+    if (version) {
+        RETURN_IF_ERROR(require_version(core_.store, *version));
     }
-    auto diff = bundle::diff_bundles(side[0], side[1]);
-    if (!diff.ok()) {
-        return to_grpc(diff.status());
+    RETURN_IF_ERROR(resolve(selector).status());
+    nd.selector = selector;
+    nd.actor = "admin";
+    nd.created_at = wall_clock_ns();
+    ASSIGN_OR_RETURN(store::Deployment d, core_.store.create_deployment(nd));
+    if (gate != nullptr) {
+        core_.rollout->set_gate(d.id, {gate->max_drop_ratio(), gate->max_alerts_per_second()});
     }
-    *resp->mutable_diff() = std::move(*diff);
-    return grpc::Status::OK;
+    core_.hub.wake_all();
+    core_.rollout->kick();
+    return to_proto(d);
 }
 
 grpc::Status FleetAdminService::Deploy(grpc::ServerContext* ctx, const pb::DeployRequest* req,
                                        pb::DeployResponse* resp) {
-    if (absl::Status st = authorize(ctx); !st.ok()) {
-        return to_grpc(st);
-    }
-    if (req->canary_percent() > 99) {
-        return to_grpc(
-            absl::InvalidArgumentError("canary percent must be 0 (no staging) or 1..99"));
-    }
-    if (auto sel = store::Selector::parse(req->selector()); !sel.ok()) {
-        return to_grpc(sel.status());
-    }
-    if (absl::Status st = require_version(core_.store, req->version()); !st.ok()) {
-        return to_grpc(st);
-    }
-    if (auto sensors = resolve(req->selector()); !sensors.ok()) {
-        return to_grpc(sensors.status());
-    }
-    store::NewDeployment nd;
-    nd.bundle_version = static_cast<int64_t>(req->version());
-    nd.kind = store::DeploymentKind::kDeploy;
-    nd.selector = req->selector();
-    nd.canary_percent = static_cast<int>(req->canary_percent());
-    nd.soak_seconds = req->canary_percent() > 0 ? req->soak_seconds() : 0;
-    nd.actor = "admin";
-    nd.created_at = wall_clock_ns();
-    auto d = core_.store.create_deployment(nd);
-    if (!d.ok()) {
-        return to_grpc(d.status());
-    }
-    core_.rollout->set_gate(d->id,
-                            {req->gate().max_drop_ratio(), req->gate().max_alerts_per_second()});
-    core_.hub.wake_all();
-    core_.rollout->kick();
-    auto p = to_proto(*d);
-    if (!p.ok()) {
-        return to_grpc(p.status());
-    }
-    *resp->mutable_deployment() = std::move(*p);
-    return grpc::Status::OK;
+    return serve(ctx, [&]() -> absl::Status {
+        if (req->canary_percent() > 99) {
+            return absl::InvalidArgumentError("canary percent must be 0 (no staging) or 1..99");
+        }
+        store::NewDeployment nd;
+        nd.bundle_version = static_cast<int64_t>(req->version());
+        nd.kind = store::DeploymentKind::kDeploy;
+        nd.canary_percent = static_cast<int>(req->canary_percent());
+        nd.soak_seconds = req->canary_percent() > 0 ? req->soak_seconds() : 0;
+        ASSIGN_OR_RETURN(*resp->mutable_deployment(),
+                         start_deployment(req->selector(), req->version(), nd, &req->gate()));
+        return absl::OkStatus();
+    });
 }
 
 grpc::Status FleetAdminService::Rollback(grpc::ServerContext* ctx, const pb::RollbackRequest* req,
                                          pb::RollbackResponse* resp) {
-    if (absl::Status st = authorize(ctx); !st.ok()) {
-        return to_grpc(st);
-    }
-    if (auto sel = store::Selector::parse(req->selector()); !sel.ok()) {
-        return to_grpc(sel.status());
-    }
-    if (req->has_version()) {
-        if (absl::Status st = require_version(core_.store, req->version()); !st.ok()) {
-            return to_grpc(st);
+    return serve(ctx, [&]() -> absl::Status {
+        std::optional<uint64_t> version;
+        if (req->has_version()) {
+            version = req->version();
         }
-    }
-    if (auto sensors = resolve(req->selector()); !sensors.ok()) {
-        return to_grpc(sensors.status());
-    }
-    store::NewDeployment nd;
-    nd.bundle_version = req->has_version() ? static_cast<int64_t>(req->version()) : 0;
-    nd.kind = store::DeploymentKind::kRollback;
-    nd.selector = req->selector();
-    nd.actor = "admin";
-    nd.created_at = wall_clock_ns();
-    auto d = core_.store.create_deployment(nd);
-    if (!d.ok()) {
-        return to_grpc(d.status());
-    }
-    core_.hub.wake_all();
-    core_.rollout->kick();
-    auto p = to_proto(*d);
-    if (!p.ok()) {
-        return to_grpc(p.status());
-    }
-    *resp->mutable_deployment() = std::move(*p);
-    return grpc::Status::OK;
+        store::NewDeployment nd;
+        nd.bundle_version = req->has_version() ? static_cast<int64_t>(req->version()) : 0;
+        nd.kind = store::DeploymentKind::kRollback;
+        ASSIGN_OR_RETURN(*resp->mutable_deployment(),
+                         start_deployment(req->selector(), version, nd, nullptr));
+        return absl::OkStatus();
+    });
 }
 
 grpc::Status FleetAdminService::GetDeployment(grpc::ServerContext* ctx,
                                               const pb::GetDeploymentRequest* req,
                                               pb::GetDeploymentResponse* resp) {
-    if (absl::Status st = authorize(ctx); !st.ok()) {
-        return to_grpc(st);
-    }
-    auto id = parse_id(req->id());
-    if (!id.ok()) {
-        return to_grpc(id.status());
-    }
-    auto d = core_.store.get_deployment(*id);
-    if (!d.ok()) {
-        return to_grpc(d.status());
-    }
-    auto p = to_proto(*d);
-    if (!p.ok()) {
-        return to_grpc(p.status());
-    }
-    *resp->mutable_deployment() = std::move(*p);
-    return grpc::Status::OK;
+    return serve(ctx, [&]() -> absl::Status {
+        ASSIGN_OR_RETURN(int64_t id, parse_id(req->id()));
+        ASSIGN_OR_RETURN(store::Deployment d, core_.store.get_deployment(id));
+        ASSIGN_OR_RETURN(*resp->mutable_deployment(), to_proto(d));
+        return absl::OkStatus();
+    });
 }
+
+namespace {
+
+void run_proto(const store::Run& r, Core& core, pb::RunPeriod* p) {
+    p->set_sensor(r.sensor);
+    *p->mutable_bundle() = core.bundles.ref(r.bundle_version);
+    p->set_started_at(r.started_at);
+    p->set_ended_at(r.ended_at);
+    p->set_packets(static_cast<uint64_t>(r.totals.packets));
+    p->set_bytes(static_cast<uint64_t>(r.totals.bytes));
+    p->set_drops(static_cast<uint64_t>(r.totals.drops));
+    p->set_alerts(static_cast<uint64_t>(r.totals.alerts));
+}
+
+}  // namespace
 
 grpc::Status FleetAdminService::History(grpc::ServerContext* ctx, const pb::HistoryRequest* req,
                                         pb::HistoryResponse* resp) {
-    if (absl::Status st = authorize(ctx); !st.ok()) {
-        return to_grpc(st);
-    }
-    const size_t limit = req->limit() == 0 ? kDefaultLimit : req->limit();
-    std::vector<std::string> names;
-    if (!req->sensor().empty()) {
-        auto s = core_.store.get_sensor(req->sensor());
-        if (!s.ok()) {
-            return to_grpc(s.status());
-        }
-        names.push_back(s->name);
-    } else {
-        auto all = core_.store.list_sensors();
-        if (!all.ok()) {
-            return to_grpc(all.status());
-        }
-        for (const store::Sensor& s : *all) {
+    return serve(ctx, [&]() -> absl::Status {
+        const size_t limit = req->limit() == 0 ? kDefaultLimit : req->limit();
+        std::vector<std::string> names;
+        if (!req->sensor().empty()) {
+            ASSIGN_OR_RETURN(store::Sensor s, core_.store.get_sensor(req->sensor()));
             names.push_back(s.name);
+        } else {
+            ASSIGN_OR_RETURN(std::vector<store::Sensor> all, core_.store.list_sensors());
+            for (const store::Sensor& s : all) {
+                names.push_back(s.name);
+            }
         }
-    }
-    std::vector<store::Run> runs;
-    for (const std::string& n : names) {
-        auto r = core_.store.list_runs(n);
-        if (!r.ok()) {
-            return to_grpc(r.status());
+        std::vector<store::Run> runs;
+        for (const std::string& n : names) {
+            ASSIGN_OR_RETURN(std::vector<store::Run> r, core_.store.list_runs(n));
+            runs.insert(runs.end(), r.begin(), r.end());
         }
-        runs.insert(runs.end(), r->begin(), r->end());
-    }
-    std::sort(runs.begin(), runs.end(), [](const store::Run& a, const store::Run& b) {
-        return a.started_at != b.started_at ? a.started_at > b.started_at : a.id > b.id;
+        std::sort(runs.begin(), runs.end(), [](const store::Run& a, const store::Run& b) {
+            return a.started_at != b.started_at ? a.started_at > b.started_at : a.id > b.id;
+        });
+        for (const store::Run& r : runs) {
+            if (static_cast<size_t>(resp->runs_size()) >= limit) {
+                break;
+            }
+            run_proto(r, core_, resp->add_runs());
+        }
+        RunCache run_cache;
+        ASSIGN_OR_RETURN(std::vector<store::Deployment> deployments,
+                         core_.store.list_deployments(req->sensor().empty() ? limit : 1000, true));
+        for (const store::Deployment& d : deployments) {
+            if (static_cast<size_t>(resp->deployments_size()) >= limit) {
+                break;
+            }
+            if (!req->sensor().empty() &&
+                std::none_of(d.targets.begin(), d.targets.end(),
+                             [&](const store::Target& t) { return t.sensor == req->sensor(); })) {
+                continue;
+            }
+            ASSIGN_OR_RETURN(*resp->add_deployments(), to_proto(d, req->sensor(), &run_cache));
+        }
+        return absl::OkStatus();
     });
-    for (const store::Run& r : runs) {
-        if (static_cast<size_t>(resp->runs_size()) >= limit) {
-            break;
-        }
-        pb::RunPeriod* p = resp->add_runs();
-        p->set_sensor(r.sensor);
-        *p->mutable_bundle() = core_.bundles.ref(r.bundle_version);
-        p->set_started_at(r.started_at);
-        p->set_ended_at(r.ended_at);
-        p->set_packets(static_cast<uint64_t>(r.totals.packets));
-        p->set_bytes(static_cast<uint64_t>(r.totals.bytes));
-        p->set_drops(static_cast<uint64_t>(r.totals.drops));
-        p->set_alerts(static_cast<uint64_t>(r.totals.alerts));
-    }
-    RunCache run_cache;
-    auto deployments = core_.store.list_deployments(req->sensor().empty() ? limit : 1000, true);
-    if (!deployments.ok()) {
-        return to_grpc(deployments.status());
-    }
-    for (const store::Deployment& d : *deployments) {
-        if (static_cast<size_t>(resp->deployments_size()) >= limit) {
-            break;
-        }
-        if (!req->sensor().empty() &&
-            std::none_of(d.targets.begin(), d.targets.end(),
-                         [&](const store::Target& t) { return t.sensor == req->sensor(); })) {
-            continue;
-        }
-        auto p = to_proto(d, req->sensor(), &run_cache);
-        if (!p.ok()) {
-            return to_grpc(p.status());
-        }
-        *resp->add_deployments() = std::move(*p);
-    }
-    return grpc::Status::OK;
 }
 
 grpc::Status FleetAdminService::ListAlerts(grpc::ServerContext* ctx,
                                            const pb::ListAlertsRequest* req,
                                            pb::ListAlertsResponse* resp) {
-    if (absl::Status st = authorize(ctx); !st.ok()) {
-        return to_grpc(st);
-    }
-    const std::string& only = req->sensor();
-    if (!only.empty()) {
-        if (absl::Status st = store::validate_sensor_name(only); !st.ok()) {
-            return to_grpc(st);
+    return serve(ctx, [&]() -> absl::Status {
+        const std::string& only = req->sensor();
+        if (!only.empty()) {
+            RETURN_IF_ERROR(store::validate_sensor_name(only));
+            // A typo would otherwise look like a quiet sensor.
+            RETURN_IF_ERROR(core_.store.get_sensor(only).status());
         }
-        // A typo would otherwise look like a quiet sensor.
-        if (auto s = core_.store.get_sensor(only); !s.ok()) {
-            return to_grpc(s.status());
+        // Two snapshots (counters, then the ring): a batch arriving in between may be listed
+        // but not yet counted in total_received.
+        for (const auto& [name, live] : core_.live.all()) {
+            if (only.empty() || name == only) {
+                resp->set_total_received(resp->total_received() + live.alerts_received);
+                resp->set_dropped_by_sensors(resp->dropped_by_sensors() + live.alerts_dropped);
+            }
         }
-    }
-    // Two snapshots (counters, then the ring): a batch arriving in between may be listed but
-    // not yet counted in total_received.
-    for (const auto& [name, live] : core_.live.all()) {
-        if (only.empty() || name == only) {
-            resp->set_total_received(resp->total_received() + live.alerts_received);
-            resp->set_dropped_by_sensors(resp->dropped_by_sensors() + live.alerts_dropped);
+        const std::vector<LiveState::RecentAlert> ring = core_.live.recent_alerts();
+        size_t limit = req->limit() == 0 ? kDefaultAlertLimit : req->limit();
+        limit = std::min(limit, core_.options.alert_ring_size);
+        for (auto it = ring.rbegin(); it != ring.rend(); ++it) {
+            if (static_cast<size_t>(resp->alerts_size()) >= limit) {
+                break;
+            }
+            if ((!only.empty() && it->sensor != only) ||
+                (req->sid() != 0 && it->alert.sid() != req->sid())) {
+                continue;
+            }
+            pb::AlertEntry* e = resp->add_alerts();
+            e->set_sensor(it->sensor);
+            *e->mutable_alert() = it->alert;
         }
-    }
-    const std::vector<LiveState::RecentAlert> ring = core_.live.recent_alerts();
-    size_t limit = req->limit() == 0 ? kDefaultAlertLimit : req->limit();
-    limit = std::min(limit, core_.options.alert_ring_size);
-    for (auto it = ring.rbegin(); it != ring.rend(); ++it) {
-        if (static_cast<size_t>(resp->alerts_size()) >= limit) {
-            break;
-        }
-        if ((!only.empty() && it->sensor != only) ||
-            (req->sid() != 0 && it->alert.sid() != req->sid())) {
-            continue;
-        }
-        pb::AlertEntry* e = resp->add_alerts();
-        e->set_sensor(it->sensor);
-        *e->mutable_alert() = it->alert;
-    }
-    return grpc::Status::OK;
+        return absl::OkStatus();
+    });
 }
 
 grpc::Status FleetAdminService::RevokeSensor(grpc::ServerContext* ctx,
                                              const pb::RevokeSensorRequest* req,
                                              pb::RevokeSensorResponse* resp) {
-    if (absl::Status st = authorize(ctx); !st.ok()) {
-        return to_grpc(st);
-    }
-    if (absl::Status st = store::validate_sensor_name(req->name()); !st.ok()) {
-        return to_grpc(st);
-    }
-    // Store first, then the stream: a sensor connecting meanwhile re-checks the store once its
-    // session is registered (sensor_link.cc), so it cannot slip between the two.
-    auto now = core_.store.revoke_sensor(req->name(), wall_clock_ns(), "admin");
-    if (!now.ok()) {
-        return to_grpc(now.status());
-    }
-    resp->set_revoked_now(*now);
-    resp->set_disconnected(core_.hub.revoke(req->name()));
-    core_.rollout->kick();  // its open targets were cancelled: deployments may move on
-    auto s = core_.store.get_sensor(req->name());
-    if (!s.ok()) {
-        return to_grpc(s.status());
-    }
-    *resp->mutable_sensor() = sensor_proto(*s, core_);
-    log::warning("sensor " + req->name() + " revoked" +
-                 (resp->disconnected() ? " (stream closed)" : ""));
-    return grpc::Status::OK;
+    return serve(ctx, [&]() -> absl::Status {
+        RETURN_IF_ERROR(store::validate_sensor_name(req->name()));
+        // Store first, then the stream: a sensor connecting meanwhile re-checks the store once
+        // its session is registered (sensor_link.cc), so it cannot slip between the two.
+        ASSIGN_OR_RETURN(bool now,
+                         core_.store.revoke_sensor(req->name(), wall_clock_ns(), "admin"));
+        resp->set_revoked_now(now);
+        resp->set_disconnected(core_.hub.revoke(req->name()));
+        core_.rollout->kick();  // its open targets were cancelled: deployments may move on
+        ASSIGN_OR_RETURN(store::Sensor s, core_.store.get_sensor(req->name()));
+        *resp->mutable_sensor() = sensor_proto(s, core_);
+        log::warning("sensor " + req->name() + " revoked" +
+                     (resp->disconnected() ? " (stream closed)" : ""));
+        return absl::OkStatus();
+    });
 }
 
 }  // namespace picket::manager::service

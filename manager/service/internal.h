@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -145,6 +146,20 @@ public:
 
 private:
     absl::Status authorize(grpc::ServerContext* ctx) const;
+    // Every RPC: authorize, then body(); the first failing status goes onto the wire as it is.
+    template <typename Body>
+    grpc::Status serve(grpc::ServerContext* ctx, Body&& body) {
+        absl::Status st = authorize(ctx);
+        return to_grpc(st.ok() ? body() : st);
+    }
+    // A stored bundle decoded; `info` gets its stored facts.
+    absl::StatusOr<picket::v1::Bundle> load_bundle(uint64_t version, store::BundleInfo* info);
+    // Deploy and Rollback: selector syntax, the version (when given), a selector that matches,
+    // then the deployment is created, its gate set (deploy), streams and rollout woken.
+    absl::StatusOr<picket::v1::Deployment> start_deployment(const std::string& selector,
+                                                            std::optional<uint64_t> version,
+                                                            store::NewDeployment nd,
+                                                            const picket::v1::HealthGate* gate);
     absl::StatusOr<std::vector<store::Sensor>> resolve(const std::string& selector);
     using RunCache = std::map<std::string, std::vector<store::Run>>;
     // `runs` caches each sensor's run history across calls (History converts many).

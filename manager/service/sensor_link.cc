@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "common/pki/pki.h"
+#include "common/strings.h"
 #include "common/time_util.h"
 #include "manager/service/internal.h"
 
@@ -71,17 +72,6 @@ absl::StatusOr<Authenticated> authenticate(const Core& core, grpc::ServerContext
     a.allow_create = false;  // a token only works for a sensor enrolled with it
     a.method = store::SensorAuth::kToken;
     return a;
-}
-
-std::string join(const google::protobuf::RepeatedPtrField<std::string>& lines) {
-    std::string out;
-    for (const std::string& l : lines) {
-        if (!out.empty()) {
-            out += '\n';
-        }
-        out += l;
-    }
-    return out;
 }
 
 class Link {
@@ -251,7 +241,7 @@ void Link::handle(const SensorMessage& m) {
                              "'");
                 return;
             }
-            std::string error = join(r.errors());
+            std::string error = strings::join(r.errors(), "\n");
             if (!r.applied() && error.empty()) {
                 error = "rejected by the sensor (no reason given)";
             }

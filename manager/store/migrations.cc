@@ -1,5 +1,11 @@
 #include "manager/store/migrations.h"
 
+#include <algorithm>
+
+#include "common/strings.h"
+#include "manager/store/sqlite.h"
+#include "manager/store/store.h"
+
 namespace picket::manager::store {
 namespace {
 
@@ -144,6 +150,60 @@ constexpr const char* kMigrations[] = {kV1, kV2, kV3};
 
 std::span<const char* const> migrations() {
     return kMigrations;
+}
+
+absl::StatusOr<int> migrate(Conn& c, int target) {
+    using strings::cat;
+    RETURN_IF_ERROR(c.exec("BEGIN IMMEDIATE"));
+    auto fail = [&c](absl::Status st) {
+        c.exec("ROLLBACK").IgnoreError();
+        return st;
+    };
+    if (absl::Status st =
+            c.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+        !st.ok()) {
+        return fail(st);
+    }
+    int version = 0;
+    {
+        auto s = c.prepare("SELECT max(version) FROM schema_version");
+        if (!s.ok()) {
+            return fail(s.status());
+        }
+        auto row = s->step();
+        if (!row.ok()) {
+            return fail(row.status());
+        }
+        version = *row && !s->null(0) ? static_cast<int>(s->i64(0)) : 0;
+    }
+    if (version > Store::kSchemaVersion) {
+        return fail(absl::FailedPreconditionError(cat(
+            "database schema version ", version, " is newer than this picket-manager supports (",
+            Store::kSchemaVersion, "); upgrade picket-manager or restore an older database")));
+    }
+    RETURN_IF_ERROR(c.exec("COMMIT"));
+    auto steps = migrations();
+    for (int v = version + 1; v <= target; ++v) {
+        RETURN_IF_ERROR(c.exec("BEGIN IMMEDIATE"));
+        absl::Status st = c.exec(steps[v - 1]);
+        if (st.ok()) {
+            auto s = c.prepare("DELETE FROM schema_version");
+            st = s.ok() ? s->run() : s.status();
+        }
+        if (st.ok()) {
+            auto s = c.prepare("INSERT INTO schema_version(version) VALUES(?)");
+            st = s.ok() ? s->bind(1, v).run() : s.status();
+        }
+        if (st.ok()) {
+            st = c.exec("COMMIT");
+        }
+        if (!st.ok()) {
+            c.exec("ROLLBACK").IgnoreError();
+            return absl::Status(st.code(),
+                                cat("schema migration to version ", v, ": ", st.message()));
+        }
+    }
+    return std::max(version, target);
 }
 
 }  // namespace picket::manager::store

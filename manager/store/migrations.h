@@ -5,8 +5,17 @@
 
 #include <span>
 
+#include "absl/status/statusor.h"
+
 namespace picket::manager::store {
 
+class Conn;
+
 std::span<const char* const> migrations();
+
+// Brings the database on `c` (the writer connection, outside a transaction) to version
+// `target` and returns the version it has now (the file's own when that is higher than
+// target). FAILED_PRECONDITION when the file's version is newer than Store::kSchemaVersion.
+absl::StatusOr<int> migrate(Conn& c, int target);
 
 }  // namespace picket::manager::store

@@ -1,11 +1,14 @@
-// Selector parsing and matching (declared in store.h).
+// Selector parsing and matching, name and label rules.
+#include "manager/store/selector.h"
+
 #include <algorithm>
 
-#include "manager/store/store.h"
-
-#include "manager/store/str.h"
+#include "common/strings.h"
 
 namespace picket::manager::store {
+
+using strings::cat;
+
 namespace {
 
 constexpr std::string_view kLabelPrefix = "label=";
@@ -17,7 +20,8 @@ bool all_of_chars(std::string_view s, std::string_view extra) {
     });
 }
 
-std::string_view trim(std::string_view s) {
+// Spaces and tabs only (unlike strings::trim): a selector with a newline stays invalid.
+std::string_view trim_blanks(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
         s.remove_prefix(1);
     }
@@ -53,7 +57,7 @@ absl::Status validate_label(std::string_view key, std::string_view value) {
 }
 
 absl::StatusOr<Selector> Selector::parse(std::string_view text) {
-    std::string_view whole = trim(text);
+    std::string_view whole = trim_blanks(text);
     if (whole.empty()) {
         return absl::InvalidArgumentError(
             "empty selector: use all, NAME[,NAME...] or label=KEY=VALUE[,label=KEY=VALUE...]");
@@ -70,7 +74,7 @@ absl::StatusOr<Selector> Selector::parse(std::string_view text) {
         if (comma == std::string_view::npos) {
             comma = whole.size();
         }
-        std::string_view term = trim(whole.substr(pos, comma - pos));
+        std::string_view term = trim_blanks(whole.substr(pos, comma - pos));
         pos = comma + 1;
         if (term.empty()) {
             return absl::InvalidArgumentError(
@@ -143,14 +147,8 @@ std::string Selector::to_string() const {
     switch (kind_) {
         case Kind::kAll:
             return "all";
-        case Kind::kNames: {
-            std::string out;
-            for (const std::string& n : names_) {
-                str_append(out, out.empty() ? "" : ",");
-                out += n;
-            }
-            return out;
-        }
+        case Kind::kNames:
+            return strings::join(names_, ",");
         case Kind::kLabels: {
             std::string out;
             for (const auto& [k, v] : labels_) {

@@ -1,0 +1,255 @@
+// The deployment state machine: the names of target and deployment states, the transitions
+// they allow, and the writes that move targets and deployments along them (a deployment
+// finishes by itself once its last target is terminal).
+#include <initializer_list>
+
+#include "common/strings.h"
+#include "manager/store/internal.h"
+#include "manager/store/writer.h"
+
+namespace picket::manager::store {
+
+using strings::cat;
+
+namespace {
+
+constexpr std::string_view kTargetStates[] = {"pending",  "sent",      "applied",
+                                              "rejected", "timed_out", "superseded"};
+constexpr std::string_view kStages[] = {"canary", "rest"};
+constexpr std::string_view kKinds[] = {"deploy", "rollback"};
+constexpr std::string_view kDeploymentStates[] = {"canary",    "soaking", "rolling",
+                                                  "completed", "failed",  "rolled_back"};
+static_assert(std::size(kTargetStates) == static_cast<size_t>(TargetState::kSuperseded) + 1);
+static_assert(std::size(kDeploymentStates) ==
+              static_cast<size_t>(DeploymentState::kRolledBack) + 1);
+
+// A set of states as a bit mask.
+template <typename E>
+constexpr uint32_t set_of(std::initializer_list<E> states) {
+    uint32_t mask = 0;
+    for (E s : states) {
+        mask |= 1u << static_cast<int>(s);
+    }
+    return mask;
+}
+
+using T = TargetState;
+using D = DeploymentState;
+
+// The states each one may move to, indexed by state; terminal states move nowhere.
+constexpr uint32_t kTargetNext[] = {
+    set_of({T::kSent, T::kApplied, T::kTimedOut, T::kSuperseded}),                   // pending
+    set_of({T::kPending, T::kApplied, T::kRejected, T::kTimedOut, T::kSuperseded}),  // sent
+    0,
+    0,
+    0,
+    0,
+};
+constexpr uint32_t kDeploymentNext[] = {
+    set_of({D::kSoaking, D::kRolling, D::kFailed, D::kRolledBack}),  // canary
+    set_of({D::kRolling, D::kFailed, D::kRolledBack}),               // soaking
+    set_of({D::kCompleted, D::kFailed}),                             // rolling
+    0,
+    0,
+    0,
+};
+static_assert(std::size(kTargetNext) == std::size(kTargetStates));
+static_assert(std::size(kDeploymentNext) == std::size(kDeploymentStates));
+
+template <typename E, size_t N>
+bool allowed(const uint32_t (&next)[N], E from, E to) {
+    const auto i = static_cast<size_t>(from);
+    return i < N && ((next[i] >> static_cast<int>(to)) & 1u) != 0;
+}
+
+template <typename E, size_t N>
+E from_name(const std::string_view (&names)[N], std::string_view s) {
+    for (size_t i = 0; i < N; ++i) {
+        if (names[i] == s) {
+            return static_cast<E>(i);
+        }
+    }
+    return static_cast<E>(0);  // CHECK constraints make this unreachable
+}
+
+absl::Status set_deployment_state_in(Conn& c, int64_t id, DeploymentState to,
+                                     std::string_view error, int64_t ts) {
+    ASSIGN_OR_RETURN(Stmt s, c.prepare("UPDATE deployments SET state = ?, error = ?, "
+                                       "updated_at = ? WHERE id = ?"));
+    s.bind(1, to_string(to)).bind(2, error).bind(3, ts).bind(4, id);
+    RETURN_IF_ERROR(s.run());
+    return log_event(c, ts, "", cat("deployment.", to_string(to)), "", 0, id, error);
+}
+
+// Supersedes every open target of a deployment (when it ends without reaching them).
+absl::Status supersede_open_targets(Conn& c, int64_t deployment_id, int64_t ts) {
+    ASSIGN_OR_RETURN(Stmt s, c.prepare("UPDATE deployment_targets SET state = 'superseded', "
+                                       "finished_at = ?1, updated_at = ?1 WHERE deployment_id = "
+                                       "?2 AND state IN ('pending', 'sent')"));
+    s.bind(1, ts).bind(2, deployment_id);
+    return s.run();
+}
+
+}  // namespace
+
+// ---- Names and transitions (store.h)
+
+std::string_view to_string(TargetState s) {
+    return kTargetStates[static_cast<int>(s)];
+}
+std::string_view to_string(Stage s) {
+    return kStages[static_cast<int>(s)];
+}
+std::string_view to_string(DeploymentKind k) {
+    return kKinds[static_cast<int>(k)];
+}
+std::string_view to_string(DeploymentState s) {
+    return kDeploymentStates[static_cast<int>(s)];
+}
+
+TargetState target_state_from(std::string_view name) {
+    return from_name<TargetState>(kTargetStates, name);
+}
+Stage stage_from(std::string_view name) {
+    return from_name<Stage>(kStages, name);
+}
+DeploymentKind kind_from(std::string_view name) {
+    return from_name<DeploymentKind>(kKinds, name);
+}
+DeploymentState deployment_state_from(std::string_view name) {
+    return from_name<DeploymentState>(kDeploymentStates, name);
+}
+
+bool is_terminal(TargetState s) {
+    return s != TargetState::kPending && s != TargetState::kSent;
+}
+bool is_terminal(DeploymentState s) {
+    return s == DeploymentState::kCompleted || s == DeploymentState::kFailed ||
+           s == DeploymentState::kRolledBack;
+}
+
+bool valid_transition(TargetState from, TargetState to) {
+    return allowed(kTargetNext, from, to);
+}
+
+bool valid_transition(DeploymentState from, DeploymentState to) {
+    return allowed(kDeploymentNext, from, to);
+}
+
+// ---- Row helpers (internal.h)
+
+absl::Status maybe_finish(Conn& c, int64_t id, int64_t ts) {
+    ASSIGN_OR_RETURN(Stmt s,
+                     c.prepare("SELECT d.state, "
+                               "(SELECT count(*) FROM deployment_targets WHERE deployment_id = "
+                               "d.id AND state IN ('pending', 'sent')), "
+                               "(SELECT count(*) FROM deployment_targets WHERE deployment_id = "
+                               "d.id AND state IN ('rejected', 'timed_out')), "
+                               "(SELECT count(*) FROM deployment_targets WHERE deployment_id = "
+                               "d.id) FROM deployments d WHERE d.id = ?"));
+    s.bind(1, id);
+    ASSIGN_OR_RETURN(bool row, s.step());
+    if (!row || s.text(0) != "rolling" || s.i64(1) != 0) {
+        return absl::OkStatus();
+    }
+    int64_t failed = s.i64(2);
+    int64_t total = s.i64(3);
+    if (failed == 0) {
+        return set_deployment_state_in(c, id, DeploymentState::kCompleted, "", ts);
+    }
+    return set_deployment_state_in(c, id, DeploymentState::kFailed,
+                                   cat(failed, " of ", total, " targets rejected or timed out"),
+                                   ts);
+}
+
+absl::Status supersede_sensor_targets(Conn& c, int64_t sid, int64_t keep, const char* error,
+                                      int64_t ts, std::vector<int64_t>& touched) {
+    ASSIGN_OR_RETURN(Stmt open, c.prepare("SELECT deployment_id FROM deployment_targets "
+                                          "WHERE sensor_id = ? AND state IN "
+                                          "('pending', 'sent') AND deployment_id != ?"));
+    open.bind(1, sid).bind(2, keep);
+    RETURN_IF_ERROR(each_row(open, [&touched](const Stmt& r) { touched.push_back(r.i64(0)); }));
+    ASSIGN_OR_RETURN(Stmt sup, c.prepare("UPDATE deployment_targets SET state = 'superseded', "
+                                         "error = coalesce(?4, error), finished_at = ?1, "
+                                         "updated_at = ?1 WHERE sensor_id = ?2 AND state IN "
+                                         "('pending', 'sent') AND deployment_id != ?3"));
+    sup.bind(1, ts).bind(2, sid).bind(3, keep);
+    if (error != nullptr) {
+        sup.bind(4, std::string_view(error));
+    }
+    return sup.run();
+}
+
+// ---- Transitions
+
+absl::Status Store::update_target(int64_t deployment_id, const std::string& sensor, TargetState to,
+                                  const std::string& error, int64_t ts) {
+    return impl_->write_status([=](Conn& c) -> absl::Status {
+        ASSIGN_OR_RETURN(std::optional<int64_t> dep,
+                         c.query_i64("SELECT id FROM deployments WHERE id = ?", deployment_id));
+        if (!dep) {
+            return absl::NotFoundError(cat("deployment ", deployment_id, " not found"));
+        }
+        ASSIGN_OR_RETURN(int64_t sid, sensor_id(c, sensor));
+        ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT state, bundle_version FROM deployment_targets "
+                                           "WHERE deployment_id = ? AND sensor_id = ?"));
+        s.bind(1, deployment_id).bind(2, sid);
+        RETURN_IF_ERROR(s.expect_row([&] {
+            return absl::NotFoundError(
+                cat("deployment ", deployment_id, " has no target '", sensor, "'"));
+        }));
+        TargetState from = target_state_from(s.text(0));
+        int64_t version = s.i64(1);
+        if (!valid_transition(from, to)) {
+            return absl::FailedPreconditionError(cat("deployment ", deployment_id, " target '",
+                                                     sensor, "': invalid transition ",
+                                                     to_string(from), " -> ", to_string(to)));
+        }
+        ASSIGN_OR_RETURN(Stmt u, c.prepare("UPDATE deployment_targets SET state = ?1, error = ?2, "
+                                           "updated_at = ?3, "
+                                           "sent_at = CASE WHEN ?1 = 'sent' THEN ?3 ELSE sent_at "
+                                           "END, finished_at = CASE WHEN ?1 IN ('pending', "
+                                           "'sent') THEN NULL ELSE ?3 END "
+                                           "WHERE deployment_id = ?4 AND sensor_id = ?5"));
+        u.bind(1, to_string(to)).bind(2, error).bind(3, ts).bind(4, deployment_id).bind(5, sid);
+        RETURN_IF_ERROR(u.run());
+        if (to == TargetState::kApplied) {
+            ASSIGN_OR_RETURN(Stmt r, c.prepare("UPDATE sensors SET running_version = ? WHERE "
+                                               "id = ?"));
+            r.bind(1, version).bind(2, sid);
+            RETURN_IF_ERROR(r.run());
+            RETURN_IF_ERROR(begin_run_in(c, sid, version, ts));
+        }
+        if (is_terminal(to)) {
+            RETURN_IF_ERROR(log_event(c, ts, "", cat("target.", to_string(to)), sensor, version,
+                                      deployment_id, error));
+            RETURN_IF_ERROR(maybe_finish(c, deployment_id, ts));
+        }
+        return absl::OkStatus();
+    });
+}
+
+absl::Status Store::set_deployment_state(int64_t id, DeploymentState to, const std::string& error,
+                                         int64_t ts) {
+    return impl_->write_status([=](Conn& c) -> absl::Status {
+        ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT state FROM deployments WHERE id = ?"));
+        s.bind(1, id);
+        RETURN_IF_ERROR(s.expect_row(
+            [&] { return absl::NotFoundError(cat("deployment ", id, " not found")); }));
+        DeploymentState from = deployment_state_from(s.text(0));
+        if (!valid_transition(from, to)) {
+            return absl::FailedPreconditionError(cat("deployment ", id, ": invalid transition ",
+                                                     to_string(from), " -> ", to_string(to)));
+        }
+        RETURN_IF_ERROR(set_deployment_state_in(c, id, to, error, ts));
+        if (to == DeploymentState::kFailed || to == DeploymentState::kRolledBack) {
+            RETURN_IF_ERROR(supersede_open_targets(c, id, ts));
+        }
+        if (to == DeploymentState::kRolling) {
+            RETURN_IF_ERROR(maybe_finish(c, id, ts));
+        }
+        return absl::OkStatus();
+    });
+}
+
+}  // namespace picket::manager::store

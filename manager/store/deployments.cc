@@ -1,0 +1,189 @@
+// Store queries that serve deployments: creating one (selector resolution, canary share,
+// superseding older targets) and reading deployments and the targets a sensor should get.
+#include <algorithm>
+
+#include "common/strings.h"
+#include "manager/store/internal.h"
+#include "manager/store/writer.h"
+
+namespace picket::manager::store {
+
+using strings::cat;
+
+namespace {
+
+Target target_from_row(const Stmt& t) {
+    Target x;
+    t.get(0, x.sensor, x.bundle_version, x.stage, x.state, x.error, x.created_at, x.sent_at,
+          x.finished_at, x.updated_at);
+    return x;
+}
+
+absl::StatusOr<Deployment> load_deployment(Conn& c, int64_t id, bool with_targets) {
+    ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT id, coalesce(bundle_version, 0), kind, selector, "
+                                       "canary_percent, soak_seconds, state, "
+                                       "coalesce(parent_id, 0), actor, error, created_at, "
+                                       "updated_at FROM deployments WHERE id = ?"));
+    s.bind(1, id);
+    RETURN_IF_ERROR(
+        s.expect_row([&] { return absl::NotFoundError(cat("deployment ", id, " not found")); }));
+    Deployment d;
+    s.get(0, d.id, d.bundle_version, d.kind, d.selector, d.canary_percent, d.soak_seconds, d.state,
+          d.parent_id, d.actor, d.error, d.created_at, d.updated_at);
+    if (!with_targets) {
+        return d;
+    }
+    ASSIGN_OR_RETURN(Stmt t,
+                     c.prepare("SELECT s.name, t.bundle_version, t.stage, t.state, t.error, "
+                               "t.created_at, coalesce(t.sent_at, 0), coalesce(t.finished_at, 0), "
+                               "t.updated_at FROM deployment_targets t JOIN sensors s "
+                               "ON s.id = t.sensor_id WHERE t.deployment_id = ? ORDER BY s.name"));
+    t.bind(1, id);
+    ASSIGN_OR_RETURN(d.targets, collect<Target>(t, target_from_row));
+    return d;
+}
+
+// The sensors a new deployment targets: the selector's, less revoked ones (naming one is
+// FAILED_PRECONDITION), each with the bundle version it gets.
+absl::StatusOr<std::vector<std::pair<int64_t, int64_t>>> plan_targets(Conn& c, const Selector& sel,
+                                                                      int64_t bundle_version) {
+    ASSIGN_OR_RETURN(std::vector<Sensor> selected, select_in(c, sel));
+    // A revoked sensor cannot connect: never target it (naming one is an error).
+    std::vector<Sensor> sensors;
+    for (Sensor& s : selected) {
+        if (!s.revoked) {
+            sensors.push_back(std::move(s));
+        } else if (sel.kind() == Selector::Kind::kNames) {
+            return absl::FailedPreconditionError(cat("sensor '", s.name, "' is revoked"));
+        }
+    }
+    if (sensors.empty()) {
+        return absl::NotFoundError(
+            cat("selector '", sel.to_string(), "' matches no sensor that is not revoked"));
+    }
+    std::vector<std::pair<int64_t, int64_t>> plan;  // sensor id, version
+    for (const Sensor& s : sensors) {
+        ASSIGN_OR_RETURN(int64_t sid, sensor_id(c, s.name));
+        int64_t version = bundle_version;
+        if (version == 0) {
+            auto prev = previous_version_in(c, sid, s.name);
+            if (!prev.ok()) {
+                return absl::FailedPreconditionError(cat("rollback: ", prev.status().message()));
+            }
+            version = *prev;
+        }
+        plan.emplace_back(sid, version);
+    }
+    return plan;
+}
+
+}  // namespace
+
+absl::StatusOr<Deployment> Store::create_deployment(const NewDeployment& d) {
+    ASSIGN_OR_RETURN(Selector sel, Selector::parse(d.selector));
+    if (d.canary_percent < 0 || d.canary_percent > 100) {
+        return absl::InvalidArgumentError(
+            cat("canary percent ", d.canary_percent, " is not within 0..100"));
+    }
+    if (d.soak_seconds < 0 || d.bundle_version < 0 || d.parent_id < 0) {
+        return absl::InvalidArgumentError("negative soak time, bundle version or parent id");
+    }
+    if (d.kind == DeploymentKind::kDeploy && d.bundle_version == 0) {
+        return absl::InvalidArgumentError("a deployment needs a bundle version");
+    }
+    return impl_->write<Deployment>([=](Conn& c) -> absl::StatusOr<Deployment> {
+        if (d.bundle_version != 0) {
+            RETURN_IF_ERROR(require_bundle(c, d.bundle_version));
+        }
+        if (d.parent_id != 0) {
+            ASSIGN_OR_RETURN(std::optional<int64_t> p,
+                             c.query_i64("SELECT id FROM deployments WHERE id = ?", d.parent_id));
+            if (!p) {
+                return absl::NotFoundError(cat("parent deployment ", d.parent_id, " not found"));
+            }
+        }
+        ASSIGN_OR_RETURN(auto plan, plan_targets(c, sel, d.bundle_version));
+        size_t n = plan.size();
+        size_t canaries = 0;
+        if (d.canary_percent > 0) {
+            canaries = std::max<size_t>(1, (n * d.canary_percent + 99) / 100);
+        }
+        DeploymentState state = canaries > 0 ? DeploymentState::kCanary : DeploymentState::kRolling;
+        ASSIGN_OR_RETURN(Stmt ins, c.prepare("INSERT INTO deployments(bundle_version, kind, "
+                                             "selector, canary_percent, soak_seconds, state, "
+                                             "parent_id, actor, created_at, updated_at) "
+                                             "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?9, ?9)"));
+        ins.bind_ref(1, d.bundle_version).bind(2, to_string(d.kind)).bind(3, sel.to_string());
+        ins.bind(4, d.canary_percent).bind(5, d.soak_seconds).bind(6, to_string(state));
+        ins.bind_ref(7, d.parent_id).bind(8, d.actor).bind(9, d.created_at);
+        RETURN_IF_ERROR(ins.run());
+        int64_t id = c.last_insert_rowid();
+
+        // A newer deployment supersedes the open targets of older ones on the same sensors.
+        std::vector<int64_t> touched;
+        for (size_t i = 0; i < n; ++i) {
+            RETURN_IF_ERROR(
+                supersede_sensor_targets(c, plan[i].first, id, nullptr, d.created_at, touched));
+            ASSIGN_OR_RETURN(Stmt t, c.prepare("INSERT INTO deployment_targets(deployment_id, "
+                                               "sensor_id, bundle_version, stage, state, "
+                                               "created_at, updated_at) "
+                                               "VALUES(?, ?, ?, ?, 'pending', ?6, ?6)"));
+            t.bind(1, id).bind(2, plan[i].first).bind(3, plan[i].second);
+            t.bind(4, to_string(i < canaries ? Stage::kCanary : Stage::kRest));
+            t.bind(6, d.created_at);
+            RETURN_IF_ERROR(t.run());
+        }
+        std::sort(touched.begin(), touched.end());
+        touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+        for (int64_t old_id : touched) {
+            RETURN_IF_ERROR(maybe_finish(c, old_id, d.created_at));
+        }
+        std::string what = d.bundle_version != 0
+                               ? cat("bundle version ", d.bundle_version)
+                               : std::string("each sensor's previous bundle version");
+        RETURN_IF_ERROR(log_event(
+            c, d.created_at, d.actor, to_string(d.kind), "", d.bundle_version, id,
+            cat(what, " to '", sel.to_string(), "': ", n, " sensors, ", canaries, " canary")));
+        return load_deployment(c, id, true);
+    });
+}
+
+absl::StatusOr<Deployment> Store::get_deployment(int64_t id) {
+    return impl_->read([id](Conn& c) { return load_deployment(c, id, true); });
+}
+
+absl::StatusOr<std::vector<Deployment>> Store::list_deployments(int limit, bool with_targets) {
+    return impl_->read([=](Conn& c) -> absl::StatusOr<std::vector<Deployment>> {
+        ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT id FROM deployments ORDER BY id DESC "
+                                           "LIMIT ?"));
+        s.bind(1, static_cast<int64_t>(limit));
+        ASSIGN_OR_RETURN(std::vector<int64_t> ids,
+                         collect<int64_t>(s, [](const Stmt& r) { return r.i64(0); }));
+        std::vector<Deployment> out;
+        for (int64_t id : ids) {
+            ASSIGN_OR_RETURN(Deployment d, load_deployment(c, id, with_targets));
+            out.push_back(std::move(d));
+        }
+        return out;
+    });
+}
+
+absl::StatusOr<std::vector<PendingTarget>> Store::pending_targets(const std::string& sensor) {
+    return impl_->read([&sensor](Conn& c) -> absl::StatusOr<std::vector<PendingTarget>> {
+        ASSIGN_OR_RETURN(int64_t sid, sensor_id(c, sensor));
+        ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT t.deployment_id, t.bundle_version, t.stage, "
+                                           "t.state FROM deployment_targets t JOIN deployments d "
+                                           "ON d.id = t.deployment_id WHERE t.sensor_id = ? AND "
+                                           "t.state IN ('pending', 'sent') AND (t.stage = "
+                                           "'canary' OR d.state = 'rolling') "
+                                           "ORDER BY t.deployment_id DESC"));
+        s.bind(1, sid);
+        return collect<PendingTarget>(s, [](const Stmt& r) {
+            PendingTarget p;
+            r.get(0, p.deployment_id, p.bundle_version, p.stage, p.state);
+            return p;
+        });
+    });
+}
+
+}  // namespace picket::manager::store

@@ -1,0 +1,286 @@
+// Store queries that serve run history, metric history and the audit log: runs begun and
+// totalled, sensor reports, per-minute metrics and their pruning, events and their pages.
+#include <algorithm>
+
+#include "common/strings.h"
+#include "manager/store/internal.h"
+#include "manager/store/writer.h"
+
+namespace picket::manager::store {
+
+using strings::cat;
+
+namespace {
+
+constexpr int64_t kNsPerSecond = 1'000'000'000;
+constexpr int64_t kNsPerMinute = 60 * kNsPerSecond;
+
+int64_t minute_of(int64_t ts) {
+    int64_t m = ts / kNsPerMinute;
+    if (ts % kNsPerMinute < 0) {
+        --m;
+    }
+    return m * kNsPerMinute;
+}
+
+absl::Status validate_totals(const RunTotals& d) {
+    if (d.packets < 0 || d.bytes < 0 || d.drops < 0 || d.alerts < 0) {
+        return absl::InvalidArgumentError(cat("run totals deltas must not be negative (packets ",
+                                              d.packets, ", bytes ", d.bytes, ", drops ", d.drops,
+                                              ", alerts ", d.alerts, ")"));
+    }
+    return absl::OkStatus();
+}
+
+// Adds deltas to the open run; returns false when there is none.
+absl::StatusOr<bool> add_totals_in(Conn& c, int64_t sid, const RunTotals& d) {
+    ASSIGN_OR_RETURN(Stmt s, c.prepare("UPDATE runs SET packets = packets + ?, bytes = bytes + ?, "
+                                       "drops = drops + ?, alerts = alerts + ? "
+                                       "WHERE sensor_id = ? AND ended_at IS NULL"));
+    s.bind(1, d.packets).bind(2, d.bytes).bind(3, d.drops).bind(4, d.alerts).bind(5, sid);
+    RETURN_IF_ERROR(s.run());
+    return c.changes() > 0;
+}
+
+// Name ids are cached on the writer connection; the cache is dropped on every rollback
+// (run_batch), so it never holds an id whose insert was undone.
+absl::StatusOr<int64_t> metric_name_id(Conn& c, const std::string& name) {
+    auto it = c.metric_ids.find(name);
+    if (it != c.metric_ids.end()) {
+        return it->second;
+    }
+    ASSIGN_OR_RETURN(Stmt sel, c.prepare("SELECT id FROM metric_names WHERE name = ?"));
+    sel.bind(1, name);
+    ASSIGN_OR_RETURN(bool row, sel.step());
+    int64_t id = 0;
+    if (row) {
+        id = sel.i64(0);
+    } else {
+        ASSIGN_OR_RETURN(Stmt ins, c.prepare("INSERT INTO metric_names(name) VALUES(?)"));
+        ins.bind(1, name);
+        RETURN_IF_ERROR(ins.run());
+        id = c.last_insert_rowid();
+    }
+    c.metric_ids.emplace(name, id);
+    return id;
+}
+
+absl::Status record_metrics_in(Conn& c, int64_t sid, int64_t ts,
+                               const std::vector<MetricSample>& samples) {
+    for (const MetricSample& m : samples) {
+        if (m.name.empty()) {
+            return absl::InvalidArgumentError("metric sample without a counter name");
+        }
+        ASSIGN_OR_RETURN(int64_t name_id, metric_name_id(c, m.name));
+        ASSIGN_OR_RETURN(Stmt s, c.prepare("INSERT INTO metric_minutes(sensor_id, name_id, minute, "
+                                           "value, sample_ts) VALUES(?1, ?2, ?3, ?4, ?5) "
+                                           "ON CONFLICT(sensor_id, name_id, minute) DO UPDATE SET "
+                                           "value = excluded.value, sample_ts = excluded.sample_ts "
+                                           "WHERE excluded.sample_ts >= metric_minutes.sample_ts"));
+        s.bind(1, sid).bind(2, name_id).bind(3, minute_of(ts)).bind(4, m.value).bind(5, ts);
+        RETURN_IF_ERROR(s.run());
+    }
+    return absl::OkStatus();
+}
+
+std::function<absl::Status(Conn&)> report_op(std::shared_ptr<const SensorReport> r) {
+    return [r](Conn& c) -> absl::Status {
+        ASSIGN_OR_RETURN(int64_t sid, active_sensor_id(c, r->sensor));
+        RETURN_IF_ERROR(touch_in(c, sid, r->ts));
+        ASSIGN_OR_RETURN(bool added, add_totals_in(c, sid, r->deltas));
+        (void)added;  // no open run: nothing to accumulate into (documented)
+        return record_metrics_in(c, sid, r->ts, r->samples);
+    };
+}
+
+Event event_from_row(const Stmt& s) {
+    Event e;
+    s.get(0, e.id, e.ts, e.actor, e.kind, e.sensor, e.bundle_version, e.deployment_id, e.message);
+    return e;
+}
+
+}  // namespace
+
+// ---- Row helpers (internal.h)
+
+absl::Status begin_run_in(Conn& c, int64_t sid, int64_t version, int64_t ts) {
+    ASSIGN_OR_RETURN(Stmt open, c.prepare("SELECT id, bundle_version, started_at FROM runs "
+                                          "WHERE sensor_id = ? AND ended_at IS NULL"));
+    open.bind(1, sid);
+    ASSIGN_OR_RETURN(bool row, open.step());
+    int64_t start = ts;
+    if (row) {
+        if (open.i64(1) == version) {
+            return absl::OkStatus();
+        }
+        int64_t run_id = open.i64(0);
+        // A clock that stepped back must not make a period end before it began.
+        start = std::max(ts, open.i64(2));
+        ASSIGN_OR_RETURN(Stmt close, c.prepare("UPDATE runs SET ended_at = ? WHERE id = ?"));
+        close.bind(1, start).bind(2, run_id);
+        RETURN_IF_ERROR(close.run());
+    }
+    ASSIGN_OR_RETURN(Stmt ins, c.prepare("INSERT INTO runs(sensor_id, bundle_version, started_at) "
+                                         "VALUES(?, ?, ?)"));
+    ins.bind(1, sid).bind(2, version).bind(3, start);
+    return ins.run();
+}
+
+absl::StatusOr<int64_t> previous_version_in(Conn& c, int64_t sid, std::string_view name) {
+    ASSIGN_OR_RETURN(Stmt cur, c.prepare("SELECT coalesce((SELECT bundle_version FROM runs WHERE "
+                                         "sensor_id = ?1 AND ended_at IS NULL), (SELECT "
+                                         "running_version FROM sensors WHERE id = ?1))"));
+    cur.bind(1, sid);
+    ASSIGN_OR_RETURN(bool row, cur.step());
+    int64_t current = row ? cur.i64(0) : 0;
+    ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT r.bundle_version FROM runs r JOIN bundles b ON "
+                                       "b.version = r.bundle_version WHERE r.sensor_id = ? AND "
+                                       "r.bundle_version != ? ORDER BY r.id DESC LIMIT 1"));
+    s.bind(1, sid).bind(2, current);
+    RETURN_IF_ERROR(s.expect_row([&] {
+        return absl::NotFoundError(
+            cat("sensor '", name, "' has no earlier bundle version than ", current));
+    }));
+    return s.i64(0);
+}
+
+absl::Status log_event(Conn& c, int64_t ts, std::string_view actor, std::string_view kind,
+                       std::string_view sensor, int64_t version, int64_t deployment,
+                       std::string_view message) {
+    ASSIGN_OR_RETURN(Stmt s, c.prepare("INSERT INTO events(ts, actor, kind, sensor, "
+                                       "bundle_version, deployment_id, message) "
+                                       "VALUES(?, ?, ?, ?, ?, ?, ?)"));
+    s.bind(1, ts).bind(2, actor).bind(3, kind).bind(4, sensor).bind(5, version).bind(6, deployment);
+    s.bind(7, message);
+    return s.run();
+}
+
+// ---- Writes
+
+absl::Status Store::begin_run(const std::string& sensor, int64_t version, int64_t ts) {
+    return impl_->write_status([=](Conn& c) -> absl::Status {
+        ASSIGN_OR_RETURN(int64_t sid, sensor_id(c, sensor));
+        return begin_run_in(c, sid, version, ts);
+    });
+}
+
+absl::Status Store::add_run_totals(const std::string& sensor, const RunTotals& deltas) {
+    RETURN_IF_ERROR(validate_totals(deltas));
+    return impl_->write_status([=](Conn& c) -> absl::Status {
+        ASSIGN_OR_RETURN(int64_t sid, sensor_id(c, sensor));
+        ASSIGN_OR_RETURN(bool added, add_totals_in(c, sid, deltas));
+        if (!added) {
+            return absl::FailedPreconditionError(cat("sensor '", sensor, "' has no open run"));
+        }
+        return absl::OkStatus();
+    });
+}
+
+absl::Status Store::record_metrics(const std::string& sensor, int64_t ts,
+                                   const std::vector<MetricSample>& samples) {
+    return impl_->write_status([=](Conn& c) -> absl::Status {
+        ASSIGN_OR_RETURN(int64_t sid, sensor_id(c, sensor));
+        return record_metrics_in(c, sid, ts, samples);
+    });
+}
+
+absl::Status Store::report(const SensorReport& r) {
+    RETURN_IF_ERROR(validate_totals(r.deltas));
+    return impl_->write_status(report_op(std::make_shared<const SensorReport>(r)));
+}
+
+void Store::report_async(SensorReport r, std::function<void(absl::Status)> done) {
+    if (absl::Status st = validate_totals(r.deltas); !st.ok()) {
+        if (done) {
+            done(st);
+        }
+        return;
+    }
+    std::function<void(const absl::Status&)> cb;
+    if (done) {
+        cb = [done = std::move(done)](const absl::Status& st) { done(st); };
+    }
+    impl_->enqueue({report_op(std::make_shared<const SensorReport>(std::move(r))), std::move(cb)});
+}
+
+absl::StatusOr<int64_t> Store::prune_metrics(int64_t now) {
+    // A minute is dropped once all of it is older than the retention window.
+    int64_t cutoff = now - impl_->options().metric_retention_seconds * kNsPerSecond;
+    return impl_->write<int64_t>([cutoff](Conn& c) -> absl::StatusOr<int64_t> {
+        ASSIGN_OR_RETURN(Stmt s, c.prepare("DELETE FROM metric_minutes WHERE minute <= ?"));
+        s.bind(1, cutoff - kNsPerMinute);
+        RETURN_IF_ERROR(s.run());
+        return c.changes();
+    });
+}
+
+absl::Status Store::record_event(const Event& e) {
+    if (e.kind.empty()) {
+        return absl::InvalidArgumentError("event without a kind");
+    }
+    return impl_->write_status([e](Conn& c) {
+        return log_event(c, e.ts, e.actor, e.kind, e.sensor, e.bundle_version, e.deployment_id,
+                         e.message);
+    });
+}
+
+// ---- Reads
+
+absl::StatusOr<int64_t> Store::previous_version(const std::string& sensor) {
+    return impl_->read([&sensor](Conn& c) -> absl::StatusOr<int64_t> {
+        ASSIGN_OR_RETURN(int64_t sid, sensor_id(c, sensor));
+        return previous_version_in(c, sid, sensor);
+    });
+}
+
+absl::StatusOr<std::vector<Run>> Store::list_runs(const std::string& sensor) {
+    return impl_->read([&sensor](Conn& c) -> absl::StatusOr<std::vector<Run>> {
+        ASSIGN_OR_RETURN(int64_t sid, sensor_id(c, sensor));
+        ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT id, bundle_version, started_at, "
+                                           "coalesce(ended_at, 0), packets, bytes, drops, alerts "
+                                           "FROM runs WHERE sensor_id = ? ORDER BY id"));
+        s.bind(1, sid);
+        return collect<Run>(s, [&sensor](const Stmt& r) {
+            Run run;
+            run.sensor = sensor;
+            r.get(0, run.id, run.bundle_version, run.started_at, run.ended_at, run.totals.packets,
+                  run.totals.bytes, run.totals.drops, run.totals.alerts);
+            return run;
+        });
+    });
+}
+
+absl::StatusOr<std::vector<MetricPoint>> Store::metric_history(const std::string& sensor,
+                                                               const std::string& counter,
+                                                               int64_t from, int64_t to) {
+    return impl_->read([&, from, to](Conn& c) -> absl::StatusOr<std::vector<MetricPoint>> {
+        ASSIGN_OR_RETURN(int64_t sid, sensor_id(c, sensor));
+        ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT m.minute, m.value FROM metric_minutes m JOIN "
+                                           "metric_names n ON n.id = m.name_id WHERE "
+                                           "m.sensor_id = ? AND n.name = ? AND m.minute >= ? AND "
+                                           "m.minute <= ? ORDER BY m.minute"));
+        s.bind(1, sid).bind(2, counter).bind(3, minute_of(from)).bind(4, to);
+        return collect<MetricPoint>(s, [](const Stmt& r) {
+            return MetricPoint{r.i64(0), r.i64(1)};
+        });
+    });
+}
+
+absl::StatusOr<std::vector<Event>> Store::history(const std::string& sensor, int limit,
+                                                  int64_t before_id) {
+    return impl_->read([&, limit, before_id](Conn& c) -> absl::StatusOr<std::vector<Event>> {
+        int64_t before = before_id > 0 ? before_id : INT64_MAX;
+        // Per sensor: its own events plus those of the deployments that targeted it.
+        ASSIGN_OR_RETURN(
+            Stmt s,
+            c.prepare("SELECT id, ts, actor, kind, sensor, bundle_version, deployment_id, message "
+                      "FROM events WHERE id < ?1 AND (?2 = '' OR sensor = ?2 OR (sensor = '' AND "
+                      "deployment_id IN (SELECT t.deployment_id FROM deployment_targets t JOIN "
+                      "sensors s ON s.id = t.sensor_id WHERE s.name = ?2))) "
+                      "ORDER BY id DESC LIMIT ?3"));
+        s.bind(1, before).bind(2, sensor).bind(3, static_cast<int64_t>(limit));
+        return collect<Event>(s, event_from_row);
+    });
+}
+
+}  // namespace picket::manager::store

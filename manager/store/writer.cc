@@ -1,0 +1,178 @@
+#include "manager/store/writer.h"
+
+#include "common/strings.h"
+
+namespace picket::manager::store {
+
+using strings::cat;
+
+Store::Impl::Impl(std::string path, StoreOptions opt, std::unique_ptr<Conn> writer)
+    : path_(std::move(path)), opt_(std::move(opt)), writer_(std::move(writer)) {
+    thread_ = std::thread([this] { writer_loop(); });
+}
+
+Store::Impl::~Impl() {
+    {
+        std::lock_guard lock(mu_);
+        stopping_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+}
+
+void Store::Impl::enqueue(WriteOp op) {
+    if (opt_.observe_op) {
+        op.enqueued = std::chrono::steady_clock::now();
+    }
+    {
+        std::lock_guard lock(mu_);
+        queue_.push_back(std::move(op));
+    }
+    cv_.notify_one();
+}
+
+absl::Status Store::Impl::write_status(std::function<absl::Status(Conn&)> fn) {
+    auto p = std::make_shared<std::promise<absl::Status>>();
+    auto fut = p->get_future();
+    enqueue({std::move(fn), [p](const absl::Status& st) { p->set_value(st); }});
+    return fut.get();
+}
+
+absl::StatusOr<std::unique_ptr<Conn>> Store::Impl::lease() {
+    {
+        std::lock_guard lock(pool_mu_);
+        if (!idle_.empty()) {
+            std::unique_ptr<Conn> c = std::move(idle_.back());
+            idle_.pop_back();
+            return c;
+        }
+    }
+    return Conn::open(path_, true, opt_);
+}
+
+void Store::Impl::give_back(std::unique_ptr<Conn> c) {
+    std::lock_guard lock(pool_mu_);
+    if (static_cast<int>(idle_.size()) < opt_.read_pool_idle) {
+        idle_.push_back(std::move(c));
+    }
+}
+
+Store::WriterStats Store::Impl::stats() const {
+    std::lock_guard lock(mu_);
+    return stats_;
+}
+
+void Store::Impl::writer_loop() {
+    std::vector<WriteOp> batch;
+    for (;;) {
+        {
+            std::unique_lock lock(mu_);
+            cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+            if (queue_.empty()) {
+                return;  // stopping and drained
+            }
+            if (opt_.batch_linger.count() > 0 &&
+                static_cast<int>(queue_.size()) < opt_.max_batch_ops && !stopping_) {
+                cv_.wait_for(lock, opt_.batch_linger, [this] {
+                    return stopping_ || static_cast<int>(queue_.size()) >= opt_.max_batch_ops;
+                });
+            }
+            while (!queue_.empty() && static_cast<int>(batch.size()) < opt_.max_batch_ops) {
+                batch.push_back(std::move(queue_.front()));
+                queue_.pop_front();
+            }
+        }
+        run_batch(batch);
+        batch.clear();
+    }
+}
+
+// Each op runs inside its own savepoint so a failing op (a NOT_FOUND, a bad transition)
+// leaves the rest of the batch intact. Results are handed out only after COMMIT.
+void Store::Impl::run_batch(std::vector<WriteOp>& batch) {
+    Conn& c = *writer_;
+    std::vector<absl::Status> results(batch.size());
+    int64_t txns = 0;
+    size_t i = 0;
+    while (i < batch.size()) {
+        size_t first = i;
+        auto txn_start = std::chrono::steady_clock::now();
+        absl::Status st = c.exec("BEGIN IMMEDIATE");
+        if (!st.ok()) {
+            c.metric_ids.clear();
+            for (; i < batch.size(); ++i) {
+                results[i] = st;
+            }
+            break;
+        }
+        ++txns;
+        bool lost = false;
+        for (; i < batch.size() && !lost; ++i) {
+            absl::Status r = c.exec("SAVEPOINT op");
+            if (r.ok()) {
+                r = batch[i].run(c);
+                if (r.ok()) {
+                    r = c.exec("RELEASE op");
+                }
+            }
+            if (!r.ok()) {
+                if (sqlite3_get_autocommit(c.db()) != 0) {
+                    // SQLite rolled the whole transaction back (I/O error, disk full in
+                    // some paths): the earlier ops of this transaction are gone too.
+                    lost = true;
+                    c.metric_ids.clear();
+                    for (size_t j = first; j < i; ++j) {
+                        if (results[j].ok()) {
+                            results[j] = absl::Status(
+                                r.code(), cat("rolled back with its batch: ", r.message()));
+                        }
+                    }
+                } else {
+                    c.metric_ids.clear();
+                    c.exec("ROLLBACK TO op").IgnoreError();
+                    c.exec("RELEASE op").IgnoreError();
+                }
+            }
+            results[i] = r;
+        }
+        if (!lost) {
+            st = c.exec("COMMIT");
+            if (!st.ok()) {
+                c.metric_ids.clear();
+                if (sqlite3_get_autocommit(c.db()) == 0) {
+                    c.exec("ROLLBACK").IgnoreError();
+                }
+                for (size_t j = first; j < i; ++j) {
+                    if (results[j].ok()) {
+                        results[j] = st;
+                    }
+                }
+            }
+        }
+        if (opt_.observe_txn) {
+            opt_.observe_txn(
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - txn_start)
+                    .count());
+        }
+    }
+    {
+        // Counted before anyone is told: a caller that reads writer_stats() after its
+        // write returned must see that write counted.
+        std::lock_guard lock(mu_);
+        stats_.ops += static_cast<int64_t>(batch.size());
+        stats_.transactions += txns;
+    }
+    if (opt_.observe_op) {
+        auto now = std::chrono::steady_clock::now();
+        for (const WriteOp& op : batch) {
+            opt_.observe_op(std::chrono::duration<double>(now - op.enqueued).count());
+        }
+    }
+    for (size_t j = 0; j < batch.size(); ++j) {
+        if (batch[j].done) {
+            batch[j].done(results[j]);
+        }
+    }
+}
+
+}  // namespace picket::manager::store
