@@ -4,19 +4,19 @@
 // thread only; errors name source:line and what is wrong.
 #include <arpa/inet.h>
 
-#include <charconv>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "sensor/filter/cat.h"
+#include "common/strings.h"
 #include "sensor/filter/filter.h"
 
 namespace picket::sensor::filter {
 
 namespace {
 
-using internal::cat;
+using strings::cat;
 
 constexpr uint32_t kDefaultPriority = 1000;
 constexpr size_t kMaxRulesPerLine = 100000;
@@ -63,17 +63,14 @@ std::string_view trim(std::string_view s) {
     return s;
 }
 
+// A decimal number of at most `max` (digits only, as strings::parse_u32).
 template <class T>
 bool parse_uint(std::string_view s, T max, T* out) {
-    uint64_t v = 0;
-    if (s.empty() || s.size() > 10) {
+    const std::optional<uint32_t> v = strings::parse_u32(s);
+    if (!v || *v > max) {
         return false;
     }
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc() || p != s.data() + s.size() || v > max) {
-        return false;
-    }
-    *out = static_cast<T>(v);
+    *out = static_cast<T>(*v);
     return true;
 }
 
