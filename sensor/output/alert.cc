@@ -1,7 +1,5 @@
 #include "sensor/output/output.h"
 
-#include "common/time_util.h"
-
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -9,9 +7,14 @@
 #include <cstring>
 #include <ctime>
 
+#include "common/strings.h"
+#include "common/time_util.h"
+
 namespace picket::sensor::output {
 
 namespace {
+
+using strings::append_json_string;
 
 constexpr char kHex[] = "0123456789abcdef";
 constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -28,92 +31,6 @@ void append_uint(std::string& out, uint64_t v) {
     }
 }
 
-// Length of the valid UTF-8 sequence at p (1..4), or 0 when the bytes there are not one.
-size_t utf8_sequence(const uint8_t* p, size_t avail) {
-    const uint8_t c = p[0];
-    size_t len;
-    uint32_t min;
-    if (c >= 0xc2 && c <= 0xdf) {
-        len = 2;
-        min = 0x80;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        len = 3;
-        min = 0x800;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4;
-        min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (avail < len) {
-        return 0;
-    }
-    uint32_t cp = c & (0xff >> (len + 1));
-    for (size_t i = 1; i < len; ++i) {
-        if ((p[i] & 0xc0) != 0x80) {
-            return 0;
-        }
-        cp = (cp << 6) | (p[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
-        return 0;
-    }
-    return len;
-}
-
-// A JSON string literal. Control characters use the short escapes where JSON has one and
-// \u00XX otherwise; bytes that are not valid UTF-8 are written as \u00XX (the byte as a
-// Latin-1 code point) so that the line stays valid JSON whatever a rule's msg holds.
-void append_json_string(std::string& out, std::string_view s) {
-    out.push_back('"');
-    const auto* p = reinterpret_cast<const uint8_t*>(s.data());
-    const size_t n = s.size();
-    for (size_t i = 0; i < n;) {
-        const uint8_t c = p[i];
-        if (c >= 0x80) {
-            const size_t len = utf8_sequence(p + i, n - i);
-            if (len != 0) {
-                out.append(s.data() + i, len);
-                i += len;
-                continue;
-            }
-        }
-        switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            case '\b':
-                out += "\\b";
-                break;
-            case '\f':
-                out += "\\f";
-                break;
-            default:
-                if (c < 0x20 || c >= 0x80) {
-                    out += "\\u00";
-                    out.push_back(kHex[c >> 4]);
-                    out.push_back(kHex[c & 0xf]);
-                } else {
-                    out.push_back(static_cast<char>(c));
-                }
-        }
-        ++i;
-    }
-    out.push_back('"');
-}
-
 void append_key(std::string& out, const char* key) {
     out.push_back(',');
     out.push_back('"');
@@ -121,27 +38,22 @@ void append_key(std::string& out, const char* key) {
     out += "\":";
 }
 
+// RFC 4648 base64 with padding: each group of up to 3 bytes becomes 4 characters, those past
+// the group's bytes '='.
 void append_base64(std::string& out, const uint8_t* p, size_t n) {
     out.push_back('"');
-    size_t i = 0;
-    for (; i + 3 <= n; i += 3) {
-        const uint32_t v = (uint32_t{p[i]} << 16) | (uint32_t{p[i + 1]} << 8) | p[i + 2];
-        out.push_back(kBase64[v >> 18]);
-        out.push_back(kBase64[(v >> 12) & 63]);
-        out.push_back(kBase64[(v >> 6) & 63]);
-        out.push_back(kBase64[v & 63]);
-    }
-    if (n - i == 1) {
-        const uint32_t v = uint32_t{p[i]} << 16;
-        out.push_back(kBase64[v >> 18]);
-        out.push_back(kBase64[(v >> 12) & 63]);
-        out += "==";
-    } else if (n - i == 2) {
-        const uint32_t v = (uint32_t{p[i]} << 16) | (uint32_t{p[i + 1]} << 8);
-        out.push_back(kBase64[v >> 18]);
-        out.push_back(kBase64[(v >> 12) & 63]);
-        out.push_back(kBase64[(v >> 6) & 63]);
-        out.push_back('=');
+    for (size_t i = 0; i < n; i += 3) {
+        const size_t k = std::min<size_t>(3, n - i);
+        uint32_t v = uint32_t{p[i]} << 16;
+        if (k > 1) {
+            v |= uint32_t{p[i + 1]} << 8;
+        }
+        if (k > 2) {
+            v |= p[i + 2];
+        }
+        for (size_t j = 0; j < 4; ++j) {
+            out.push_back(j <= k ? kBase64[(v >> (18 - 6 * j)) & 63] : '=');
+        }
     }
     out.push_back('"');
 }
@@ -188,17 +100,11 @@ bool is_icmp(uint8_t proto) {
 }
 
 const char* pkt_src_name(PacketOrigin o) {
-    switch (o) {
-        case PacketOrigin::kWire:
-            return "wire/pcap";
-        case PacketOrigin::kDefrag:
-            return "defrag";
-        case PacketOrigin::kStreamFlowTimeout:
-            return "stream (flow timeout)";
-        case PacketOrigin::kStreamDetectLog:
-            return "stream (detect/log)";
-    }
-    return "wire/pcap";
+    // In PacketOrigin's order.
+    static constexpr const char* kNames[] = {"wire/pcap", "defrag", "stream (flow timeout)",
+                                             "stream (detect/log)"};
+    const auto i = static_cast<size_t>(o);
+    return i < std::size(kNames) ? kNames[i] : kNames[0];
 }
 
 // Suricata's DatalinkValueToName for the link types the decoder reads.
@@ -413,26 +319,17 @@ void append_alert_json(const AlertEvent& ev, const AlertOutputOptions& options, 
                               ev.xff_len != 0 && ev.xff_len < kXffIpMax;
         const std::string_view xff(ev.xff, xff_over ? ev.xff_len : 0);
         const bool xff_dst = ev.direction == AlertDirection::kToClient;
-        append_key(out, "src_ip");
-        if (xff_over && !xff_dst) {
-            append_json_string(out, xff);
-        } else {
-            append_json_string(out, format_address(ev.src, ip));
-        }
-        if (has_ports(ev.proto)) {
-            append_key(out, "src_port");
-            append_uint(out, ev.sport);
-        }
-        append_key(out, "dest_ip");
-        if (xff_over && xff_dst) {
-            append_json_string(out, xff);
-        } else {
-            append_json_string(out, format_address(ev.dst, ip));
-        }
-        if (has_ports(ev.proto)) {
-            append_key(out, "dest_port");
-            append_uint(out, ev.dport);
-        }
+        auto endpoint = [&](const char* ip_key, const decode::Address& a, bool use_xff,
+                            const char* port_key, uint16_t port) {
+            append_key(out, ip_key);
+            append_json_string(out, use_xff ? xff : std::string_view(format_address(a, ip)));
+            if (has_ports(ev.proto)) {
+                append_key(out, port_key);
+                append_uint(out, port);
+            }
+        };
+        endpoint("src_ip", ev.src, xff_over && !xff_dst, "src_port", ev.sport);
+        endpoint("dest_ip", ev.dst, xff_over && xff_dst, "dest_port", ev.dport);
         append_key(out, "proto");
         if (const char* name = proto_name(ev.proto)) {
             out.push_back('"');
