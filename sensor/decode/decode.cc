@@ -19,11 +19,6 @@ using internal::kEtherIpv6;
 using internal::rd16;
 using internal::rd32;
 
-constexpr uint8_t kProtoIcmp = 1;
-constexpr uint8_t kProtoTcp = 6;
-constexpr uint8_t kProtoUdp = 17;
-constexpr uint8_t kProtoIcmpv6 = 58;
-
 // IPv6 extension headers (RFC 8200 section 4, RFC 4302 for AH).
 constexpr uint8_t kIp6HopOpts = 0;
 constexpr uint8_t kIp6Routing = 43;
@@ -105,6 +100,23 @@ private:
             i += olen;
         }
         return DecodeResult::kOk;
+    }
+    // The checks IPv4 and IPv6 share: the family's counter (on entry, not again for a
+    // reassembled datagram), the fixed header's length, the version nibble.
+    bool ip_header(Counter& count, const uint8_t* d, uint32_t len, uint32_t fixed_len,
+                   uint8_t version, DecodeEvent too_small, DecodeEvent wrong_version) {
+        if (!reassembled_) {
+            ++count;
+        }
+        if (len < fixed_len) {
+            event(too_small);
+            return false;
+        }
+        if ((d[0] >> 4) != version) {
+            event(wrong_version);
+            return false;
+        }
+        return true;
     }
     // The fields of an IPv4/IPv6 fragment; data is its payload, of len bytes captured.
     void set_fragment(uint32_t id, uint32_t offset, bool more, uint8_t next_header,
@@ -244,14 +256,9 @@ DecodeResult Decoder::ethertype(uint16_t et, const uint8_t* d, uint32_t len) {
 }
 
 DecodeResult Decoder::ipv4(const uint8_t* d, uint32_t len) {
-    if (!reassembled_) {
-        ++c_.ipv4;
-    }
-    if (len < 20) {
-        return invalid(DecodeEvent::kIpv4PktTooSmall);
-    }
-    if ((d[0] >> 4) != 4) {
-        return invalid(DecodeEvent::kIpv4WrongIpVersion);
+    if (!ip_header(c_.ipv4, d, len, 20, 4, DecodeEvent::kIpv4PktTooSmall,
+                   DecodeEvent::kIpv4WrongIpVersion)) {
+        return DecodeResult::kInvalid;
     }
     const uint32_t hlen = (d[0] & 0x0fu) * 4;
     if (hlen < 20) {
@@ -364,14 +371,9 @@ bool Decoder::ipv6_options(const uint8_t* d, uint32_t len) {
 }
 
 DecodeResult Decoder::ipv6(const uint8_t* d, uint32_t len) {
-    if (!reassembled_) {
-        ++c_.ipv6;
-    }
-    if (len < 40) {
-        return invalid(DecodeEvent::kIpv6PktTooSmall);
-    }
-    if ((d[0] >> 4) != 6) {
-        return invalid(DecodeEvent::kIpv6WrongIpVersion);
+    if (!ip_header(c_.ipv6, d, len, 40, 6, DecodeEvent::kIpv6PktTooSmall,
+                   DecodeEvent::kIpv6WrongIpVersion)) {
+        return DecodeResult::kInvalid;
     }
     const uint32_t total = 40u + rd16(d + 4);
     p_.flags |= kFlagIpv6;

@@ -1,16 +1,16 @@
 // dispatch_hash: the reader/dispatcher thread's partial parse (link layer, VLAN tags, IP
 // addresses) that picks a worker for a frame before any decoding.
+#include "sensor/decode/decode.h"
+
 #include <algorithm>
 #include <utility>
 
-#include "sensor/decode/decode.h"
 #include "sensor/decode/internal.h"
 
 namespace picket::sensor::decode {
 
 using internal::kEtherIpv4;
 using internal::kEtherIpv6;
-using internal::mix64;
 using internal::rd16;
 
 uint32_t dispatch_hash(int linktype, const uint8_t* d, uint32_t caplen, bool use_vlan) {

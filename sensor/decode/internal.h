@@ -32,35 +32,32 @@ inline bool is_vlan_ethertype(uint16_t et) {
 // One's complement sum (RFC 1071). Words are loaded in host order: the folded sum of a
 // correct message is 0xffff in either byte order, so no swapping is needed as long as every
 // part (pseudo-header included) is summed the same way and starts at an even offset.
+// A T loaded from unaligned memory, in host byte order.
+template <class T>
+inline T load(const uint8_t* d) {
+    T v;
+    std::memcpy(&v, d, sizeof(v));
+    return v;
+}
+
 inline uint64_t csum_add(uint64_t acc, const uint8_t* d, uint32_t n) {
-    while (n >= 8) {
-        uint32_t a, b;
-        std::memcpy(&a, d, 4);
-        std::memcpy(&b, d + 4, 4);
-        acc += a;
-        acc += b;
-        d += 8;
-        n -= 8;
+    for (; n >= 8; d += 8, n -= 8) {
+        acc += load<uint32_t>(d);
+        acc += load<uint32_t>(d + 4);
     }
     if (n >= 4) {
-        uint32_t a;
-        std::memcpy(&a, d, 4);
-        acc += a;
+        acc += load<uint32_t>(d);
         d += 4;
         n -= 4;
     }
     if (n >= 2) {
-        uint16_t a;
-        std::memcpy(&a, d, 2);
-        acc += a;
+        acc += load<uint16_t>(d);
         d += 2;
         n -= 2;
     }
     if (n == 1) {
         const uint8_t tail[2] = {d[0], 0};
-        uint16_t a;
-        std::memcpy(&a, tail, 2);
-        acc += a;
+        acc += load<uint16_t>(tail);
     }
     return acc;
 }
@@ -156,16 +153,6 @@ inline LinkLayer link_layer(int linktype, const uint8_t* d, uint32_t len) {
         default:
             return LinkLayer{};
     }
-}
-
-// MurmurHash3's fmix64 finaliser.
-inline uint64_t mix64(uint64_t k) {
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdULL;
-    k ^= k >> 33;
-    k *= 0xc4ceb9fe1a85ec53ULL;
-    k ^= k >> 33;
-    return k;
 }
 
 }  // namespace picket::sensor::decode::internal

@@ -1,9 +1,9 @@
 // Decode context bookkeeping that is not on the per-packet path: event names and the
 // "decoder.*" statistics export (stats thread).
+#include "sensor/decode/decode.h"
+
 #include <algorithm>
 #include <string>
-
-#include "sensor/decode/decode.h"
 
 namespace picket::sensor::decode {
 

@@ -122,15 +122,9 @@ void append_range_prefixes(const decode::Address& lo, const decode::Address& hi,
 }
 
 const char* action_name(AclAction a) {
-    switch (a) {
-        case AclAction::kPass:
-            return "pass";
-        case AclAction::kDrop:
-            return "drop";
-        case AclAction::kBypass:
-            return "bypass";
-    }
-    return "?";
+    static constexpr const char* kNames[] = {"pass", "drop", "bypass"};  // AclAction's order
+    const auto i = static_cast<size_t>(a);
+    return i < std::size(kNames) ? kNames[i] : "?";
 }
 
 std::string to_string(const AclRule& r) {

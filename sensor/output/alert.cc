@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <utility>
 
 #include "common/strings.h"
 #include "common/time_util.h"
@@ -107,30 +108,24 @@ const char* pkt_src_name(PacketOrigin o) {
     return i < std::size(kNames) ? kNames[i] : kNames[0];
 }
 
+// A name from a table of (number, name) pairs, or nullptr.
+template <class T, size_t N>
+const char* name_of(const std::pair<T, const char*> (&table)[N], T value) {
+    for (const auto& [v, name] : table) {
+        if (v == value) {
+            return name;
+        }
+    }
+    return nullptr;
+}
+
 // Suricata's DatalinkValueToName for the link types the decoder reads.
 const char* linktype_name(int32_t linktype) {
-    switch (linktype) {
-        case 0:
-            return "NULL";
-        case 1:
-            return "EN10MB";
-        case 12:
-        case 14:
-        case 101:
-            return "RAW";
-        case 108:
-            return "LOOP";
-        case 113:
-            return "LINUX_SLL";
-        case 228:
-            return "IPv4";
-        case 229:
-            return "IPv6";
-        case 276:
-            return "LINUX_SLL2";
-        default:
-            return nullptr;
-    }
+    static constexpr std::pair<int32_t, const char*> kNames[] = {
+        {0, "NULL"},   {1, "EN10MB"},      {12, "RAW"},   {14, "RAW"},   {101, "RAW"},
+        {108, "LOOP"}, {113, "LINUX_SLL"}, {228, "IPv4"}, {229, "IPv6"}, {276, "LINUX_SLL2"},
+    };
+    return name_of(kNames, linktype);
 }
 
 void append_metadata(std::string& out, const AlertMeta& m) {
@@ -195,50 +190,13 @@ const char* format_address(const decode::Address& a, char* buf) {
 }
 
 const char* proto_name(uint8_t proto) {
-    switch (proto) {
-        case 0:
-            return "HOPOPT";
-        case 1:
-            return "ICMP";
-        case 2:
-            return "IGMP";
-        case 4:
-            return "IPV4";
-        case 6:
-            return "TCP";
-        case 17:
-            return "UDP";
-        case 41:
-            return "IPV6";
-        case 43:
-            return "IPV6-ROUTE";
-        case 44:
-            return "IPV6-FRAG";
-        case 47:
-            return "GRE";
-        case 50:
-            return "ESP";
-        case 51:
-            return "AH";
-        case 58:
-            return "IPV6-ICMP";
-        case 59:
-            return "IPV6-NONXT";
-        case 60:
-            return "IPV6-OPTS";
-        case 89:
-            return "OSPFIGP";
-        case 103:
-            return "PIM";
-        case 112:
-            return "VRRP";
-        case 132:
-            return "SCTP";
-        case 136:
-            return "UDPLITE";
-        default:
-            return nullptr;
-    }
+    static constexpr std::pair<uint8_t, const char*> kNames[] = {
+        {0, "HOPOPT"},   {1, "ICMP"},  {2, "IGMP"},        {4, "IPV4"},        {6, "TCP"},
+        {17, "UDP"},     {41, "IPV6"}, {43, "IPV6-ROUTE"}, {44, "IPV6-FRAG"},  {47, "GRE"},
+        {50, "ESP"},     {51, "AH"},   {58, "IPV6-ICMP"},  {59, "IPV6-NONXT"}, {60, "IPV6-OPTS"},
+        {89, "OSPFIGP"}, {103, "PIM"}, {112, "VRRP"},      {132, "SCTP"},      {136, "UDPLITE"},
+    };
+    return name_of(kNames, proto);
 }
 
 size_t xff_client_ip(std::string_view value, bool reverse, char* out) {
