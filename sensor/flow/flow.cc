@@ -250,18 +250,11 @@ struct FlowTable::Impl {
         if (on_free) {
             on_free(*f);
         }
-        switch (why) {
-            case Removal::kTimeout:
-                ++c.timed_out;
-                break;
-            case Removal::kEvict:
-                ++c.evicted;
-                break;
-            case Removal::kRecycle:
-                ++c.closed_pruned;
-                break;
-            case Removal::kClear:
-                break;
+        // The counter of each Removal, in its order (clear() counts nothing).
+        static constexpr Counter FlowCounters::*kRemoved[] = {
+            &FlowCounters::timed_out, &FlowCounters::evicted, &FlowCounters::closed_pruned};
+        if (why != Removal::kClear) {
+            ++(c.*kRemoved[static_cast<size_t>(why)]);
         }
         f->hnext = free_list;
         free_list = f;
@@ -356,23 +349,11 @@ struct FlowTable::Impl {
         lru_append(f);
 
         ++c.created;
-        switch (k.proto) {
-            case decode::kProtoTcp:
-                ++c.tcp;
-                break;
-            case decode::kProtoUdp:
-                ++c.udp;
-                break;
-            case decode::kProtoIcmp:
-                ++c.icmpv4;
-                break;
-            case decode::kProtoIcmpv6:
-                ++c.icmpv6;
-                break;
-            default:
-                ++c.other;
-                break;
-        }
+        // Flows created per protocol, in Group order; ICMPv6 apart from ICMPv4.
+        static constexpr Counter FlowCounters::*kCreated[] = {
+            &FlowCounters::tcp, &FlowCounters::udp, &FlowCounters::icmpv4, &FlowCounters::other};
+        ++(c.*
+           (k.proto == decode::kProtoIcmpv6 ? &FlowCounters::icmpv6 : kCreated[group_of(k.proto)]));
         ++active;
         update_gauges();
     }
