@@ -6,6 +6,8 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -199,17 +201,25 @@ bool parse_proto(std::string_view text, Proto* out, std::string* error) {
         return true;
     }
     p.any = false;
-    if (text == "tcp") {
-        p.number = decode::kProtoTcp;
-    } else if (text == "udp") {
-        p.number = decode::kProtoUdp;
-    } else if (text == "sctp") {
-        p.number = decode::kProtoSctp;
-    } else if (text == "icmp") {
-        p.icmp = true;
-    } else if (text == "icmpv6" || text == "ipv6-icmp") {
-        p.icmpv6 = true;
-        p.number = decode::kProtoIcmpv6;
+    // The protocol names; "icmp" takes its number from each rule's family.
+    static constexpr struct {
+        std::string_view name;
+        uint8_t number;
+        bool icmp, icmpv6;
+    } kNames[] = {
+        {"tcp", decode::kProtoTcp, false, false},
+        {"udp", decode::kProtoUdp, false, false},
+        {"sctp", decode::kProtoSctp, false, false},
+        {"icmp", 0, true, false},
+        {"icmpv6", decode::kProtoIcmpv6, false, true},
+        {"ipv6-icmp", decode::kProtoIcmpv6, false, true},
+    };
+    const auto* named = std::find_if(std::begin(kNames), std::end(kNames),
+                                     [&](const auto& n) { return n.name == text; });
+    if (named != std::end(kNames)) {
+        p.number = named->number;
+        p.icmp = named->icmp;
+        p.icmpv6 = named->icmpv6;
     } else if (!parse_uint<uint8_t>(text, 255, &p.number)) {
         *error = cat("unknown protocol ", quoted(text),
                      " (expected any, ip, tcp, udp, sctp, icmp, icmpv6 or a number 0-255)");

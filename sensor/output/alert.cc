@@ -133,34 +133,23 @@ void append_metadata(std::string& out, const AlertMeta& m) {
     // carry a handful of pairs, so the quadratic scan is cheaper than a map.
     const auto& md = m.metadata;
     out += "{";
-    bool first_key = true;
+    const char* key_sep = "";
     for (size_t i = 0; i < md.size(); ++i) {
-        bool seen = false;
-        for (size_t j = 0; j < i; ++j) {
-            if (md[j].first == md[i].first) {
-                seen = true;
-                break;
-            }
+        const auto same_key = [&](const auto& kv) { return kv.first == md[i].first; };
+        if (std::any_of(md.begin(), md.begin() + i, same_key)) {
+            continue;  // the key's values went out with its first pair
         }
-        if (seen) {
-            continue;
-        }
-        if (!first_key) {
-            out.push_back(',');
-        }
-        first_key = false;
+        out += key_sep;
+        key_sep = ",";
         append_json_string(out, md[i].first);
         out += ":[";
-        bool first_val = true;
+        const char* value_sep = "";
         for (size_t j = i; j < md.size(); ++j) {
-            if (md[j].first != md[i].first) {
-                continue;
+            if (same_key(md[j])) {
+                out += value_sep;
+                value_sep = ",";
+                append_json_string(out, md[j].second);
             }
-            if (!first_val) {
-                out.push_back(',');
-            }
-            first_val = false;
-            append_json_string(out, md[j].second);
         }
         out += "]";
     }
