@@ -1,24 +1,23 @@
+// The worker's decoder: link layer -> IPv4/IPv6 -> transport, in one translation unit so
+// that the per-packet path inlines. Shared wire helpers live in internal.h; statistics export
+// in stats.cc; the dispatcher's hash in dispatch_hash.cc.
 #include "sensor/decode/decode.h"
 
 #include <algorithm>
-#include <string>
-#include <utility>
+
+#include "sensor/decode/internal.h"
 
 namespace picket::sensor::decode {
 
 namespace {
 
-constexpr uint16_t kEtherIpv4 = 0x0800;
-constexpr uint16_t kEtherArp = 0x0806;
-constexpr uint16_t kEtherIpv6 = 0x86dd;
-constexpr uint16_t kEtherVlan = 0x8100;
-constexpr uint16_t kEtherQinq = 0x88a8;
-constexpr uint16_t kEtherQinqOld = 0x9100;
-
-constexpr uint8_t kProtoIcmp = 1;
-constexpr uint8_t kProtoTcp = 6;
-constexpr uint8_t kProtoUdp = 17;
-constexpr uint8_t kProtoIcmpv6 = 58;
+using internal::csum_add;
+using internal::csum_ok;
+using internal::kEtherArp;
+using internal::kEtherIpv4;
+using internal::kEtherIpv6;
+using internal::rd16;
+using internal::rd32;
 
 // IPv6 extension headers (RFC 8200 section 4, RFC 4302 for AH).
 constexpr uint8_t kIp6HopOpts = 0;
@@ -34,100 +33,6 @@ constexpr uint8_t kIp6Shim6 = 140;
 // Suricata's auto checksum mode: decide once, after this many checked packets.
 constexpr uint64_t kChecksumSample = 1000;
 
-inline uint16_t rd16(const uint8_t* p) {
-    return static_cast<uint16_t>((p[0] << 8) | p[1]);
-}
-inline uint32_t rd32(const uint8_t* p) {
-    return (static_cast<uint32_t>(p[0]) << 24) | (static_cast<uint32_t>(p[1]) << 16) |
-           (static_cast<uint32_t>(p[2]) << 8) | p[3];
-}
-
-inline bool is_vlan_ethertype(uint16_t et) {
-    return et == kEtherVlan || et == kEtherQinq || et == kEtherQinqOld;
-}
-
-// One's complement sum (RFC 1071). Words are loaded in host order: the folded sum of a
-// correct message is 0xffff in either byte order, so no swapping is needed as long as every
-// part (pseudo-header included) is summed the same way and starts at an even offset.
-uint64_t csum_add(uint64_t acc, const uint8_t* d, uint32_t n) {
-    while (n >= 8) {
-        uint32_t a, b;
-        std::memcpy(&a, d, 4);
-        std::memcpy(&b, d + 4, 4);
-        acc += a;
-        acc += b;
-        d += 8;
-        n -= 8;
-    }
-    if (n >= 4) {
-        uint32_t a;
-        std::memcpy(&a, d, 4);
-        acc += a;
-        d += 4;
-        n -= 4;
-    }
-    if (n >= 2) {
-        uint16_t a;
-        std::memcpy(&a, d, 2);
-        acc += a;
-        d += 2;
-        n -= 2;
-    }
-    if (n == 1) {
-        const uint8_t tail[2] = {d[0], 0};
-        uint16_t a;
-        std::memcpy(&a, tail, 2);
-        acc += a;
-    }
-    return acc;
-}
-
-inline bool csum_ok(uint64_t acc) {
-    while (acc >> 16) {
-        acc = (acc & 0xffff) + (acc >> 16);
-    }
-    return acc == 0xffff;
-}
-
-// Family values of DLT_NULL / DLT_LOOP: AF_INET is 2 everywhere, AF_INET6 differs per OS
-// (Linux 10, NetBSD/OpenBSD 24, FreeBSD 28, macOS 30).
-inline uint16_t null_family_ethertype(uint32_t family) {
-    switch (family) {
-        case 2:
-            return kEtherIpv4;
-        case 10:
-        case 24:
-        case 28:
-        case 30:
-            return kEtherIpv6;
-        default:
-            return 0;
-    }
-}
-
-// DLT_NULL is in the capturing host's byte order, which may not be ours: accept the family
-// in either order (as Wireshark does).
-inline uint16_t null_ethertype(const uint8_t* d, bool network_order) {
-    uint32_t fam = rd32(d);
-    uint16_t et = null_family_ethertype(fam);
-    if (network_order || et != 0) {
-        return et;
-    }
-    fam = __builtin_bswap32(fam);
-    return null_family_ethertype(fam);
-}
-
-inline uint16_t raw_ethertype(uint8_t first) {
-    switch (first >> 4) {
-        case 4:
-            return kEtherIpv4;
-        case 6:
-            return kEtherIpv6;
-        default:
-            return 0;
-    }
-}
-
 class Decoder {
 public:
     Decoder(DecodeContext& ctx, Packet& p, bool snap_truncated, bool reassembled)
@@ -140,10 +45,16 @@ public:
 
     DecodeResult link(int linktype, const uint8_t* d, uint32_t len);
     DecodeResult ip(const uint8_t* d, uint32_t len);
-    void finish() {
+    // Ends the call: checksum-auto bookkeeping, and an invalid packet is counted and flagged.
+    DecodeResult finish(DecodeResult r) {
         if (checked_) {
             ctx_.note_checksum(!bad_);
         }
+        if (r == DecodeResult::kInvalid) {
+            ++c_.invalid;
+            p_.flags |= kFlagInvalid;
+        }
+        return r;
     }
 
 private:
@@ -159,6 +70,80 @@ private:
             p_.flags |= kFlagBadChecksum;
             event(e);
         }
+    }
+
+    // Type-length-value options (IPv4 RFC 791 3.1, TCP RFC 9293 3.1): kind 0 ends the list,
+    // 1 is a one-byte no-op, every other option has a length byte >= 2 that stays inside the
+    // header. Calls f(kind, option, length) for each; an option list cut short counts
+    // `short_event` and one with a bad length `len_event`, and the packet is invalid.
+    template <class F>
+    DecodeResult for_each_option(const uint8_t* d, uint32_t len, DecodeEvent short_event,
+                                 DecodeEvent len_event, F&& f) {
+        uint32_t i = 0;
+        while (i < len) {
+            const uint8_t kind = d[i];
+            if (kind == 0) {
+                break;
+            }
+            if (kind == 1) {
+                ++i;
+                continue;
+            }
+            if (len - i < 2) {
+                return invalid(short_event);
+            }
+            const uint8_t olen = d[i + 1];
+            if (olen < 2 || olen > len - i) {
+                return invalid(len_event);
+            }
+            f(kind, d + i, olen);
+            i += olen;
+        }
+        return DecodeResult::kOk;
+    }
+    // The checks IPv4 and IPv6 share: the family's counter (on entry, not again for a
+    // reassembled datagram), the fixed header's length, the version nibble.
+    bool ip_header(Counter& count, const uint8_t* d, uint32_t len, uint32_t fixed_len,
+                   uint8_t version, DecodeEvent too_small, DecodeEvent wrong_version) {
+        if (!reassembled_) {
+            ++count;
+        }
+        if (len < fixed_len) {
+            event(too_small);
+            return false;
+        }
+        if ((d[0] >> 4) != version) {
+            event(wrong_version);
+            return false;
+        }
+        return true;
+    }
+    // The fields of an IPv4/IPv6 fragment; data is its payload, of len bytes captured.
+    void set_fragment(uint32_t id, uint32_t offset, bool more, uint8_t next_header,
+                      const uint8_t* data, uint32_t len) {
+        p_.flags |= kFlagFragment;
+        p_.frag_id = id;
+        p_.frag_offset = offset;
+        p_.frag_more = more;
+        p_.frag_next_header = next_header;
+        p_.frag_data = data;
+        p_.frag_data_len = len;
+    }
+    // The part ICMPv4 and ICMPv6 share: an 8-byte header (type, code, checksum, 4 bytes that
+    // depend on the type). False when the packet is too short (event counted).
+    bool icmp_header(const uint8_t* d, uint32_t cap, uint32_t flag, DecodeEvent too_small) {
+        if (cap < 8) {
+            event(too_small);
+            return false;
+        }
+        p_.flags |= flag;
+        p_.l4 = d;
+        p_.l4_len = cap;
+        p_.icmp_type = d[0];
+        p_.icmp_code = d[1];
+        p_.payload = d + 8;
+        p_.payload_len = cap - 8;
+        return true;
     }
 
     DecodeResult ethertype(uint16_t et, const uint8_t* d, uint32_t len);
@@ -187,48 +172,36 @@ private:
 };
 
 DecodeResult Decoder::link(int linktype, const uint8_t* d, uint32_t len) {
-    switch (linktype) {
-        case kDltEn10mb:
+    const internal::LinkLayer l = internal::link_layer(linktype, d, len);
+    switch (l.kind) {
+        case internal::LinkLayer::kEthernet:
             ++c_.ethernet;
-            if (len < 14) {
+            if (l.too_short) {
                 return invalid(DecodeEvent::kEthernetPktTooSmall);
             }
-            return ethertype(rd16(d + 12), d + 14, len - 14);
-        case kDltLinuxSll:
+            break;
+        case internal::LinkLayer::kSll:
             ++c_.sll;
-            if (len < 16) {
+            if (l.too_short) {
                 return invalid(DecodeEvent::kSllPktTooSmall);
             }
-            return ethertype(rd16(d + 14), d + 16, len - 16);
-        case kDltLinuxSll2:
-            ++c_.sll;
-            if (len < 20) {
-                return invalid(DecodeEvent::kSllPktTooSmall);
-            }
-            return ethertype(rd16(d), d + 20, len - 20);
-        case kDltRaw:
-        case kDltRawOpenBsd:
-        case kLinktypeRaw:
-        case kDltIpv4:
-        case kDltIpv6:
+            break;
+        case internal::LinkLayer::kRaw:
             ++c_.raw;
             return ip(d, len);
-        case kDltNull:
-        case kDltLoop: {
+        case internal::LinkLayer::kNull:
             ++c_.null;
-            if (len < 4) {
+            if (l.too_short) {
                 return invalid(DecodeEvent::kNullPktTooSmall);
             }
-            const uint16_t et = null_ethertype(d, linktype == kDltLoop);
-            if (et == 0) {
+            if (l.ethertype == 0) {
                 return invalid(DecodeEvent::kNullUnsupportedType);
             }
-            p_.ethertype = et;
-            return et == kEtherIpv4 ? ipv4(d + 4, len - 4) : ipv6(d + 4, len - 4);
-        }
+            break;
         default:
             return invalid(DecodeEvent::kUnknownLinkType);
     }
+    return ethertype(l.ethertype, d + l.hdr_len, len - l.hdr_len);
 }
 
 // Raw IP (raw link types and reassembled datagrams): the version nibble picks the family.
@@ -236,7 +209,7 @@ DecodeResult Decoder::ip(const uint8_t* d, uint32_t len) {
     if (len < 1) {
         return invalid(DecodeEvent::kIpv4PktTooSmall);
     }
-    const uint16_t et = raw_ethertype(d[0]);
+    const uint16_t et = internal::raw_ethertype(d[0]);
     if (et == 0) {
         return invalid(DecodeEvent::kIpv4WrongIpVersion);
     }
@@ -245,7 +218,7 @@ DecodeResult Decoder::ip(const uint8_t* d, uint32_t len) {
 }
 
 DecodeResult Decoder::ethertype(uint16_t et, const uint8_t* d, uint32_t len) {
-    while (is_vlan_ethertype(et)) {
+    while (internal::is_vlan_ethertype(et)) {
         if (p_.vlan_count == 2) {
             return invalid(DecodeEvent::kVlanTooManyLayers);
         }
@@ -283,14 +256,9 @@ DecodeResult Decoder::ethertype(uint16_t et, const uint8_t* d, uint32_t len) {
 }
 
 DecodeResult Decoder::ipv4(const uint8_t* d, uint32_t len) {
-    if (!reassembled_) {
-        ++c_.ipv4;
-    }
-    if (len < 20) {
-        return invalid(DecodeEvent::kIpv4PktTooSmall);
-    }
-    if ((d[0] >> 4) != 4) {
-        return invalid(DecodeEvent::kIpv4WrongIpVersion);
+    if (!ip_header(c_.ipv4, d, len, 20, 4, DecodeEvent::kIpv4PktTooSmall,
+                   DecodeEvent::kIpv4WrongIpVersion)) {
+        return DecodeResult::kInvalid;
     }
     const uint32_t hlen = (d[0] & 0x0fu) * 4;
     if (hlen < 20) {
@@ -334,13 +302,7 @@ DecodeResult Decoder::ipv4(const uint8_t* d, uint32_t len) {
     const uint32_t offset = (frag & 0x1fffu) * 8;
     if (!reassembled_ && (more || offset != 0)) {
         ++c_.ipv4_frag;
-        p_.flags |= kFlagFragment;
-        p_.frag_id = p_.ip_id;
-        p_.frag_offset = offset;
-        p_.frag_more = more;
-        p_.frag_next_header = p_.proto;
-        p_.frag_data = d + hlen;
-        p_.frag_data_len = p_.l3_len - hlen;
+        set_fragment(p_.ip_id, offset, more, p_.proto, d + hlen, p_.l3_len - hlen);
         // The rebuilt datagram would exceed the 16-bit total length (ping of death).
         if (20 + offset + (total - hlen) > 65535) {
             return invalid(DecodeEvent::kIpv4FragPktTooLarge);
@@ -364,66 +326,24 @@ DecodeResult Decoder::ipv4(const uint8_t* d, uint32_t len) {
 // RFC 791 options. Known options keep Suricata's duplicate check; a length that is < 2 or
 // runs past the header makes the packet invalid.
 DecodeResult Decoder::ipv4_options(const uint8_t* d, uint32_t len) {
+    // The known option types: record route, quick-start, timestamp, security, loose source
+    // route, CIPSO, stream id, strict source route, router alert.
+    static constexpr uint8_t kKnown[] = {7, 25, 68, 130, 131, 134, 136, 137, 148};
     uint32_t seen = 0;  // bit per known option
-    uint32_t i = 0;
-    while (i < len) {
-        const uint8_t type = d[i];
-        if (type == 0) {  // end of option list
-            break;
-        }
-        if (type == 1) {  // no-op
-            ++i;
-            continue;
-        }
-        if (len - i < 2) {
-            return invalid(DecodeEvent::kIpv4OptMalformed);
-        }
-        const uint8_t olen = d[i + 1];
-        if (olen < 2 || olen > len - i) {
-            return invalid(DecodeEvent::kIpv4OptInvalidLen);
-        }
-        int bit = -1;
-        switch (type) {
-            case 7:  // record route
-                bit = 0;
-                break;
-            case 25:  // quick-start
-                bit = 1;
-                break;
-            case 68:  // timestamp
-                bit = 2;
-                break;
-            case 130:  // security
-                bit = 3;
-                break;
-            case 131:  // loose source route
-                bit = 4;
-                break;
-            case 134:  // CIPSO
-                bit = 5;
-                break;
-            case 136:  // stream id
-                bit = 6;
-                break;
-            case 137:  // strict source route
-                bit = 7;
-                break;
-            case 148:  // router alert
-                bit = 8;
-                break;
-            default:
-                event(DecodeEvent::kIpv4OptUnknown);
-                break;
-        }
-        if (bit >= 0) {
-            if (seen & (1u << bit)) {
-                event(DecodeEvent::kIpv4OptDuplicate);
-            }
-            seen |= 1u << bit;
-        }
-        i += olen;
-    }
-    return DecodeResult::kOk;
+    return for_each_option(d, len, DecodeEvent::kIpv4OptMalformed, DecodeEvent::kIpv4OptInvalidLen,
+                           [&](uint8_t type, const uint8_t*, uint8_t) {
+                               const auto* known =
+                                   std::find(std::begin(kKnown), std::end(kKnown), type);
+                               if (known == std::end(kKnown)) {
+                                   event(DecodeEvent::kIpv4OptUnknown);
+                                   return;
+                               }
+                               const uint32_t bit = 1u << (known - std::begin(kKnown));
+                               if (seen & bit) {
+                                   event(DecodeEvent::kIpv4OptDuplicate);
+                               }
+                               seen |= bit;
+                           });
 }
 
 // Options of Hop-by-Hop / Destination Options headers (RFC 8200 4.2). Returns false when an
@@ -451,14 +371,9 @@ bool Decoder::ipv6_options(const uint8_t* d, uint32_t len) {
 }
 
 DecodeResult Decoder::ipv6(const uint8_t* d, uint32_t len) {
-    if (!reassembled_) {
-        ++c_.ipv6;
-    }
-    if (len < 40) {
-        return invalid(DecodeEvent::kIpv6PktTooSmall);
-    }
-    if ((d[0] >> 4) != 6) {
-        return invalid(DecodeEvent::kIpv6WrongIpVersion);
+    if (!ip_header(c_.ipv6, d, len, 40, 6, DecodeEvent::kIpv6PktTooSmall,
+                   DecodeEvent::kIpv6WrongIpVersion)) {
+        return DecodeResult::kInvalid;
     }
     const uint32_t total = 40u + rd16(d + 4);
     p_.flags |= kFlagIpv6;
@@ -547,17 +462,11 @@ DecodeResult Decoder::ipv6(const uint8_t* d, uint32_t len) {
             // RFC 6946 atomic fragment: offset 0 and M=0 carries the whole packet.
             if (offset != 0 || more) {
                 ++c_.ipv6_frag;
-                p_.flags |= kFlagFragment;
+                set_fragment(rd32(h + 4), offset, more, h[0], h + 8, end - off - 8);
                 p_.proto = h[0];
                 p_.ip_hdr_len = static_cast<uint16_t>(off + 8);
-                p_.frag_id = rd32(h + 4);
-                p_.frag_offset = offset;
-                p_.frag_more = more;
-                p_.frag_next_header = h[0];
                 p_.frag_prev_nh_offset = static_cast<uint16_t>(prev_nh_off);
                 p_.frag_unfrag_len = static_cast<uint16_t>(off);
-                p_.frag_data = h + 8;
-                p_.frag_data_len = end - off - 8;
                 const uint32_t data_len = total - off - 8;
                 // RFC 8200 4.5: every fragment but the last is a multiple of 8 octets.
                 if (more && (data_len % 8) != 0) {
@@ -662,71 +571,50 @@ DecodeResult Decoder::tcp(const uint8_t* d, uint32_t claim, uint32_t cap) {
 }
 
 // RFC 9293 3.1 options. A length < 2 or past the header makes the packet invalid (as
-// Suricata); a known option with the wrong fixed length is ignored with an event.
+// Suricata); a known option with the wrong fixed length is ignored with an event, and so is a
+// repeated one (the first value stays).
 DecodeResult Decoder::tcp_options(const uint8_t* d, uint32_t len) {
-    uint32_t i = 0;
-    while (i < len) {
-        const uint8_t kind = d[i];
-        if (kind == 0) {  // end of option list
-            break;
+    // Whether a known option of `want` bytes is to be taken.
+    auto take = [&](uint8_t olen, uint8_t want, bool present) {
+        if (olen != want) {
+            event(DecodeEvent::kTcpOptInvalidLen);
+            return false;
         }
-        if (kind == 1) {  // no-op
-            ++i;
-            continue;
+        if (present) {
+            event(DecodeEvent::kTcpOptDuplicate);
+            return false;
         }
-        if (len - i < 2) {
-            return invalid(DecodeEvent::kTcpOptInvalidLen);
-        }
-        const uint8_t olen = d[i + 1];
-        if (olen < 2 || olen > len - i) {
-            return invalid(DecodeEvent::kTcpOptInvalidLen);
-        }
-        const uint8_t* o = d + i;
-        switch (kind) {
-            case 2:  // MSS
-                if (olen != 4) {
-                    event(DecodeEvent::kTcpOptInvalidLen);
-                } else if (p_.tcp_mss != 0) {
-                    event(DecodeEvent::kTcpOptDuplicate);
-                } else {
-                    p_.tcp_mss = rd16(o + 2);
-                }
-                break;
-            case 3:  // window scale
-                if (olen != 3) {
-                    event(DecodeEvent::kTcpOptInvalidLen);
-                } else if (p_.tcp_wscale != 0xff) {
-                    event(DecodeEvent::kTcpOptDuplicate);
-                } else {
-                    p_.tcp_wscale = o[2];
-                }
-                break;
-            case 4:  // SACK permitted
-                if (olen != 2) {
-                    event(DecodeEvent::kTcpOptInvalidLen);
-                } else if (p_.tcp_sack_permitted) {
-                    event(DecodeEvent::kTcpOptDuplicate);
-                } else {
-                    p_.tcp_sack_permitted = true;
-                }
-                break;
-            case 8:  // timestamps
-                if (olen != 10) {
-                    event(DecodeEvent::kTcpOptInvalidLen);
-                } else if (p_.tcp_has_timestamp) {
-                    event(DecodeEvent::kTcpOptDuplicate);
-                } else {
-                    p_.tcp_has_timestamp = true;
-                    p_.tcp_tsval = rd32(o + 2);
-                    p_.tcp_tsecr = rd32(o + 6);
-                }
-                break;
-            default:
-                break;
-        }
-        i += olen;
-    }
-    return DecodeResult::kOk;
+        return true;
+    };
+    return for_each_option(d, len, DecodeEvent::kTcpOptInvalidLen, DecodeEvent::kTcpOptInvalidLen,
+                           [&](uint8_t kind, const uint8_t* o, uint8_t olen) {
+                               switch (kind) {
+                                   case 2:  // MSS
+                                       if (take(olen, 4, p_.tcp_mss != 0)) {
+                                           p_.tcp_mss = rd16(o + 2);
+                                       }
+                                       break;
+                                   case 3:  // window scale
+                                       if (take(olen, 3, p_.tcp_wscale != 0xff)) {
+                                           p_.tcp_wscale = o[2];
+                                       }
+                                       break;
+                                   case 4:  // SACK permitted
+                                       if (take(olen, 2, p_.tcp_sack_permitted)) {
+                                           p_.tcp_sack_permitted = true;
+                                       }
+                                       break;
+                                   case 8:  // timestamps
+                                       if (take(olen, 10, p_.tcp_has_timestamp)) {
+                                           p_.tcp_has_timestamp = true;
+                                           p_.tcp_tsval = rd32(o + 2);
+                                           p_.tcp_tsecr = rd32(o + 6);
+                                       }
+                                       break;
+                                   default:
+                                       break;
+                               }
+                           });
 }
 
 DecodeResult Decoder::udp(const uint8_t* d, uint32_t claim, uint32_t cap) {
@@ -762,16 +650,9 @@ DecodeResult Decoder::udp(const uint8_t* d, uint32_t claim, uint32_t cap) {
 
 DecodeResult Decoder::icmpv4(const uint8_t* d, uint32_t claim, uint32_t cap) {
     ++c_.icmpv4;
-    if (cap < 8) {
-        return invalid(DecodeEvent::kIcmpv4PktTooSmall);
+    if (!icmp_header(d, cap, kFlagIcmpv4, DecodeEvent::kIcmpv4PktTooSmall)) {
+        return DecodeResult::kInvalid;
     }
-    p_.flags |= kFlagIcmpv4;
-    p_.l4 = d;
-    p_.l4_len = cap;
-    p_.icmp_type = d[0];
-    p_.icmp_code = d[1];
-    p_.payload = d + 8;
-    p_.payload_len = cap - 8;
     uint8_t max_code = 0;
     bool has_id = false;
     switch (d[0]) {
@@ -823,16 +704,9 @@ DecodeResult Decoder::icmpv4(const uint8_t* d, uint32_t claim, uint32_t cap) {
 
 DecodeResult Decoder::icmpv6(const uint8_t* d, uint32_t claim, uint32_t cap) {
     ++c_.icmpv6;
-    if (cap < 8) {
-        return invalid(DecodeEvent::kIcmpv6PktTooSmall);
+    if (!icmp_header(d, cap, kFlagIcmpv6, DecodeEvent::kIcmpv6PktTooSmall)) {
+        return DecodeResult::kInvalid;
     }
-    p_.flags |= kFlagIcmpv6;
-    p_.l4 = d;
-    p_.l4_len = cap;
-    p_.icmp_type = d[0];
-    p_.icmp_code = d[1];
-    p_.payload = d + 8;
-    p_.payload_len = cap - 8;
     const uint8_t type = d[0];
     uint8_t max_code = 0;
     if (type == 1) {  // destination unreachable (RFC 4443, RFC 8883)
@@ -863,30 +737,19 @@ DecodeResult Decoder::icmpv6(const uint8_t* d, uint32_t claim, uint32_t cap) {
     return DecodeResult::kOk;
 }
 
-inline uint64_t mix64(uint64_t k) {
-    // MurmurHash3 fmix64 finaliser.
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdULL;
-    k ^= k >> 33;
-    k *= 0xc4ceb9fe1a85ec53ULL;
-    k ^= k >> 33;
-    return k;
+// The fields capture gave; everything the decoder fills starts cleared.
+void begin_packet(Packet& p, const uint8_t* data, uint32_t caplen, uint32_t wirelen, int64_t ts_ns,
+                  uint64_t pcap_cnt, int linktype) {
+    p = Packet{};
+    p.data = data;
+    p.caplen = caplen;
+    p.wirelen = wirelen;
+    p.ts_ns = ts_ns;
+    p.pcap_cnt = pcap_cnt;
+    p.linktype = linktype;
 }
 
 }  // namespace
-
-const char* event_name(DecodeEvent e) {
-    static constexpr const char* kNames[] = {
-#define PICKET_X(id, name) name,
-        PICKET_DECODE_EVENTS(PICKET_X)
-#undef PICKET_X
-    };
-    const auto i = static_cast<size_t>(e);
-    return i < kNumDecodeEvents ? kNames[i] : "unknown";
-}
-
-DecodeContext::DecodeContext(const DecodeOptions& options)
-    : options_(options), validate_(options.checksum != ChecksumMode::kNo) {}
 
 void DecodeContext::note_checksum(bool ok) {
     if (options_.checksum != ChecksumMode::kAuto || checked_ >= kChecksumSample) {
@@ -903,62 +766,10 @@ void DecodeContext::note_checksum(bool ok) {
     }
 }
 
-void DecodeContext::export_stats(StatsSnapshot& out) const {
-    const DecodeCounters& c = counters_;
-    const struct {
-        const char* name;
-        const Counter& value;
-    } plain[] = {
-        {"decoder.pkts", c.pkts},
-        {"decoder.bytes", c.bytes},
-        {"decoder.invalid", c.invalid},
-        {"decoder.ethernet", c.ethernet},
-        {"decoder.sll", c.sll},
-        {"decoder.null", c.null},
-        {"decoder.raw", c.raw},
-        {"decoder.vlan", c.vlan},
-        {"decoder.vlan_qinq", c.vlan_qinq},
-        {"decoder.ipv4", c.ipv4},
-        {"decoder.ipv6", c.ipv6},
-        {"decoder.tcp", c.tcp},
-        {"decoder.udp", c.udp},
-        {"decoder.icmpv4", c.icmpv4},
-        {"decoder.icmpv6", c.icmpv6},
-        {"decoder.arp", c.arp},
-        {"decoder.other_l3", c.other_l3},
-        {"decoder.other_l4", c.other_l4},
-        {"decoder.ipv4_frag", c.ipv4_frag},
-        {"decoder.ipv6_frag", c.ipv6_frag},
-    };
-    for (const auto& e : plain) {
-        out.add(e.name, e.value.get());
-    }
-    // Derived values are recomputed from the snapshot's totals so that several workers
-    // exporting into one snapshot still give the right average and maximum.
-    const uint64_t pkts = out.get("decoder.pkts");
-    out.set("decoder.avg_pkt_size", pkts == 0 ? 0 : out.get("decoder.bytes") / pkts);
-    out.set("decoder.max_pkt_size",
-            std::max(out.get("decoder.max_pkt_size"), c.max_pkt_size.get()));
-    const bool disabled = options_.checksum == ChecksumMode::kAuto && !validate_;
-    out.add("decoder.checksum_validation_disabled", disabled ? 1 : 0);
-    std::string name;
-    for (size_t i = 0; i < kNumDecodeEvents; ++i) {
-        name = "decoder.event.";
-        name += event_name(static_cast<DecodeEvent>(i));
-        out.add(name, c.events[i].get());
-    }
-}
-
 DecodeResult decode_packet(DecodeContext& ctx, int linktype, const uint8_t* data, uint32_t caplen,
                            uint32_t wirelen, int64_t ts_ns, Packet& p) {
-    const uint64_t pcap_cnt = p.pcap_cnt;  // set by capture, before or after decoding
-    p = Packet{};
-    p.data = data;
-    p.caplen = caplen;
-    p.wirelen = wirelen;
-    p.ts_ns = ts_ns;
-    p.pcap_cnt = pcap_cnt;
-    p.linktype = linktype;
+    // pcap_cnt is set by capture, before or after decoding.
+    begin_packet(p, data, caplen, wirelen, ts_ns, p.pcap_cnt, linktype);
 
     DecodeCounters& c = ctx.counters();
     ++c.pkts;
@@ -972,135 +783,24 @@ DecodeResult decode_packet(DecodeContext& ctx, int linktype, const uint8_t* data
         caplen = 0;
     }
     Decoder dec(ctx, p, caplen < wirelen, false);
-    const DecodeResult r = dec.link(linktype, data, caplen);
-    dec.finish();
-    if (r == DecodeResult::kInvalid) {
-        ++c.invalid;
-        p.flags |= kFlagInvalid;
-    }
-    return r;
+    return dec.finish(dec.link(linktype, data, caplen));
 }
 
 DecodeResult decode_reassembled(DecodeContext& ctx, const uint8_t* data, uint32_t len, Packet& p) {
     // Keep what the capture and the link layer of the last fragment gave.
-    Packet keep;
-    keep.data = p.data;
-    keep.caplen = p.caplen;
-    keep.wirelen = p.wirelen;
-    keep.ts_ns = p.ts_ns;
-    keep.pcap_cnt = p.pcap_cnt;
-    keep.linktype = p.linktype;
-    keep.flags = (p.flags & kFlagVlan) | kFlagReassembled;
-    keep.vlan_count = p.vlan_count;
-    keep.vlan_id[0] = p.vlan_id[0];
-    keep.vlan_id[1] = p.vlan_id[1];
-    p = keep;
+    const uint32_t vlan_flag = p.flags & kFlagVlan;
+    const uint8_t vlan_count = p.vlan_count;
+    const uint16_t vlan_id[2] = {p.vlan_id[0], p.vlan_id[1]};
+    begin_packet(p, p.data, p.caplen, p.wirelen, p.ts_ns, p.pcap_cnt, p.linktype);
+    p.flags = vlan_flag | kFlagReassembled;
+    p.vlan_count = vlan_count;
+    std::copy(vlan_id, vlan_id + 2, p.vlan_id);
 
     if (data == nullptr) {
         len = 0;
     }
     Decoder dec(ctx, p, false, true);
-    const DecodeResult r = dec.ip(data, len);
-    dec.finish();
-    if (r == DecodeResult::kInvalid) {
-        ++ctx.counters().invalid;
-        p.flags |= kFlagInvalid;
-    }
-    return r;
-}
-
-uint32_t dispatch_hash(int linktype, const uint8_t* d, uint32_t caplen, bool use_vlan) {
-    if (d == nullptr) {
-        return 0;
-    }
-    uint16_t et = 0;
-    uint32_t off = 0;
-    switch (linktype) {
-        case kDltEn10mb:
-            if (caplen < 14) {
-                return 0;
-            }
-            et = rd16(d + 12);
-            off = 14;
-            break;
-        case kDltLinuxSll:
-            if (caplen < 16) {
-                return 0;
-            }
-            et = rd16(d + 14);
-            off = 16;
-            break;
-        case kDltLinuxSll2:
-            if (caplen < 20) {
-                return 0;
-            }
-            et = rd16(d);
-            off = 20;
-            break;
-        case kDltRaw:
-        case kDltRawOpenBsd:
-        case kLinktypeRaw:
-        case kDltIpv4:
-        case kDltIpv6:
-            if (caplen < 1) {
-                return 0;
-            }
-            et = raw_ethertype(d[0]);
-            break;
-        case kDltNull:
-        case kDltLoop:
-            if (caplen < 4) {
-                return 0;
-            }
-            et = null_ethertype(d, linktype == kDltLoop);
-            off = 4;
-            break;
-        default:
-            return 0;
-    }
-    uint64_t vlan = 0;
-    for (int i = 0; i < 2 && is_vlan_ethertype(et); ++i) {
-        if (caplen - off < 4) {
-            return 0;
-        }
-        vlan = (vlan << 12) | (rd16(d + off) & 0x0fffu) | (1u << 31);
-        et = rd16(d + off + 2);
-        off += 4;
-    }
-    if (!use_vlan) {
-        vlan = 0;  // vlan.use-for-tracking: false (both directions must meet on one worker)
-    }
-    if (et == kEtherIpv4) {
-        if (caplen - off < 20) {
-            return 0;
-        }
-        uint32_t a, b;
-        std::memcpy(&a, d + off + 12, 4);
-        std::memcpy(&b, d + off + 16, 4);
-        const uint64_t lo = std::min(a, b);
-        const uint64_t hi = std::max(a, b);
-        const uint64_t h = mix64((lo << 32 | hi) ^ mix64(vlan ^ 0x4));
-        return static_cast<uint32_t>(h ^ (h >> 32));
-    }
-    if (et == kEtherIpv6) {
-        if (caplen - off < 40) {
-            return 0;
-        }
-        const uint8_t* a = d + off + 8;
-        const uint8_t* b = d + off + 24;
-        if (std::memcmp(a, b, 16) > 0) {
-            std::swap(a, b);
-        }
-        uint64_t w[4];
-        std::memcpy(w, a, 16);
-        std::memcpy(w + 2, b, 16);
-        uint64_t h = mix64(vlan ^ 0x6);
-        for (uint64_t x : w) {
-            h = mix64(h ^ x) + 0x9e3779b97f4a7c15ULL;
-        }
-        return static_cast<uint32_t>(h ^ (h >> 32));
-    }
-    return 0;
+    return dec.finish(dec.ip(data, len));
 }
 
 }  // namespace picket::sensor::decode

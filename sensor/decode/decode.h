@@ -26,6 +26,30 @@ inline constexpr int kDltIpv4 = 228;
 inline constexpr int kDltIpv6 = 229;
 inline constexpr int kDltLinuxSll2 = 276;  // Linux cooked capture v2 (20-byte header)
 
+// IP protocol numbers (IANA) that the decoder and its users name.
+inline constexpr uint8_t kProtoIcmp = 1;
+inline constexpr uint8_t kProtoTcp = 6;
+inline constexpr uint8_t kProtoUdp = 17;
+inline constexpr uint8_t kProtoIcmpv6 = 58;
+inline constexpr uint8_t kProtoSctp = 132;
+
+// TCP header flags, as in Packet::tcp_flags.
+inline constexpr uint8_t kTcpFin = 0x01;
+inline constexpr uint8_t kTcpSyn = 0x02;
+inline constexpr uint8_t kTcpRst = 0x04;
+inline constexpr uint8_t kTcpAck = 0x10;
+
+// MurmurHash3's fmix64 finaliser: the last step of the hashes over decoded fields (worker
+// dispatch, flow table, defrag trackers).
+inline uint64_t mix64(uint64_t k) {
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ULL;
+    k ^= k >> 33;
+    return k;
+}
+
 // 16 bytes; IPv4 is stored v4-mapped (::ffff:a.b.c.d) so that a v4 and a v6 address never
 // compare equal and one key type serves both families.
 struct Address {

@@ -266,12 +266,7 @@ uint32_t Defragmenter::Impl::hash_key(const Packet& p, uint8_t proto) const {
     h = mix(h, p.frag_id);
     h = mix(h, (uint32_t{p.ip_version} << 8) | proto);
     h = mix(h, (uint32_t{p.vlan_id[0]} << 16) | p.vlan_id[1]);
-    h ^= h >> 16;
-    h *= 0x85ebca6bu;
-    h ^= h >> 13;
-    h *= 0xc2b2ae35u;
-    h ^= h >> 16;
-    return h;
+    return static_cast<uint32_t>(decode::mix64(h));
 }
 
 uint32_t Defragmenter::Impl::find(const Packet& p, uint8_t proto, uint32_t h) {

@@ -2,31 +2,28 @@
 //   ACTION PROTO SRC SPORT (->|<>) DST DPORT [priority N]
 // Lists ([a, b]) and "<>" expand into several AclRules; icmp expands per family. Control
 // thread only; errors name source:line and what is wrong.
+#include "sensor/filter/filter.h"
+
 #include <arpa/inet.h>
 
-#include <charconv>
+#include <algorithm>
+#include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "sensor/filter/cat.h"
-#include "sensor/filter/filter.h"
+#include "common/strings.h"
 
 namespace picket::sensor::filter {
 
 namespace {
 
-using internal::cat;
+using strings::cat;
 
 constexpr uint32_t kDefaultPriority = 1000;
 constexpr size_t kMaxRulesPerLine = 100000;
 constexpr size_t kMaxErrors = 20;
-
-constexpr uint8_t kProtoIcmp = 1;
-constexpr uint8_t kProtoTcp = 6;
-constexpr uint8_t kProtoUdp = 17;
-constexpr uint8_t kProtoIcmpv6 = 58;
-constexpr uint8_t kProtoSctp = 132;
 
 struct Addr {
     AclFamily family = AclFamily::kAny;  // kAny: the "any" keyword
@@ -63,17 +60,14 @@ std::string_view trim(std::string_view s) {
     return s;
 }
 
+// A decimal number of at most `max` (digits only, as strings::parse_u32).
 template <class T>
 bool parse_uint(std::string_view s, T max, T* out) {
-    uint64_t v = 0;
-    if (s.empty() || s.size() > 10) {
+    const std::optional<uint32_t> v = strings::parse_u32(s);
+    if (!v || *v > max) {
         return false;
     }
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc() || p != s.data() + s.size() || v > max) {
-        return false;
-    }
-    *out = static_cast<T>(v);
+    *out = static_cast<T>(*v);
     return true;
 }
 
@@ -207,17 +201,25 @@ bool parse_proto(std::string_view text, Proto* out, std::string* error) {
         return true;
     }
     p.any = false;
-    if (text == "tcp") {
-        p.number = kProtoTcp;
-    } else if (text == "udp") {
-        p.number = kProtoUdp;
-    } else if (text == "sctp") {
-        p.number = kProtoSctp;
-    } else if (text == "icmp") {
-        p.icmp = true;
-    } else if (text == "icmpv6" || text == "ipv6-icmp") {
-        p.icmpv6 = true;
-        p.number = kProtoIcmpv6;
+    // The protocol names; "icmp" takes its number from each rule's family.
+    static constexpr struct {
+        std::string_view name;
+        uint8_t number;
+        bool icmp, icmpv6;
+    } kNames[] = {
+        {"tcp", decode::kProtoTcp, false, false},
+        {"udp", decode::kProtoUdp, false, false},
+        {"sctp", decode::kProtoSctp, false, false},
+        {"icmp", 0, true, false},
+        {"icmpv6", decode::kProtoIcmpv6, false, true},
+        {"ipv6-icmp", decode::kProtoIcmpv6, false, true},
+    };
+    const auto* named = std::find_if(std::begin(kNames), std::end(kNames),
+                                     [&](const auto& n) { return n.name == text; });
+    if (named != std::end(kNames)) {
+        p.number = named->number;
+        p.icmp = named->icmp;
+        p.icmpv6 = named->icmpv6;
     } else if (!parse_uint<uint8_t>(text, 255, &p.number)) {
         *error = cat("unknown protocol ", quoted(text),
                      " (expected any, ip, tcp, udp, sctp, icmp, icmpv6 or a number 0-255)");
@@ -227,9 +229,29 @@ bool parse_proto(std::string_view text, Proto* out, std::string* error) {
     return true;
 }
 
+// Every item of a field's list (list_items()), each parsed by
+// parse(item, what, &value, error) and appended to out.
+template <class T, class Parse>
+bool parse_list(std::string_view tok, std::string_view what, Parse&& parse, std::vector<T>* out,
+                std::string* error) {
+    std::vector<std::string_view> items;
+    if (!list_items(tok, what, &items, error)) {
+        return false;
+    }
+    for (std::string_view item : items) {
+        T value;
+        if (!parse(item, what, &value, error)) {
+            return false;
+        }
+        out->push_back(value);
+    }
+    return true;
+}
+
 bool has_ports(const Proto& p) {
     return !p.any && !p.icmp &&
-           (p.number == kProtoTcp || p.number == kProtoUdp || p.number == kProtoSctp);
+           (p.number == decode::kProtoTcp || p.number == decode::kProtoUdp ||
+            p.number == decode::kProtoSctp);
 }
 
 // Parses one non-empty line into rules appended to out; false with *error on a fault.
@@ -285,46 +307,24 @@ bool parse_line(std::string_view line, uint32_t line_no, std::vector<AclRule>* o
 
     std::vector<Addr> src, dst;
     std::vector<Ports> sport, dport;
-    const struct {
-        std::string_view tok;
-        const char* what;
-        std::vector<Addr>* out;
-    } addr_fields[] = {{tok[2], "source address", &src}, {tok[5], "destination address", &dst}};
-    for (const auto& f : addr_fields) {
-        std::vector<std::string_view> items;
-        if (!list_items(f.tok, f.what, &items, error)) {
+    // A port other than "any" needs a protocol that has ports.
+    auto parse_port_item = [&](std::string_view item, std::string_view what, Ports* p,
+                               std::string* err) {
+        if (!parse_ports(item, what, p, err)) {
             return false;
         }
-        for (std::string_view item : items) {
-            Addr a;
-            if (!parse_addr(item, f.what, &a, error)) {
-                return false;
-            }
-            f.out->push_back(a);
-        }
-    }
-    const struct {
-        std::string_view tok;
-        const char* what;
-        std::vector<Ports>* out;
-    } port_fields[] = {{tok[3], "source port", &sport}, {tok[6], "destination port", &dport}};
-    for (const auto& f : port_fields) {
-        std::vector<std::string_view> items;
-        if (!list_items(f.tok, f.what, &items, error)) {
+        if ((p->lo != 0 || p->hi != 65535) && !has_ports(proto)) {
+            *err = cat(what, " ", quoted(item), " needs protocol tcp, udp or sctp, not ",
+                       quoted(tok[1]));
             return false;
         }
-        for (std::string_view item : items) {
-            Ports p;
-            if (!parse_ports(item, f.what, &p, error)) {
-                return false;
-            }
-            if ((p.lo != 0 || p.hi != 65535) && !has_ports(proto)) {
-                *error = cat(f.what, " ", quoted(item), " needs protocol tcp, udp or sctp, not ",
-                             quoted(tok[1]));
-                return false;
-            }
-            f.out->push_back(p);
-        }
+        return true;
+    };
+    if (!parse_list(tok[2], "source address", parse_addr, &src, error) ||
+        !parse_list(tok[5], "destination address", parse_addr, &dst, error) ||
+        !parse_list(tok[3], "source port", parse_port_item, &sport, error) ||
+        !parse_list(tok[6], "destination port", parse_port_item, &dport, error)) {
+        return false;
     }
     const size_t expansion =
         src.size() * dst.size() * sport.size() * dport.size() * (both_ways ? 2 : 1);
@@ -374,8 +374,8 @@ bool parse_line(std::string_view line, uint32_t line_no, std::vector<AclRule>* o
             }
             if (proto.icmp && family == AclFamily::kAny) {
                 // "icmp any any": ICMPv4 over IPv4 and ICMPv6 over IPv6.
-                emit(AclFamily::kIpv4, any4, any4, kProtoIcmp);
-                emit(AclFamily::kIpv6, any6, any6, kProtoIcmpv6);
+                emit(AclFamily::kIpv4, any4, any4, decode::kProtoIcmp);
+                emit(AclFamily::kIpv6, any6, any6, decode::kProtoIcmpv6);
                 continue;
             }
             if (proto.icmpv6 && family == AclFamily::kIpv4) {
@@ -383,12 +383,12 @@ bool parse_line(std::string_view line, uint32_t line_no, std::vector<AclRule>* o
                 continue;
             }
             if (proto.icmpv6 && family == AclFamily::kAny) {
-                emit(AclFamily::kIpv6, any6, any6, kProtoIcmpv6);
+                emit(AclFamily::kIpv6, any6, any6, decode::kProtoIcmpv6);
                 continue;
             }
-            const uint8_t number = proto.icmp
-                                       ? (family == AclFamily::kIpv6 ? kProtoIcmpv6 : kProtoIcmp)
-                                       : proto.number;
+            const uint8_t number = proto.icmp ? (family == AclFamily::kIpv6 ? decode::kProtoIcmpv6
+                                                                            : decode::kProtoIcmp)
+                                              : proto.number;
             const Addr& any_side = family == AclFamily::kIpv4 ? any4 : any6;
             emit(family, s.family == AclFamily::kAny && family != AclFamily::kAny ? any_side : s,
                  d.family == AclFamily::kAny && family != AclFamily::kAny ? any_side : d, number);

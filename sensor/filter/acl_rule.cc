@@ -5,11 +5,11 @@
 
 #include <arpa/inet.h>
 
-#include "sensor/filter/cat.h"
-
 #include <algorithm>
 #include <cstring>
 #include <string>
+
+#include "common/strings.h"
 
 namespace picket::sensor::filter {
 
@@ -48,7 +48,7 @@ std::string prefix_text(const AclPrefix& p, AclFamily f) {
     }
     std::string s = buf;
     if ((f == AclFamily::kIpv4 && p.len != 32) || (f == AclFamily::kIpv6 && p.len != 128)) {
-        s += internal::cat("/", p.len);
+        s += strings::cat("/", p.len);
     }
     return s;
 }
@@ -60,7 +60,7 @@ std::string ports_text(uint16_t lo, uint16_t hi) {
     if (lo == hi) {
         return std::to_string(lo);
     }
-    return internal::cat(lo, ":", hi);
+    return strings::cat(lo, ":", hi);
 }
 
 using u128 = unsigned __int128;
@@ -122,23 +122,17 @@ void append_range_prefixes(const decode::Address& lo, const decode::Address& hi,
 }
 
 const char* action_name(AclAction a) {
-    switch (a) {
-        case AclAction::kPass:
-            return "pass";
-        case AclAction::kDrop:
-            return "drop";
-        case AclAction::kBypass:
-            return "bypass";
-    }
-    return "?";
+    static constexpr const char* kNames[] = {"pass", "drop", "bypass"};  // AclAction's order
+    const auto i = static_cast<size_t>(a);
+    return i < std::size(kNames) ? kNames[i] : "?";
 }
 
 std::string to_string(const AclRule& r) {
-    return internal::cat(action_name(r.action), " ",
-                         r.any_proto ? std::string("any") : std::to_string(r.proto), " ",
-                         prefix_text(r.src, r.family), " ", ports_text(r.sport_lo, r.sport_hi),
-                         " -> ", prefix_text(r.dst, r.family), " ",
-                         ports_text(r.dport_lo, r.dport_hi), " priority ", r.priority);
+    return strings::cat(action_name(r.action), " ",
+                        r.any_proto ? std::string("any") : std::to_string(r.proto), " ",
+                        prefix_text(r.src, r.family), " ", ports_text(r.sport_lo, r.sport_hi),
+                        " -> ", prefix_text(r.dst, r.family), " ",
+                        ports_text(r.dport_lo, r.dport_hi), " priority ", r.priority);
 }
 
 bool rule_matches(const AclRule& r, const FiveTuple& t) {

@@ -52,6 +52,8 @@ inline constexpr uint64_t kLeafBit = uint64_t{1} << 63;
 inline constexpr uint64_t kEmptyLeaf = kLeafBit;
 inline constexpr uint32_t kMaxLeafCount = (1u << 24) - 1;
 inline constexpr unsigned kMaxCutBits = 16;
+// The most trees a Forest has: one per separation group of the builder.
+inline constexpr int kMaxTrees = 7;
 
 inline uint64_t make_leaf(uint32_t offset, uint32_t count) {
     return kLeafBit | (uint64_t{count} << 32) | offset;
@@ -393,3 +395,19 @@ inline Key<u128> key6(const FiveTuple& t) {
 }
 
 }  // namespace picket::sensor::filter::internal
+
+namespace picket::sensor::filter {
+
+struct AclClassifier::Impl {
+    internal::Forest<uint32_t> v4;
+    internal::Forest<internal::u128> v6;
+    std::vector<uint32_t> rank_to_index;
+    // Rules given in priority order (an acl.rules without "priority", the usual case) have
+    // rank == index: no table read, which at 100,000 rules is one cache miss less.
+    bool identity = false;
+    bool all_matches = false;
+
+    uint32_t index_of(uint32_t rank) const { return identity ? rank : rank_to_index[rank]; }
+};
+
+}  // namespace picket::sensor::filter

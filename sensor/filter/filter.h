@@ -58,14 +58,7 @@ struct FiveTuple {
     uint8_t ip_version = 0;  // 4 or 6; any other value matches no rule
 
     static FiveTuple from_packet(const decode::Packet& p) {
-        FiveTuple t;
-        t.src = p.src;
-        t.dst = p.dst;
-        t.sport = p.sport;
-        t.dport = p.dport;
-        t.proto = p.proto;
-        t.ip_version = p.ip_version;
-        return t;
+        return {p.src, p.dst, p.sport, p.dport, p.proto, p.ip_version};
     }
 };
 

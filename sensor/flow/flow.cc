@@ -10,16 +10,6 @@ namespace picket::sensor::flow {
 
 namespace {
 
-constexpr uint8_t kProtoIcmp = 1;
-constexpr uint8_t kProtoTcp = 6;
-constexpr uint8_t kProtoUdp = 17;
-constexpr uint8_t kProtoIcmpv6 = 58;
-
-constexpr uint8_t kTcpFin = 0x01;
-constexpr uint8_t kTcpSyn = 0x02;
-constexpr uint8_t kTcpRst = 0x04;
-constexpr uint8_t kTcpAck = 0x10;
-
 constexpr int64_t kNsPerSec = 1'000'000'000;
 
 // Timeout lists: one per (protocol group, state). Every flow of a list has the same timeout,
@@ -30,12 +20,12 @@ constexpr size_t kNumClasses = 4 * kNumStates;
 
 uint8_t group_of(uint8_t proto) {
     switch (proto) {
-        case kProtoTcp:
+        case decode::kProtoTcp:
             return kGroupTcp;
-        case kProtoUdp:
+        case decode::kProtoUdp:
             return kGroupUdp;
-        case kProtoIcmp:
-        case kProtoIcmpv6:
+        case decode::kProtoIcmp:
+        case decode::kProtoIcmpv6:
             return kGroupIcmp;
         default:
             return kGroupOther;
@@ -70,15 +60,6 @@ uint64_t load64(const uint8_t* p) {
     return v;
 }
 
-uint64_t fmix64(uint64_t h) {
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ULL;
-    h ^= h >> 33;
-    return h;
-}
-
 // The key is normalised, so any function of it is symmetric in the packet's direction.
 uint32_t hash_key_seeded(const FlowKey& k, uint64_t seed) {
     constexpr uint64_t kMul = 0x9e3779b97f4a7c15ULL;
@@ -90,7 +71,7 @@ uint32_t hash_key_seeded(const FlowKey& k, uint64_t seed) {
     const uint64_t tail = uint64_t{k.port[0]} | (uint64_t{k.port[1]} << 16) |
                           (uint64_t{k.vlan} << 32) | (uint64_t{k.proto} << 48) |
                           (uint64_t{k.ip_version} << 56);
-    h = fmix64(h ^ tail);
+    h = decode::mix64(h ^ tail);
     return static_cast<uint32_t>(h ^ (h >> 32));
 }
 
@@ -112,15 +93,16 @@ bool FlowKey::operator==(const FlowKey& o) const {
 FlowKey make_key(const decode::Packet& p, bool* src_is_first) {
     uint16_t sport = 0;
     uint16_t dport = 0;
-    if (p.proto == kProtoTcp || p.proto == kProtoUdp) {
+    if (p.proto == decode::kProtoTcp || p.proto == decode::kProtoUdp) {
         sport = p.sport;
         dport = p.dport;
-    } else if ((p.proto == kProtoIcmp && p.has(decode::kFlagIcmpv4)) ||
-               (p.proto == kProtoIcmpv6 && p.has(decode::kFlagIcmpv6))) {
+    } else if ((p.proto == decode::kProtoIcmp && p.has(decode::kFlagIcmpv4)) ||
+               (p.proto == decode::kProtoIcmpv6 && p.has(decode::kFlagIcmpv6))) {
         // Shared with the traffic generator's record: echo request and reply are one flow
         // keyed by the identifier; any other ICMP message is keyed by its type and code.
-        const bool echo = p.proto == kProtoIcmp ? (p.icmp_type == 8 || p.icmp_type == 0)
-                                                : (p.icmp_type == 128 || p.icmp_type == 129);
+        const bool echo = p.proto == decode::kProtoIcmp
+                              ? (p.icmp_type == 8 || p.icmp_type == 0)
+                              : (p.icmp_type == 128 || p.icmp_type == 129);
         if (echo) {
             sport = p.icmp_id;
             dport = p.icmp_id;
@@ -268,18 +250,11 @@ struct FlowTable::Impl {
         if (on_free) {
             on_free(*f);
         }
-        switch (why) {
-            case Removal::kTimeout:
-                ++c.timed_out;
-                break;
-            case Removal::kEvict:
-                ++c.evicted;
-                break;
-            case Removal::kRecycle:
-                ++c.closed_pruned;
-                break;
-            case Removal::kClear:
-                break;
+        // The counter of each Removal, in its order (clear() counts nothing).
+        static constexpr Counter FlowCounters::*kRemoved[] = {
+            &FlowCounters::timed_out, &FlowCounters::evicted, &FlowCounters::closed_pruned};
+        if (why != Removal::kClear) {
+            ++(c.*kRemoved[static_cast<size_t>(why)]);
         }
         f->hnext = free_list;
         free_list = f;
@@ -354,7 +329,8 @@ struct FlowTable::Impl {
         f->flow_id = mix53((uint64_t{cfg.worker_id} << kSeqBits) | seq);
         // Mid-stream pickup of a SYN-ACK: the reply's destination opened the connection.
         const bool synack =
-            k.proto == kProtoTcp && (p.tcp_flags & (kTcpSyn | kTcpAck)) == (kTcpSyn | kTcpAck);
+            k.proto == decode::kProtoTcp && (p.tcp_flags & (decode::kTcpSyn | decode::kTcpAck)) ==
+                                                (decode::kTcpSyn | decode::kTcpAck);
         f->client_is_first = synack ? !src_is_first : src_is_first;
         const int ci = f->client_is_first ? 0 : 1;
         f->client_addr = k.addr[ci];
@@ -373,23 +349,11 @@ struct FlowTable::Impl {
         lru_append(f);
 
         ++c.created;
-        switch (k.proto) {
-            case kProtoTcp:
-                ++c.tcp;
-                break;
-            case kProtoUdp:
-                ++c.udp;
-                break;
-            case kProtoIcmp:
-                ++c.icmpv4;
-                break;
-            case kProtoIcmpv6:
-                ++c.icmpv6;
-                break;
-            default:
-                ++c.other;
-                break;
-        }
+        // Flows created per protocol, in Group order; ICMPv6 apart from ICMPv4.
+        static constexpr Counter FlowCounters::*kCreated[] = {
+            &FlowCounters::tcp, &FlowCounters::udp, &FlowCounters::icmpv4, &FlowCounters::other};
+        ++(c.*
+           (k.proto == decode::kProtoIcmpv6 ? &FlowCounters::icmpv6 : kCreated[group_of(k.proto)]));
         ++active;
         update_gauges();
     }
@@ -401,14 +365,15 @@ struct FlowTable::Impl {
         // Packet time may step back a little (several capture queues); a deadline never does.
         f->last_ts_ns = std::max(f->last_ts_ns, p.ts_ns);
 
-        if (f->proto == kProtoTcp) {
+        if (f->proto == decode::kProtoTcp) {
             f->pkt_established = f->state == FlowState::kEstablished;
             f->tcp_flags_seen[di] |= p.tcp_flags;
             if (f->state == FlowState::kNew && d == Direction::kToClient) {
                 f->state = FlowState::kEstablished;
             }
-            if ((p.tcp_flags & kTcpRst) != 0 ||
-                ((f->tcp_flags_seen[0] & kTcpFin) != 0 && (f->tcp_flags_seen[1] & kTcpFin) != 0)) {
+            if ((p.tcp_flags & decode::kTcpRst) != 0 ||
+                ((f->tcp_flags_seen[0] & decode::kTcpFin) != 0 &&
+                 (f->tcp_flags_seen[1] & decode::kTcpFin) != 0)) {
                 f->state = FlowState::kClosed;
             }
         } else {
@@ -466,8 +431,8 @@ Flow* FlowTable::lookup(const decode::Packet& p, Direction* dir) {
             // flow, exactly as if expire() had run on time.
             t.remove(f, Impl::Removal::kTimeout);
             f = nullptr;
-        } else if (f->proto == kProtoTcp && f->state == FlowState::kClosed &&
-                   (p.tcp_flags & (kTcpSyn | kTcpAck)) == kTcpSyn) {
+        } else if (f->proto == decode::kProtoTcp && f->state == FlowState::kClosed &&
+                   (p.tcp_flags & (decode::kTcpSyn | decode::kTcpAck)) == decode::kTcpSyn) {
             t.remove(f, Impl::Removal::kRecycle);
             f = nullptr;
         }

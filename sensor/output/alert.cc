@@ -1,17 +1,21 @@
 #include "sensor/output/output.h"
 
-#include "common/time_util.h"
-
 #include <arpa/inet.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <utility>
+
+#include "common/strings.h"
+#include "common/time_util.h"
 
 namespace picket::sensor::output {
 
 namespace {
+
+using strings::append_json_string;
 
 constexpr char kHex[] = "0123456789abcdef";
 constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -28,92 +32,6 @@ void append_uint(std::string& out, uint64_t v) {
     }
 }
 
-// Length of the valid UTF-8 sequence at p (1..4), or 0 when the bytes there are not one.
-size_t utf8_sequence(const uint8_t* p, size_t avail) {
-    const uint8_t c = p[0];
-    size_t len;
-    uint32_t min;
-    if (c >= 0xc2 && c <= 0xdf) {
-        len = 2;
-        min = 0x80;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        len = 3;
-        min = 0x800;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4;
-        min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (avail < len) {
-        return 0;
-    }
-    uint32_t cp = c & (0xff >> (len + 1));
-    for (size_t i = 1; i < len; ++i) {
-        if ((p[i] & 0xc0) != 0x80) {
-            return 0;
-        }
-        cp = (cp << 6) | (p[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
-        return 0;
-    }
-    return len;
-}
-
-// A JSON string literal. Control characters use the short escapes where JSON has one and
-// \u00XX otherwise; bytes that are not valid UTF-8 are written as \u00XX (the byte as a
-// Latin-1 code point) so that the line stays valid JSON whatever a rule's msg holds.
-void append_json_string(std::string& out, std::string_view s) {
-    out.push_back('"');
-    const auto* p = reinterpret_cast<const uint8_t*>(s.data());
-    const size_t n = s.size();
-    for (size_t i = 0; i < n;) {
-        const uint8_t c = p[i];
-        if (c >= 0x80) {
-            const size_t len = utf8_sequence(p + i, n - i);
-            if (len != 0) {
-                out.append(s.data() + i, len);
-                i += len;
-                continue;
-            }
-        }
-        switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            case '\b':
-                out += "\\b";
-                break;
-            case '\f':
-                out += "\\f";
-                break;
-            default:
-                if (c < 0x20 || c >= 0x80) {
-                    out += "\\u00";
-                    out.push_back(kHex[c >> 4]);
-                    out.push_back(kHex[c & 0xf]);
-                } else {
-                    out.push_back(static_cast<char>(c));
-                }
-        }
-        ++i;
-    }
-    out.push_back('"');
-}
-
 void append_key(std::string& out, const char* key) {
     out.push_back(',');
     out.push_back('"');
@@ -121,27 +39,22 @@ void append_key(std::string& out, const char* key) {
     out += "\":";
 }
 
+// RFC 4648 base64 with padding: each group of up to 3 bytes becomes 4 characters, those past
+// the group's bytes '='.
 void append_base64(std::string& out, const uint8_t* p, size_t n) {
     out.push_back('"');
-    size_t i = 0;
-    for (; i + 3 <= n; i += 3) {
-        const uint32_t v = (uint32_t{p[i]} << 16) | (uint32_t{p[i + 1]} << 8) | p[i + 2];
-        out.push_back(kBase64[v >> 18]);
-        out.push_back(kBase64[(v >> 12) & 63]);
-        out.push_back(kBase64[(v >> 6) & 63]);
-        out.push_back(kBase64[v & 63]);
-    }
-    if (n - i == 1) {
-        const uint32_t v = uint32_t{p[i]} << 16;
-        out.push_back(kBase64[v >> 18]);
-        out.push_back(kBase64[(v >> 12) & 63]);
-        out += "==";
-    } else if (n - i == 2) {
-        const uint32_t v = (uint32_t{p[i]} << 16) | (uint32_t{p[i + 1]} << 8);
-        out.push_back(kBase64[v >> 18]);
-        out.push_back(kBase64[(v >> 12) & 63]);
-        out.push_back(kBase64[(v >> 6) & 63]);
-        out.push_back('=');
+    for (size_t i = 0; i < n; i += 3) {
+        const size_t k = std::min<size_t>(3, n - i);
+        uint32_t v = uint32_t{p[i]} << 16;
+        if (k > 1) {
+            v |= uint32_t{p[i + 1]} << 8;
+        }
+        if (k > 2) {
+            v |= p[i + 2];
+        }
+        for (size_t j = 0; j < 4; ++j) {
+            out.push_back(j <= k ? kBase64[(v >> (18 - 6 * j)) & 63] : '=');
+        }
     }
     out.push_back('"');
 }
@@ -188,43 +101,31 @@ bool is_icmp(uint8_t proto) {
 }
 
 const char* pkt_src_name(PacketOrigin o) {
-    switch (o) {
-        case PacketOrigin::kWire:
-            return "wire/pcap";
-        case PacketOrigin::kDefrag:
-            return "defrag";
-        case PacketOrigin::kStreamFlowTimeout:
-            return "stream (flow timeout)";
-        case PacketOrigin::kStreamDetectLog:
-            return "stream (detect/log)";
+    // In PacketOrigin's order.
+    static constexpr const char* kNames[] = {"wire/pcap", "defrag", "stream (flow timeout)",
+                                             "stream (detect/log)"};
+    const auto i = static_cast<size_t>(o);
+    return i < std::size(kNames) ? kNames[i] : kNames[0];
+}
+
+// A name from a table of (number, name) pairs, or nullptr.
+template <class T, size_t N>
+const char* name_of(const std::pair<T, const char*> (&table)[N], T value) {
+    for (const auto& [v, name] : table) {
+        if (v == value) {
+            return name;
+        }
     }
-    return "wire/pcap";
+    return nullptr;
 }
 
 // Suricata's DatalinkValueToName for the link types the decoder reads.
 const char* linktype_name(int32_t linktype) {
-    switch (linktype) {
-        case 0:
-            return "NULL";
-        case 1:
-            return "EN10MB";
-        case 12:
-        case 14:
-        case 101:
-            return "RAW";
-        case 108:
-            return "LOOP";
-        case 113:
-            return "LINUX_SLL";
-        case 228:
-            return "IPv4";
-        case 229:
-            return "IPv6";
-        case 276:
-            return "LINUX_SLL2";
-        default:
-            return nullptr;
-    }
+    static constexpr std::pair<int32_t, const char*> kNames[] = {
+        {0, "NULL"},   {1, "EN10MB"},      {12, "RAW"},   {14, "RAW"},   {101, "RAW"},
+        {108, "LOOP"}, {113, "LINUX_SLL"}, {228, "IPv4"}, {229, "IPv6"}, {276, "LINUX_SLL2"},
+    };
+    return name_of(kNames, linktype);
 }
 
 void append_metadata(std::string& out, const AlertMeta& m) {
@@ -232,34 +133,23 @@ void append_metadata(std::string& out, const AlertMeta& m) {
     // carry a handful of pairs, so the quadratic scan is cheaper than a map.
     const auto& md = m.metadata;
     out += "{";
-    bool first_key = true;
+    const char* key_sep = "";
     for (size_t i = 0; i < md.size(); ++i) {
-        bool seen = false;
-        for (size_t j = 0; j < i; ++j) {
-            if (md[j].first == md[i].first) {
-                seen = true;
-                break;
-            }
+        const auto same_key = [&](const auto& kv) { return kv.first == md[i].first; };
+        if (std::any_of(md.begin(), md.begin() + i, same_key)) {
+            continue;  // the key's values went out with its first pair
         }
-        if (seen) {
-            continue;
-        }
-        if (!first_key) {
-            out.push_back(',');
-        }
-        first_key = false;
+        out += key_sep;
+        key_sep = ",";
         append_json_string(out, md[i].first);
         out += ":[";
-        bool first_val = true;
+        const char* value_sep = "";
         for (size_t j = i; j < md.size(); ++j) {
-            if (md[j].first != md[i].first) {
-                continue;
+            if (same_key(md[j])) {
+                out += value_sep;
+                value_sep = ",";
+                append_json_string(out, md[j].second);
             }
-            if (!first_val) {
-                out.push_back(',');
-            }
-            first_val = false;
-            append_json_string(out, md[j].second);
         }
         out += "]";
     }
@@ -289,50 +179,13 @@ const char* format_address(const decode::Address& a, char* buf) {
 }
 
 const char* proto_name(uint8_t proto) {
-    switch (proto) {
-        case 0:
-            return "HOPOPT";
-        case 1:
-            return "ICMP";
-        case 2:
-            return "IGMP";
-        case 4:
-            return "IPV4";
-        case 6:
-            return "TCP";
-        case 17:
-            return "UDP";
-        case 41:
-            return "IPV6";
-        case 43:
-            return "IPV6-ROUTE";
-        case 44:
-            return "IPV6-FRAG";
-        case 47:
-            return "GRE";
-        case 50:
-            return "ESP";
-        case 51:
-            return "AH";
-        case 58:
-            return "IPV6-ICMP";
-        case 59:
-            return "IPV6-NONXT";
-        case 60:
-            return "IPV6-OPTS";
-        case 89:
-            return "OSPFIGP";
-        case 103:
-            return "PIM";
-        case 112:
-            return "VRRP";
-        case 132:
-            return "SCTP";
-        case 136:
-            return "UDPLITE";
-        default:
-            return nullptr;
-    }
+    static constexpr std::pair<uint8_t, const char*> kNames[] = {
+        {0, "HOPOPT"},   {1, "ICMP"},  {2, "IGMP"},        {4, "IPV4"},        {6, "TCP"},
+        {17, "UDP"},     {41, "IPV6"}, {43, "IPV6-ROUTE"}, {44, "IPV6-FRAG"},  {47, "GRE"},
+        {50, "ESP"},     {51, "AH"},   {58, "IPV6-ICMP"},  {59, "IPV6-NONXT"}, {60, "IPV6-OPTS"},
+        {89, "OSPFIGP"}, {103, "PIM"}, {112, "VRRP"},      {132, "SCTP"},      {136, "UDPLITE"},
+    };
+    return name_of(kNames, proto);
 }
 
 size_t xff_client_ip(std::string_view value, bool reverse, char* out) {
@@ -413,26 +266,17 @@ void append_alert_json(const AlertEvent& ev, const AlertOutputOptions& options, 
                               ev.xff_len != 0 && ev.xff_len < kXffIpMax;
         const std::string_view xff(ev.xff, xff_over ? ev.xff_len : 0);
         const bool xff_dst = ev.direction == AlertDirection::kToClient;
-        append_key(out, "src_ip");
-        if (xff_over && !xff_dst) {
-            append_json_string(out, xff);
-        } else {
-            append_json_string(out, format_address(ev.src, ip));
-        }
-        if (has_ports(ev.proto)) {
-            append_key(out, "src_port");
-            append_uint(out, ev.sport);
-        }
-        append_key(out, "dest_ip");
-        if (xff_over && xff_dst) {
-            append_json_string(out, xff);
-        } else {
-            append_json_string(out, format_address(ev.dst, ip));
-        }
-        if (has_ports(ev.proto)) {
-            append_key(out, "dest_port");
-            append_uint(out, ev.dport);
-        }
+        auto endpoint = [&](const char* ip_key, const decode::Address& a, bool use_xff,
+                            const char* port_key, uint16_t port) {
+            append_key(out, ip_key);
+            append_json_string(out, use_xff ? xff : std::string_view(format_address(a, ip)));
+            if (has_ports(ev.proto)) {
+                append_key(out, port_key);
+                append_uint(out, port);
+            }
+        };
+        endpoint("src_ip", ev.src, xff_over && !xff_dst, "src_port", ev.sport);
+        endpoint("dest_ip", ev.dst, xff_over && xff_dst, "dest_port", ev.dport);
         append_key(out, "proto");
         if (const char* name = proto_name(ev.proto)) {
             out.push_back('"');

@@ -1,9 +1,5 @@
 #include "sensor/output/output.h"
 
-#include <cerrno>
-#include <cstring>
-#include <stdexcept>
-
 #include "common/time_util.h"
 
 namespace picket::sensor::output {
@@ -59,27 +55,10 @@ nlohmann::json make_stats_event(int64_t ts_ns, int64_t uptime_sec, const StatsSn
     return {{"timestamp", format_eve_timestamp(ts_ns)}, {"event_type", "stats"}, {"stats", s}};
 }
 
-EveWriter::EveWriter(const std::string& path) : path_(path) {
-    file_ = std::fopen(path.c_str(), "a");
-    if (file_ == nullptr) {
-        throw std::runtime_error(path + ": cannot open for writing: " + std::strerror(errno));
-    }
-}
-
-EveWriter::~EveWriter() {
-    if (file_ != nullptr) {
-        std::fclose(file_);
-    }
-}
-
 void EveWriter::write(const nlohmann::json& event) {
     std::string line = event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     line.push_back('\n');
-    std::fwrite(line.data(), 1, line.size(), file_);
-}
-
-void EveWriter::flush() {
-    std::fflush(file_);
+    file_.write(line);
 }
 
 }  // namespace picket::sensor::output

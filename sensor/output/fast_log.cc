@@ -1,11 +1,9 @@
 #include "sensor/output/output.h"
 
-#include "common/time_util.h"
-
-#include <cerrno>
 #include <cstdio>
 #include <ctime>
-#include <stdexcept>
+
+#include "common/time_util.h"
 
 namespace picket::sensor::output {
 
@@ -27,18 +25,8 @@ void append_num(std::string& out, uint64_t v) {
 
 }  // namespace
 
-FastLogWriter::FastLogWriter(const std::string& path) : path_(path) {
-    file_ = std::fopen(path.c_str(), "a");
-    if (file_ == nullptr) {
-        throw std::runtime_error(path + ": cannot open for writing: " + std::strerror(errno));
-    }
+FastLogWriter::FastLogWriter(const std::string& path) : file_(path) {
     line_.reserve(1024);
-}
-
-FastLogWriter::~FastLogWriter() {
-    if (file_ != nullptr) {
-        std::fclose(file_);
-    }
 }
 
 // Suricata's AlertFastLogger (alert-fastlog.c), byte for byte: two spaces after the time,
@@ -110,11 +98,7 @@ void FastLogWriter::format(const AlertEvent& ev, std::string& out) {
 void FastLogWriter::write(const AlertEvent& ev) {
     line_.clear();
     format(ev, line_);
-    std::fwrite(line_.data(), 1, line_.size(), file_);
-}
-
-void FastLogWriter::flush() {
-    std::fflush(file_);
+    file_.write(line_);
 }
 
 }  // namespace picket::sensor::output

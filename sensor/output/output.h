@@ -49,26 +49,41 @@ nlohmann::json nest_stats(const StatsSnapshot& stats);
 nlohmann::json make_stats_event(int64_t ts_ns, int64_t uptime_sec, const StatsSnapshot& stats,
                                 const Rates& rates);
 
-class EveWriter {
+// A file opened for appending, written by the one thread that owns it (EveWriter and
+// FastLogWriter hold one each).
+class AppendFile {
 public:
     // Opens (appends to) path; throws std::runtime_error naming the path on failure.
-    explicit EveWriter(const std::string& path);
-    ~EveWriter();
-    EveWriter(const EveWriter&) = delete;
-    EveWriter& operator=(const EveWriter&) = delete;
+    explicit AppendFile(const std::string& path);
+    ~AppendFile();
+    AppendFile(const AppendFile&) = delete;
+    AppendFile& operator=(const AppendFile&) = delete;
 
-    void write(const nlohmann::json& event);
-    // Appends one already-rendered JSON object (no trailing newline) and a newline.
-    void write_line(std::string_view json) {
-        std::fwrite(json.data(), 1, json.size(), file_);
-        std::fputc('\n', file_);
-    }
-    void flush();
+    void write(std::string_view bytes) { std::fwrite(bytes.data(), 1, bytes.size(), file_); }
+    void flush() { std::fflush(file_); }
     const std::string& path() const { return path_; }
 
 private:
     std::string path_;
     FILE* file_ = nullptr;
+};
+
+class EveWriter {
+public:
+    // Opens (appends to) path; throws std::runtime_error naming the path on failure.
+    explicit EveWriter(const std::string& path) : file_(path) {}
+
+    void write(const nlohmann::json& event);
+    // Appends one already-rendered JSON object (no trailing newline) and a newline.
+    void write_line(std::string_view json) {
+        file_.write(json);
+        file_.write("\n");
+    }
+    void flush() { file_.flush(); }
+    const std::string& path() const { return file_.path(); }
+
+private:
+    AppendFile file_;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -295,19 +310,15 @@ class FastLogWriter {
 public:
     // Opens (appends to) path; throws std::runtime_error naming the path on failure.
     explicit FastLogWriter(const std::string& path);
-    ~FastLogWriter();
-    FastLogWriter(const FastLogWriter&) = delete;
-    FastLogWriter& operator=(const FastLogWriter&) = delete;
 
     void write(const AlertEvent& ev);
-    void flush();
-    const std::string& path() const { return path_; }
+    void flush() { file_.flush(); }
+    const std::string& path() const { return file_.path(); }
     // Appends the line for ev, with its newline, to out.
     static void format(const AlertEvent& ev, std::string& out);
 
 private:
-    std::string path_;
-    FILE* file_ = nullptr;
+    AppendFile file_;
     std::string line_;
 };
 
