@@ -155,6 +155,24 @@ std::string key_id_of_raw(std::string_view raw) {
     return sha256_hex(raw).substr(0, 16);
 }
 
+// An Ed25519 key read from PEM, with its key id.
+struct IdentifiedKey {
+    Pkey key;
+    std::string id;
+};
+
+absl::StatusOr<IdentifiedKey> read_identified_key(std::string_view pem, bool want_private) {
+    auto key = read_key(pem, want_private);
+    if (!key.ok()) {
+        return key.status();
+    }
+    auto raw = raw_public_key(key->get());
+    if (!raw.ok()) {
+        return raw.status();
+    }
+    return IdentifiedKey{std::move(*key), key_id_of_raw(*raw)};
+}
+
 }  // namespace
 
 namespace internal {
@@ -629,37 +647,29 @@ absl::StatusOr<KeyPair> generate_key_pair() {
 }
 
 absl::StatusOr<std::string> key_id(std::string_view pem) {
-    auto key = read_key(pem, false);
+    auto key = read_identified_key(pem, false);
     if (!key.ok()) {
         return key.status();
     }
-    auto raw = raw_public_key(key->get());
-    if (!raw.ok()) {
-        return raw.status();
-    }
-    return key_id_of_raw(*raw);
+    return key->id;
 }
 
 absl::Status sign_bundle(Bundle& bundle, std::string_view private_key_pem) {
-    auto key = read_key(private_key_pem, true);
+    auto key = read_identified_key(private_key_pem, true);
     if (!key.ok()) {
         return key.status();
-    }
-    auto raw = raw_public_key(key->get());
-    if (!raw.ok()) {
-        return raw.status();
     }
     std::string data = canonical_manifest(bundle.manifest());
     MdCtx ctx(EVP_MD_CTX_new());
     unsigned char sig[64];
     size_t sig_len = sizeof sig;
-    if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, key->get()) != 1 ||
+    if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, key->key.get()) != 1 ||
         EVP_DigestSign(ctx.get(), sig, &sig_len,
                        reinterpret_cast<const unsigned char*>(data.data()), data.size()) != 1) {
         return absl::InternalError("Ed25519 signing failed");
     }
     bundle.set_signature(std::string(reinterpret_cast<char*>(sig), sig_len));
-    bundle.set_signing_key_id(key_id_of_raw(*raw));
+    bundle.set_signing_key_id(key->id);
     return absl::OkStatus();
 }
 

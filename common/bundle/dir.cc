@@ -29,6 +29,27 @@ absl::Status errno_status(const std::string& what) {
                         strings::cat(what, ": ", std::strerror(e)));
 }
 
+// Calls io(at), a read(2) or write(2) of the bytes from offset `at` on, until `size` bytes are
+// done or it returns 0; EINTR is retried. Returns the bytes done, or -1 with errno set.
+template <typename Io>
+ssize_t io_all(size_t size, Io io) {
+    size_t done = 0;
+    while (done < size) {
+        ssize_t n = io(done);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            return -1;
+        }
+        if (n == 0) {
+            break;
+        }
+        done += static_cast<size_t>(n);
+    }
+    return static_cast<ssize_t>(done);
+}
+
 // Reads a regular file, refusing symlinks at the last component and anything over max_bytes.
 absl::StatusOr<std::string> read_file(const fs::path& path, const std::string& name,
                                       uint64_t max_bytes) {
@@ -53,23 +74,15 @@ absl::StatusOr<std::string> read_file(const fs::path& path, const std::string& n
     }
     std::string out;
     out.resize(static_cast<size_t>(st.st_size));
-    size_t got = 0;
-    while (got < out.size()) {
-        ssize_t n = ::read(fd, out.data() + got, out.size() - got);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            auto status = errno_status(strings::cat(name, ": cannot read"));
-            ::close(fd);
-            return status;
-        }
-        if (n == 0) {
-            break;  // shrank while reading: keep what is there, the hash covers it
-        }
-        got += static_cast<size_t>(n);
+    ssize_t got = io_all(out.size(), [&](size_t at) {
+        return ::read(fd, out.data() + at, out.size() - at);
+    });  // a file that shrank while being read keeps what is there: the hash covers it
+    if (got < 0) {
+        auto status = errno_status(strings::cat(name, ": cannot read"));
+        ::close(fd);
+        return status;
     }
-    out.resize(got);
+    out.resize(static_cast<size_t>(got));
     ::close(fd);
     return out;
 }
@@ -92,18 +105,14 @@ absl::Status write_new_file(const fs::path& path, std::string_view content) {
     if (fd < 0) {
         return errno_status(strings::cat(path.string(), ": cannot create"));
     }
-    size_t done = 0;
-    while (done < content.size()) {
-        ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            auto status = errno_status(strings::cat(path.string(), ": write"));
-            ::close(fd);
-            return status;
-        }
-        done += static_cast<size_t>(n);
+    ssize_t done = io_all(content.size(), [&](size_t at) {
+        return ::write(fd, content.data() + at, content.size() - at);
+    });
+    if (done < 0 || static_cast<size_t>(done) != content.size()) {
+        auto status = done < 0 ? errno_status(strings::cat(path.string(), ": write"))
+                               : absl::InternalError(strings::cat(path.string(), ": short write"));
+        ::close(fd);
+        return status;
     }
     if (::fsync(fd) != 0) {
         auto status = errno_status(strings::cat(path.string(), ": fsync"));
