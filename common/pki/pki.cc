@@ -8,9 +8,9 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <initializer_list>
 #include <memory>
 #include <system_error>
-#include <type_traits>
 
 #include <openssl/bio.h>
 #include <openssl/bn.h>
@@ -23,31 +23,14 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "common/strings.h"
+
 namespace picket::pki {
 namespace {
 
 namespace fs = std::filesystem;
 
-// String concatenation. Not absl::StrCat: Debian's Abseil is built with its own
-// absl::string_view (ABSL_OPTION_USE_STD_STRING_VIEW 0), which std::string_view does not
-// convert to.
-template <class T>
-void append_one(std::string& out, const T& v) {
-    if constexpr (std::is_arithmetic_v<T>) {
-        out += std::to_string(v);
-    } else if constexpr (std::is_same_v<T, absl::string_view>) {
-        out.append(v.data(), v.size());
-    } else {
-        out.append(std::string_view(v));
-    }
-}
-
-template <class... Args>
-std::string cat(const Args&... args) {
-    std::string out;
-    (append_one(out, args), ...);
-    return out;
-}
+using strings::cat;
 
 template <auto Fn>
 struct Deleter {
@@ -134,6 +117,23 @@ absl::StatusOr<std::string> read_small_file(const fs::path& path, std::string_vi
     }
     ::close(fd);
     return data;
+}
+
+// Reads each (file, what it is, destination) in turn; the first failure is returned.
+struct SmallFile {
+    const fs::path& path;
+    std::string_view what;
+    std::string* out;
+};
+absl::Status read_small_files(std::initializer_list<SmallFile> files) {
+    for (const SmallFile& f : files) {
+        absl::StatusOr<std::string> text = read_small_file(f.path, f.what);
+        if (!text.ok()) {
+            return text.status();
+        }
+        *f.out = std::move(*text);
+    }
+    return absl::OkStatus();
 }
 
 absl::Status write_all(int fd, std::string_view data) {
@@ -621,20 +621,18 @@ absl::StatusOr<IssuedFiles> issue(const fs::path& dir, CertKind kind, std::strin
     }
     const fs::path ca_cert_file = dir / "ca.crt";
     const fs::path ca_key_file = dir / "ca.key";
-    absl::StatusOr<std::string> ca_cert_pem = read_small_file(ca_cert_file, "CA certificate");
-    if (!ca_cert_pem.ok()) {
-        return ca_cert_pem.status();
+    std::string ca_cert_pem, ca_key_pem;
+    if (absl::Status st = read_small_files(
+            {{ca_cert_file, "CA certificate", &ca_cert_pem}, {ca_key_file, "CA key", &ca_key_pem}});
+        !st.ok()) {
+        return st;
     }
-    absl::StatusOr<std::string> ca_key_pem = read_small_file(ca_key_file, "CA key");
-    if (!ca_key_pem.ok()) {
-        return ca_key_pem.status();
-    }
-    absl::StatusOr<CertChain> ca_chain = parse_certs(*ca_cert_pem, ca_cert_file);
+    absl::StatusOr<CertChain> ca_chain = parse_certs(ca_cert_pem, ca_cert_file);
     if (!ca_chain.ok()) {
         return ca_chain.status();
     }
-    absl::StatusOr<PkeyPtr> ca_key = parse_key(*ca_key_pem, ca_key_file);
-    OPENSSL_cleanse(ca_key_pem->data(), ca_key_pem->size());
+    absl::StatusOr<PkeyPtr> ca_key = parse_key(ca_key_pem, ca_key_file);
+    OPENSSL_cleanse(ca_key_pem.data(), ca_key_pem.size());
     if (!ca_key.ok()) {
         return ca_key.status();
     }
@@ -707,27 +705,22 @@ absl::StatusOr<IssuedFiles> issue(const fs::path& dir, CertKind kind, std::strin
 absl::StatusOr<TlsCredentials> load_credentials(const fs::path& cert_file, const fs::path& key_file,
                                                 const fs::path& ca_file, Purpose purpose) {
     TlsCredentials out;
-    absl::StatusOr<std::string> cert_pem = read_small_file(cert_file, "certificate");
-    if (!cert_pem.ok()) {
-        return cert_pem.status();
+    std::string cert_pem, key_pem, ca_pem;
+    if (absl::Status st = read_small_files({{cert_file, "certificate", &cert_pem},
+                                            {key_file, "private key", &key_pem},
+                                            {ca_file, "CA certificate", &ca_pem}});
+        !st.ok()) {
+        return st;
     }
-    absl::StatusOr<std::string> key_pem = read_small_file(key_file, "private key");
-    if (!key_pem.ok()) {
-        return key_pem.status();
-    }
-    absl::StatusOr<std::string> ca_pem = read_small_file(ca_file, "CA certificate");
-    if (!ca_pem.ok()) {
-        return ca_pem.status();
-    }
-    absl::StatusOr<CertChain> chain = parse_certs(*cert_pem, cert_file);
+    absl::StatusOr<CertChain> chain = parse_certs(cert_pem, cert_file);
     if (!chain.ok()) {
         return chain.status();
     }
-    absl::StatusOr<PkeyPtr> key = parse_key(*key_pem, key_file);
+    absl::StatusOr<PkeyPtr> key = parse_key(key_pem, key_file);
     if (!key.ok()) {
         return key.status();
     }
-    absl::StatusOr<CertChain> cas = parse_certs(*ca_pem, ca_file);
+    absl::StatusOr<CertChain> cas = parse_certs(ca_pem, ca_file);
     if (!cas.ok()) {
         return cas.status();
     }
@@ -801,9 +794,9 @@ absl::StatusOr<TlsCredentials> load_credentials(const fs::path& cert_file, const
     }
 
     out.not_after = asn1_time_point(X509_get0_notAfter(leaf));
-    out.cert_pem = std::move(*cert_pem);
-    out.key_pem = std::move(*key_pem);
-    out.ca_pem = std::move(*ca_pem);
+    out.cert_pem = std::move(cert_pem);
+    out.key_pem = std::move(key_pem);
+    out.ca_pem = std::move(ca_pem);
     return out;
 }
 
