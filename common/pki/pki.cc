@@ -334,6 +334,45 @@ absl::StatusOr<NamePtr> make_subject(std::string_view kind, std::string_view cn)
     return name;
 }
 
+// A fresh P-256 key and a v3 certificate for it: subject O=Picket, OU=kind, CN=cn, a random
+// serial and the validity period. The caller sets the issuer and extensions, and signs.
+struct NewCert {
+    PkeyPtr key;
+    X509Ptr cert;
+    NamePtr subject;
+};
+
+absl::StatusOr<NewCert> new_cert(std::string_view kind, std::string_view cn, int validity_days,
+                                 std::chrono::seconds backdate) {
+    absl::StatusOr<PkeyPtr> key = generate_p256_key();
+    if (!key.ok()) {
+        return key.status();
+    }
+    X509Ptr cert(X509_new());
+    if (!cert || X509_set_version(cert.get(), X509_VERSION_3) != 1) {
+        return openssl_failure("X509_new");
+    }
+    absl::StatusOr<NamePtr> subject = make_subject(kind, cn);
+    if (!subject.ok()) {
+        return subject.status();
+    }
+    if (absl::Status st = set_random_serial(cert.get()); !st.ok()) {
+        return st;
+    }
+    if (absl::Status st = set_validity(cert.get(), validity_days, backdate); !st.ok()) {
+        return st;
+    }
+    return NewCert{std::move(*key), std::move(cert), std::move(*subject)};
+}
+
+// Refuses to overwrite STEM.key or STEM.crt: checked before any key is generated.
+absl::Status refuse_existing_pair(const fs::path& dir, std::string_view stem) {
+    if (absl::Status st = refuse_existing(dir / cat(stem, ".key")); !st.ok()) {
+        return st;
+    }
+    return refuse_existing(dir / cat(stem, ".crt"));
+}
+
 absl::Status add_ext(X509* cert, X509V3_CTX* ctx, int nid, const char* value) {
     ExtPtr ext(X509V3_EXT_conf_nid(nullptr, ctx, nid, value));
     if (!ext || X509_add_ext(cert, ext.get(), -1) != 1) {
@@ -561,40 +600,22 @@ absl::StatusOr<IssuedFiles> init_ca(const fs::path& dir, std::string_view common
     } else if (!fs::is_directory(dir, ec)) {
         return absl::InvalidArgumentError(cat(dir.string(), ": not a directory"));
     }
-    // Checked up front so that a refusal happens before any key is generated.
-    if (absl::Status st = refuse_existing(dir / "ca.key"); !st.ok()) {
+    if (absl::Status st = refuse_existing_pair(dir, "ca"); !st.ok()) {
         return st;
     }
-    if (absl::Status st = refuse_existing(dir / "ca.crt"); !st.ok()) {
-        return st;
+    absl::StatusOr<NewCert> made = new_cert("ca", common_name, validity_days, kDefaultBackdate);
+    if (!made.ok()) {
+        return made.status();
     }
-
-    absl::StatusOr<PkeyPtr> key = generate_p256_key();
-    if (!key.ok()) {
-        return key.status();
-    }
-    X509Ptr cert(X509_new());
-    if (!cert || X509_set_version(cert.get(), X509_VERSION_3) != 1) {
-        return openssl_failure("X509_new");
-    }
-    absl::StatusOr<NamePtr> subject = make_subject("ca", common_name);
-    if (!subject.ok()) {
-        return subject.status();
-    }
-    if (absl::Status st = set_random_serial(cert.get()); !st.ok()) {
-        return st;
-    }
-    if (absl::Status st = set_validity(cert.get(), validity_days, kDefaultBackdate); !st.ok()) {
-        return st;
-    }
-    if (X509_set_subject_name(cert.get(), subject->get()) != 1 ||
-        X509_set_issuer_name(cert.get(), subject->get()) != 1 ||
-        X509_set_pubkey(cert.get(), key->get()) != 1) {
+    auto& [key, cert, subject] = *made;
+    if (X509_set_subject_name(cert.get(), subject.get()) != 1 ||
+        X509_set_issuer_name(cert.get(), subject.get()) != 1 ||
+        X509_set_pubkey(cert.get(), key.get()) != 1) {
         return openssl_failure("filling the CA certificate");
     }
     X509V3_CTX ctx;
     X509V3_set_ctx(&ctx, cert.get(), cert.get(), nullptr, nullptr, 0);
-    X509V3_set_issuer_pkey(&ctx, key->get());
+    X509V3_set_issuer_pkey(&ctx, key.get());
     // pathlen:0: the fleet CA signs leaf certificates only, never another CA.
     for (auto [nid, value] : {std::pair{NID_basic_constraints, "critical,CA:TRUE,pathlen:0"},
                               std::pair{NID_key_usage, "critical,keyCertSign,cRLSign"},
@@ -604,10 +625,10 @@ absl::StatusOr<IssuedFiles> init_ca(const fs::path& dir, std::string_view common
             return st;
         }
     }
-    if (X509_sign(cert.get(), key->get(), EVP_sha256()) <= 0) {
+    if (X509_sign(cert.get(), key.get(), EVP_sha256()) <= 0) {
         return openssl_failure("signing the CA certificate");
     }
-    return write_pair(dir, "ca", cert.get(), key->get());
+    return write_pair(dir, "ca", cert.get(), key.get());
 }
 
 absl::StatusOr<IssuedFiles> issue(const fs::path& dir, CertKind kind, std::string_view name,
@@ -646,39 +667,22 @@ absl::StatusOr<IssuedFiles> issue(const fs::path& dir, CertKind kind, std::strin
                                                  ": key does not match the CA certificate ",
                                                  ca_cert_file.string()));
     }
-    if (absl::Status st = refuse_existing(dir / cat(name, ".key")); !st.ok()) {
+    if (absl::Status st = refuse_existing_pair(dir, name); !st.ok()) {
         return st;
     }
-    if (absl::Status st = refuse_existing(dir / cat(name, ".crt")); !st.ok()) {
-        return st;
+    absl::StatusOr<NewCert> made = new_cert(cert_kind_name(kind), name, validity_days, backdate);
+    if (!made.ok()) {
+        return made.status();
     }
-
-    absl::StatusOr<PkeyPtr> key = generate_p256_key();
-    if (!key.ok()) {
-        return key.status();
-    }
-    X509Ptr cert(X509_new());
-    if (!cert || X509_set_version(cert.get(), X509_VERSION_3) != 1) {
-        return openssl_failure("X509_new");
-    }
-    absl::StatusOr<NamePtr> subject = make_subject(cert_kind_name(kind), name);
-    if (!subject.ok()) {
-        return subject.status();
-    }
-    if (absl::Status st = set_random_serial(cert.get()); !st.ok()) {
-        return st;
-    }
-    if (absl::Status st = set_validity(cert.get(), validity_days, backdate); !st.ok()) {
-        return st;
-    }
+    auto& [key, cert, subject] = *made;
     // A certificate cannot outlive its issuer: clamp notAfter to the CA's.
     if (ASN1_TIME_compare(X509_get0_notAfter(cert.get()), X509_get0_notAfter(ca)) > 0 &&
         X509_set1_notAfter(cert.get(), X509_get0_notAfter(ca)) != 1) {
         return openssl_failure("clamping notAfter");
     }
-    if (X509_set_subject_name(cert.get(), subject->get()) != 1 ||
+    if (X509_set_subject_name(cert.get(), subject.get()) != 1 ||
         X509_set_issuer_name(cert.get(), X509_get_subject_name(ca)) != 1 ||
-        X509_set_pubkey(cert.get(), key->get()) != 1) {
+        X509_set_pubkey(cert.get(), key.get()) != 1) {
         return openssl_failure("filling the certificate");
     }
     X509V3_CTX ctx;
@@ -699,7 +703,7 @@ absl::StatusOr<IssuedFiles> issue(const fs::path& dir, CertKind kind, std::strin
     if (X509_sign(cert.get(), ca_key->get(), EVP_sha256()) <= 0) {
         return openssl_failure("signing the certificate");
     }
-    return write_pair(dir, name, cert.get(), key->get());
+    return write_pair(dir, name, cert.get(), key.get());
 }
 
 absl::StatusOr<TlsCredentials> load_credentials(const fs::path& cert_file, const fs::path& key_file,
