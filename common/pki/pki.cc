@@ -23,13 +23,38 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "common/pki/internal.h"
 #include "common/strings.h"
 
 namespace picket::pki {
+
+namespace internal {
+
+std::string openssl_error() {
+    std::string out;
+    char buf[256];
+    while (unsigned long e = ERR_get_error()) {
+        ERR_error_string_n(e, buf, sizeof(buf));
+        if (!out.empty()) {
+            out += "; ";
+        }
+        out += buf;
+    }
+    return out.empty() ? "unknown OpenSSL error" : out;
+}
+
+absl::Status openssl_failure(std::string_view what) {
+    return absl::InternalError(strings::cat(what, ": ", openssl_error()));
+}
+
+}  // namespace internal
+
 namespace {
 
 namespace fs = std::filesystem;
 
+using internal::openssl_error;
+using internal::openssl_failure;
 using strings::cat;
 
 template <auto Fn>
@@ -59,25 +84,6 @@ constexpr size_t kMaxNameLength = 64;  // ub-common-name (RFC 5280 appendix A)
 struct CertChain {
     std::vector<X509Ptr> certs;
 };
-
-// Drains the thread's OpenSSL error queue into one line (so a later call does not report a
-// stale error).
-std::string openssl_error() {
-    std::string out;
-    char buf[256];
-    while (unsigned long e = ERR_get_error()) {
-        ERR_error_string_n(e, buf, sizeof(buf));
-        if (!out.empty()) {
-            out += "; ";
-        }
-        out += buf;
-    }
-    return out.empty() ? "unknown OpenSSL error" : out;
-}
-
-absl::Status openssl_failure(std::string_view what) {
-    return absl::InternalError(cat(what, ": ", openssl_error()));
-}
 
 absl::StatusOr<std::string> read_small_file(const fs::path& path, std::string_view what) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -880,56 +886,6 @@ absl::StatusOr<std::string> sensor_name_from_cert(std::string_view cert_pem) {
             "certificate \"", id->name, "\" is not a sensor certificate (OU \"", id->kind, "\")"));
     }
     return std::move(id->name);
-}
-
-std::string token_hash(std::string_view token) {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    if (EVP_Digest(token.data(), token.size(), md, &len, EVP_sha256(), nullptr) != 1) {
-        // Only on a broken OpenSSL install; an empty hash never equals a stored one.
-        ERR_clear_error();
-        return std::string();
-    }
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(len * 2);
-    for (unsigned int i = 0; i < len; ++i) {
-        out.push_back(kHex[md[i] >> 4]);
-        out.push_back(kHex[md[i] & 0xf]);
-    }
-    return out;
-}
-
-bool constant_time_equal(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) {
-        return false;
-    }
-    return a.empty() || CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
-}
-
-absl::StatusOr<std::string> generate_token() {
-    unsigned char raw[32];
-    if (RAND_bytes(raw, sizeof(raw)) != 1) {
-        return openssl_failure("RAND_bytes");
-    }
-    static constexpr char kAlphabet[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    std::string out;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (unsigned char byte : raw) {
-        acc = (acc << 8) | byte;
-        bits += 8;
-        while (bits >= 6) {
-            bits -= 6;
-            out.push_back(kAlphabet[(acc >> bits) & 0x3f]);
-        }
-    }
-    if (bits > 0) {
-        out.push_back(kAlphabet[(acc << (6 - bits)) & 0x3f]);
-    }
-    OPENSSL_cleanse(raw, sizeof(raw));
-    return out;
 }
 
 }  // namespace picket::pki
