@@ -255,6 +255,27 @@ absl::StatusOr<PkeyPtr> parse_key(std::string_view pem, const fs::path& file) {
     return key;
 }
 
+// A certificate chain and the private key for it, parsed in that order from PEM text (errors
+// name the files).
+struct ChainAndKey {
+    CertChain chain;
+    PkeyPtr key;
+};
+
+absl::StatusOr<ChainAndKey> parse_chain_and_key(std::string_view cert_pem,
+                                                const fs::path& cert_file, std::string_view key_pem,
+                                                const fs::path& key_file) {
+    absl::StatusOr<CertChain> chain = parse_certs(cert_pem, cert_file);
+    if (!chain.ok()) {
+        return chain.status();
+    }
+    absl::StatusOr<PkeyPtr> key = parse_key(key_pem, key_file);
+    if (!key.ok()) {
+        return key.status();
+    }
+    return ChainAndKey{std::move(*chain), std::move(*key)};
+}
+
 std::string asn1_time_iso(const ASN1_TIME* t) {
     struct tm tm {};
     if (t == nullptr || ASN1_TIME_to_tm(t, &tm) != 1) {
@@ -654,20 +675,18 @@ absl::StatusOr<IssuedFiles> issue(const fs::path& dir, CertKind kind, std::strin
         !st.ok()) {
         return st;
     }
-    absl::StatusOr<CertChain> ca_chain = parse_certs(ca_cert_pem, ca_cert_file);
-    if (!ca_chain.ok()) {
-        return ca_chain.status();
-    }
-    absl::StatusOr<PkeyPtr> ca_key = parse_key(ca_key_pem, ca_key_file);
+    absl::StatusOr<ChainAndKey> ca_pair =
+        parse_chain_and_key(ca_cert_pem, ca_cert_file, ca_key_pem, ca_key_file);
     OPENSSL_cleanse(ca_key_pem.data(), ca_key_pem.size());
-    if (!ca_key.ok()) {
-        return ca_key.status();
+    if (!ca_pair.ok()) {
+        return ca_pair.status();
     }
-    X509* ca = ca_chain->certs.front().get();
+    const PkeyPtr& ca_key = ca_pair->key;
+    X509* ca = ca_pair->chain.certs.front().get();
     if (X509_check_ca(ca) == 0) {
         return absl::FailedPreconditionError(cat(ca_cert_file.string(), ": not a CA certificate"));
     }
-    if (EVP_PKEY_eq(X509_get0_pubkey(ca), ca_key->get()) != 1) {
+    if (EVP_PKEY_eq(X509_get0_pubkey(ca), ca_key.get()) != 1) {
         ERR_clear_error();
         return absl::FailedPreconditionError(cat(ca_key_file.string(),
                                                  ": key does not match the CA certificate ",
@@ -706,7 +725,7 @@ absl::StatusOr<IssuedFiles> issue(const fs::path& dir, CertKind kind, std::strin
     if (absl::Status st = add_sans(cert.get(), name, sans); !st.ok()) {
         return st;
     }
-    if (X509_sign(cert.get(), ca_key->get(), EVP_sha256()) <= 0) {
+    if (X509_sign(cert.get(), ca_key.get(), EVP_sha256()) <= 0) {
         return openssl_failure("signing the certificate");
     }
     return write_pair(dir, name, cert.get(), key.get());
@@ -722,20 +741,18 @@ absl::StatusOr<TlsCredentials> load_credentials(const fs::path& cert_file, const
         !st.ok()) {
         return st;
     }
-    absl::StatusOr<CertChain> chain = parse_certs(cert_pem, cert_file);
-    if (!chain.ok()) {
-        return chain.status();
+    absl::StatusOr<ChainAndKey> pair = parse_chain_and_key(cert_pem, cert_file, key_pem, key_file);
+    if (!pair.ok()) {
+        return pair.status();
     }
-    absl::StatusOr<PkeyPtr> key = parse_key(key_pem, key_file);
-    if (!key.ok()) {
-        return key.status();
-    }
+    const CertChain& chain = pair->chain;
+    const PkeyPtr& key = pair->key;
     absl::StatusOr<CertChain> cas = parse_certs(ca_pem, ca_file);
     if (!cas.ok()) {
         return cas.status();
     }
-    X509* leaf = chain->certs.front().get();
-    if (EVP_PKEY_eq(X509_get0_pubkey(leaf), key->get()) != 1) {
+    X509* leaf = chain.certs.front().get();
+    if (EVP_PKEY_eq(X509_get0_pubkey(leaf), key.get()) != 1) {
         ERR_clear_error();
         return absl::FailedPreconditionError(cat(key_file.string(),
                                                  ": private key does not match the certificate in ",
@@ -754,8 +771,8 @@ absl::StatusOr<TlsCredentials> load_credentials(const fs::path& cert_file, const
             return openssl_failure(cat(ca_file.string(), ": adding CA certificate"));
         }
     }
-    for (size_t i = 1; i < chain->certs.size(); ++i) {
-        sk_X509_push(untrusted, chain->certs[i].get());  // borrowed; the chain outlives ctx
+    for (size_t i = 1; i < chain.certs.size(); ++i) {
+        sk_X509_push(untrusted, chain.certs[i].get());  // borrowed; the chain outlives ctx
     }
     if (X509_STORE_CTX_init(ctx.get(), store.get(), leaf, untrusted) != 1) {
         return openssl_failure("X509_STORE_CTX_init");
