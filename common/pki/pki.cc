@@ -47,6 +47,12 @@ absl::Status openssl_failure(std::string_view what) {
     return absl::InternalError(strings::cat(what, ": ", openssl_error()));
 }
 
+std::string subject_line(X509* cert) {
+    char buf[256];
+    X509_NAME_oneline(X509_get_subject_name(cert), buf, sizeof(buf));
+    return buf;
+}
+
 }  // namespace internal
 
 namespace {
@@ -55,23 +61,18 @@ namespace fs = std::filesystem;
 
 using internal::openssl_error;
 using internal::openssl_failure;
+using internal::subject_line;
 using strings::cat;
 
-template <auto Fn>
-struct Deleter {
-    template <class T>
-    void operator()(T* p) const {
-        Fn(p);
-    }
-};
-using BioPtr = std::unique_ptr<BIO, Deleter<BIO_free_all>>;
-using X509Ptr = std::unique_ptr<X509, Deleter<X509_free>>;
+using internal::BioPtr;
+using internal::Deleter;
+using internal::GeneralNamesPtr;
+using internal::X509Ptr;
 using PkeyPtr = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY_free>>;
 using StorePtr = std::unique_ptr<X509_STORE, Deleter<X509_STORE_free>>;
 using StoreCtxPtr = std::unique_ptr<X509_STORE_CTX, Deleter<X509_STORE_CTX_free>>;
 using BnPtr = std::unique_ptr<BIGNUM, Deleter<BN_free>>;
 using NamePtr = std::unique_ptr<X509_NAME, Deleter<X509_NAME_free>>;
-using GeneralNamesPtr = std::unique_ptr<GENERAL_NAMES, Deleter<GENERAL_NAMES_free>>;
 struct StackFree {
     void operator()(STACK_OF(X509) * s) const { sk_X509_free(s); }
 };
@@ -524,38 +525,10 @@ const char* verify_purpose_name(Purpose p) {
                                  : "TLS client (extendedKeyUsage clientAuth)";
 }
 
-std::string subject_line(X509* cert) {
-    char buf[256];
-    X509_NAME_oneline(X509_get_subject_name(cert), buf, sizeof(buf));
-    return buf;
-}
-
 std::string issuer_line(X509* cert) {
     char buf[256];
     X509_NAME_oneline(X509_get_issuer_name(cert), buf, sizeof(buf));
     return buf;
-}
-
-absl::StatusOr<std::string> name_entry(X509_NAME* name, int nid, std::string_view what) {
-    int idx = X509_NAME_get_index_by_NID(name, nid, -1);
-    if (idx < 0) {
-        return std::string();
-    }
-    if (X509_NAME_get_index_by_NID(name, nid, idx) >= 0) {
-        return absl::InvalidArgumentError(cat("certificate subject has more than one ", what));
-    }
-    unsigned char* utf8 = nullptr;
-    int n = ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, idx)));
-    if (n < 0) {
-        return absl::InvalidArgumentError(
-            cat("certificate ", what, " is not valid text: ", openssl_error()));
-    }
-    std::string out(reinterpret_cast<char*>(utf8), static_cast<size_t>(n));
-    OPENSSL_free(utf8);
-    if (out.find('\0') != std::string::npos) {
-        return absl::InvalidArgumentError(cat("certificate ", what, " contains NUL"));
-    }
-    return out;
 }
 
 }  // namespace
@@ -825,84 +798,6 @@ absl::StatusOr<TlsCredentials> load_credentials(const fs::path& cert_file, const
     out.key_pem = std::move(key_pem);
     out.ca_pem = std::move(ca_pem);
     return out;
-}
-
-absl::StatusOr<PeerIdentity> peer_identity(std::string_view cert_pem) {
-    BioPtr bio(BIO_new_mem_buf(cert_pem.data(), static_cast<int>(cert_pem.size())));
-    X509Ptr cert(bio ? PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr) : nullptr);
-    if (!cert) {
-        return absl::InvalidArgumentError(cat("peer certificate is not PEM: ", openssl_error()));
-    }
-    PeerIdentity id;
-    X509_NAME* subject = X509_get_subject_name(cert.get());
-    absl::StatusOr<std::string> cn = name_entry(subject, NID_commonName, "commonName");
-    if (!cn.ok()) {
-        return cn.status();
-    }
-    absl::StatusOr<std::string> ou =
-        name_entry(subject, NID_organizationalUnitName, "organizationalUnitName");
-    if (!ou.ok()) {
-        return ou.status();
-    }
-    id.common_name = std::move(*cn);
-    id.kind = std::move(*ou);
-
-    GeneralNamesPtr gens(static_cast<GENERAL_NAMES*>(
-        X509_get_ext_d2i(cert.get(), NID_subject_alt_name, nullptr, nullptr)));
-    for (int i = 0; gens && i < sk_GENERAL_NAME_num(gens.get()); ++i) {
-        const GENERAL_NAME* gen = sk_GENERAL_NAME_value(gens.get(), i);
-        if (gen->type == GEN_DNS) {
-            const ASN1_STRING* s = gen->d.dNSName;
-            std::string dns(reinterpret_cast<const char*>(ASN1_STRING_get0_data(s)),
-                            static_cast<size_t>(ASN1_STRING_length(s)));
-            if (dns.find('\0') != std::string::npos) {
-                return absl::InvalidArgumentError("peer certificate dNSName contains NUL");
-            }
-            id.dns_names.push_back(std::move(dns));
-        } else if (gen->type == GEN_IPADD) {
-            const ASN1_OCTET_STRING* s = gen->d.iPAddress;
-            char text[INET6_ADDRSTRLEN] = {};
-            int len = ASN1_STRING_length(s);
-            int af = len == 4 ? AF_INET : len == 16 ? AF_INET6 : 0;
-            if (af == 0 || inet_ntop(af, ASN1_STRING_get0_data(s), text, sizeof(text)) == nullptr) {
-                return absl::InvalidArgumentError("peer certificate has a malformed iPAddress");
-            }
-            id.ip_addresses.emplace_back(text);
-        }
-    }
-    ERR_clear_error();
-
-    if (id.common_name.empty()) {
-        return absl::InvalidArgumentError(
-            cat("peer certificate ", subject_line(cert.get()), " has no commonName"));
-    }
-    if (absl::Status st = validate_name(id.common_name); !st.ok()) {
-        return absl::InvalidArgumentError(cat("peer certificate commonName: ", st.message()));
-    }
-    if (!id.dns_names.empty()) {
-        bool found = false;
-        for (const std::string& d : id.dns_names) {
-            found = found || d == id.common_name;
-        }
-        if (!found) {
-            return absl::InvalidArgumentError(cat("peer certificate commonName \"", id.common_name,
-                                                  "\" is not among its dNSNames"));
-        }
-    }
-    id.name = id.common_name;
-    return id;
-}
-
-absl::StatusOr<std::string> sensor_name_from_cert(std::string_view cert_pem) {
-    absl::StatusOr<PeerIdentity> id = peer_identity(cert_pem);
-    if (!id.ok()) {
-        return id.status();
-    }
-    if (id->kind != cert_kind_name(CertKind::kSensor)) {
-        return absl::PermissionDeniedError(cat(
-            "certificate \"", id->name, "\" is not a sensor certificate (OU \"", id->kind, "\")"));
-    }
-    return std::move(id->name);
 }
 
 }  // namespace picket::pki

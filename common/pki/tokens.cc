@@ -1,11 +1,12 @@
 // Bearer tokens for enrollment and the admin service: generation, the stored hash, comparison.
+#include "common/pki/pki.h"
+
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
 #include "common/pki/internal.h"
-#include "common/pki/pki.h"
 #include "common/strings.h"
 
 namespace picket::pki {
