@@ -177,119 +177,117 @@ void Config::fail(std::string_view key, const YAML::Node& node, std::string_view
     throw ConfigError(where + ": " + std::string(key) + ": " + std::string(what));
 }
 
+template <typename T, typename Parse>
+T Config::get_or(std::string_view key, T def, Parse parse) const {
+    YAML::Node n = find(key);
+    if (!n.IsDefined() || n.IsNull()) {
+        return def;
+    }
+    return parse(n);
+}
+
 bool Config::has(std::string_view key) const {
     YAML::Node n = find(key);
     return n.IsDefined() && !n.IsNull();
 }
 
 std::string Config::get_string(std::string_view key, std::string_view def) const {
-    YAML::Node n = find(key);
-    if (!n.IsDefined() || n.IsNull()) {
-        return std::string(def);
-    }
-    if (!n.IsScalar()) {
-        fail(key, n, "expected a single value");
-    }
-    return n.Scalar();
+    return get_or<std::string>(key, std::string(def), [&](const YAML::Node& n) -> std::string {
+        if (!n.IsScalar()) {
+            fail(key, n, "expected a single value");
+        }
+        return n.Scalar();
+    });
 }
 
 int64_t Config::get_int(std::string_view key, int64_t def, int64_t min, int64_t max) const {
-    YAML::Node n = find(key);
-    if (!n.IsDefined() || n.IsNull()) {
-        return def;
-    }
-    if (!n.IsScalar()) {
-        fail(key, n, "expected an integer");
-    }
-    const std::string& s = n.Scalar();
-    size_t pos = 0;
-    long long v = 0;
-    try {
-        v = std::stoll(s, &pos, 10);
-    } catch (const std::exception&) {
-        fail(key, n, "expected an integer, got '" + s + "'");
-    }
-    if (pos != s.size()) {
-        fail(key, n, "expected an integer, got '" + s + "'");
-    }
-    if (v < min || v > max) {
-        fail(key, n,
-             "value " + s + " out of range [" + std::to_string(min) + ", " + std::to_string(max) +
-                 "]");
-    }
-    return v;
+    return get_or<int64_t>(key, def, [&](const YAML::Node& n) -> int64_t {
+        if (!n.IsScalar()) {
+            fail(key, n, "expected an integer");
+        }
+        const std::string& s = n.Scalar();
+        size_t pos = 0;
+        long long v = 0;
+        try {
+            v = std::stoll(s, &pos, 10);
+        } catch (const std::exception&) {
+            fail(key, n, "expected an integer, got '" + s + "'");
+        }
+        if (pos != s.size()) {
+            fail(key, n, "expected an integer, got '" + s + "'");
+        }
+        if (v < min || v > max) {
+            fail(key, n,
+                 "value " + s + " out of range [" + std::to_string(min) + ", " +
+                     std::to_string(max) + "]");
+        }
+        return v;
+    });
 }
 
 double Config::get_double(std::string_view key, double def) const {
-    YAML::Node n = find(key);
-    if (!n.IsDefined() || n.IsNull()) {
-        return def;
-    }
-    const std::string s = n.IsScalar() ? n.Scalar() : std::string();
-    size_t pos = 0;
-    double v = 0;
-    try {
-        v = std::stod(s, &pos);
-    } catch (const std::exception&) {
-        fail(key, n, "expected a number, got '" + s + "'");
-    }
-    if (pos != s.size() || !std::isfinite(v)) {
-        fail(key, n, "expected a number, got '" + s + "'");
-    }
-    return v;
+    return get_or<double>(key, def, [&](const YAML::Node& n) -> double {
+        const std::string s = n.IsScalar() ? n.Scalar() : std::string();
+        size_t pos = 0;
+        double v = 0;
+        try {
+            v = std::stod(s, &pos);
+        } catch (const std::exception&) {
+            fail(key, n, "expected a number, got '" + s + "'");
+        }
+        if (pos != s.size() || !std::isfinite(v)) {
+            fail(key, n, "expected a number, got '" + s + "'");
+        }
+        return v;
+    });
 }
 
 bool Config::get_bool(std::string_view key, bool def) const {
-    YAML::Node n = find(key);
-    if (!n.IsDefined() || n.IsNull()) {
-        return def;
-    }
-    std::string s = n.IsScalar() ? lower(n.Scalar()) : std::string();
-    if (s == "yes" || s == "true" || s == "on" || s == "1") {
-        return true;
-    }
-    if (s == "no" || s == "false" || s == "off" || s == "0") {
-        return false;
-    }
-    fail(key, n, "expected yes or no, got '" + s + "'");
+    return get_or<bool>(key, def, [&](const YAML::Node& n) -> bool {
+        std::string s = n.IsScalar() ? lower(n.Scalar()) : std::string();
+        if (s == "yes" || s == "true" || s == "on" || s == "1") {
+            return true;
+        }
+        if (s == "no" || s == "false" || s == "off" || s == "0") {
+            return false;
+        }
+        fail(key, n, "expected yes or no, got '" + s + "'");
+    });
 }
 
 uint64_t Config::get_size(std::string_view key, uint64_t def) const {
-    YAML::Node n = find(key);
-    if (!n.IsDefined() || n.IsNull()) {
-        return def;
-    }
-    uint64_t v = 0;
-    if (!n.IsScalar() || !parse_size(n.Scalar(), &v)) {
-        fail(key, n,
-             "expected a size such as 65536, 64kb, 32mb or 1gb, got '" +
-                 (n.IsScalar() ? n.Scalar() : std::string("a list or map")) + "'");
-    }
-    return v;
+    return get_or<uint64_t>(key, def, [&](const YAML::Node& n) -> uint64_t {
+        uint64_t v = 0;
+        if (!n.IsScalar() || !parse_size(n.Scalar(), &v)) {
+            fail(key, n,
+                 "expected a size such as 65536, 64kb, 32mb or 1gb, got '" +
+                     (n.IsScalar() ? n.Scalar() : std::string("a list or map")) + "'");
+        }
+        return v;
+    });
 }
 
 double Config::get_seconds(std::string_view key, double def) const {
-    YAML::Node n = find(key);
-    if (!n.IsDefined() || n.IsNull()) {
-        return def;
-    }
-    std::string s = n.IsScalar() ? lower(n.Scalar()) : std::string();
-    double mult = 1;
-    if (!s.empty() && (s.back() == 's' || s.back() == 'm' || s.back() == 'h')) {
-        mult = s.back() == 's' ? 1 : (s.back() == 'm' ? 60 : 3600);
-        s.pop_back();
-    }
-    size_t pos = 0;
-    double v = -1;
-    try {
-        v = std::stod(s, &pos);
-    } catch (const std::exception&) {
-        pos = 0;
-    }
-    if (s.empty() || pos != s.size() || !std::isfinite(v) || v < 0) {
-        fail(key, n, "expected a duration in seconds such as 30 or 2m, got '" + n.Scalar() + "'");
-    }
-    return v * mult;
+    return get_or<double>(key, def, [&](const YAML::Node& n) -> double {
+        std::string s = n.IsScalar() ? lower(n.Scalar()) : std::string();
+        double mult = 1;
+        if (!s.empty() && (s.back() == 's' || s.back() == 'm' || s.back() == 'h')) {
+            mult = s.back() == 's' ? 1 : (s.back() == 'm' ? 60 : 3600);
+            s.pop_back();
+        }
+        size_t pos = 0;
+        double v = -1;
+        try {
+            v = std::stod(s, &pos);
+        } catch (const std::exception&) {
+            pos = 0;
+        }
+        if (s.empty() || pos != s.size() || !std::isfinite(v) || v < 0) {
+            fail(key, n,
+                 "expected a duration in seconds such as 30 or 2m, got '" + n.Scalar() + "'");
+        }
+        return v * mult;
+    });
 }
 
 std::string Config::get_choice(std::string_view key, std::string_view def,
@@ -308,25 +306,24 @@ std::string Config::get_choice(std::string_view key, std::string_view def,
 }
 
 std::vector<std::string> Config::get_string_list(std::string_view key) const {
-    YAML::Node n = find(key);
-    std::vector<std::string> out;
-    if (!n.IsDefined() || n.IsNull()) {
-        return out;
-    }
-    if (n.IsScalar()) {
-        out.push_back(n.Scalar());
-        return out;
-    }
-    if (!n.IsSequence()) {
-        fail(key, n, "expected a list");
-    }
-    for (const auto& item : n) {
-        if (!item.IsScalar()) {
-            fail(key, item, "expected a list of plain values");
+    using List = std::vector<std::string>;
+    return get_or<List>(key, List{}, [&](const YAML::Node& n) -> List {
+        List out;
+        if (n.IsScalar()) {
+            out.push_back(n.Scalar());
+            return out;
         }
-        out.push_back(item.Scalar());
-    }
-    return out;
+        if (!n.IsSequence()) {
+            fail(key, n, "expected a list");
+        }
+        for (const auto& item : n) {
+            if (!item.IsScalar()) {
+                fail(key, item, "expected a list of plain values");
+            }
+            out.push_back(item.Scalar());
+        }
+        return out;
+    });
 }
 
 }  // namespace picket

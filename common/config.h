@@ -54,6 +54,9 @@ private:
     YAML::Node find(std::string_view key) const;
     [[noreturn]] void fail(std::string_view key, const YAML::Node& node,
                            std::string_view what) const;
+    // def when the key is absent or null; otherwise parse(node), which fails on a bad value.
+    template <typename T, typename Parse>
+    T get_or(std::string_view key, T def, Parse parse) const;
 
     YAML::Node root_;
     std::string source_;

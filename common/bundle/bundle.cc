@@ -1,26 +1,24 @@
+// Bundles in memory: hashing, path rules, the manifest (canonical form and JSON), verification
+// and signing. Directories on disk are in dir.cc, the tuning overlay in tuning.cc, diffs in
+// diff.cc.
 #include "common/bundle/bundle.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <set>
+#include <type_traits>
 
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <nlohmann/json.hpp>
 
 #include "common/bundle/internal.h"
+#include "common/strings.h"
 
 namespace picket::bundle {
 namespace {
-
-namespace fs = std::filesystem;
 
 constexpr size_t kMaxPathBytes = 255;
 constexpr size_t kMaxPathComponents = 8;
@@ -28,25 +26,9 @@ constexpr size_t kMaxNameBytes = 64;
 constexpr size_t kMaxTextBytes = 4096;
 constexpr int kManifestFormat = 1;
 
-std::string hex_encode(std::string_view bytes) {
-    static constexpr char kDigits[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(bytes.size() * 2);
-    for (unsigned char c : bytes) {
-        out.push_back(kDigits[c >> 4]);
-        out.push_back(kDigits[c & 15]);
-    }
-    return out;
-}
-
-int hex_value(char c) {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    return -1;  // uppercase is not canonical and refused
+// Signatures and hashes are canonical lowercase hex: uppercase digits are refused.
+int lower_hex_value(char c) {
+    return c >= 'A' && c <= 'F' ? -1 : strings::hex_value(c);
 }
 
 std::optional<std::string> hex_decode(std::string_view hex) {
@@ -56,8 +38,8 @@ std::optional<std::string> hex_decode(std::string_view hex) {
     std::string out;
     out.reserve(hex.size() / 2);
     for (size_t i = 0; i < hex.size(); i += 2) {
-        int hi = hex_value(hex[i]);
-        int lo = hex_value(hex[i + 1]);
+        int hi = lower_hex_value(hex[i]);
+        int lo = lower_hex_value(hex[i + 1]);
         if (hi < 0 || lo < 0) {
             return std::nullopt;
         }
@@ -68,7 +50,7 @@ std::optional<std::string> hex_decode(std::string_view hex) {
 
 bool is_sha256_hex(std::string_view s) {
     return s.size() == 64 &&
-           std::all_of(s.begin(), s.end(), [](char c) { return hex_value(c) >= 0; });
+           std::all_of(s.begin(), s.end(), [](char c) { return lower_hex_value(c) >= 0; });
 }
 
 bool valid_utf8(std::string_view s) {
@@ -173,149 +155,27 @@ std::string key_id_of_raw(std::string_view raw) {
     return sha256_hex(raw).substr(0, 16);
 }
 
-// -------------------------------------------------------------------------------------
-// Files
+// An Ed25519 key read from PEM, with its key id.
+struct IdentifiedKey {
+    Pkey key;
+    std::string id;
+};
 
-absl::Status errno_status(const std::string& what) {
-    int e = errno;
-    return absl::Status(e == ENOENT ? absl::StatusCode::kNotFound : absl::StatusCode::kInternal,
-                        internal::cat(what, ": ", std::strerror(e)));
+absl::StatusOr<IdentifiedKey> read_identified_key(std::string_view pem, bool want_private) {
+    auto key = read_key(pem, want_private);
+    if (!key.ok()) {
+        return key.status();
+    }
+    auto raw = raw_public_key(key->get());
+    if (!raw.ok()) {
+        return raw.status();
+    }
+    return IdentifiedKey{std::move(*key), key_id_of_raw(*raw)};
 }
 
-// Reads a regular file, refusing symlinks at the last component and anything over max_bytes.
-absl::StatusOr<std::string> read_file(const fs::path& path, const std::string& name,
-                                      uint64_t max_bytes) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0) {
-        return errno_status(internal::cat(name, ": cannot open"));
-    }
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-        auto status = errno_status(internal::cat(name, ": cannot stat"));
-        ::close(fd);
-        return status;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        ::close(fd);
-        return absl::InvalidArgumentError(internal::cat(name, ": not a regular file"));
-    }
-    if (static_cast<uint64_t>(st.st_size) > max_bytes) {
-        ::close(fd);
-        return absl::ResourceExhaustedError(
-            internal::cat(name, ": ", st.st_size, " bytes, over the limit of ", max_bytes));
-    }
-    std::string out;
-    out.resize(static_cast<size_t>(st.st_size));
-    size_t got = 0;
-    while (got < out.size()) {
-        ssize_t n = ::read(fd, out.data() + got, out.size() - got);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            auto status = errno_status(internal::cat(name, ": cannot read"));
-            ::close(fd);
-            return status;
-        }
-        if (n == 0) {
-            break;  // shrank while reading: keep what is there, the hash covers it
-        }
-        got += static_cast<size_t>(n);
-    }
-    out.resize(got);
-    ::close(fd);
-    return out;
-}
+}  // namespace
 
-absl::Status fsync_path(const fs::path& path, bool directory) {
-    int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
-    if (fd < 0) {
-        return errno_status(internal::cat(path.string(), ": cannot open for fsync"));
-    }
-    int rc = ::fsync(fd);
-    ::close(fd);
-    if (rc != 0) {
-        return errno_status(internal::cat(path.string(), ": fsync"));
-    }
-    return absl::OkStatus();
-}
-
-absl::Status write_new_file(const fs::path& path, std::string_view content) {
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        return errno_status(internal::cat(path.string(), ": cannot create"));
-    }
-    size_t done = 0;
-    while (done < content.size()) {
-        ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            auto status = errno_status(internal::cat(path.string(), ": write"));
-            ::close(fd);
-            return status;
-        }
-        done += static_cast<size_t>(n);
-    }
-    if (::fsync(fd) != 0) {
-        auto status = errno_status(internal::cat(path.string(), ": fsync"));
-        ::close(fd);
-        return status;
-    }
-    if (::close(fd) != 0) {
-        return errno_status(internal::cat(path.string(), ": close"));
-    }
-    return absl::OkStatus();
-}
-
-// Writes relative path -> content into a new directory atomically (see write_bundle_dir).
-// Paths must have passed check_path.
-absl::Status write_dir_atomically(
-    const std::vector<std::pair<std::string, std::string_view>>& files, const fs::path& dir) {
-    std::error_code ec;
-    if (fs::symlink_status(dir, ec).type() != fs::file_type::not_found) {
-        return absl::AlreadyExistsError(internal::cat(dir.string(), ": already exists"));
-    }
-    fs::path tmp = dir;
-    tmp += ".tmp";
-    fs::remove_all(tmp, ec);
-    if (ec) {
-        return absl::InternalError(
-            internal::cat(tmp.string(), ": cannot remove leftover: ", ec.message()));
-    }
-    if (!fs::create_directories(tmp, ec) || ec) {
-        return absl::InternalError(internal::cat(tmp.string(), ": cannot create: ", ec.message()));
-    }
-    std::set<fs::path> dirs = {tmp};
-    for (const auto& [path, content] : files) {
-        fs::path target = tmp / fs::path(path);
-        fs::path parent = target.parent_path();
-        if (dirs.insert(parent).second) {
-            fs::create_directories(parent, ec);
-            if (ec) {
-                return absl::InternalError(
-                    internal::cat(parent.string(), ": cannot create: ", ec.message()));
-            }
-            for (fs::path p = parent.parent_path(); p != tmp && dirs.insert(p).second;
-                 p = p.parent_path()) {
-            }
-        }
-        if (auto status = write_new_file(target, content); !status.ok()) {
-            return status;
-        }
-    }
-    for (const auto& d : dirs) {
-        if (auto status = fsync_path(d, true); !status.ok()) {
-            return status;
-        }
-    }
-    if (::rename(tmp.c_str(), dir.c_str()) != 0) {
-        return errno_status(internal::cat("rename ", tmp.string(), " -> ", dir.string()));
-    }
-    fs::path parent = dir.parent_path();
-    return fsync_path(parent.empty() ? fs::path(".") : parent, true);
-}
+namespace internal {
 
 void add_problem(std::vector<std::pair<absl::StatusCode, std::string>>& problems,
                  absl::StatusCode code, std::string message) {
@@ -331,10 +191,13 @@ absl::Status join_problems(const std::vector<std::pair<absl::StatusCode, std::st
     for (const auto& p : problems) {
         lines.push_back(p.second);
     }
-    return absl::Status(problems.front().first, internal::join(lines, "\n"));
+    return absl::Status(problems.front().first, strings::join(lines, "\n"));
 }
 
-}  // namespace
+}  // namespace internal
+
+using internal::add_problem;
+using internal::join_problems;
 
 // ---------------------------------------------------------------------------------------
 // Hashing, paths, manifest
@@ -343,12 +206,12 @@ std::string sha256_hex(std::string_view bytes) {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
     EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr);
-    return hex_encode(std::string_view(reinterpret_cast<char*>(md), len));
+    return strings::hex_encode(std::string_view(reinterpret_cast<char*>(md), len));
 }
 
 absl::Status check_path(std::string_view path) {
     auto bad = [&](std::string_view why) {
-        return absl::InvalidArgumentError(internal::cat("path '", path, "': ", why));
+        return absl::InvalidArgumentError(strings::cat("path '", path, "': ", why));
     };
     if (path.empty()) {
         return bad("empty");
@@ -397,13 +260,13 @@ absl::Status check_path(std::string_view path) {
 
 std::string canonical_manifest(const Manifest& m) {
     auto field = [](std::string& out, std::string_view key, std::string_view value) {
-        internal::append(out, key, " ", value.size(), ":", value, "\n");
+        strings::append(out, key, " ", value.size(), ":", value, "\n");
     };
     std::string out = "picket-bundle-manifest/1\n";
     field(out, "name", m.name());
     field(out, "author", m.author());
     field(out, "message", m.message());
-    internal::append(out, "created_at ", m.created_at(), "\n");
+    strings::append(out, "created_at ", m.created_at(), "\n");
     std::vector<const picket::v1::FileEntry*> files;
     files.reserve(m.files_size());
     for (const auto& f : m.files()) {
@@ -411,10 +274,10 @@ std::string canonical_manifest(const Manifest& m) {
     }
     std::sort(files.begin(), files.end(),
               [](const auto* a, const auto* b) { return a->path() < b->path(); });
-    internal::append(out, "files ", files.size(), "\n");
+    strings::append(out, "files ", files.size(), "\n");
     for (const auto* f : files) {
-        internal::append(out, "file ", f->path().size(), ":", f->path(), " ", f->sha256(), " ",
-                         f->size(), "\n");
+        strings::append(out, "file ", f->path().size(), ":", f->path(), " ", f->sha256(), " ",
+                        f->size(), "\n");
     }
     return out;
 }
@@ -450,54 +313,54 @@ std::string manifest_to_json(const Bundle& bundle) {
         j["files"].push_back(std::move(e));
     }
     j["signing_key_id"] = bundle.signing_key_id();
-    j["signature"] = hex_encode(bundle.signature());
+    j["signature"] = strings::hex_encode(bundle.signature());
     // Invalid UTF-8 cannot pass verify_bundle; replace rather than throw if it gets here.
     return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 absl::StatusOr<Bundle> manifest_from_json(std::string_view text, bool* files_listed) {
     auto bad = [](std::string_view why) {
-        return absl::InvalidArgumentError(internal::cat("manifest.json: ", why));
+        return absl::InvalidArgumentError(strings::cat("manifest.json: ", why));
     };
     nlohmann::json j;
     try {
         j = nlohmann::json::parse(text.begin(), text.end());
     } catch (const nlohmann::json::exception& e) {
-        return bad(internal::cat("not valid JSON (", e.what(), ")"));
+        return bad(strings::cat("not valid JSON (", e.what(), ")"));
     }
     if (!j.is_object()) {
         return bad("not a JSON object");
     }
     Bundle bundle;
     Manifest* m = bundle.mutable_manifest();
-    auto get_string = [&](const char* key, std::string* out) -> absl::Status {
-        auto it = j.find(key);
-        if (it == j.end()) {
-            return absl::OkStatus();
-        }
-        if (!it->is_string()) {
-            return bad(internal::cat("'", key, "' must be a string"));
-        }
-        *out = it->get<std::string>();
-        return absl::OkStatus();
-    };
-    auto get_uint = [&](const nlohmann::json& obj, const char* key, uint64_t* out) -> absl::Status {
+    // An optional field: absent leaves *out as it is; present, it must be of the wanted type.
+    auto get_field = [&](const nlohmann::json& obj, const char* key, auto* out, auto has_type,
+                         const char* type_name) -> absl::Status {
         auto it = obj.find(key);
         if (it == obj.end()) {
             return absl::OkStatus();
         }
-        if (!it->is_number_unsigned()) {
-            return bad(internal::cat("'", key, "' must be a non-negative integer"));
+        if (!has_type(*it)) {
+            return bad(strings::cat("'", key, "' must be ", type_name));
         }
-        *out = it->get<uint64_t>();
+        *out = it->template get<std::remove_pointer_t<decltype(out)>>();
         return absl::OkStatus();
+    };
+    auto get_string = [&](const char* key, std::string* out) {
+        return get_field(
+            j, key, out, [](const nlohmann::json& v) { return v.is_string(); }, "a string");
+    };
+    auto get_uint = [&](const nlohmann::json& obj, const char* key, uint64_t* out) {
+        return get_field(
+            obj, key, out, [](const nlohmann::json& v) { return v.is_number_unsigned(); },
+            "a non-negative integer");
     };
     uint64_t format = kManifestFormat;  // absent: a hand-written manifest, current format
     if (auto s = get_uint(j, "format", &format); !s.ok()) {
         return s;
     }
     if (format != static_cast<uint64_t>(kManifestFormat)) {
-        return bad(internal::cat("'format' must be ", kManifestFormat, " (got ", format, ")"));
+        return bad(strings::cat("'format' must be ", kManifestFormat, " (got ", format, ")"));
     }
     std::string name, author, message, key_id, signature_hex;
     uint64_t version = 0, parent = 0;
@@ -539,24 +402,24 @@ absl::StatusOr<Bundle> manifest_from_json(std::string_view text, bool* files_lis
         }
         for (size_t i = 0; i < files->size(); ++i) {
             const auto& e = (*files)[i];
-            std::string where = internal::cat("files[", i, "]");
+            std::string where = strings::cat("files[", i, "]");
             if (!e.is_object()) {
-                return bad(internal::cat(where, " must be an object"));
+                return bad(strings::cat(where, " must be an object"));
             }
             auto path = e.find("path");
             auto sha = e.find("sha256");
             if (path == e.end() || !path->is_string()) {
-                return bad(internal::cat(where, ": 'path' must be a string"));
+                return bad(strings::cat(where, ": 'path' must be a string"));
             }
             if (sha == e.end() || !sha->is_string()) {
-                return bad(internal::cat(where, ": 'sha256' must be a string"));
+                return bad(strings::cat(where, ": 'sha256' must be a string"));
             }
             uint64_t size = 0;
             if (e.find("size") == e.end()) {
-                return bad(internal::cat(where, ": 'size' is missing"));
+                return bad(strings::cat(where, ": 'size' is missing"));
             }
             if (auto s = get_uint(e, "size", &size); !s.ok()) {
-                return bad(internal::cat(where, ": 'size' must be a non-negative integer"));
+                return bad(strings::cat(where, ": 'size' must be a non-negative integer"));
             }
             auto* f = m->add_files();
             f->set_path(path->get<std::string>());
@@ -585,184 +448,6 @@ void update_manifest_files(Bundle& bundle) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Directories
-
-absl::StatusOr<Bundle> load_bundle_dir(const fs::path& dir, const Limits& limits) {
-    std::error_code ec;
-    auto root_status = fs::status(dir, ec);
-    if (ec || !fs::is_directory(root_status)) {
-        return absl::NotFoundError(internal::cat(dir.string(), ": not a directory"));
-    }
-    fs::path root = fs::canonical(dir, ec);
-    if (ec) {
-        return absl::NotFoundError(internal::cat(dir.string(), ": ", ec.message()));
-    }
-
-    Bundle bundle;
-    bool files_listed = false;
-    fs::path manifest_path = root / kManifestFile;
-    if (fs::symlink_status(manifest_path, ec).type() != fs::file_type::not_found) {
-        auto text = read_file(manifest_path, std::string(kManifestFile), 1u << 20);
-        if (!text.ok()) {
-            return text.status();
-        }
-        auto parsed = manifest_from_json(*text, &files_listed);
-        if (!parsed.ok()) {
-            return parsed.status();
-        }
-        bundle = std::move(*parsed);
-    } else {
-        bundle.mutable_manifest()->set_name(root.filename().string());
-    }
-    Manifest listed = bundle.manifest();
-
-    // Collect first, then read in path order: directory order is unspecified and errors must be
-    // deterministic.
-    std::vector<std::pair<std::string, fs::path>> found;  // bundle path, file to read
-    fs::recursive_directory_iterator it(root, fs::directory_options::none, ec);
-    if (ec) {
-        return absl::InternalError(internal::cat(dir.string(), ": cannot list: ", ec.message()));
-    }
-    for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
-        if (ec) {
-            return absl::InternalError(
-                internal::cat(dir.string(), ": cannot list: ", ec.message()));
-        }
-        const fs::path& p = it->path();
-        std::string rel = p.lexically_relative(root).generic_string();
-        auto type = it->symlink_status(ec).type();
-        if (p.filename().string().front() == '.') {
-            if (type == fs::file_type::directory) {
-                it.disable_recursion_pending();
-            }
-            continue;  // hidden entries (.git, editor files) are not part of a bundle
-        }
-        if (rel == kManifestFile || type == fs::file_type::directory) {
-            continue;
-        }
-        fs::path source = p;
-        if (type == fs::file_type::symlink) {
-            fs::path target = fs::canonical(p, ec);
-            if (ec) {
-                return absl::InvalidArgumentError(
-                    internal::cat(rel, ": dangling symlink (", ec.message(), ")"));
-            }
-            auto inside = target.lexically_relative(root);
-            if (inside.empty() || inside.begin()->string() == "..") {
-                return absl::InvalidArgumentError(internal::cat(
-                    rel, ": symlink points outside the bundle directory (", target.string(), ")"));
-            }
-            if (!fs::is_regular_file(target, ec)) {
-                return absl::InvalidArgumentError(
-                    internal::cat(rel, ": symlink to something other than a regular file"));
-            }
-            source = target;
-        } else if (type != fs::file_type::regular) {
-            return absl::InvalidArgumentError(
-                internal::cat(rel, ": not a regular file (devices, fifos, sockets are refused)"));
-        }
-        if (auto s = check_path(rel); !s.ok()) {
-            return s;
-        }
-        if (found.size() >= limits.max_files) {
-            return absl::ResourceExhaustedError(
-                internal::cat(dir.string(), ": more than ", limits.max_files, " files"));
-        }
-        found.emplace_back(std::move(rel), std::move(source));
-    }
-    std::sort(found.begin(), found.end());
-    uint64_t total = 0;
-    for (auto& [rel, source] : found) {
-        auto content = read_file(source, rel, limits.max_file_bytes);
-        if (!content.ok()) {
-            return content.status();
-        }
-        total += content->size();
-        if (total > limits.max_total_bytes) {
-            return absl::ResourceExhaustedError(internal::cat(
-                dir.string(), ": files total more than ", limits.max_total_bytes, " bytes"));
-        }
-        auto* f = bundle.add_files();
-        f->set_path(rel);
-        f->set_content(std::move(*content));
-    }
-    update_manifest_files(bundle);
-
-    if (files_listed) {
-        // The directory must hold exactly what manifest.json lists.
-        std::vector<std::pair<absl::StatusCode, std::string>> problems;
-        std::map<std::string, const picket::v1::FileEntry*> want;
-        for (const auto& e : listed.files()) {
-            want[e.path()] = &e;
-        }
-        std::map<std::string, const picket::v1::FileEntry*> have;
-        for (const auto& e : bundle.manifest().files()) {
-            have[e.path()] = &e;
-        }
-        for (const auto& [path, e] : want) {
-            auto h = have.find(path);
-            if (h == have.end()) {
-                add_problem(problems, absl::StatusCode::kDataLoss,
-                            internal::cat(path, ": listed in manifest.json but missing"));
-            } else if (h->second->sha256() != e->sha256()) {
-                add_problem(problems, absl::StatusCode::kDataLoss,
-                            internal::cat(path, ": sha256 ", h->second->sha256(),
-                                          " does not match manifest.json (", e->sha256(), ")"));
-            }
-        }
-        for (const auto& [path, e] : have) {
-            if (!want.count(path)) {
-                add_problem(problems, absl::StatusCode::kDataLoss,
-                            internal::cat(path, ": not listed in manifest.json"));
-            }
-        }
-        if (auto s = join_problems(problems); !s.ok()) {
-            return s;
-        }
-    }
-    return bundle;
-}
-
-absl::Status write_bundle_dir(const Bundle& bundle, const fs::path& dir, const Limits& limits) {
-    VerifyOptions options;
-    options.limits = limits;
-    options.require_version = false;
-    if (auto s = verify_bundle(bundle, options); !s.ok()) {
-        return s;
-    }
-    std::string manifest = manifest_to_json(bundle);
-    std::vector<std::pair<std::string, std::string_view>> files;
-    files.reserve(bundle.files_size() + 1);
-    for (const auto& f : bundle.files()) {
-        files.emplace_back(f.path(), f.content());
-    }
-    files.emplace_back(std::string(kManifestFile), manifest);
-    return write_dir_atomically(files, dir);
-}
-
-absl::Status write_effective_dir(const TuningResult& result, const fs::path& dir) {
-    std::vector<std::pair<std::string, std::string_view>> files;
-    for (const auto& [path, text] : result.rules) {
-        if (auto s = check_path(path); !s.ok()) {
-            return s;
-        }
-        files.emplace_back(path, text);
-    }
-    if (!result.rules.count(std::string(kThresholdFile))) {
-        files.emplace_back(std::string(kThresholdFile), result.threshold_config);
-    }
-    return write_dir_atomically(files, dir);
-}
-
-std::string versioned_dir_name(const Bundle& bundle) {
-    std::string version = std::to_string(bundle.manifest().version());
-    if (version.size() < 12) {
-        version.insert(0, 12 - version.size(), '0');
-    }
-    return internal::cat(version, "-", bundle_sha256(bundle).substr(0, 12));
-}
-
-// ---------------------------------------------------------------------------------------
 // Verification and signing
 
 absl::Status verify_bundle(const Bundle& bundle, const VerifyOptions& options) {
@@ -775,16 +460,16 @@ absl::Status verify_bundle(const Bundle& bundle, const VerifyOptions& options) {
     const Manifest& m = bundle.manifest();
     if (!valid_name(m.name())) {
         add_problem(problems, Code::kInvalidArgument,
-                    internal::cat("manifest: name '", m.name(),
-                                  "' must be 1-64 characters of [A-Za-z0-9._-]"));
+                    strings::cat("manifest: name '", m.name(),
+                                 "' must be 1-64 characters of [A-Za-z0-9._-]"));
     }
     for (const auto& [field, value] :
          {std::pair<const char*, const std::string*>{"author", &m.author()},
           {"message", &m.message()}}) {
         if (value->size() > kMaxTextBytes || !valid_utf8(*value)) {
             add_problem(problems, Code::kInvalidArgument,
-                        internal::cat("manifest: ", field, " must be valid UTF-8, at most ",
-                                      kMaxTextBytes, " bytes"));
+                        strings::cat("manifest: ", field, " must be valid UTF-8, at most ",
+                                     kMaxTextBytes, " bytes"));
         }
     }
     if (options.require_version && m.version() == 0) {
@@ -792,8 +477,8 @@ absl::Status verify_bundle(const Bundle& bundle, const VerifyOptions& options) {
     }
     if (m.version() > 0 && m.parent_version() >= m.version()) {
         add_problem(problems, Code::kInvalidArgument,
-                    internal::cat("manifest: parent_version ", m.parent_version(),
-                                  " must be lower than version ", m.version()));
+                    strings::cat("manifest: parent_version ", m.parent_version(),
+                                 " must be lower than version ", m.version()));
     }
     if (m.created_at() < 0) {
         add_problem(problems, Code::kInvalidArgument, "manifest: created_at is negative");
@@ -802,8 +487,8 @@ absl::Status verify_bundle(const Bundle& bundle, const VerifyOptions& options) {
     if (static_cast<uint64_t>(m.files_size()) > limits.max_files ||
         static_cast<uint64_t>(bundle.files_size()) > limits.max_files) {
         add_problem(problems, Code::kResourceExhausted,
-                    internal::cat("bundle has ", std::max(m.files_size(), bundle.files_size()),
-                                  " files, over the limit of ", limits.max_files));
+                    strings::cat("bundle has ", std::max(m.files_size(), bundle.files_size()),
+                                 " files, over the limit of ", limits.max_files));
         return join_problems(problems);  // do not walk an oversized list
     }
     std::map<std::string_view, const picket::v1::FileEntry*> entries;
@@ -811,22 +496,22 @@ absl::Status verify_bundle(const Bundle& bundle, const VerifyOptions& options) {
     bool has_rules = false;
     for (const auto& e : m.files()) {
         if (auto s = check_path(e.path()); !s.ok()) {
-            add_problem(problems, s.code(), internal::cat("manifest: ", s.message()));
+            add_problem(problems, s.code(), strings::cat("manifest: ", s.message()));
             continue;
         }
         if (!entries.emplace(e.path(), &e).second) {
             add_problem(problems, Code::kInvalidArgument,
-                        internal::cat("manifest: ", e.path(), ": listed twice"));
+                        strings::cat("manifest: ", e.path(), ": listed twice"));
         }
         if (!is_sha256_hex(e.sha256())) {
             add_problem(problems, Code::kInvalidArgument,
-                        internal::cat("manifest: ", e.path(),
-                                      ": sha256 must be 64 lowercase hex characters"));
+                        strings::cat("manifest: ", e.path(),
+                                     ": sha256 must be 64 lowercase hex characters"));
         }
         if (e.size() > limits.max_file_bytes) {
             add_problem(problems, Code::kResourceExhausted,
-                        internal::cat(e.path(), ": ", e.size(), " bytes, over the limit of ",
-                                      limits.max_file_bytes));
+                        strings::cat(e.path(), ": ", e.size(), " bytes, over the limit of ",
+                                     limits.max_file_bytes));
         }
         // Saturating: sizes come from the wire and may be anything.
         total = e.size() > UINT64_MAX - total ? UINT64_MAX : total + e.size();
@@ -837,8 +522,8 @@ absl::Status verify_bundle(const Bundle& bundle, const VerifyOptions& options) {
     }
     if (total > limits.max_total_bytes) {
         add_problem(problems, Code::kResourceExhausted,
-                    internal::cat("bundle files total ", total, " bytes, over the limit of ",
-                                  limits.max_total_bytes));
+                    strings::cat("bundle files total ", total, " bytes, over the limit of ",
+                                 limits.max_total_bytes));
     }
     // "a" and "a/b" cannot both be files: writing one would fail on the other, or, in a tool
     // that unpacks in order, turn a file into a directory under an earlier name.
@@ -847,8 +532,8 @@ absl::Status verify_bundle(const Bundle& bundle, const VerifyOptions& options) {
              slash = path.find('/', slash + 1)) {
             if (entries.count(path.substr(0, slash)) != 0) {
                 add_problem(problems, Code::kInvalidArgument,
-                            internal::cat("manifest: ", path.substr(0, slash),
-                                          ": is both a file and a directory (", path, ")"));
+                            strings::cat("manifest: ", path.substr(0, slash),
+                                         ": is both a file and a directory (", path, ")"));
             }
         }
     }
@@ -864,32 +549,32 @@ absl::Status verify_bundle(const Bundle& bundle, const VerifyOptions& options) {
         }
         if (!seen.insert(f.path()).second) {
             add_problem(problems, Code::kInvalidArgument,
-                        internal::cat(f.path(), ": file present twice"));
+                        strings::cat(f.path(), ": file present twice"));
             continue;
         }
         auto it = entries.find(f.path());
         if (it == entries.end()) {
             add_problem(problems, Code::kDataLoss,
-                        internal::cat(f.path(), ": file not listed in the manifest"));
+                        strings::cat(f.path(), ": file not listed in the manifest"));
             continue;
         }
         if (f.content().size() != it->second->size()) {
             add_problem(problems, Code::kDataLoss,
-                        internal::cat(f.path(), ": size ", f.content().size(),
-                                      " does not match the manifest (", it->second->size(), ")"));
+                        strings::cat(f.path(), ": size ", f.content().size(),
+                                     " does not match the manifest (", it->second->size(), ")"));
             continue;
         }
         std::string sha = sha256_hex(f.content());
         if (sha != it->second->sha256()) {
             add_problem(problems, Code::kDataLoss,
-                        internal::cat(f.path(), ": sha256 ", sha, " does not match the manifest (",
-                                      it->second->sha256(), ")"));
+                        strings::cat(f.path(), ": sha256 ", sha, " does not match the manifest (",
+                                     it->second->sha256(), ")"));
         }
     }
     for (const auto& [path, e] : entries) {
         if (!seen.count(path)) {
             add_problem(problems, Code::kDataLoss,
-                        internal::cat(path, ": listed in the manifest but missing"));
+                        strings::cat(path, ": listed in the manifest but missing"));
         }
     }
 
@@ -897,9 +582,9 @@ absl::Status verify_bundle(const Bundle& bundle, const VerifyOptions& options) {
         // Counted only on intact content (the sizes were bounded above).
         uint64_t rules = count_rules(bundle);
         if (rules > limits.max_rules) {
-            add_problem(problems, Code::kResourceExhausted,
-                        internal::cat("bundle has ", rules, " rules, over the limit of ",
-                                      limits.max_rules));
+            add_problem(
+                problems, Code::kResourceExhausted,
+                strings::cat("bundle has ", rules, " rules, over the limit of ", limits.max_rules));
         }
     }
 
@@ -907,19 +592,19 @@ absl::Status verify_bundle(const Bundle& bundle, const VerifyOptions& options) {
         auto key = read_key(options.public_key_pem, false);
         if (!key.ok()) {
             add_problem(problems, Code::kFailedPrecondition,
-                        internal::cat("configured public key: ", key.status().message()));
+                        strings::cat("configured public key: ", key.status().message()));
             return join_problems(problems);
         }
         auto raw = raw_public_key(key->get());
         std::string expected_id = raw.ok() ? key_id_of_raw(*raw) : "";
         if (bundle.signature().empty()) {
             add_problem(problems, Code::kPermissionDenied,
-                        internal::cat("bundle is unsigned; a signature by key ", expected_id,
-                                      " is required"));
+                        strings::cat("bundle is unsigned; a signature by key ", expected_id,
+                                     " is required"));
         } else if (bundle.signing_key_id() != expected_id) {
             add_problem(problems, Code::kPermissionDenied,
-                        internal::cat("bundle is signed by key '", bundle.signing_key_id(),
-                                      "', expected key ", expected_id));
+                        strings::cat("bundle is signed by key '", bundle.signing_key_id(),
+                                     "', expected key ", expected_id));
         } else {
             std::string data = canonical_manifest(m);
             MdCtx ctx(EVP_MD_CTX_new());
@@ -932,8 +617,8 @@ absl::Status verify_bundle(const Bundle& bundle, const VerifyOptions& options) {
                     data.size()) == 1;
             if (!ok) {
                 add_problem(problems, Code::kPermissionDenied,
-                            internal::cat("bad signature: the manifest was not signed by key ",
-                                          expected_id, " or was altered after signing"));
+                            strings::cat("bad signature: the manifest was not signed by key ",
+                                         expected_id, " or was altered after signing"));
             }
         }
     }
@@ -962,42 +647,34 @@ absl::StatusOr<KeyPair> generate_key_pair() {
 }
 
 absl::StatusOr<std::string> key_id(std::string_view pem) {
-    auto key = read_key(pem, false);
+    auto key = read_identified_key(pem, false);
     if (!key.ok()) {
         return key.status();
     }
-    auto raw = raw_public_key(key->get());
-    if (!raw.ok()) {
-        return raw.status();
-    }
-    return key_id_of_raw(*raw);
+    return key->id;
 }
 
 absl::Status sign_bundle(Bundle& bundle, std::string_view private_key_pem) {
-    auto key = read_key(private_key_pem, true);
+    auto key = read_identified_key(private_key_pem, true);
     if (!key.ok()) {
         return key.status();
-    }
-    auto raw = raw_public_key(key->get());
-    if (!raw.ok()) {
-        return raw.status();
     }
     std::string data = canonical_manifest(bundle.manifest());
     MdCtx ctx(EVP_MD_CTX_new());
     unsigned char sig[64];
     size_t sig_len = sizeof sig;
-    if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, key->get()) != 1 ||
+    if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, key->key.get()) != 1 ||
         EVP_DigestSign(ctx.get(), sig, &sig_len,
                        reinterpret_cast<const unsigned char*>(data.data()), data.size()) != 1) {
         return absl::InternalError("Ed25519 signing failed");
     }
     bundle.set_signature(std::string(reinterpret_cast<char*>(sig), sig_len));
-    bundle.set_signing_key_id(key_id_of_raw(*raw));
+    bundle.set_signing_key_id(key->id);
     return absl::OkStatus();
 }
 
 std::string RuleId::to_string() const {
-    return internal::cat(gid, ":", sid);
+    return strings::cat(gid, ":", sid);
 }
 
 }  // namespace picket::bundle

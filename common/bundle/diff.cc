@@ -5,6 +5,7 @@
 
 #include "common/bundle/bundle.h"
 #include "common/bundle/internal.h"
+#include "common/strings.h"
 
 namespace picket::bundle {
 namespace {
@@ -63,7 +64,7 @@ void flatten(const YAML::Node& node, const std::string& prefix,
     if (node.IsMap() && node.size() > 0) {
         for (const auto& kv : node) {
             std::string key = kv.first.IsScalar() ? kv.first.Scalar() : emit(kv.first);
-            flatten(kv.second, prefix.empty() ? key : internal::cat(prefix, ".", key), out);
+            flatten(kv.second, prefix.empty() ? key : strings::cat(prefix, ".", key), out);
         }
         return;
     }
@@ -83,9 +84,9 @@ absl::StatusOr<std::map<std::string, std::string>> flat_yaml(const Bundle& bundl
         try {
             flatten(YAML::Load(f.content()), "", out);
         } catch (const YAML::Exception& e) {
-            return absl::InvalidArgumentError(internal::cat("bundle ", bundle.manifest().version(),
-                                                            ": ", path, ":", e.mark.line + 1, ":",
-                                                            e.mark.column + 1, ": ", e.msg));
+            return absl::InvalidArgumentError(strings::cat("bundle ", bundle.manifest().version(),
+                                                           ": ", path, ":", e.mark.line + 1, ":",
+                                                           e.mark.column + 1, ": ", e.msg));
         }
     }
     return out;

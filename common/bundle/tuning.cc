@@ -7,11 +7,11 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <charconv>
 #include <memory>
 #include <set>
 
 #include "common/bundle/internal.h"
+#include "common/strings.h"
 
 namespace picket::bundle {
 
@@ -60,31 +60,13 @@ namespace {
 
 using internal::LogicalLine;
 
-bool is_space(char c) {
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
+using strings::is_space;
+using strings::trim;
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && is_space(s.front())) {
-        s.remove_prefix(1);
-    }
-    while (!s.empty() && is_space(s.back())) {
-        s.remove_suffix(1);
-    }
-    return s;
-}
-
+// A sid, gid, rev or count as rule options and tuning.yaml write it: optional spaces and
+// double quotes around 1..10 digits.
 std::optional<uint32_t> parse_u32(std::string_view s) {
-    s = trim(s);
-    if (s.size() >= 2 && s.front() == '"' && s.back() == '"') {
-        s = trim(s.substr(1, s.size() - 2));
-    }
-    uint32_t v = 0;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (s.empty() || ec != std::errc() || p != s.data() + s.size()) {
-        return std::nullopt;
-    }
-    return v;
+    return strings::parse_u32(strings::unquote(s));
 }
 
 bool is_action(std::string_view word) {
@@ -199,10 +181,10 @@ namespace {
 
 absl::Status yaml_error(const YAML::Mark& mark, std::string_view where, std::string_view why) {
     if (mark.is_null()) {
-        return absl::InvalidArgumentError(internal::cat("tuning.yaml: ", where, ": ", why));
+        return absl::InvalidArgumentError(strings::cat("tuning.yaml: ", where, ": ", why));
     }
     return absl::InvalidArgumentError(
-        internal::cat("tuning.yaml:", mark.line + 1, ": ", where, ": ", why));
+        strings::cat("tuning.yaml:", mark.line + 1, ": ", where, ": ", why));
 }
 
 std::optional<RuleId> parse_rule_id(std::string_view s) {
@@ -232,7 +214,7 @@ absl::StatusOr<RuleId> id_from_scalar(const YAML::Node& node, const std::string&
     auto id = parse_rule_id(node.Scalar());
     if (!id) {
         return yaml_error(node.Mark(), where,
-                          internal::cat("'", node.Scalar(), "' is not a sid (N or GID:SID)"));
+                          strings::cat("'", node.Scalar(), "' is not a sid (N or GID:SID)"));
     }
     return *id;
 }
@@ -262,12 +244,12 @@ absl::StatusOr<std::string> string_field(const YAML::Node& entry, const char* ke
     YAML::Node v = entry[key];
     if (!v) {
         if (required) {
-            return yaml_error(entry.Mark(), where, internal::cat("missing '", key, "'"));
+            return yaml_error(entry.Mark(), where, strings::cat("missing '", key, "'"));
         }
         return std::string();
     }
     if (!v.IsScalar()) {
-        return yaml_error(v.Mark(), where, internal::cat("'", key, "' must be a string"));
+        return yaml_error(v.Mark(), where, strings::cat("'", key, "' must be a string"));
     }
     return v.Scalar();
 }
@@ -278,8 +260,8 @@ absl::Status check_keys(const YAML::Node& entry, const std::string& where,
         std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "?";
         if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
             return yaml_error(kv.first.Mark(), where,
-                              internal::cat("unknown key '", key,
-                                            "' (allowed: ", internal::join(allowed, ", "), ")"));
+                              strings::cat("unknown key '", key,
+                                           "' (allowed: ", strings::join(allowed, ", "), ")"));
         }
     }
     return absl::OkStatus();
@@ -311,7 +293,7 @@ absl::Status parse_tuning_node(const YAML::Node& root, Tuning& out) {
             return seq.status();
         }
         for (size_t i = 0; *seq && i < seq->size(); ++i) {
-            auto id = id_from_scalar((*seq)[i], internal::cat(key, "[", i, "]"));
+            auto id = id_from_scalar((*seq)[i], strings::cat(key, "[", i, "]"));
             if (!id.ok()) {
                 return id.status();
             }
@@ -325,7 +307,7 @@ absl::Status parse_tuning_node(const YAML::Node& root, Tuning& out) {
             return seq.status();
         }
         for (size_t i = 0; *seq && i < seq->size(); ++i) {
-            std::string where = internal::cat(key, "[", i, "]");
+            std::string where = strings::cat(key, "[", i, "]");
             YAML::Node entry = (*seq)[i];
             if (!entry.IsMap()) {
                 return yaml_error(entry.Mark(), where, "must be a map");
@@ -371,7 +353,7 @@ absl::Status parse_tuning_node(const YAML::Node& root, Tuning& out) {
                 *track != "by_either") {
                 return yaml_error(
                     e.Mark(), where,
-                    internal::cat("track '", *track, "' must be by_src, by_dst or by_either"));
+                    strings::cat("track '", *track, "' must be by_src, by_dst or by_either"));
             }
             if (track->empty() != ip->empty()) {
                 return yaml_error(e.Mark(), where, "'track' and 'ip' go together");
@@ -380,7 +362,7 @@ absl::Status parse_tuning_node(const YAML::Node& root, Tuning& out) {
                 !(ip->front() == '[' && ip->back() == ']' &&
                   ip->find_first_of("\n\r#") == std::string::npos)) {
                 return yaml_error(e.Mark(), where,
-                                  internal::cat("ip '", *ip, "': a list must be written [a,b]"));
+                                  strings::cat("ip '", *ip, "': a list must be written [a,b]"));
             }
             out.suppress.push_back({id, *track, *ip});
             return absl::OkStatus();
@@ -388,40 +370,40 @@ absl::Status parse_tuning_node(const YAML::Node& root, Tuning& out) {
     if (!s.ok()) {
         return s;
     }
-    return entries(
-        "threshold", {"sid", "gid", "type", "track", "count", "seconds"},
-        [&](const YAML::Node& e, RuleId id, const std::string& where) {
-            auto type = string_field(e, "type", where, true);
-            auto track = string_field(e, "track", where, true);
-            auto count = string_field(e, "count", where, true);
-            auto seconds = string_field(e, "seconds", where, true);
-            for (const auto* f : {&type, &track, &count, &seconds}) {
-                if (!f->ok()) {
-                    return f->status();
-                }
-            }
-            if (*type != "limit" && *type != "threshold" && *type != "both") {
-                return yaml_error(
-                    e.Mark(), where,
-                    internal::cat("type '", *type, "' must be limit, threshold or both"));
-            }
-            if (*track != "by_src" && *track != "by_dst" && *track != "by_rule" &&
-                *track != "by_both") {
-                return yaml_error(e.Mark(), where,
-                                  internal::cat("track '", *track,
-                                                "' must be by_src, by_dst, by_rule or by_both"));
-            }
-            auto c = parse_u32(*count);
-            auto sec = parse_u32(*seconds);
-            if (!c || *c == 0) {
-                return yaml_error(e.Mark(), where, "'count' must be a number > 0");
-            }
-            if (!sec || *sec == 0) {
-                return yaml_error(e.Mark(), where, "'seconds' must be a number > 0");
-            }
-            out.threshold.push_back({id, *type, *track, *c, *sec});
-            return absl::OkStatus();
-        });
+    return entries("threshold", {"sid", "gid", "type", "track", "count", "seconds"},
+                   [&](const YAML::Node& e, RuleId id, const std::string& where) {
+                       auto type = string_field(e, "type", where, true);
+                       auto track = string_field(e, "track", where, true);
+                       auto count = string_field(e, "count", where, true);
+                       auto seconds = string_field(e, "seconds", where, true);
+                       for (const auto* f : {&type, &track, &count, &seconds}) {
+                           if (!f->ok()) {
+                               return f->status();
+                           }
+                       }
+                       if (*type != "limit" && *type != "threshold" && *type != "both") {
+                           return yaml_error(
+                               e.Mark(), where,
+                               strings::cat("type '", *type, "' must be limit, threshold or both"));
+                       }
+                       if (*track != "by_src" && *track != "by_dst" && *track != "by_rule" &&
+                           *track != "by_both") {
+                           return yaml_error(
+                               e.Mark(), where,
+                               strings::cat("track '", *track,
+                                            "' must be by_src, by_dst, by_rule or by_both"));
+                       }
+                       auto c = parse_u32(*count);
+                       auto sec = parse_u32(*seconds);
+                       if (!c || *c == 0) {
+                           return yaml_error(e.Mark(), where, "'count' must be a number > 0");
+                       }
+                       if (!sec || *sec == 0) {
+                           return yaml_error(e.Mark(), where, "'seconds' must be a number > 0");
+                       }
+                       out.threshold.push_back({id, *type, *track, *c, *sec});
+                       return absl::OkStatus();
+                   });
 }
 
 // A compiled modify pattern.
@@ -437,7 +419,7 @@ struct Regex {
 std::string pcre2_message(int code) {
     PCRE2_UCHAR buf[256];
     int n = pcre2_get_error_message(code, buf, sizeof buf);
-    return n < 0 ? internal::cat("PCRE2 error ", code) : std::string(reinterpret_cast<char*>(buf));
+    return n < 0 ? strings::cat("PCRE2 error ", code) : std::string(reinterpret_cast<char*>(buf));
 }
 
 absl::StatusOr<std::unique_ptr<Regex>> compile_regex(const std::string& pattern) {
@@ -447,7 +429,7 @@ absl::StatusOr<std::unique_ptr<Regex>> compile_regex(const std::string& pattern)
     re->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), 0, &err,
                              &offset, nullptr);
     if (re->code == nullptr) {
-        return absl::InvalidArgumentError(internal::cat(pcre2_message(err), " at offset ", offset));
+        return absl::InvalidArgumentError(strings::cat(pcre2_message(err), " at offset ", offset));
     }
     // Bounded backtracking: a pathological pattern fails instead of hanging the control thread.
     re->match = pcre2_match_context_create(nullptr);
@@ -508,7 +490,7 @@ absl::StatusOr<Tuning> parse_tuning(std::string_view yaml_text) {
         }
     } catch (const YAML::Exception& e) {
         return absl::InvalidArgumentError(
-            internal::cat("tuning.yaml:", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg));
+            strings::cat("tuning.yaml:", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg));
     }
     return tuning;
 }
@@ -536,64 +518,54 @@ TuningResult apply_tuning(const std::map<std::string, std::string>& rules_text_b
             entries.push_back(std::move(e));
         }
     }
-    auto where = [&](const Entry& e) { return internal::cat(*names[e.file], ":", e.line.line_no); };
+    auto where = [&](const Entry& e) { return strings::cat(*names[e.file], ":", e.line.line_no); };
     auto lookup = [&](RuleId id, const std::string& entry) -> const std::vector<size_t>* {
         auto it = index.find(id);
         if (it == index.end()) {
             report.errors.push_back(
-                internal::cat(entry, ": sid ", id.to_string(), " not found in the rules"));
+                strings::cat(entry, ": sid ", id.to_string(), " not found in the rules"));
             return nullptr;
         }
         return &it->second;
     };
 
     std::set<RuleId> disabled_ids(tuning.disable.begin(), tuning.disable.end());
-    for (size_t i = 0; i < tuning.enable.size(); ++i) {
-        RuleId id = tuning.enable[i];
-        std::string entry = internal::cat("enable[", i, "]");
-        if (disabled_ids.count(id)) {
-            report.errors.push_back(
-                internal::cat(entry, ": sid ", id.to_string(), " is also in disable"));
-            continue;
-        }
-        const auto* hits = lookup(id, entry);
-        for (size_t k = 0; hits && k < hits->size(); ++k) {
-            Entry& e = entries[(*hits)[k]];
-            if (e.rule->enabled) {
-                report.warnings.push_back(internal::cat(entry, ": sid ", id.to_string(),
-                                                        " is already enabled (", where(e), ")"));
+    // enable[] then disable[]: switch every rule with the sid, warn where it already is so.
+    auto switch_rules = [&](const std::vector<RuleId>& ids, const char* list, bool enable) {
+        for (size_t i = 0; i < ids.size(); ++i) {
+            RuleId id = ids[i];
+            std::string entry = strings::cat(list, "[", i, "]");
+            if (enable && disabled_ids.count(id)) {
+                report.errors.push_back(
+                    strings::cat(entry, ": sid ", id.to_string(), " is also in disable"));
                 continue;
             }
-            e.rule->enabled = true;
-            e.changed = true;
-            report.changes.push_back(
-                internal::cat("enabled ", id.to_string(), " (", where(e), ")"));
-        }
-    }
-    for (size_t i = 0; i < tuning.disable.size(); ++i) {
-        RuleId id = tuning.disable[i];
-        std::string entry = internal::cat("disable[", i, "]");
-        const auto* hits = lookup(id, entry);
-        for (size_t k = 0; hits && k < hits->size(); ++k) {
-            Entry& e = entries[(*hits)[k]];
-            if (!e.rule->enabled) {
-                report.warnings.push_back(internal::cat(entry, ": sid ", id.to_string(),
-                                                        " is already disabled (", where(e), ")"));
-                continue;
+            const char* state = enable ? "enabled" : "disabled";
+            const auto* hits = lookup(id, entry);
+            for (size_t k = 0; hits && k < hits->size(); ++k) {
+                Entry& e = entries[(*hits)[k]];
+                if (e.rule->enabled == enable) {
+                    report.warnings.push_back(strings::cat(entry, ": sid ", id.to_string(),
+                                                           " is already ", state, " (", where(e),
+                                                           ")"));
+                    continue;
+                }
+                e.rule->enabled = enable;
+                e.changed = true;
+                report.changes.push_back(
+                    strings::cat(state, " ", id.to_string(), " (", where(e), ")"));
             }
-            e.rule->enabled = false;
-            e.changed = true;
-            report.changes.push_back(
-                internal::cat("disabled ", id.to_string(), " (", where(e), ")"));
         }
-    }
+    };
+    switch_rules(tuning.enable, "enable", true);
+    switch_rules(tuning.disable, "disable", false);
     for (size_t i = 0; i < tuning.modify.size(); ++i) {
         const ModifyEntry& m = tuning.modify[i];
-        std::string entry = internal::cat("modify[", i, "] (sid ", m.id.to_string(), ")");
+        std::string entry = strings::cat("modify[", i, "] (sid ", m.id.to_string(), ")");
         auto re = compile_regex(m.from);
         if (!re.ok()) {
-            report.errors.push_back(internal::cat(entry, ": regex '", m.from,
-                                                  "' does not compile: ", re.status().message()));
+            report.errors.push_back(strings::cat(entry, ": regex '", m.from,
+                                                 "' does not compile: ", re.status().message()));
             continue;
         }
         const auto* hits = lookup(m.id, entry);
@@ -602,33 +574,33 @@ TuningResult apply_tuning(const std::map<std::string, std::string>& rules_text_b
             std::string out;
             auto n = substitute(**re, e.rule->body, m.to, &out);
             if (!n.ok()) {
-                report.errors.push_back(internal::cat(entry, ": regex '", m.from, "' on ", where(e),
-                                                      ": ", n.status().message()));
+                report.errors.push_back(strings::cat(entry, ": regex '", m.from, "' on ", where(e),
+                                                     ": ", n.status().message()));
                 continue;
             }
             if (*n == 0) {
-                report.errors.push_back(internal::cat(
-                    entry, ": regex '", m.from, "' does not match the rule (", where(e), ")"));
+                report.errors.push_back(strings::cat(entry, ": regex '", m.from,
+                                                     "' does not match the rule (", where(e), ")"));
                 continue;
             }
             auto rescanned = scan_rule(out);
             if (!rescanned || !rescanned->enabled || rescanned->id != m.id ||
                 out.find('\n') != std::string::npos) {
-                report.errors.push_back(
-                    internal::cat(entry, ": the result is no longer one rule with sid ",
-                                  m.id.to_string(), " (", where(e), "): ", out));
+                report.errors.push_back(strings::cat(entry,
+                                                     ": the result is no longer one rule with sid ",
+                                                     m.id.to_string(), " (", where(e), "): ", out));
                 continue;
             }
             if (rescanned->body == e.rule->body) {
                 report.warnings.push_back(
-                    internal::cat(entry, ": the replacement changes nothing (", where(e), ")"));
+                    strings::cat(entry, ": the replacement changes nothing (", where(e), ")"));
                 continue;
             }
             e.rule->body = rescanned->body;
             e.rule->rev = rescanned->rev;
             e.changed = true;
             report.changes.push_back(
-                internal::cat("modified ", m.id.to_string(), " (", where(e), ")"));
+                strings::cat("modified ", m.id.to_string(), " (", where(e), ")"));
         }
     }
 
@@ -642,31 +614,31 @@ TuningResult apply_tuning(const std::map<std::string, std::string>& rules_text_b
             out.append(original);
             continue;
         }
-        internal::append(out, e.rule->enabled ? "" : "# ", e.rule->body, terminator(original));
+        strings::append(out, e.rule->enabled ? "" : "# ", e.rule->body, terminator(original));
     }
 
     for (size_t i = 0; i < tuning.suppress.size(); ++i) {
         const SuppressEntry& s = tuning.suppress[i];
-        if (!lookup(s.id, internal::cat("suppress[", i, "]"))) {
+        if (!lookup(s.id, strings::cat("suppress[", i, "]"))) {
             continue;
         }
-        internal::append(result.threshold_config, "suppress gen_id ", s.id.gid, ", sig_id ",
-                         s.id.sid);
+        strings::append(result.threshold_config, "suppress gen_id ", s.id.gid, ", sig_id ",
+                        s.id.sid);
         if (!s.track.empty()) {
-            internal::append(result.threshold_config, ", track ", s.track, ", ip ", s.ip);
+            strings::append(result.threshold_config, ", track ", s.track, ", ip ", s.ip);
         }
         result.threshold_config.push_back('\n');
-        report.changes.push_back(internal::cat("suppress ", s.id.to_string()));
+        report.changes.push_back(strings::cat("suppress ", s.id.to_string()));
     }
     for (size_t i = 0; i < tuning.threshold.size(); ++i) {
         const ThresholdEntry& t = tuning.threshold[i];
-        if (!lookup(t.id, internal::cat("threshold[", i, "]"))) {
+        if (!lookup(t.id, strings::cat("threshold[", i, "]"))) {
             continue;
         }
-        internal::append(result.threshold_config, "threshold gen_id ", t.id.gid, ", sig_id ",
-                         t.id.sid, ", type ", t.type, ", track ", t.track, ", count ", t.count,
-                         ", seconds ", t.seconds, "\n");
-        report.changes.push_back(internal::cat("threshold ", t.id.to_string()));
+        strings::append(result.threshold_config, "threshold gen_id ", t.id.gid, ", sig_id ",
+                        t.id.sid, ", type ", t.type, ", track ", t.track, ", count ", t.count,
+                        ", seconds ", t.seconds, "\n");
+        report.changes.push_back(strings::cat("threshold ", t.id.to_string()));
     }
     return result;
 }
@@ -730,8 +702,8 @@ absl::Status check_content(const Bundle& bundle) {
                 problems.push_back("config.yaml: the top level must be a map");
             }
         } catch (const YAML::Exception& e) {
-            problems.push_back(internal::cat("config.yaml:", e.mark.line + 1, ":",
-                                             e.mark.column + 1, ": ", e.msg));
+            problems.push_back(
+                strings::cat("config.yaml:", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg));
         }
     }
     auto effective = effective_rules(bundle);
@@ -739,13 +711,13 @@ absl::Status check_content(const Bundle& bundle) {
         problems.emplace_back(effective.status().message());
     } else {
         for (const auto& e : effective->report.errors) {
-            problems.push_back(internal::cat("tuning.yaml: ", e));
+            problems.push_back(strings::cat("tuning.yaml: ", e));
         }
     }
     if (problems.empty()) {
         return absl::OkStatus();
     }
-    return absl::InvalidArgumentError(internal::join(problems, "\n"));
+    return absl::InvalidArgumentError(strings::join(problems, "\n"));
 }
 
 }  // namespace picket::bundle

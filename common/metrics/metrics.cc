@@ -38,13 +38,16 @@ const char* type_name(Type type) {
     return "untyped";
 }
 
-std::string escape_help(std::string_view help) {
-    // The text format escapes only backslash and newline in HELP (quotes stay as they are).
+// Text-format escaping: backslash and newline always, double quotes only in label values (HELP
+// text keeps them as they are).
+std::string escape(std::string_view text, bool quotes) {
     std::string out;
-    out.reserve(help.size());
-    for (char c : help) {
+    out.reserve(text.size());
+    for (char c : text) {
         if (c == '\\') {
             out += "\\\\";
+        } else if (c == '"' && quotes) {
+            out += "\\\"";
         } else if (c == '\n') {
             out += "\\n";
         } else {
@@ -122,20 +125,7 @@ bool valid_label_name(std::string_view name) {
 }
 
 std::string escape_label_value(std::string_view value) {
-    std::string out;
-    out.reserve(value.size());
-    for (char c : value) {
-        if (c == '\\') {
-            out += "\\\\";
-        } else if (c == '"') {
-            out += "\\\"";
-        } else if (c == '\n') {
-            out += "\\n";
-        } else {
-            out += c;
-        }
-    }
-    return out;
+    return escape(value, true);
 }
 
 std::string format_value(double value) {
@@ -224,7 +214,7 @@ std::string Exposition::render() const {
         out += "# HELP ";
         out += f.name;
         out += ' ';
-        out += escape_help(f.help);
+        out += escape(f.help, false);
         out += "\n# TYPE ";
         out += f.name;
         out += ' ';

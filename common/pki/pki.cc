@@ -8,9 +8,9 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <initializer_list>
 #include <memory>
 #include <system_error>
-#include <type_traits>
 
 #include <openssl/bio.h>
 #include <openssl/bn.h>
@@ -23,62 +23,13 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "common/pki/internal.h"
+#include "common/strings.h"
+
 namespace picket::pki {
-namespace {
 
-namespace fs = std::filesystem;
+namespace internal {
 
-// String concatenation. Not absl::StrCat: Debian's Abseil is built with its own
-// absl::string_view (ABSL_OPTION_USE_STD_STRING_VIEW 0), which std::string_view does not
-// convert to.
-template <class T>
-void append_one(std::string& out, const T& v) {
-    if constexpr (std::is_arithmetic_v<T>) {
-        out += std::to_string(v);
-    } else if constexpr (std::is_same_v<T, absl::string_view>) {
-        out.append(v.data(), v.size());
-    } else {
-        out.append(std::string_view(v));
-    }
-}
-
-template <class... Args>
-std::string cat(const Args&... args) {
-    std::string out;
-    (append_one(out, args), ...);
-    return out;
-}
-
-template <auto Fn>
-struct Deleter {
-    template <class T>
-    void operator()(T* p) const {
-        Fn(p);
-    }
-};
-using BioPtr = std::unique_ptr<BIO, Deleter<BIO_free_all>>;
-using X509Ptr = std::unique_ptr<X509, Deleter<X509_free>>;
-using PkeyPtr = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY_free>>;
-using StorePtr = std::unique_ptr<X509_STORE, Deleter<X509_STORE_free>>;
-using StoreCtxPtr = std::unique_ptr<X509_STORE_CTX, Deleter<X509_STORE_CTX_free>>;
-using BnPtr = std::unique_ptr<BIGNUM, Deleter<BN_free>>;
-using NamePtr = std::unique_ptr<X509_NAME, Deleter<X509_NAME_free>>;
-using GeneralNamesPtr = std::unique_ptr<GENERAL_NAMES, Deleter<GENERAL_NAMES_free>>;
-struct StackFree {
-    void operator()(STACK_OF(X509) * s) const { sk_X509_free(s); }
-};
-using ExtPtr = std::unique_ptr<X509_EXTENSION, Deleter<X509_EXTENSION_free>>;
-
-constexpr size_t kMaxPemFileBytes = 1 << 20;
-constexpr int kMaxValidityDays = 36500;
-constexpr size_t kMaxNameLength = 64;  // ub-common-name (RFC 5280 appendix A)
-
-struct CertChain {
-    std::vector<X509Ptr> certs;
-};
-
-// Drains the thread's OpenSSL error queue into one line (so a later call does not report a
-// stale error).
 std::string openssl_error() {
     std::string out;
     char buf[256];
@@ -93,8 +44,47 @@ std::string openssl_error() {
 }
 
 absl::Status openssl_failure(std::string_view what) {
-    return absl::InternalError(cat(what, ": ", openssl_error()));
+    return absl::InternalError(strings::cat(what, ": ", openssl_error()));
 }
+
+std::string subject_line(X509* cert) {
+    char buf[256];
+    X509_NAME_oneline(X509_get_subject_name(cert), buf, sizeof(buf));
+    return buf;
+}
+
+}  // namespace internal
+
+namespace {
+
+namespace fs = std::filesystem;
+
+using internal::openssl_error;
+using internal::openssl_failure;
+using internal::subject_line;
+using strings::cat;
+
+using internal::BioPtr;
+using internal::Deleter;
+using internal::GeneralNamesPtr;
+using internal::X509Ptr;
+using PkeyPtr = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY_free>>;
+using StorePtr = std::unique_ptr<X509_STORE, Deleter<X509_STORE_free>>;
+using StoreCtxPtr = std::unique_ptr<X509_STORE_CTX, Deleter<X509_STORE_CTX_free>>;
+using BnPtr = std::unique_ptr<BIGNUM, Deleter<BN_free>>;
+using NamePtr = std::unique_ptr<X509_NAME, Deleter<X509_NAME_free>>;
+struct StackFree {
+    void operator()(STACK_OF(X509) * s) const { sk_X509_free(s); }
+};
+using ExtPtr = std::unique_ptr<X509_EXTENSION, Deleter<X509_EXTENSION_free>>;
+
+constexpr size_t kMaxPemFileBytes = 1 << 20;
+constexpr int kMaxValidityDays = 36500;
+constexpr size_t kMaxNameLength = 64;  // ub-common-name (RFC 5280 appendix A)
+
+struct CertChain {
+    std::vector<X509Ptr> certs;
+};
 
 absl::StatusOr<std::string> read_small_file(const fs::path& path, std::string_view what) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -134,6 +124,23 @@ absl::StatusOr<std::string> read_small_file(const fs::path& path, std::string_vi
     }
     ::close(fd);
     return data;
+}
+
+// Reads each (file, what it is, destination) in turn; the first failure is returned.
+struct SmallFile {
+    const fs::path& path;
+    std::string_view what;
+    std::string* out;
+};
+absl::Status read_small_files(std::initializer_list<SmallFile> files) {
+    for (const SmallFile& f : files) {
+        absl::StatusOr<std::string> text = read_small_file(f.path, f.what);
+        if (!text.ok()) {
+            return text.status();
+        }
+        *f.out = std::move(*text);
+    }
+    return absl::OkStatus();
 }
 
 absl::Status write_all(int fd, std::string_view data) {
@@ -249,6 +256,27 @@ absl::StatusOr<PkeyPtr> parse_key(std::string_view pem, const fs::path& file) {
     return key;
 }
 
+// A certificate chain and the private key for it, parsed in that order from PEM text (errors
+// name the files).
+struct ChainAndKey {
+    CertChain chain;
+    PkeyPtr key;
+};
+
+absl::StatusOr<ChainAndKey> parse_chain_and_key(std::string_view cert_pem,
+                                                const fs::path& cert_file, std::string_view key_pem,
+                                                const fs::path& key_file) {
+    absl::StatusOr<CertChain> chain = parse_certs(cert_pem, cert_file);
+    if (!chain.ok()) {
+        return chain.status();
+    }
+    absl::StatusOr<PkeyPtr> key = parse_key(key_pem, key_file);
+    if (!key.ok()) {
+        return key.status();
+    }
+    return ChainAndKey{std::move(*chain), std::move(*key)};
+}
+
 std::string asn1_time_iso(const ASN1_TIME* t) {
     struct tm tm {};
     if (t == nullptr || ASN1_TIME_to_tm(t, &tm) != 1) {
@@ -332,6 +360,45 @@ absl::StatusOr<NamePtr> make_subject(std::string_view kind, std::string_view cn)
         return openssl_failure("building the subject name");
     }
     return name;
+}
+
+// A fresh P-256 key and a v3 certificate for it: subject O=Picket, OU=kind, CN=cn, a random
+// serial and the validity period. The caller sets the issuer and extensions, and signs.
+struct NewCert {
+    PkeyPtr key;
+    X509Ptr cert;
+    NamePtr subject;
+};
+
+absl::StatusOr<NewCert> new_cert(std::string_view kind, std::string_view cn, int validity_days,
+                                 std::chrono::seconds backdate) {
+    absl::StatusOr<PkeyPtr> key = generate_p256_key();
+    if (!key.ok()) {
+        return key.status();
+    }
+    X509Ptr cert(X509_new());
+    if (!cert || X509_set_version(cert.get(), X509_VERSION_3) != 1) {
+        return openssl_failure("X509_new");
+    }
+    absl::StatusOr<NamePtr> subject = make_subject(kind, cn);
+    if (!subject.ok()) {
+        return subject.status();
+    }
+    if (absl::Status st = set_random_serial(cert.get()); !st.ok()) {
+        return st;
+    }
+    if (absl::Status st = set_validity(cert.get(), validity_days, backdate); !st.ok()) {
+        return st;
+    }
+    return NewCert{std::move(*key), std::move(cert), std::move(*subject)};
+}
+
+// Refuses to overwrite STEM.key or STEM.crt: checked before any key is generated.
+absl::Status refuse_existing_pair(const fs::path& dir, std::string_view stem) {
+    if (absl::Status st = refuse_existing(dir / cat(stem, ".key")); !st.ok()) {
+        return st;
+    }
+    return refuse_existing(dir / cat(stem, ".crt"));
 }
 
 absl::Status add_ext(X509* cert, X509V3_CTX* ctx, int nid, const char* value) {
@@ -458,38 +525,10 @@ const char* verify_purpose_name(Purpose p) {
                                  : "TLS client (extendedKeyUsage clientAuth)";
 }
 
-std::string subject_line(X509* cert) {
-    char buf[256];
-    X509_NAME_oneline(X509_get_subject_name(cert), buf, sizeof(buf));
-    return buf;
-}
-
 std::string issuer_line(X509* cert) {
     char buf[256];
     X509_NAME_oneline(X509_get_issuer_name(cert), buf, sizeof(buf));
     return buf;
-}
-
-absl::StatusOr<std::string> name_entry(X509_NAME* name, int nid, std::string_view what) {
-    int idx = X509_NAME_get_index_by_NID(name, nid, -1);
-    if (idx < 0) {
-        return std::string();
-    }
-    if (X509_NAME_get_index_by_NID(name, nid, idx) >= 0) {
-        return absl::InvalidArgumentError(cat("certificate subject has more than one ", what));
-    }
-    unsigned char* utf8 = nullptr;
-    int n = ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, idx)));
-    if (n < 0) {
-        return absl::InvalidArgumentError(
-            cat("certificate ", what, " is not valid text: ", openssl_error()));
-    }
-    std::string out(reinterpret_cast<char*>(utf8), static_cast<size_t>(n));
-    OPENSSL_free(utf8);
-    if (out.find('\0') != std::string::npos) {
-        return absl::InvalidArgumentError(cat("certificate ", what, " contains NUL"));
-    }
-    return out;
 }
 
 }  // namespace
@@ -561,40 +600,22 @@ absl::StatusOr<IssuedFiles> init_ca(const fs::path& dir, std::string_view common
     } else if (!fs::is_directory(dir, ec)) {
         return absl::InvalidArgumentError(cat(dir.string(), ": not a directory"));
     }
-    // Checked up front so that a refusal happens before any key is generated.
-    if (absl::Status st = refuse_existing(dir / "ca.key"); !st.ok()) {
+    if (absl::Status st = refuse_existing_pair(dir, "ca"); !st.ok()) {
         return st;
     }
-    if (absl::Status st = refuse_existing(dir / "ca.crt"); !st.ok()) {
-        return st;
+    absl::StatusOr<NewCert> made = new_cert("ca", common_name, validity_days, kDefaultBackdate);
+    if (!made.ok()) {
+        return made.status();
     }
-
-    absl::StatusOr<PkeyPtr> key = generate_p256_key();
-    if (!key.ok()) {
-        return key.status();
-    }
-    X509Ptr cert(X509_new());
-    if (!cert || X509_set_version(cert.get(), X509_VERSION_3) != 1) {
-        return openssl_failure("X509_new");
-    }
-    absl::StatusOr<NamePtr> subject = make_subject("ca", common_name);
-    if (!subject.ok()) {
-        return subject.status();
-    }
-    if (absl::Status st = set_random_serial(cert.get()); !st.ok()) {
-        return st;
-    }
-    if (absl::Status st = set_validity(cert.get(), validity_days, kDefaultBackdate); !st.ok()) {
-        return st;
-    }
-    if (X509_set_subject_name(cert.get(), subject->get()) != 1 ||
-        X509_set_issuer_name(cert.get(), subject->get()) != 1 ||
-        X509_set_pubkey(cert.get(), key->get()) != 1) {
+    auto& [key, cert, subject] = *made;
+    if (X509_set_subject_name(cert.get(), subject.get()) != 1 ||
+        X509_set_issuer_name(cert.get(), subject.get()) != 1 ||
+        X509_set_pubkey(cert.get(), key.get()) != 1) {
         return openssl_failure("filling the CA certificate");
     }
     X509V3_CTX ctx;
     X509V3_set_ctx(&ctx, cert.get(), cert.get(), nullptr, nullptr, 0);
-    X509V3_set_issuer_pkey(&ctx, key->get());
+    X509V3_set_issuer_pkey(&ctx, key.get());
     // pathlen:0: the fleet CA signs leaf certificates only, never another CA.
     for (auto [nid, value] : {std::pair{NID_basic_constraints, "critical,CA:TRUE,pathlen:0"},
                               std::pair{NID_key_usage, "critical,keyCertSign,cRLSign"},
@@ -604,10 +625,10 @@ absl::StatusOr<IssuedFiles> init_ca(const fs::path& dir, std::string_view common
             return st;
         }
     }
-    if (X509_sign(cert.get(), key->get(), EVP_sha256()) <= 0) {
+    if (X509_sign(cert.get(), key.get(), EVP_sha256()) <= 0) {
         return openssl_failure("signing the CA certificate");
     }
-    return write_pair(dir, "ca", cert.get(), key->get());
+    return write_pair(dir, "ca", cert.get(), key.get());
 }
 
 absl::StatusOr<IssuedFiles> issue(const fs::path& dir, CertKind kind, std::string_view name,
@@ -621,66 +642,45 @@ absl::StatusOr<IssuedFiles> issue(const fs::path& dir, CertKind kind, std::strin
     }
     const fs::path ca_cert_file = dir / "ca.crt";
     const fs::path ca_key_file = dir / "ca.key";
-    absl::StatusOr<std::string> ca_cert_pem = read_small_file(ca_cert_file, "CA certificate");
-    if (!ca_cert_pem.ok()) {
-        return ca_cert_pem.status();
+    std::string ca_cert_pem, ca_key_pem;
+    if (absl::Status st = read_small_files(
+            {{ca_cert_file, "CA certificate", &ca_cert_pem}, {ca_key_file, "CA key", &ca_key_pem}});
+        !st.ok()) {
+        return st;
     }
-    absl::StatusOr<std::string> ca_key_pem = read_small_file(ca_key_file, "CA key");
-    if (!ca_key_pem.ok()) {
-        return ca_key_pem.status();
+    absl::StatusOr<ChainAndKey> ca_pair =
+        parse_chain_and_key(ca_cert_pem, ca_cert_file, ca_key_pem, ca_key_file);
+    OPENSSL_cleanse(ca_key_pem.data(), ca_key_pem.size());
+    if (!ca_pair.ok()) {
+        return ca_pair.status();
     }
-    absl::StatusOr<CertChain> ca_chain = parse_certs(*ca_cert_pem, ca_cert_file);
-    if (!ca_chain.ok()) {
-        return ca_chain.status();
-    }
-    absl::StatusOr<PkeyPtr> ca_key = parse_key(*ca_key_pem, ca_key_file);
-    OPENSSL_cleanse(ca_key_pem->data(), ca_key_pem->size());
-    if (!ca_key.ok()) {
-        return ca_key.status();
-    }
-    X509* ca = ca_chain->certs.front().get();
+    const PkeyPtr& ca_key = ca_pair->key;
+    X509* ca = ca_pair->chain.certs.front().get();
     if (X509_check_ca(ca) == 0) {
         return absl::FailedPreconditionError(cat(ca_cert_file.string(), ": not a CA certificate"));
     }
-    if (EVP_PKEY_eq(X509_get0_pubkey(ca), ca_key->get()) != 1) {
+    if (EVP_PKEY_eq(X509_get0_pubkey(ca), ca_key.get()) != 1) {
         ERR_clear_error();
         return absl::FailedPreconditionError(cat(ca_key_file.string(),
                                                  ": key does not match the CA certificate ",
                                                  ca_cert_file.string()));
     }
-    if (absl::Status st = refuse_existing(dir / cat(name, ".key")); !st.ok()) {
+    if (absl::Status st = refuse_existing_pair(dir, name); !st.ok()) {
         return st;
     }
-    if (absl::Status st = refuse_existing(dir / cat(name, ".crt")); !st.ok()) {
-        return st;
+    absl::StatusOr<NewCert> made = new_cert(cert_kind_name(kind), name, validity_days, backdate);
+    if (!made.ok()) {
+        return made.status();
     }
-
-    absl::StatusOr<PkeyPtr> key = generate_p256_key();
-    if (!key.ok()) {
-        return key.status();
-    }
-    X509Ptr cert(X509_new());
-    if (!cert || X509_set_version(cert.get(), X509_VERSION_3) != 1) {
-        return openssl_failure("X509_new");
-    }
-    absl::StatusOr<NamePtr> subject = make_subject(cert_kind_name(kind), name);
-    if (!subject.ok()) {
-        return subject.status();
-    }
-    if (absl::Status st = set_random_serial(cert.get()); !st.ok()) {
-        return st;
-    }
-    if (absl::Status st = set_validity(cert.get(), validity_days, backdate); !st.ok()) {
-        return st;
-    }
+    auto& [key, cert, subject] = *made;
     // A certificate cannot outlive its issuer: clamp notAfter to the CA's.
     if (ASN1_TIME_compare(X509_get0_notAfter(cert.get()), X509_get0_notAfter(ca)) > 0 &&
         X509_set1_notAfter(cert.get(), X509_get0_notAfter(ca)) != 1) {
         return openssl_failure("clamping notAfter");
     }
-    if (X509_set_subject_name(cert.get(), subject->get()) != 1 ||
+    if (X509_set_subject_name(cert.get(), subject.get()) != 1 ||
         X509_set_issuer_name(cert.get(), X509_get_subject_name(ca)) != 1 ||
-        X509_set_pubkey(cert.get(), key->get()) != 1) {
+        X509_set_pubkey(cert.get(), key.get()) != 1) {
         return openssl_failure("filling the certificate");
     }
     X509V3_CTX ctx;
@@ -698,41 +698,34 @@ absl::StatusOr<IssuedFiles> issue(const fs::path& dir, CertKind kind, std::strin
     if (absl::Status st = add_sans(cert.get(), name, sans); !st.ok()) {
         return st;
     }
-    if (X509_sign(cert.get(), ca_key->get(), EVP_sha256()) <= 0) {
+    if (X509_sign(cert.get(), ca_key.get(), EVP_sha256()) <= 0) {
         return openssl_failure("signing the certificate");
     }
-    return write_pair(dir, name, cert.get(), key->get());
+    return write_pair(dir, name, cert.get(), key.get());
 }
 
 absl::StatusOr<TlsCredentials> load_credentials(const fs::path& cert_file, const fs::path& key_file,
                                                 const fs::path& ca_file, Purpose purpose) {
     TlsCredentials out;
-    absl::StatusOr<std::string> cert_pem = read_small_file(cert_file, "certificate");
-    if (!cert_pem.ok()) {
-        return cert_pem.status();
+    std::string cert_pem, key_pem, ca_pem;
+    if (absl::Status st = read_small_files({{cert_file, "certificate", &cert_pem},
+                                            {key_file, "private key", &key_pem},
+                                            {ca_file, "CA certificate", &ca_pem}});
+        !st.ok()) {
+        return st;
     }
-    absl::StatusOr<std::string> key_pem = read_small_file(key_file, "private key");
-    if (!key_pem.ok()) {
-        return key_pem.status();
+    absl::StatusOr<ChainAndKey> pair = parse_chain_and_key(cert_pem, cert_file, key_pem, key_file);
+    if (!pair.ok()) {
+        return pair.status();
     }
-    absl::StatusOr<std::string> ca_pem = read_small_file(ca_file, "CA certificate");
-    if (!ca_pem.ok()) {
-        return ca_pem.status();
-    }
-    absl::StatusOr<CertChain> chain = parse_certs(*cert_pem, cert_file);
-    if (!chain.ok()) {
-        return chain.status();
-    }
-    absl::StatusOr<PkeyPtr> key = parse_key(*key_pem, key_file);
-    if (!key.ok()) {
-        return key.status();
-    }
-    absl::StatusOr<CertChain> cas = parse_certs(*ca_pem, ca_file);
+    const CertChain& chain = pair->chain;
+    const PkeyPtr& key = pair->key;
+    absl::StatusOr<CertChain> cas = parse_certs(ca_pem, ca_file);
     if (!cas.ok()) {
         return cas.status();
     }
-    X509* leaf = chain->certs.front().get();
-    if (EVP_PKEY_eq(X509_get0_pubkey(leaf), key->get()) != 1) {
+    X509* leaf = chain.certs.front().get();
+    if (EVP_PKEY_eq(X509_get0_pubkey(leaf), key.get()) != 1) {
         ERR_clear_error();
         return absl::FailedPreconditionError(cat(key_file.string(),
                                                  ": private key does not match the certificate in ",
@@ -751,8 +744,8 @@ absl::StatusOr<TlsCredentials> load_credentials(const fs::path& cert_file, const
             return openssl_failure(cat(ca_file.string(), ": adding CA certificate"));
         }
     }
-    for (size_t i = 1; i < chain->certs.size(); ++i) {
-        sk_X509_push(untrusted, chain->certs[i].get());  // borrowed; the chain outlives ctx
+    for (size_t i = 1; i < chain.certs.size(); ++i) {
+        sk_X509_push(untrusted, chain.certs[i].get());  // borrowed; the chain outlives ctx
     }
     if (X509_STORE_CTX_init(ctx.get(), store.get(), leaf, untrusted) != 1) {
         return openssl_failure("X509_STORE_CTX_init");
@@ -801,137 +794,9 @@ absl::StatusOr<TlsCredentials> load_credentials(const fs::path& cert_file, const
     }
 
     out.not_after = asn1_time_point(X509_get0_notAfter(leaf));
-    out.cert_pem = std::move(*cert_pem);
-    out.key_pem = std::move(*key_pem);
-    out.ca_pem = std::move(*ca_pem);
-    return out;
-}
-
-absl::StatusOr<PeerIdentity> peer_identity(std::string_view cert_pem) {
-    BioPtr bio(BIO_new_mem_buf(cert_pem.data(), static_cast<int>(cert_pem.size())));
-    X509Ptr cert(bio ? PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr) : nullptr);
-    if (!cert) {
-        return absl::InvalidArgumentError(cat("peer certificate is not PEM: ", openssl_error()));
-    }
-    PeerIdentity id;
-    X509_NAME* subject = X509_get_subject_name(cert.get());
-    absl::StatusOr<std::string> cn = name_entry(subject, NID_commonName, "commonName");
-    if (!cn.ok()) {
-        return cn.status();
-    }
-    absl::StatusOr<std::string> ou =
-        name_entry(subject, NID_organizationalUnitName, "organizationalUnitName");
-    if (!ou.ok()) {
-        return ou.status();
-    }
-    id.common_name = std::move(*cn);
-    id.kind = std::move(*ou);
-
-    GeneralNamesPtr gens(static_cast<GENERAL_NAMES*>(
-        X509_get_ext_d2i(cert.get(), NID_subject_alt_name, nullptr, nullptr)));
-    for (int i = 0; gens && i < sk_GENERAL_NAME_num(gens.get()); ++i) {
-        const GENERAL_NAME* gen = sk_GENERAL_NAME_value(gens.get(), i);
-        if (gen->type == GEN_DNS) {
-            const ASN1_STRING* s = gen->d.dNSName;
-            std::string dns(reinterpret_cast<const char*>(ASN1_STRING_get0_data(s)),
-                            static_cast<size_t>(ASN1_STRING_length(s)));
-            if (dns.find('\0') != std::string::npos) {
-                return absl::InvalidArgumentError("peer certificate dNSName contains NUL");
-            }
-            id.dns_names.push_back(std::move(dns));
-        } else if (gen->type == GEN_IPADD) {
-            const ASN1_OCTET_STRING* s = gen->d.iPAddress;
-            char text[INET6_ADDRSTRLEN] = {};
-            int len = ASN1_STRING_length(s);
-            int af = len == 4 ? AF_INET : len == 16 ? AF_INET6 : 0;
-            if (af == 0 || inet_ntop(af, ASN1_STRING_get0_data(s), text, sizeof(text)) == nullptr) {
-                return absl::InvalidArgumentError("peer certificate has a malformed iPAddress");
-            }
-            id.ip_addresses.emplace_back(text);
-        }
-    }
-    ERR_clear_error();
-
-    if (id.common_name.empty()) {
-        return absl::InvalidArgumentError(
-            cat("peer certificate ", subject_line(cert.get()), " has no commonName"));
-    }
-    if (absl::Status st = validate_name(id.common_name); !st.ok()) {
-        return absl::InvalidArgumentError(cat("peer certificate commonName: ", st.message()));
-    }
-    if (!id.dns_names.empty()) {
-        bool found = false;
-        for (const std::string& d : id.dns_names) {
-            found = found || d == id.common_name;
-        }
-        if (!found) {
-            return absl::InvalidArgumentError(cat("peer certificate commonName \"", id.common_name,
-                                                  "\" is not among its dNSNames"));
-        }
-    }
-    id.name = id.common_name;
-    return id;
-}
-
-absl::StatusOr<std::string> sensor_name_from_cert(std::string_view cert_pem) {
-    absl::StatusOr<PeerIdentity> id = peer_identity(cert_pem);
-    if (!id.ok()) {
-        return id.status();
-    }
-    if (id->kind != cert_kind_name(CertKind::kSensor)) {
-        return absl::PermissionDeniedError(cat(
-            "certificate \"", id->name, "\" is not a sensor certificate (OU \"", id->kind, "\")"));
-    }
-    return std::move(id->name);
-}
-
-std::string token_hash(std::string_view token) {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    if (EVP_Digest(token.data(), token.size(), md, &len, EVP_sha256(), nullptr) != 1) {
-        // Only on a broken OpenSSL install; an empty hash never equals a stored one.
-        ERR_clear_error();
-        return std::string();
-    }
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(len * 2);
-    for (unsigned int i = 0; i < len; ++i) {
-        out.push_back(kHex[md[i] >> 4]);
-        out.push_back(kHex[md[i] & 0xf]);
-    }
-    return out;
-}
-
-bool constant_time_equal(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) {
-        return false;
-    }
-    return a.empty() || CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
-}
-
-absl::StatusOr<std::string> generate_token() {
-    unsigned char raw[32];
-    if (RAND_bytes(raw, sizeof(raw)) != 1) {
-        return openssl_failure("RAND_bytes");
-    }
-    static constexpr char kAlphabet[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    std::string out;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (unsigned char byte : raw) {
-        acc = (acc << 8) | byte;
-        bits += 8;
-        while (bits >= 6) {
-            bits -= 6;
-            out.push_back(kAlphabet[(acc >> bits) & 0x3f]);
-        }
-    }
-    if (bits > 0) {
-        out.push_back(kAlphabet[(acc << (6 - bits)) & 0x3f]);
-    }
-    OPENSSL_cleanse(raw, sizeof(raw));
+    out.cert_pem = std::move(cert_pem);
+    out.key_pem = std::move(key_pem);
+    out.ca_pem = std::move(ca_pem);
     return out;
 }
 
