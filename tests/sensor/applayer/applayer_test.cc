@@ -9,11 +9,11 @@
 namespace picket::sensor::applayer {
 namespace {
 
-using detect::AppProto;
-using detect::BufferId;
 using flow::Direction;
+using inspect::AppProto;
+using inspect::BufferId;
 
-std::string_view buf(const detect::AppView& v, BufferId b) {
+std::string_view buf(const inspect::AppView& v, BufferId b) {
     return v.buf[static_cast<size_t>(b)];
 }
 
@@ -44,7 +44,7 @@ TEST_F(AppLayerTest, HttpIsFoundByContentOnAnyPortAndSplitAcrossCalls) {
     ASSERT_GE(n, 1u);
     EXPECT_EQ(app_.proto(flow_), AppProto::kHttp);
     EXPECT_STREQ(app_.proto_name(flow_), "http");
-    const detect::AppView& v = out_[n - 1].view;
+    const inspect::AppView& v = out_[n - 1].view;
     EXPECT_EQ(v.proto, AppProto::kHttp);
     EXPECT_EQ(v.tx_id, 0u);
     EXPECT_EQ(buf(v, BufferId::kHttpUriRaw), "/a/../admin%2fx");
@@ -57,7 +57,7 @@ TEST_F(AppLayerTest, HttpIsFoundByContentOnAnyPortAndSplitAcrossCalls) {
     n = feed(Direction::kToClient,
              "HTTP/1.1 404 Not Found\r\nContent-Type: text/html\r\nContent-Length: 5\r\n\r\nhello");
     ASSERT_GE(n, 1u);
-    const detect::AppView& r = out_[n - 1].view;
+    const inspect::AppView& r = out_[n - 1].view;
     EXPECT_EQ(buf(r, BufferId::kHttpStatCode), "404");
     EXPECT_EQ(buf(r, BufferId::kHttpResponseBody), "hello");
     EXPECT_EQ(buf(r, BufferId::kHttpContentType), "text/html");
@@ -95,7 +95,7 @@ TEST_F(AppLayerTest, MidstreamResponseFirstReversesTheFlow) {
     uint32_t n = feed(Direction::kToServer, resp);
     EXPECT_EQ(app_.proto(flow_), AppProto::kHttp);
     ASSERT_GE(n, 1u);
-    const detect::AppView& v = out_[n - 1].view;
+    const inspect::AppView& v = out_[n - 1].view;
     EXPECT_EQ(buf(v, BufferId::kHttpStatCode), "200");
     EXPECT_EQ(buf(v, BufferId::kHttpServer), "nginx/1.2");
     EXPECT_EQ(buf(v, BufferId::kHttpResponseBody), "ok");
@@ -135,7 +135,7 @@ std::string dns_query() {
 TEST_F(AppLayerTest, DnsOverUdpQueryView) {
     ASSERT_EQ(feed(Direction::kToServer, dns_query(), false), 1u);
     EXPECT_EQ(app_.proto(flow_), AppProto::kDns);
-    const detect::AppView& v = out_[0].view;
+    const inspect::AppView& v = out_[0].view;
     EXPECT_EQ(v.proto, AppProto::kDns);
     EXPECT_EQ(v.dns_opcode, 0);
     EXPECT_EQ(buf(v, BufferId::kDnsQuery), "www.Evil.example");
@@ -287,16 +287,16 @@ TEST_F(AppLayerMemcapTest, AlertLogIsKeptOnlyForFlowsThatAlerted) {
     ASSERT_EQ(query(0), 1u);
     ASSERT_EQ(query(1), 1u);
     const uint64_t p = app_->memuse() / 2;
-    detect::TxAlertLog* log = app_->alert_log(flows_[0]);
+    inspect::TxAlertLog* log = app_->alert_log(flows_[0]);
     ASSERT_NE(log, nullptr);
     log->add(0, 2001);
     // Flow 1 asks (nothing recorded for it): flow 0 gets its own copy of what it recorded.
     EXPECT_FALSE(app_->alert_log(flows_[1])->seen(0, 2001));
-    EXPECT_EQ(app_->memuse(), 2 * p + sizeof(detect::TxAlertLog));
+    EXPECT_EQ(app_->memuse(), 2 * p + sizeof(inspect::TxAlertLog));
     EXPECT_TRUE(app_->alert_log(flows_[0])->seen(0, 2001));
     // Flow 1 recorded nothing: it never gets a log of its own.
     app_->alert_log(flows_[2]);
-    EXPECT_EQ(app_->memuse(), 2 * p + sizeof(detect::TxAlertLog));
+    EXPECT_EQ(app_->memuse(), 2 * p + sizeof(inspect::TxAlertLog));
 }
 
 TEST_F(AppLayerMemcapTest, FailedFlowsHoldNoState) {
