@@ -72,6 +72,20 @@ TEST_F(AppLayerTest, HttpIsFoundByContentOnAnyPortAndSplitAcrossCalls) {
               "\"http_method\":\"GET\",\"protocol\":\"HTTP/1.1\",\"status\":404,\"length\":5}");
 }
 
+TEST_F(AppLayerTest, MetadataKeepsValidUtf8AndEscapesTheRest) {
+    // One JSON writer for EVE: valid UTF-8 is copied as sent, control characters and bytes
+    // that are not UTF-8 become \u00XX.
+    uint32_t n = feed(Direction::kToServer,
+                      "GET / HTTP/1.1\r\nHost: x\r\nUser-Agent: caf\xc3\xa9 \x01\xff\x7f\r\n\r\n");
+    ASSERT_GE(n, 1u);
+    std::string json;
+    app_.render_metadata(flow_, 0, &json);
+    EXPECT_EQ(json,
+              "\"http\":{\"hostname\":\"x\",\"url\":\"/\","
+              "\"http_user_agent\":\"caf\xc3\xa9 \\u0001\\u00ff\x7f\",\"http_method\":\"GET\","
+              "\"protocol\":\"HTTP/1.1\"}");
+}
+
 TEST_F(AppLayerTest, HttpRequestHeaderForXff) {
     EXPECT_EQ(app_.http_request_header(flow_, 0, "X-Forwarded-For"), nullptr);
     feed(Direction::kToServer, "GET /a HTTP/1.1\r\nHost: a\r\n\r\n");
