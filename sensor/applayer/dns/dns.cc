@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 
 #include <cstdio>
+#include <iterator>
 
 namespace picket::sensor::applayer::dns {
 
@@ -230,36 +231,18 @@ bool read_record(const uint8_t* msg, size_t len, size_t* pos, Answer* a, uint32_
     return true;
 }
 
+constexpr const char* kEventNames[] = {
+    "malformed_data",   "truncated",       "name_too_long", "label_too_long",
+    "compression_loop", "invalid_pointer", "not_a_request", "not_a_response",
+    "z_flag_set",       "invalid_opcode",  "flooded",
+};
+static_assert(std::size(kEventNames) == kEventCount);
+
 }  // namespace
 
 const char* event_name(Event e) {
-    switch (e) {
-        case Event::kMalformedData:
-            return "malformed_data";
-        case Event::kTruncated:
-            return "truncated";
-        case Event::kNameTooLong:
-            return "name_too_long";
-        case Event::kLabelTooLong:
-            return "label_too_long";
-        case Event::kCompressionLoop:
-            return "compression_loop";
-        case Event::kInvalidPointer:
-            return "invalid_pointer";
-        case Event::kNotARequest:
-            return "not_a_request";
-        case Event::kNotAResponse:
-            return "not_a_response";
-        case Event::kZFlagSet:
-            return "z_flag_set";
-        case Event::kInvalidOpcode:
-            return "invalid_opcode";
-        case Event::kFlooded:
-            return "flooded";
-        case Event::kCount:
-            break;
-    }
-    return "unknown";
+    const auto i = static_cast<size_t>(e);
+    return i < kEventCount ? kEventNames[i] : "unknown";
 }
 
 void Message::clear() {

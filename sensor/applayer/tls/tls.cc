@@ -4,6 +4,10 @@
 
 #include <cstdio>
 #include <cstring>
+#include <iterator>
+#include <string_view>
+
+#include "common/strings.h"
 
 namespace picket::sensor::applayer::tls {
 
@@ -85,6 +89,30 @@ private:
     const uint8_t* p_ = nullptr;
     size_t n_ = 0;
 };
+
+// The extensions block that may end a ClientHello or ServerHello (RFC 8446 4.2): appends each
+// extension's type to *types and hands its body to on_ext(type, body). False when the block
+// does not decode; absent (nothing left) is fine.
+template <typename F>
+bool read_extensions(Reader& r, std::vector<uint16_t>* types, F&& on_ext) {
+    if (r.left() == 0) {
+        return true;
+    }
+    Reader exts;
+    if (!r.vec(2, &exts)) {
+        return false;
+    }
+    while (exts.left() > 0) {
+        uint16_t type;
+        Reader e;
+        if (!exts.u16(&type) || !exts.vec(2, &e)) {
+            return false;
+        }
+        types->push_back(type);
+        on_ext(type, e);
+    }
+    return true;
+}
 
 void append_list(std::string* s, const std::vector<uint16_t>& v) {
     bool first = true;
@@ -330,6 +358,22 @@ bool parse_time(const Tlv& t, int64_t* out) {
     return true;
 }
 
+constexpr const char* kEventNames[] = {
+    "invalid_record_type",
+    "invalid_record_version",
+    "invalid_record_length",
+    "record_overflow",
+    "invalid_handshake_message",
+    "handshake_too_long",
+    "certificate_too_long",
+    "invalid_certificate",
+    "truncated_message",
+    "multiple_sni",
+    "invalid_sni",
+    "sslv2_client_hello",
+};
+static_assert(std::size(kEventNames) == kEventCount);
+
 }  // namespace
 
 bool parse_certificate(const uint8_t* der, size_t len, CertInfo* out) {
@@ -419,46 +463,12 @@ std::string md5_hex(const std::string& s) {
     if (EVP_Digest(s.data(), s.size(), md, &n, EVP_md5(), nullptr) != 1) {
         return std::string();
     }
-    static const char kHex[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(2 * n);
-    for (unsigned i = 0; i < n; ++i) {
-        out.push_back(kHex[md[i] >> 4]);
-        out.push_back(kHex[md[i] & 15]);
-    }
-    return out;
+    return strings::hex_encode(std::string_view(reinterpret_cast<const char*>(md), n));
 }
 
 const char* event_name(Event e) {
-    switch (e) {
-        case Event::kInvalidRecordType:
-            return "invalid_record_type";
-        case Event::kInvalidRecordVersion:
-            return "invalid_record_version";
-        case Event::kInvalidRecordLength:
-            return "invalid_record_length";
-        case Event::kRecordOverflow:
-            return "record_overflow";
-        case Event::kInvalidHandshakeMessage:
-            return "invalid_handshake_message";
-        case Event::kHandshakeTooLong:
-            return "handshake_too_long";
-        case Event::kCertificateTooLong:
-            return "certificate_too_long";
-        case Event::kInvalidCertificate:
-            return "invalid_certificate";
-        case Event::kTruncatedMessage:
-            return "truncated_message";
-        case Event::kMultipleSni:
-            return "multiple_sni";
-        case Event::kInvalidSni:
-            return "invalid_sni";
-        case Event::kSslv2ClientHello:
-            return "sslv2_client_hello";
-        case Event::kCount:
-            break;
-    }
-    return "unknown";
+    const auto i = static_cast<size_t>(e);
+    return i < kEventCount ? kEventNames[i] : "unknown";
 }
 
 ProbeResult probe(const uint8_t* data, size_t len) {
@@ -691,92 +701,82 @@ void TlsParser::parse_client_hello(const uint8_t* body, size_t len) {
         ch.cipher_suites.push_back(v);
     }
     bool sni_seen = false;
-    if (r.left() > 0) {
-        Reader exts;
-        if (!r.vec(2, &exts)) {
-            raise(Event::kInvalidHandshakeMessage);
-            return;
-        }
-        while (exts.left() > 0) {
-            uint16_t type;
-            Reader e;
-            if (!exts.u16(&type) || !exts.vec(2, &e)) {
-                raise(Event::kInvalidHandshakeMessage);
-                return;
-            }
-            ch.extensions.push_back(type);
-            Reader l;
-            switch (type) {
-                case 0: {  // server_name, RFC 6066 3
-                    if (sni_seen) {
-                        raise(Event::kMultipleSni);
-                        break;
-                    }
-                    sni_seen = true;
-                    if (e.left() == 0) {
-                        break;  // the empty form a server echoes back
-                    }
-                    if (!e.vec(2, &l)) {
+    const bool exts_ok = read_extensions(r, &ch.extensions, [&](uint16_t type, Reader& e) {
+        Reader l;
+        switch (type) {
+            case 0: {  // server_name, RFC 6066 3
+                if (sni_seen) {
+                    raise(Event::kMultipleSni);
+                    break;
+                }
+                sni_seen = true;
+                if (e.left() == 0) {
+                    break;  // the empty form a server echoes back
+                }
+                if (!e.vec(2, &l)) {
+                    raise(Event::kInvalidSni);
+                    break;
+                }
+                bool host_seen = false;
+                while (l.left() > 0) {
+                    uint8_t nt;
+                    Reader host;
+                    if (!l.u8(&nt) || !l.vec(2, &host)) {
                         raise(Event::kInvalidSni);
                         break;
                     }
-                    bool host_seen = false;
-                    while (l.left() > 0) {
-                        uint8_t nt;
-                        Reader host;
-                        if (!l.u8(&nt) || !l.vec(2, &host)) {
-                            raise(Event::kInvalidSni);
-                            break;
-                        }
-                        if (nt != 0) {
-                            continue;
-                        }
-                        if (host_seen) {
-                            raise(Event::kMultipleSni);
-                            continue;
-                        }
-                        host_seen = true;
-                        ch.sni.assign(reinterpret_cast<const char*>(host.data()), host.left());
+                    if (nt != 0) {
+                        continue;
                     }
-                    break;
+                    if (host_seen) {
+                        raise(Event::kMultipleSni);
+                        continue;
+                    }
+                    host_seen = true;
+                    ch.sni.assign(reinterpret_cast<const char*>(host.data()), host.left());
                 }
-                case 10:  // supported_groups
-                    if (e.vec(2, &l)) {
-                        while (l.u16(&v)) {
-                            ch.groups.push_back(v);
-                        }
-                    }
-                    break;
-                case 11: {  // ec_point_formats
-                    uint8_t pf;
-                    if (e.vec(1, &l)) {
-                        while (l.u8(&pf)) {
-                            ch.point_formats.push_back(pf);
-                        }
-                    }
-                    break;
-                }
-                case 16: {  // ALPN
-                    if (e.vec(2, &l)) {
-                        Reader name;
-                        while (l.vec(1, &name)) {
-                            ch.alpn.emplace_back(reinterpret_cast<const char*>(name.data()),
-                                                 name.left());
-                        }
-                    }
-                    break;
-                }
-                case 43:  // supported_versions
-                    if (e.vec(1, &l)) {
-                        while (l.u16(&v)) {
-                            ch.supported_versions.push_back(v);
-                        }
-                    }
-                    break;
-                default:
-                    break;
+                break;
             }
+            case 10:  // supported_groups
+                if (e.vec(2, &l)) {
+                    while (l.u16(&v)) {
+                        ch.groups.push_back(v);
+                    }
+                }
+                break;
+            case 11: {  // ec_point_formats
+                uint8_t pf;
+                if (e.vec(1, &l)) {
+                    while (l.u8(&pf)) {
+                        ch.point_formats.push_back(pf);
+                    }
+                }
+                break;
+            }
+            case 16: {  // ALPN
+                if (e.vec(2, &l)) {
+                    Reader name;
+                    while (l.vec(1, &name)) {
+                        ch.alpn.emplace_back(reinterpret_cast<const char*>(name.data()),
+                                             name.left());
+                    }
+                }
+                break;
+            }
+            case 43:  // supported_versions
+                if (e.vec(1, &l)) {
+                    while (l.u16(&v)) {
+                        ch.supported_versions.push_back(v);
+                    }
+                }
+                break;
+            default:
+                break;
         }
+    });
+    if (!exts_ok) {
+        raise(Event::kInvalidHandshakeMessage);
+        return;
     }
     // JA3 (Salesforce): SSLVersion,Ciphers,Extensions,EllipticCurves,EllipticCurvePointFormats
     ch.ja3 = std::to_string(ch.legacy_version);
@@ -845,29 +845,19 @@ void TlsParser::parse_server_hello(const uint8_t* body, size_t len) {
         return;
     }
     sh.hello_retry_request = std::memcmp(random, kHrrRandom, 32) == 0;
-    if (r.left() > 0) {
-        Reader exts;
-        if (!r.vec(2, &exts)) {
-            raise(Event::kInvalidHandshakeMessage);
-            return;
-        }
-        while (exts.left() > 0) {
-            uint16_t type;
-            Reader e;
-            if (!exts.u16(&type) || !exts.vec(2, &e)) {
-                raise(Event::kInvalidHandshakeMessage);
-                return;
-            }
-            sh.extensions.push_back(type);
-            if (type == 43) {
-                e.u16(&sh.selected_version);
-            } else if (type == 16) {
-                Reader l, name;
-                if (e.vec(2, &l) && l.vec(1, &name)) {
-                    sh.alpn.assign(reinterpret_cast<const char*>(name.data()), name.left());
-                }
+    const bool exts_ok = read_extensions(r, &sh.extensions, [&](uint16_t type, Reader& e) {
+        if (type == 43) {
+            e.u16(&sh.selected_version);
+        } else if (type == 16) {
+            Reader l, name;
+            if (e.vec(2, &l) && l.vec(1, &name)) {
+                sh.alpn.assign(reinterpret_cast<const char*>(name.data()), name.left());
             }
         }
+    });
+    if (!exts_ok) {
+        raise(Event::kInvalidHandshakeMessage);
+        return;
     }
     // JA3S: SSLVersion,Cipher,SSLExtension
     sh.ja3s = std::to_string(sh.legacy_version);
