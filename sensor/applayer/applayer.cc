@@ -14,6 +14,21 @@
 
 namespace picket::sensor::applayer {
 
+namespace {
+
+// One probe's answer (each parser has its own ProbeResult with kYes, kNo, kNeedMore): yes
+// gives the flow to `proto`, need-more keeps the bytes for another look.
+template <typename Result>
+void take_probe(Result r, AppProto proto, AppProto* found, bool* need_more) {
+    if (r == Result::kYes) {
+        *found = proto;
+    } else if (r == Result::kNeedMore) {
+        *need_more = true;
+    }
+}
+
+}  // namespace
+
 // The markers hung on flows that have no state of their own: one per protocol (an evicted
 // flow keeps its protocol for EVE and app-layer-protocol, but has no parser) and one "failed"
 // (detection failed, or the state was refused by the memcap, or evicted before detection).
@@ -274,28 +289,10 @@ void AppLayer::detect_proto(FlowState& s, flow::Flow& f, flow::Direction dir, co
         }
     }
     if (s.proto == AppProto::kUnknown && config_.tls) {
-        switch (tls::probe(b, buf.size())) {
-            case tls::ProbeResult::kYes:
-                s.proto = AppProto::kTls;
-                break;
-            case tls::ProbeResult::kNeedMore:
-                need_more = true;
-                break;
-            case tls::ProbeResult::kNo:
-                break;
-        }
+        take_probe(tls::probe(b, buf.size()), AppProto::kTls, &s.proto, &need_more);
     }
     if (s.proto == AppProto::kUnknown && config_.dns) {
-        switch (dns::probe(b, buf.size(), true)) {
-            case dns::ProbeResult::kYes:
-                s.proto = AppProto::kDns;
-                break;
-            case dns::ProbeResult::kNeedMore:
-                need_more = true;
-                break;
-            case dns::ProbeResult::kNo:
-                break;
-        }
+        take_probe(dns::probe(b, buf.size(), true), AppProto::kDns, &s.proto, &need_more);
     }
     switch (s.proto) {
         case AppProto::kHttp:

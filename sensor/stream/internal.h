@@ -231,6 +231,18 @@ struct StreamTracker::Impl {
     }
     void shrink(Half& h);
 
+    // A segment overlapped data already seen (overlap) and disagreed with it (diff).
+    void count_overlap(bool overlap, bool diff, StreamUpdate& u) {
+        if (overlap) {
+            ++c.overlap;
+            u.events |= kEventOverlap;
+        }
+        if (diff) {
+            ++c.overlap_diff_data;
+            u.events |= kEventOverlapDiffData;
+        }
+    }
+
     // ---- bitmap ----
 
     static void set_bits(Half& h, uint64_t a, uint64_t b) {

@@ -141,10 +141,7 @@ void StreamTracker::Impl::handle_data(Half& h, const decode::Packet& p, StreamCh
     if (e <= h.delivered) {
         ++c.retransmissions;
         u.events |= kEventRetransmission;
-        if (diff) {
-            ++c.overlap_diff_data;
-            u.events |= kEventOverlapDiffData;
-        }
+        count_overlap(false, diff, u);
         return;
     }
     const uint64_t a = std::max(s0, h.delivered);
@@ -154,14 +151,7 @@ void StreamTracker::Impl::handle_data(Half& h, const decode::Packet& p, StreamCh
 
     if (h.nheld == 0 && a == h.delivered) {
         // In order, nothing held: the common case.
-        if (overlapped) {
-            ++c.overlap;
-            u.events |= kEventOverlap;
-        }
-        if (diff) {
-            ++c.overlap_diff_data;
-            u.events |= kEventOverlapDiffData;
-        }
+        count_overlap(overlapped, diff, u);
         if (keep == 0 && !cfg.app_on_ack && !cfg.raw_on_ack) {
             ch.window = src;
             ch.window_len = static_cast<uint32_t>(n);
@@ -246,14 +236,7 @@ void StreamTracker::Impl::handle_data(Half& h, const decode::Packet& p, StreamCh
         }
     }
     add_held(h, s0, e);
-    if (overlapped) {
-        ++c.overlap;
-        u.events |= kEventOverlap;
-    }
-    if (diff) {
-        ++c.overlap_diff_data;
-        u.events |= kEventOverlapDiffData;
-    }
+    count_overlap(overlapped, diff, u);
     std::memcpy(h.buf + (a - h.buf_base), tmp, n);
     set_bits(h, a, e);
     deliver_one(h, ch);
