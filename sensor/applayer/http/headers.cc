@@ -156,30 +156,51 @@ void ParserAccess::build(const std::vector<Header>& list, const std::string& sta
     }
 }
 
+namespace {
+
+// The header fields a transaction keeps a copy of, by (lowercase) name.
+struct Field {
+    const char* name;
+    std::string HttpTx::*dst;
+};
+constexpr Field kRequestFields[] = {
+    {"cookie", &HttpTx::cookie},
+    {"user-agent", &HttpTx::user_agent},
+    {"content-type", &HttpTx::content_type_req},
+    {"content-length", &HttpTx::content_len_req},
+    {"referer", &HttpTx::referer},
+    {"accept", &HttpTx::accept},
+    {"accept-encoding", &HttpTx::accept_enc},
+    {"accept-language", &HttpTx::accept_lang},
+    {"connection", &HttpTx::connection},
+};
+constexpr Field kResponseFields[] = {
+    {"set-cookie", &HttpTx::response_cookie},
+    {"content-type", &HttpTx::content_type_resp},
+    {"content-length", &HttpTx::content_len_resp},
+    {"location", &HttpTx::location},
+    {"server", &HttpTx::server},
+};
+
+template <size_t N>
+void copy_fields(const std::vector<Header>& l, const Field (&fields)[N], HttpTx* t) {
+    for (const Field& f : fields) {
+        t->*f.dst = header_value(l, f.name);
+    }
+}
+
+}  // namespace
+
 void ParserAccess::fill_request_fields(HttpTx* t) {
-    const auto& l = t->request_header_list;
-    build(l, t->request_line, "cookie", &t->request_headers, &t->request_header_names,
-          &t->request_start);
-    t->cookie = header_value(l, "cookie");
-    t->user_agent = header_value(l, "user-agent");
-    t->content_type_req = header_value(l, "content-type");
-    t->content_len_req = header_value(l, "content-length");
-    t->referer = header_value(l, "referer");
-    t->accept = header_value(l, "accept");
-    t->accept_enc = header_value(l, "accept-encoding");
-    t->accept_lang = header_value(l, "accept-language");
-    t->connection = header_value(l, "connection");
+    build(t->request_header_list, t->request_line, "cookie", &t->request_headers,
+          &t->request_header_names, &t->request_start);
+    copy_fields(t->request_header_list, kRequestFields, t);
 }
 
 void ParserAccess::fill_response_fields(HttpTx* t) {
-    const auto& l = t->response_header_list;
-    build(l, t->response_line, "set-cookie", &t->response_headers, &t->response_header_names,
-          &t->response_start);
-    t->response_cookie = header_value(l, "set-cookie");
-    t->content_type_resp = header_value(l, "content-type");
-    t->content_len_resp = header_value(l, "content-length");
-    t->location = header_value(l, "location");
-    t->server = header_value(l, "server");
+    build(t->response_header_list, t->response_line, "set-cookie", &t->response_headers,
+          &t->response_header_names, &t->response_start);
+    copy_fields(t->response_header_list, kResponseFields, t);
 }
 
 void ParserAccess::end_of_head() {

@@ -208,18 +208,18 @@ struct ZAlloc {
     size_t bytes = 0;
 };
 
-inline voidpf zalloc_counted(voidpf opaque, uInt items, uInt size) {
-    size_t n = static_cast<size_t>(items) * size;
+// n bytes behind a 16-byte header that remembers n, counted in the ZAlloc at `opaque`.
+inline void* counted_alloc(void* opaque, size_t n) {
     auto* p = static_cast<size_t*>(std::malloc(n + 16));
     if (p == nullptr) {
-        return Z_NULL;
+        return nullptr;
     }
     p[0] = n;
     static_cast<ZAlloc*>(opaque)->bytes += n + 16;
     return reinterpret_cast<uint8_t*>(p) + 16;
 }
 
-inline void zfree_counted(voidpf opaque, voidpf addr) {
+inline void counted_free(void* opaque, void* addr) {
     if (addr == nullptr) {
         return;
     }
@@ -228,23 +228,24 @@ inline void zfree_counted(voidpf opaque, voidpf addr) {
     std::free(p);
 }
 
+inline voidpf zalloc_counted(voidpf opaque, uInt items, uInt size) {
+    return counted_alloc(opaque, static_cast<size_t>(items) * size);
+}
+
+inline void zfree_counted(voidpf opaque, voidpf addr) {
+    counted_free(opaque, addr);
+}
+
 // liblzma allocates through the same counter.
 inline void* lzma_alloc_counted(void* opaque, size_t nmemb, size_t size) {
     if (size != 0 && nmemb > SIZE_MAX / 2 / size) {
         return nullptr;
     }
-    size_t n = nmemb * size;
-    auto* p = static_cast<size_t*>(std::malloc(n + 16));
-    if (p == nullptr) {
-        return nullptr;
-    }
-    p[0] = n;
-    static_cast<ZAlloc*>(opaque)->bytes += n + 16;
-    return reinterpret_cast<uint8_t*>(p) + 16;
+    return counted_alloc(opaque, nmemb * size);
 }
 
 inline void lzma_free_counted(void* opaque, void* addr) {
-    zfree_counted(opaque, addr);
+    counted_free(opaque, addr);
 }
 
 // zlib's inflate state plus a 32 KiB window, with slack; used by memory_bound().
