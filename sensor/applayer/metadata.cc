@@ -29,6 +29,13 @@ void member(std::string* out, bool* first, const char* name, std::string_view va
     strings::append_json_string(*out, value);
 }
 
+// The member only when the value is not empty.
+void member_if(std::string* out, bool* first, const char* name, std::string_view value) {
+    if (!value.empty()) {
+        member(out, first, name, value);
+    }
+}
+
 void member_num(std::string* out, bool* first, const char* name, uint64_t value) {
     key(out, first, name);
     *out += std::to_string(value);
@@ -90,30 +97,18 @@ void AppLayer::render_metadata(const flow::Flow& f, uint64_t tx_id, std::string*
                 return;
             }
             *out += "\"http\":{";
-            if (!tx->host.empty()) {
-                member(out, &first, "hostname", tx->host);
-            }
-            if (!tx->uri_raw.empty()) {
-                member(out, &first, "url", tx->uri_raw);
-            }
-            if (!tx->user_agent.empty()) {
-                member(out, &first, "http_user_agent", tx->user_agent);
-            }
+            member_if(out, &first, "hostname", tx->host);
+            member_if(out, &first, "url", tx->uri_raw);
+            member_if(out, &first, "http_user_agent", tx->user_agent);
             if (!tx->content_type_resp.empty()) {
                 // The media type only, as Suricata logs it ("text/html; charset=..." ->
                 // "text/html").
                 const std::string_view ct = tx->content_type_resp;
                 member(out, &first, "http_content_type", ct.substr(0, ct.find(';')));
             }
-            if (!tx->referer.empty()) {
-                member(out, &first, "http_refer", tx->referer);
-            }
-            if (!tx->method.empty()) {
-                member(out, &first, "http_method", tx->method);
-            }
-            if (!tx->protocol.empty()) {
-                member(out, &first, "protocol", tx->protocol);
-            }
+            member_if(out, &first, "http_refer", tx->referer);
+            member_if(out, &first, "http_method", tx->method);
+            member_if(out, &first, "protocol", tx->protocol);
             if (tx->status != 0) {
                 member_num(out, &first, "status", tx->status);
             }
