@@ -749,18 +749,26 @@ uint32_t AppLayer::take_deferred(flow::Flow& f, flow::Direction dir, TxUpdate* o
 }
 
 void AppLayer::export_stats(StatsSnapshot& out) const {
-    out.add("app_layer.flow.http", flows_http_.get());
-    out.add("app_layer.flow.tls", flows_tls_.get());
-    out.add("app_layer.flow.dns_tcp", flows_dns_tcp_.get());
-    out.add("app_layer.flow.dns_udp", flows_dns_udp_.get());
-    out.add("app_layer.flow.failed_tcp", flows_failed_tcp_.get());
-    out.add("app_layer.flow.failed_udp", flows_failed_udp_.get());
-    out.add("app_layer.tx.tls", tx_tls_.get());
-    out.add("app_layer.tx.dns_tcp", tx_dns_tcp_.get());
-    out.add("app_layer.tx.dns_udp", tx_dns_udp_.get());
-    out.add("app_layer.memcap_evicted", memcap_evicted_.get());
-    out.add("app_layer.memcap_drop", memcap_drop_.get());
-    out.add("app_layer.memuse", memuse_gauge_.get());
+    static constexpr struct {
+        const char* name;
+        Counter AppLayer::*counter;
+    } kStats[] = {
+        {"app_layer.flow.http", &AppLayer::flows_http_},
+        {"app_layer.flow.tls", &AppLayer::flows_tls_},
+        {"app_layer.flow.dns_tcp", &AppLayer::flows_dns_tcp_},
+        {"app_layer.flow.dns_udp", &AppLayer::flows_dns_udp_},
+        {"app_layer.flow.failed_tcp", &AppLayer::flows_failed_tcp_},
+        {"app_layer.flow.failed_udp", &AppLayer::flows_failed_udp_},
+        {"app_layer.tx.tls", &AppLayer::tx_tls_},
+        {"app_layer.tx.dns_tcp", &AppLayer::tx_dns_tcp_},
+        {"app_layer.tx.dns_udp", &AppLayer::tx_dns_udp_},
+        {"app_layer.memcap_evicted", &AppLayer::memcap_evicted_},
+        {"app_layer.memcap_drop", &AppLayer::memcap_drop_},
+        {"app_layer.memuse", &AppLayer::memuse_gauge_},
+    };
+    for (const auto& s : kStats) {
+        out.add(s.name, (this->*s.counter).get());
+    }
     http_counters_.export_stats(out);
     dns::export_stats(dns_counters_, out);
     tls::export_stats(tls_counters_, out);

@@ -231,6 +231,16 @@ struct StreamTracker::Impl {
     }
     void shrink(Half& h);
 
+    // In-order bytes [a, e) handed over straight from the packet (`src`), not copied.
+    static void from_packet(Half& h, StreamChunk& ch, const uint8_t* src, uint64_t a, uint64_t e) {
+        ch.window = src;
+        ch.window_len = static_cast<uint32_t>(e - a);
+        ch.new_offset = 0;
+        ch.stream_offset = a;
+        h.delivered = e;
+        h.tail_start = e;
+    }
+
     // A segment overlapped data already seen (overlap) and disagreed with it (diff).
     void count_overlap(bool overlap, bool diff, StreamUpdate& u) {
         if (overlap) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <new>
 
 #include "sensor/stream/internal.h"
@@ -202,41 +203,38 @@ Policy StreamTracker::policy_for(const decode::Address& dst) const {
 }
 
 const char* state_name(SessionState s) {
-    switch (s) {
-        case SessionState::kNone:
-            return "none";
-        case SessionState::kSynSent:
-            return "syn_sent";
-        case SessionState::kSynRecv:
-            return "syn_recv";
-        case SessionState::kEstablished:
-            return "established";
-        case SessionState::kClosing:
-            return "closing";
-        case SessionState::kClosed:
-            return "closed";
-    }
-    return "?";
+    // By SessionState value.
+    static constexpr const char* kNames[] = {"none",        "syn_sent", "syn_recv",
+                                             "established", "closing",  "closed"};
+    const auto i = static_cast<size_t>(s);
+    return i < std::size(kNames) ? kNames[i] : "?";
 }
 
 void StreamTracker::export_stats(StatsSnapshot& out) const {
-    const StreamCounters& c = counters_;
-    out.add("tcp.sessions", c.sessions.get());
-    out.add("tcp.ssn_memcap_drop", c.ssn_memcap_drop.get());
-    out.add("tcp.ssn_memcap_reclaimed", c.ssn_memcap_reclaimed.get());
-    out.add("tcp.reassembly_memcap_no_tail", c.memcap_no_tail.get());
-    out.add("tcp.segment_memcap_drop", c.segment_memcap_drop.get());
-    out.add("tcp.reassembly_gap", c.reassembly_gap.get());
-    out.add("tcp.overlap", c.overlap.get());
-    out.add("tcp.overlap_diff_data", c.overlap_diff_data.get());
-    out.add("tcp.midstream_pickups", c.midstream_pickups.get());
-    out.add("tcp.invalid_checksum", c.invalid_checksum.get());
-    out.add("tcp.retransmissions", c.retransmissions.get());
-    out.add("tcp.out_of_window", c.out_of_window.get());
-    out.add("tcp.reassembly_depth_reached", c.reassembly_depth_reached.get());
-    out.add("tcp.rst_invalid", c.rst_invalid.get());
-    out.add("tcp.memuse", c.memuse.get());
-    out.add("tcp.reassembly_memuse", c.reassembly_memuse.get());
+    static constexpr struct {
+        const char* name;
+        Counter StreamCounters::*counter;
+    } kStats[] = {
+        {"tcp.sessions", &StreamCounters::sessions},
+        {"tcp.ssn_memcap_drop", &StreamCounters::ssn_memcap_drop},
+        {"tcp.ssn_memcap_reclaimed", &StreamCounters::ssn_memcap_reclaimed},
+        {"tcp.reassembly_memcap_no_tail", &StreamCounters::memcap_no_tail},
+        {"tcp.segment_memcap_drop", &StreamCounters::segment_memcap_drop},
+        {"tcp.reassembly_gap", &StreamCounters::reassembly_gap},
+        {"tcp.overlap", &StreamCounters::overlap},
+        {"tcp.overlap_diff_data", &StreamCounters::overlap_diff_data},
+        {"tcp.midstream_pickups", &StreamCounters::midstream_pickups},
+        {"tcp.invalid_checksum", &StreamCounters::invalid_checksum},
+        {"tcp.retransmissions", &StreamCounters::retransmissions},
+        {"tcp.out_of_window", &StreamCounters::out_of_window},
+        {"tcp.reassembly_depth_reached", &StreamCounters::reassembly_depth_reached},
+        {"tcp.rst_invalid", &StreamCounters::rst_invalid},
+        {"tcp.memuse", &StreamCounters::memuse},
+        {"tcp.reassembly_memuse", &StreamCounters::reassembly_memuse},
+    };
+    for (const auto& s : kStats) {
+        out.add(s.name, (counters_.*s.counter).get());
+    }
 }
 
 }  // namespace picket::sensor::stream

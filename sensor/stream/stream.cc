@@ -153,12 +153,7 @@ void StreamTracker::Impl::handle_data(Half& h, const decode::Packet& p, StreamCh
         // In order, nothing held: the common case.
         count_overlap(overlapped, diff, u);
         if (keep == 0 && !cfg.app_on_ack && !cfg.raw_on_ack) {
-            ch.window = src;
-            ch.window_len = static_cast<uint32_t>(n);
-            ch.new_offset = 0;
-            ch.stream_offset = a;
-            h.delivered = e;
-            h.tail_start = e;
+            from_packet(h, ch, src, a, e);
             return;
         }
         if (!ensure(h, e)) {
@@ -168,12 +163,7 @@ void StreamTracker::Impl::handle_data(Half& h, const decode::Packet& p, StreamCh
             // later skipped as a gap. Only a match straddling the previous segment can be
             // missed; counted in tcp.reassembly_memcap_no_tail.
             ++c.memcap_no_tail;
-            ch.window = src;
-            ch.window_len = static_cast<uint32_t>(n);
-            ch.new_offset = 0;
-            ch.stream_offset = a;
-            h.delivered = e;
-            h.tail_start = e;
+            from_packet(h, ch, src, a, e);
             if (cfg.app_on_ack) {
                 // Not kept: the app layer takes it now, unacknowledged (after what it
                 // was still owed), rather than never.

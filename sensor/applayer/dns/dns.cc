@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <iterator>
 
+#include "sensor/applayer/event_stats.h"
+
 namespace picket::sensor::applayer::dns {
 
 namespace {
@@ -350,11 +352,7 @@ ProbeResult probe(const uint8_t* data, size_t len, bool is_tcp) {
 void export_stats(const DnsCounters& c, StatsSnapshot& out) {
     out.add("app_layer.dns.queries", c.queries.get());
     out.add("app_layer.dns.responses", c.responses.get());
-    for (size_t i = 0; i < kEventCount; ++i) {
-        std::string name = "app_layer.dns.events.";
-        name += event_name(static_cast<Event>(i));
-        out.add(name, c.events[i].get());
-    }
+    export_event_counters(out, "app_layer.dns.events.", c.events, event_name);
 }
 
 DnsParser::DnsParser(const DnsConfig& config, DnsCounters* counters, bool is_tcp)

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "sensor/applayer/event_stats.h"
 #include "sensor/applayer/http/internal.h"
 
 namespace picket::sensor::applayer::http {
@@ -94,13 +95,7 @@ void HttpCounters::export_stats(StatsSnapshot& out) const {
     out.add("app_layer.http.transactions", transactions.get());
     out.add("app_layer.http.memuse", memuse.get());
     out.add("app_layer.http.flows_abandoned", flows_abandoned.get());
-    std::string name = "app_layer.http.events.";
-    size_t base = name.size();
-    for (size_t i = 0; i < kEventCount; ++i) {
-        name.resize(base);
-        name += kEventNames[i];
-        out.add(name, events[i].get());
-    }
+    export_event_counters(out, "app_layer.http.events.", events, event_name);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/strings.h"
 #include "sensor/applayer/http/http.h"
 
 namespace picket::sensor::applayer::http {
@@ -149,20 +150,13 @@ inline bool parse_content_length(std::string_view v, uint64_t* out) {
     while (true) {
         size_t comma = v.find(',');
         std::string_view part = trim(v.substr(0, comma));
-        if (part.empty() || part.size() > 18) {
+        // At most 18 digits: no value can overflow.
+        const std::optional<uint64_t> n =
+            part.size() <= 18 ? strings::parse_u64(part) : std::nullopt;
+        if (!n || (have && *n != first)) {
             return false;
         }
-        uint64_t n = 0;
-        for (char c : part) {
-            if (c < '0' || c > '9') {
-                return false;
-            }
-            n = n * 10 + static_cast<uint64_t>(c - '0');
-        }
-        if (have && n != first) {
-            return false;
-        }
-        first = n;
+        first = *n;
         have = true;
         if (comma == std::string_view::npos) {
             break;

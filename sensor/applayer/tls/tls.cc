@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "common/strings.h"
+#include "sensor/applayer/event_stats.h"
 
 namespace picket::sensor::applayer::tls {
 
@@ -78,10 +79,25 @@ public:
         *out = Reader(p, k);
         return true;
     }
+    // A vector of 1- or 2-byte values (by T) behind a `prefix`-byte length, appended to *out;
+    // a trailing odd byte is ignored, and nothing is read when the length does not fit.
+    template <typename T>
+    void list(int prefix, std::vector<T>* out) {
+        Reader l;
+        if (!vec(prefix, &l)) {
+            return;
+        }
+        T v;
+        while (l.read(&v)) {
+            out->push_back(v);
+        }
+    }
     size_t left() const { return n_; }
     const uint8_t* data() const { return p_; }
 
 private:
+    bool read(uint8_t* v) { return u8(v); }
+    bool read(uint16_t* v) { return u16(v); }
     void skip_unchecked(size_t k) {
         p_ += k;
         n_ -= k;
@@ -507,11 +523,7 @@ void export_stats(const TlsCounters& c, StatsSnapshot& out) {
     out.add("app_layer.tls.client_hellos", c.client_hellos.get());
     out.add("app_layer.tls.server_hellos", c.server_hellos.get());
     out.add("app_layer.tls.certificates", c.certificates.get());
-    for (size_t i = 0; i < kEventCount; ++i) {
-        std::string name = "app_layer.tls.events.";
-        name += event_name(static_cast<Event>(i));
-        out.add(name, c.events[i].get());
-    }
+    export_event_counters(out, "app_layer.tls.events.", c.events, event_name);
 }
 
 TlsParser::TlsParser(const TlsConfig& config, TlsCounters* counters)
@@ -738,21 +750,11 @@ void TlsParser::parse_client_hello(const uint8_t* body, size_t len) {
                 break;
             }
             case 10:  // supported_groups
-                if (e.vec(2, &l)) {
-                    while (l.u16(&v)) {
-                        ch.groups.push_back(v);
-                    }
-                }
+                e.list(2, &ch.groups);
                 break;
-            case 11: {  // ec_point_formats
-                uint8_t pf;
-                if (e.vec(1, &l)) {
-                    while (l.u8(&pf)) {
-                        ch.point_formats.push_back(pf);
-                    }
-                }
+            case 11:  // ec_point_formats
+                e.list(1, &ch.point_formats);
                 break;
-            }
             case 16: {  // ALPN
                 if (e.vec(2, &l)) {
                     Reader name;
@@ -764,11 +766,7 @@ void TlsParser::parse_client_hello(const uint8_t* body, size_t len) {
                 break;
             }
             case 43:  // supported_versions
-                if (e.vec(1, &l)) {
-                    while (l.u16(&v)) {
-                        ch.supported_versions.push_back(v);
-                    }
-                }
+                e.list(1, &ch.supported_versions);
                 break;
             default:
                 break;
