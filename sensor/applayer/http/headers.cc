@@ -249,12 +249,9 @@ void ParserAccess::end_of_head() {
             d.st = St::kIgnore;
             return;
         }
-        if (frame_body(t->request_header_list, t, false)) {
-            d.nlayers = cfg.decompress_request ? layers_of(t->request_header_list) : 0;
-            d.header_bytes = 0;
-            return;
+        if (!start_body(t->request_header_list, t)) {
+            complete_request();
         }
-        complete_request();
         return;
     }
     t->response_header_list = std::move(d.hdrs);
@@ -311,12 +308,21 @@ void ParserAccess::end_of_head() {
         complete();
         return;
     }
-    if (frame_body(t->response_header_list, t, true)) {
-        d.nlayers = cfg.decompress_response ? layers_of(t->response_header_list) : 0;
-        d.header_bytes = 0;
-        return;
+    if (!start_body(t->response_header_list, t)) {
+        complete();
     }
-    complete();
+}
+
+// After a head: true when a body follows (framed, its Content-Encoding layers set up).
+// Only a response may run until the connection closes.
+bool ParserAccess::start_body(const std::vector<Header>& l, HttpTx* t) {
+    if (!frame_body(l, t, !request())) {
+        return false;
+    }
+    const bool decompress = request() ? cfg.decompress_request : cfg.decompress_response;
+    d.nlayers = decompress ? layers_of(l) : 0;
+    d.header_bytes = 0;
+    return true;
 }
 
 }  // namespace picket::sensor::applayer::http

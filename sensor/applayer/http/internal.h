@@ -470,6 +470,7 @@ struct ParserAccess {
     void fill_request_fields(HttpTx* t);
     void fill_response_fields(HttpTx* t);
     void end_of_head();
+    bool start_body(const std::vector<Header>& l, HttpTx* t);
 
     // body.cc
     size_t layers_of(const std::vector<Header>& l);

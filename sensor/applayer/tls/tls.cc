@@ -668,19 +668,16 @@ void TlsParser::handshake_bytes(Dir dir, Side& s, const uint8_t* data, size_t le
 }
 
 void TlsParser::handshake_message(Dir dir, uint8_t type, const uint8_t* body, size_t len) {
+    // A ClientHello (1) goes to the server, a ServerHello (2) to the client.
+    if ((type == 1 && dir != Dir::kToServer) || (type == 2 && dir != Dir::kToClient)) {
+        raise(Event::kInvalidHandshakeMessage);
+        return;
+    }
     switch (type) {
         case 1:  // ClientHello
-            if (dir != Dir::kToServer) {
-                raise(Event::kInvalidHandshakeMessage);
-                return;
-            }
             parse_client_hello(body, len);
             return;
         case 2:  // ServerHello
-            if (dir != Dir::kToClient) {
-                raise(Event::kInvalidHandshakeMessage);
-                return;
-            }
             parse_server_hello(body, len);
             return;
         case 11:  // Certificate; the client's own (mutual TLS) is not inspected
