@@ -1,4 +1,4 @@
-// Stream buffers: growth, sliding, shrinking and freeing under the reassembly memcap, and
+// Stream buffers: growth, shrinking and freeing under the reassembly memcap, and
 // the held-segment array.
 #include "sensor/stream/stream.h"
 
@@ -31,48 +31,6 @@ void StreamTracker::Impl::free_buffers(Half& h) {
     h.bits_dirty = false;
     h.tail_start = h.delivered;
     h.buf_base = h.delivered;
-}
-
-// Moves the buffer's window forward by k bytes (a multiple of 64, so that bitmap words
-// move whole), keeping the tail and everything held.
-void StreamTracker::Impl::slide(Half& h, uint64_t k) {
-    // Bytes of buf in use; delivered may have run past the buffer (data handed over
-    // without a copy while nothing was held).
-    const uint64_t used = std::min(h.cap, std::max(h.delivered, h.held_end) - h.buf_base);
-    if (k < used) {
-        std::memmove(h.buf, h.buf + k, used - k);
-    }
-    if (h.bits_dirty) {
-        const uint64_t words = h.cap / 64;
-        const uint64_t kw = k / 64;
-        if (h.nheld == 0 || kw >= words) {
-            std::memset(h.bits, 0, words * 8);
-            h.bits_dirty = h.nheld != 0;
-        } else {
-            std::memmove(h.bits, h.bits + kw, (words - kw) * 8);
-            std::memset(h.bits + (words - kw), 0, kw * 8);
-        }
-    }
-    h.buf_base += k;
-    h.tail_start = std::max(h.tail_start, h.buf_base);
-}
-
-// First stream offset buf must keep: the raw tail, and what the app layer still needs.
-uint64_t StreamTracker::Impl::keep_from_for(const Half& h) const {
-    const uint64_t want = h.delivered >= keep ? h.delivered - keep : 0;
-    uint64_t from = std::max(h.tail_start, want);
-    if (cfg.app_on_ack) {
-        const uint64_t app_need = h.app.gap_len != 0 && h.app.done == h.app.gap_at
-                                      ? h.app.gap_at + h.app.gap_len
-                                      : h.app.done;
-        from = std::max(std::min(from, app_need), h.buf_base);
-    }
-    if (raw_ack(h)) {
-        const uint64_t raw_need = gap_now(h.raw) ? h.raw.gap_at + h.raw.gap_len : h.raw.done;
-        const uint64_t raw_from = std::max(raw_need >= keep ? raw_need - keep : 0, h.raw_tail);
-        from = std::max(std::min(from, std::min(raw_from, raw_need)), h.buf_base);
-    }
-    return from;
 }
 
 bool StreamTracker::Impl::resize(Half& h, uint64_t newcap) {

@@ -159,11 +159,11 @@ struct Session {
     bool listed = false;
 };
 
-// The tracker's state and logic. Its member functions live in stream.cc (the TCP state
-// machine and segment intake), delivery.cc (chunks out: cursors, splitter, the end of a
-// call), buffers.cc (stream buffers and the reassembly memcap) and session.cc (session
-// creation, the half-open list at the session memcap, the public API's cold parts); the
-// small per-packet helpers are defined here so that every caller inlines them.
+// The tracker's state and logic. Its member functions live in stream.cc (the whole per-packet
+// path: state machine, intake, buffer window, delivery), buffers.cc (buffer growth, shrinking
+// and freeing under the reassembly memcap) and session.cc (session creation, the half-open
+// list at the session memcap, the public API's cold parts); the small per-packet helpers are
+// defined here.
 struct StreamTracker::Impl {
     StreamConfig cfg;
     StreamCounters& c;
