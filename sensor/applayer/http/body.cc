@@ -1,4 +1,4 @@
-// Message bodies: framing (Content-Length, chunked, until close), dechunking and the
+// Message bodies: framing (Content-Length, chunked, until close), chunk-size lines and the
 // Content-Encoding layers a body gets.
 #include "sensor/applayer/http/internal.h"
 
@@ -77,28 +77,6 @@ bool ParserAccess::frame_body(const std::vector<Header>& l, HttpTx* t, bool unti
         return true;
     }
     return false;
-}
-
-void ParserAccess::body(const uint8_t* data, size_t n) {
-    HttpTx* t = d.tx;
-    if (request()) {
-        t->request_body_bytes += n;
-        if (t->request_progress < HttpTx::kRequestBody) {
-            t->request_progress = HttpTx::kRequestBody;
-            mark(t);
-        }
-    } else {
-        t->response_body_bytes += n;
-        if (t->response_progress < HttpTx::kResponseBody) {
-            t->response_progress = HttpTx::kResponseBody;
-            mark(t);
-        }
-    }
-    if (d.nlayers == 0) {
-        keep(data, n);
-    } else {
-        inflate_bytes(data, n);
-    }
 }
 
 // Chunk-size line, parsed as libhtp does: leading CR/LF/SP/HT/VT/FF skipped (an empty line

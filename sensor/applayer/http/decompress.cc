@@ -6,25 +6,6 @@
 
 namespace picket::sensor::applayer::http {
 
-// ---- bodies
-// Appends to the kept body; returns false once the body is full (nothing more wanted).
-bool ParserAccess::keep(const uint8_t* data, size_t n) {
-    HttpTx* t = d.tx;
-    std::string& body = request() ? t->request_body : t->response_body;
-    bool& trunc = request() ? t->request_body_truncated : t->response_body_truncated;
-    size_t limit = request() ? cfg.request_body_limit : cfg.response_body_limit;
-    size_t room = limit > body.size() ? limit - body.size() : 0;
-    if (n > room) {
-        trunc = true;
-        n = room;
-    }
-    if (n > 0) {
-        body.append(reinterpret_cast<const char*>(data), n);
-        mark(t);
-    }
-    return !trunc;
-}
-
 void ParserAccess::inflate_bytes(const uint8_t* data, size_t n) {
     if (d.inflate_done) {
         return;

@@ -249,6 +249,47 @@ void ParserAccess::run(const uint8_t* data, size_t len) {
     }
 }
 
+// Body bytes as sent (dechunked): counted, then kept or decoded.
+void ParserAccess::body(const uint8_t* data, size_t n) {
+    HttpTx* t = d.tx;
+    if (request()) {
+        t->request_body_bytes += n;
+        if (t->request_progress < HttpTx::kRequestBody) {
+            t->request_progress = HttpTx::kRequestBody;
+            mark(t);
+        }
+    } else {
+        t->response_body_bytes += n;
+        if (t->response_progress < HttpTx::kResponseBody) {
+            t->response_progress = HttpTx::kResponseBody;
+            mark(t);
+        }
+    }
+    if (d.nlayers == 0) {
+        keep(data, n);
+    } else {
+        inflate_bytes(data, n);
+    }
+}
+
+// Appends to the kept body; returns false once the body is full (nothing more wanted).
+bool ParserAccess::keep(const uint8_t* data, size_t n) {
+    HttpTx* t = d.tx;
+    std::string& body = request() ? t->request_body : t->response_body;
+    bool& trunc = request() ? t->request_body_truncated : t->response_body_truncated;
+    size_t limit = request() ? cfg.request_body_limit : cfg.response_body_limit;
+    size_t room = limit > body.size() ? limit - body.size() : 0;
+    if (n > room) {
+        trunc = true;
+        n = room;
+    }
+    if (n > 0) {
+        body.append(reinterpret_cast<const char*>(data), n);
+        mark(t);
+    }
+    return !trunc;
+}
+
 void ParserAccess::body_part_done() {
     if (d.st == St::kChunkData) {
         d.st = St::kChunkDataEnd;

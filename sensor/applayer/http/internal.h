@@ -442,6 +442,8 @@ struct ParserAccess {
     void complete();
     size_t cur_pos = 0;
     void run(const uint8_t* data, size_t len);
+    void body(const uint8_t* data, size_t n);
+    bool keep(const uint8_t* data, size_t n);
     void body_part_done();
     void on_line(std::string_view line);
 
@@ -475,7 +477,6 @@ struct ParserAccess {
     // body.cc
     size_t layers_of(const std::vector<Header>& l);
     bool frame_body(const std::vector<Header>& l, HttpTx* t, bool until_close_allowed);
-    void body(const uint8_t* data, size_t n);
     void chunk_size(std::string_view line);
     void not_chunked(std::string_view line, bool terminated);
     static bool is_chunk_ctl(char c) {
@@ -484,7 +485,6 @@ struct ParserAccess {
     bool partial_chunk_line_invalid() const;
 
     // decompress.cc
-    bool keep(const uint8_t* data, size_t n);
     void inflate_bytes(const uint8_t* data, size_t n);
     bool sink(const uint8_t* data, size_t n);
     void remember(HttpParser::DirState::Layer& l, const uint8_t* data, size_t n);
