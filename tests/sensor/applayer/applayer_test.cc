@@ -135,6 +135,24 @@ TEST_F(AppLayerTest, NotAProtocolFails) {
     EXPECT_EQ(s.get("app_layer.flow.failed_tcp"), 1u);
 }
 
+TEST_F(AppLayerTest, ExportsEveryCounterByName) {
+    StatsSnapshot s;
+    app_.export_stats(s);
+    // 12 of the glue's own, HTTP 3 + 26 events, DNS 2 + 11 events, TLS 3 + 12 events: all
+    // exported at zero too.
+    EXPECT_EQ(s.values().size(), 69u);
+    for (const char* name :
+         {"app_layer.flow.http", "app_layer.flow.tls", "app_layer.flow.dns_tcp",
+          "app_layer.flow.dns_udp", "app_layer.flow.failed_tcp", "app_layer.flow.failed_udp",
+          "app_layer.tx.tls", "app_layer.tx.dns_tcp", "app_layer.tx.dns_udp",
+          "app_layer.memcap_evicted", "app_layer.memcap_drop", "app_layer.memuse",
+          "app_layer.http.events.missing_crlf", "app_layer.http.events.unmatched_response",
+          "app_layer.dns.events.malformed_data", "app_layer.dns.events.flooded",
+          "app_layer.tls.events.invalid_record_type", "app_layer.tls.events.sslv2_client_hello"}) {
+        EXPECT_TRUE(s.has(name)) << name;
+    }
+}
+
 // A DNS query for www.Evil.example (id 0x1234, type A).
 std::string dns_query() {
     std::string m = {0x12, 0x34, 0x01, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
