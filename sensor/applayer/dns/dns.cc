@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iterator>
 
+#include "sensor/applayer/byte_reader.h"
 #include "sensor/applayer/event_stats.h"
 
 namespace picket::sensor::applayer::dns {
@@ -16,14 +17,6 @@ constexpr size_t kMaxNameWire = 255;  // RFC 1035 2.3.4, length octets and root 
 // Pointers must go strictly backwards, so a chain always ends; the cap bounds the work a
 // crafted chain of one-byte hops can cause.
 constexpr int kMaxJumps = 64;
-
-uint16_t be16(const uint8_t* p) {
-    return static_cast<uint16_t>(p[0] << 8 | p[1]);
-}
-uint32_t be32(const uint8_t* p) {
-    return static_cast<uint32_t>(p[0]) << 24 | static_cast<uint32_t>(p[1]) << 16 |
-           static_cast<uint32_t>(p[2]) << 8 | p[3];
-}
 
 void set_event(uint32_t* events, Event e) {
     *events |= 1U << static_cast<unsigned>(e);

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-#include "sensor/applayer/tls/internal.h"
+#include "sensor/applayer/byte_reader.h"
 
 namespace picket::sensor::applayer::tls {
 
@@ -19,7 +19,7 @@ struct Tlv {
 };
 
 // Reads the next TLV from *r. Only low tag numbers and definite lengths (DER) are accepted.
-bool der_next(Reader* r, Tlv* out) {
+bool der_next(ByteReader* r, Tlv* out) {
     uint8_t tag, l0;
     if (!r->u8(&tag) || (tag & 0x1F) == 0x1F || !r->u8(&l0)) {
         return false;
@@ -43,7 +43,7 @@ bool der_next(Reader* r, Tlv* out) {
     return r->bytes(len, &out->p) && ((out->n = len), true);
 }
 
-bool der_expect(Reader* r, uint8_t tag, Tlv* out) {
+bool der_expect(ByteReader* r, uint8_t tag, Tlv* out) {
     return der_next(r, out) && out->tag == tag;
 }
 
@@ -132,7 +132,7 @@ void append_hex_upper(std::string* s, const uint8_t* p, size_t n, const char* se
 // Name ::= SEQUENCE OF RelativeDistinguishedName (SET OF AttributeTypeAndValue), rendered as
 // x509-parser (Suricata) does: RDNs joined by ", ", attributes of one RDN by " + ".
 bool render_name(const Tlv& name, std::string* out) {
-    Reader rdns(name.p, name.n);
+    ByteReader rdns(name.p, name.n);
     out->clear();
     while (rdns.left() > 0) {
         Tlv set;
@@ -142,14 +142,14 @@ bool render_name(const Tlv& name, std::string* out) {
         if (!out->empty()) {
             *out += ", ";
         }
-        Reader attrs(set.p, set.n);
+        ByteReader attrs(set.p, set.n);
         bool first = true;
         while (attrs.left() > 0) {
             Tlv atv, oid, val;
             if (!der_expect(&attrs, 0x30, &atv)) {
                 return false;
             }
-            Reader a(atv.p, atv.n);
+            ByteReader a(atv.p, atv.n);
             if (!der_expect(&a, 0x06, &oid) || !der_next(&a, &val)) {
                 return false;
             }
@@ -239,16 +239,16 @@ bool parse_certificate(const uint8_t* der, size_t len, CertInfo* out) {
     out->issuer.clear();
     out->serial.clear();
     out->not_before = out->not_after = 0;
-    Reader top(der, len);
+    ByteReader top(der, len);
     Tlv cert, tbs, t, serial, issuer, validity, subject;
     if (!der_expect(&top, 0x30, &cert)) {
         return false;
     }
-    Reader c(cert.p, cert.n);
+    ByteReader c(cert.p, cert.n);
     if (!der_expect(&c, 0x30, &tbs)) {
         return false;
     }
-    Reader r(tbs.p, tbs.n);
+    ByteReader r(tbs.p, tbs.n);
     if (!der_next(&r, &t)) {
         return false;
     }
@@ -267,7 +267,7 @@ bool parse_certificate(const uint8_t* der, size_t len, CertInfo* out) {
         return false;
     }
     CertInfo tmp;
-    Reader v(validity.p, validity.n);
+    ByteReader v(validity.p, validity.n);
     Tlv nb, na;
     if (!der_next(&v, &nb) || !der_next(&v, &na) || !parse_time(nb, &tmp.not_before) ||
         !parse_time(na, &tmp.not_after)) {

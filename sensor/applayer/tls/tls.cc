@@ -8,8 +8,8 @@
 #include <string_view>
 
 #include "common/strings.h"
+#include "sensor/applayer/byte_reader.h"
 #include "sensor/applayer/event_stats.h"
-#include "sensor/applayer/tls/internal.h"
 
 namespace picket::sensor::applayer::tls {
 
@@ -22,17 +22,17 @@ constexpr uint8_t kCcs = 20, kHandshake = 22, kApplicationData = 23, kHeartbeat 
 // extension's type to *types and hands its body to on_ext(type, body). False when the block
 // does not decode; absent (nothing left) is fine.
 template <typename F>
-bool read_extensions(Reader& r, std::vector<uint16_t>* types, F&& on_ext) {
+bool read_extensions(ByteReader& r, std::vector<uint16_t>* types, F&& on_ext) {
     if (r.left() == 0) {
         return true;
     }
-    Reader exts;
+    ByteReader exts;
     if (!r.vec(2, &exts)) {
         return false;
     }
     while (exts.left() > 0) {
         uint16_t type;
-        Reader e;
+        ByteReader e;
         if (!exts.u16(&type) || !exts.vec(2, &e)) {
             return false;
         }
@@ -141,7 +141,7 @@ ProbeResult probe(const uint8_t* data, size_t len) {
         if (len < 6) {
             return ProbeResult::kNeedMore;
         }
-        size_t rec = static_cast<size_t>(data[3]) << 8 | data[4];
+        size_t rec = be16(data + 3);
         if (rec < 4 || rec > kMaxRecord) {
             return ProbeResult::kNo;
         }
@@ -207,7 +207,7 @@ uint32_t TlsParser::feed(Dir dir, const uint8_t* data, size_t len) {
                 continue;
             }
             s.type = s.hdr[0];
-            uint32_t rec_len = static_cast<uint32_t>(s.hdr[3]) << 8 | s.hdr[4];
+            uint32_t rec_len = be16(s.hdr + 3);
             if (s.type < kCcs || s.type > kHeartbeat) {
                 raise(Event::kInvalidRecordType);
                 failed_ = true;
@@ -268,8 +268,7 @@ void TlsParser::handshake_bytes(Dir dir, Side& s, const uint8_t* data, size_t le
             continue;
         }
         if (s.hs.empty() && len >= 4) {  // common case: whole message in hand, no copy
-            uint32_t mlen = static_cast<uint32_t>(data[1]) << 16 |
-                            static_cast<uint32_t>(data[2]) << 8 | data[3];
+            uint32_t mlen = be24(data + 1);
             if (mlen <= config_.max_handshake_message && len >= 4 + static_cast<size_t>(mlen)) {
                 handshake_message(dir, data[0], data + 4, mlen);
                 data += 4 + mlen;
@@ -284,8 +283,7 @@ void TlsParser::handshake_bytes(Dir dir, Side& s, const uint8_t* data, size_t le
         if (s.hs.size() < 4) {
             return;
         }
-        uint32_t mlen =
-            static_cast<uint32_t>(s.hs[1]) << 16 | static_cast<uint32_t>(s.hs[2]) << 8 | s.hs[3];
+        uint32_t mlen = be24(s.hs.data() + 1);
         if (mlen > config_.max_handshake_message) {
             raise(s.hs[0] == 11 ? Event::kCertificateTooLong : Event::kHandshakeTooLong);
             s.hs_skip = mlen;
@@ -336,9 +334,9 @@ void TlsParser::parse_client_hello(const uint8_t* body, size_t len) {
         return;  // a second ClientHello (after HelloRetryRequest): JA3 stays the first one's
     }
     ClientHello ch;
-    Reader r(body, len);
+    ByteReader r(body, len);
     const uint8_t* random;
-    Reader sid, suites, comp;
+    ByteReader sid, suites, comp;
     if (!r.u16(&ch.legacy_version) || !r.bytes(32, &random) || !r.vec(1, &sid) ||
         !r.vec(2, &suites) || suites.left() % 2 != 0 || !r.vec(1, &comp)) {
         raise(Event::kInvalidHandshakeMessage);
@@ -350,8 +348,8 @@ void TlsParser::parse_client_hello(const uint8_t* body, size_t len) {
         ch.cipher_suites.push_back(v);
     }
     bool sni_seen = false;
-    const bool exts_ok = read_extensions(r, &ch.extensions, [&](uint16_t type, Reader& e) {
-        Reader l;
+    const bool exts_ok = read_extensions(r, &ch.extensions, [&](uint16_t type, ByteReader& e) {
+        ByteReader l;
         switch (type) {
             case 0: {  // server_name, RFC 6066 3
                 if (sni_seen) {
@@ -369,7 +367,7 @@ void TlsParser::parse_client_hello(const uint8_t* body, size_t len) {
                 bool host_seen = false;
                 while (l.left() > 0) {
                     uint8_t nt;
-                    Reader host;
+                    ByteReader host;
                     if (!l.u8(&nt) || !l.vec(2, &host)) {
                         raise(Event::kInvalidSni);
                         break;
@@ -394,7 +392,7 @@ void TlsParser::parse_client_hello(const uint8_t* body, size_t len) {
                 break;
             case 16: {  // ALPN
                 if (e.vec(2, &l)) {
-                    Reader name;
+                    ByteReader name;
                     while (l.vec(1, &name)) {
                         ch.alpn.emplace_back(reinterpret_cast<const char*>(name.data()),
                                              name.left());
@@ -439,7 +437,7 @@ void TlsParser::parse_client_hello(const uint8_t* body, size_t len) {
 // challenge. Only the 3-byte specs of the form 00 XX YY are TLS suites.
 void TlsParser::parse_sslv2_client_hello(const uint8_t* body, size_t len) {
     raise(Event::kSslv2ClientHello);
-    Reader r(body, len);
+    ByteReader r(body, len);
     uint8_t type;
     uint16_t version, spec_len, sid_len, chal_len;
     const uint8_t* specs;
@@ -457,7 +455,7 @@ void TlsParser::parse_sslv2_client_hello(const uint8_t* body, size_t len) {
     ch.legacy_version = version;
     for (size_t i = 0; i + 3 <= spec_len; i += 3) {
         if (specs[i] == 0) {
-            ch.cipher_suites.push_back(static_cast<uint16_t>(specs[i + 1] << 8 | specs[i + 2]));
+            ch.cipher_suites.push_back(be16(specs + i + 1));
         }
     }
     ch_ = std::move(ch);
@@ -471,20 +469,20 @@ void TlsParser::parse_server_hello(const uint8_t* body, size_t len) {
         return;
     }
     ServerHello sh;
-    Reader r(body, len);
+    ByteReader r(body, len);
     const uint8_t* random;
-    Reader sid;
+    ByteReader sid;
     if (!r.u16(&sh.legacy_version) || !r.bytes(32, &random) || !r.vec(1, &sid) ||
         !r.u16(&sh.cipher_suite) || !r.u8(&sh.compression)) {
         raise(Event::kInvalidHandshakeMessage);
         return;
     }
     sh.hello_retry_request = std::memcmp(random, kHrrRandom, 32) == 0;
-    const bool exts_ok = read_extensions(r, &sh.extensions, [&](uint16_t type, Reader& e) {
+    const bool exts_ok = read_extensions(r, &sh.extensions, [&](uint16_t type, ByteReader& e) {
         if (type == 43) {
             e.u16(&sh.selected_version);
         } else if (type == 16) {
-            Reader l, name;
+            ByteReader l, name;
             if (e.vec(2, &l) && l.vec(1, &name)) {
                 sh.alpn.assign(reinterpret_cast<const char*>(name.data()), name.left());
             }
@@ -518,15 +516,15 @@ void TlsParser::parse_certificate_message(const uint8_t* body, size_t len) {
     if (has_cert_) {
         return;
     }
-    Reader r(body, len);
-    Reader list;
+    ByteReader r(body, len);
+    ByteReader list;
     if (!r.vec(3, &list) || r.left() != 0) {
         raise(Event::kInvalidHandshakeMessage);
         return;
     }
     CertInfo info;
     while (list.left() > 0) {
-        Reader der;
+        ByteReader der;
         if (!list.vec(3, &der)) {
             raise(Event::kInvalidHandshakeMessage);
             return;

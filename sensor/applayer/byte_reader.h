@@ -1,18 +1,28 @@
-// Internal to sensor/applayer/tls: the bounded reader tls.cc (records, handshake messages)
-// and cert.cc (DER) share. Not a public header.
+// Big-endian reads for the app-layer parsers (dns, tls): the plain loads, and a bounds-checked
+// cursor over a byte range. Header-only; the parsers include it, nothing else needs to.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
-namespace picket::sensor::applayer::tls {
+namespace picket::sensor::applayer {
+
+inline uint16_t be16(const uint8_t* p) {
+    return static_cast<uint16_t>(p[0] << 8 | p[1]);
+}
+inline uint32_t be24(const uint8_t* p) {
+    return static_cast<uint32_t>(p[0]) << 16 | static_cast<uint32_t>(p[1]) << 8 | p[2];
+}
+inline uint32_t be32(const uint8_t* p) {
+    return static_cast<uint32_t>(p[0]) << 24 | be24(p + 1);
+}
 
 // Bounds-checked big-endian reader; every read fails once the input is exhausted.
-class Reader {
+class ByteReader {
 public:
-    Reader() = default;
-    Reader(const uint8_t* p, size_t n) : p_(p), n_(n) {}
+    ByteReader() = default;
+    ByteReader(const uint8_t* p, size_t n) : p_(p), n_(n) {}
     bool u8(uint8_t* v) {
         if (n_ < 1) {
             return false;
@@ -25,7 +35,7 @@ public:
         if (n_ < 2) {
             return false;
         }
-        *v = static_cast<uint16_t>(p_[0] << 8 | p_[1]);
+        *v = be16(p_);
         skip_unchecked(2);
         return true;
     }
@@ -33,7 +43,7 @@ public:
         if (n_ < 3) {
             return false;
         }
-        *v = static_cast<uint32_t>(p_[0]) << 16 | static_cast<uint32_t>(p_[1]) << 8 | p_[2];
+        *v = be24(p_);
         skip_unchecked(3);
         return true;
     }
@@ -46,7 +56,7 @@ public:
         return true;
     }
     // A vector with a 1-, 2- or 3-byte length prefix, returned as a sub-reader.
-    bool vec(int prefix, Reader* out) {
+    bool vec(int prefix, ByteReader* out) {
         uint32_t k = 0;
         if (prefix == 1) {
             uint8_t v;
@@ -67,14 +77,14 @@ public:
         if (!bytes(k, &p)) {
             return false;
         }
-        *out = Reader(p, k);
+        *out = ByteReader(p, k);
         return true;
     }
     // A vector of 1- or 2-byte values (by T) behind a `prefix`-byte length, appended to *out;
     // a trailing odd byte is ignored, and nothing is read when the length does not fit.
     template <typename T>
     void list(int prefix, std::vector<T>* out) {
-        Reader l;
+        ByteReader l;
         if (!vec(prefix, &l)) {
             return;
         }
@@ -97,4 +107,4 @@ private:
     size_t n_ = 0;
 };
 
-}  // namespace picket::sensor::applayer::tls
+}  // namespace picket::sensor::applayer
