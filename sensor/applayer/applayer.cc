@@ -8,146 +8,25 @@
 #include "sensor/applayer/applayer.h"
 
 #include <algorithm>
-#include <cctype>
-#include <cstdio>
 #include <cstring>
+
+#include "sensor/applayer/internal.h"
 
 namespace picket::sensor::applayer {
 
-using inspect::AppProto;
-using inspect::BufferId;
-
 namespace {
 
-constexpr size_t kDnsMetaKept = 32;
-
-size_t bi(BufferId b) {
-    return static_cast<size_t>(b);
-}
-
-void set(inspect::AppView& v, BufferId b, const std::string& s) {
-    if (!s.empty()) {
-        v.buf[bi(b)] = std::string_view(s);
+// One probe's answer (each parser has its own ProbeResult with kYes, kNo, kNeedMore): yes
+// gives the flow to `proto`, need-more keeps the bytes for another look.
+template <typename Result>
+void take_probe(Result r, AppProto proto, AppProto* found, bool* need_more) {
+    if (r == Result::kYes) {
+        *found = proto;
+    } else if (r == Result::kNeedMore) {
+        *need_more = true;
     }
 }
 
-void append_json_string(std::string* out, std::string_view s) {
-    out->push_back('"');
-    for (unsigned char c : s) {
-        switch (c) {
-            case '"':
-                *out += "\\\"";
-                break;
-            case '\\':
-                *out += "\\\\";
-                break;
-            case '\n':
-                *out += "\\n";
-                break;
-            case '\r':
-                *out += "\\r";
-                break;
-            case '\t':
-                *out += "\\t";
-                break;
-            default:
-                if (c < 0x20 || c >= 0x7f) {
-                    char buf[8];
-                    std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-                    *out += buf;
-                } else {
-                    out->push_back(static_cast<char>(c));
-                }
-        }
-    }
-    out->push_back('"');
-}
-
-void member(std::string* out, bool* first, const char* key, std::string_view value) {
-    if (!*first) {
-        out->push_back(',');
-    }
-    *first = false;
-    out->push_back('"');
-    *out += key;
-    *out += "\":";
-    append_json_string(out, value);
-}
-
-void member_num(std::string* out, bool* first, const char* key, uint64_t value) {
-    if (!*first) {
-        out->push_back(',');
-    }
-    *first = false;
-    out->push_back('"');
-    *out += key;
-    *out += "\":";
-    *out += std::to_string(value);
-}
-
-}  // namespace
-
-struct AppLayer::FlowState {
-    AppProto proto = AppProto::kUnknown;
-    bool failed = false;
-    // One of the shared, never-written markers (see marker()): the flow's app state was
-    // evicted or never created (memcap), or it failed. Such a flow is not looked at again.
-    bool marker = false;
-    bool is_tcp = true;
-    bool said_no[2] = {false, false};
-    // Bit 1 << (flow direction): a message of that direction ended (take_raw_trigger()).
-    uint8_t raw_trigger = 0;
-    // A session picked up midstream whose first bytes "to the server" are an HTTP response:
-    // the flow's directions are the wrong way round (Suricata reverses such a flow when the
-    // protocol is detected in the other direction). The parsers and views get the flipped
-    // direction.
-    bool reversed = false;
-    std::string probe[2];  // bytes held while undecided (at most probe_bytes each)
-    std::unique_ptr<http::HttpParser> http;
-    std::unique_ptr<dns::DnsParser> dns;
-    std::unique_ptr<tls::TlsParser> tls;
-    std::unique_ptr<inspect::TxAlertLog> log;  // created when the first alert is recorded
-    // DNS: transaction ids by message id (queries open a transaction, responses join it), and
-    // what EVE says of each.
-    struct DnsMeta {
-        uint64_t tx_id = 0;
-        uint16_t id = 0;
-        uint8_t opcode = 0;
-        uint16_t rrtype = 0;
-        bool answered = false;
-        bool query = false;  // opened by a query (has the question dns.query inspects)
-        uint16_t rcode = 0;
-        std::string rrname;
-    };
-    std::vector<DnsMeta> dns_meta;  // oldest first, at most kDnsMetaKept
-    uint64_t dns_next_tx = 0;
-    // Transactions to inspect on the next packet of each (flow) direction: ids
-    // [defer_lo, defer_lo + defer_span] unless defer_span is kNoDefer (see defer_tx()). Kept
-    // small: a UDP DNS flow is ~600 bytes in all.
-    static constexpr uint32_t kNoDefer = UINT32_MAX;
-    uint64_t defer_lo[2] = {0, 0};
-    uint32_t defer_span[2] = {kNoDefer, kNoDefer};
-    bool has_defer(int d) const { return defer_span[d] != kNoDefer; }
-    // Memcap accounting: the bytes counted for this state, its flow, and its place in the
-    // worker's LRU list (touched on every on_data / on_eof).
-    size_t mem = 0;
-    flow::Flow* flow = nullptr;
-    FlowState* lru_prev = nullptr;
-    FlowState* lru_next = nullptr;
-};
-
-namespace {
-flow::Direction flip(flow::Direction d) {
-    return d == flow::Direction::kToServer ? flow::Direction::kToClient
-                                           : flow::Direction::kToServer;
-}
-}  // namespace
-
-namespace {
-// Heap bytes of a string: nothing while it fits the small-string buffer.
-size_t heap(const std::string& s) {
-    return s.capacity() > std::string().capacity() ? s.capacity() + 1 : 0;
-}
 }  // namespace
 
 // The markers hung on flows that have no state of their own: one per protocol (an evicted
@@ -410,28 +289,10 @@ void AppLayer::detect_proto(FlowState& s, flow::Flow& f, flow::Direction dir, co
         }
     }
     if (s.proto == AppProto::kUnknown && config_.tls) {
-        switch (tls::probe(b, buf.size())) {
-            case tls::ProbeResult::kYes:
-                s.proto = AppProto::kTls;
-                break;
-            case tls::ProbeResult::kNeedMore:
-                need_more = true;
-                break;
-            case tls::ProbeResult::kNo:
-                break;
-        }
+        take_probe(tls::probe(b, buf.size()), AppProto::kTls, &s.proto, &need_more);
     }
     if (s.proto == AppProto::kUnknown && config_.dns) {
-        switch (dns::probe(b, buf.size(), true)) {
-            case dns::ProbeResult::kYes:
-                s.proto = AppProto::kDns;
-                break;
-            case dns::ProbeResult::kNeedMore:
-                need_more = true;
-                break;
-            case dns::ProbeResult::kNo:
-                break;
-        }
+        take_probe(dns::probe(b, buf.size(), true), AppProto::kDns, &s.proto, &need_more);
     }
     switch (s.proto) {
         case AppProto::kHttp:
@@ -887,159 +748,27 @@ uint32_t AppLayer::take_deferred(flow::Flow& f, flow::Direction dir, TxUpdate* o
     }
 }
 
-const std::string* AppLayer::http_request_header(const flow::Flow& f, uint64_t tx_id,
-                                                 std::string_view name) const {
-    const auto* s = static_cast<const FlowState*>(f.user[kAppUserSlot]);
-    if (s == nullptr || s->proto != AppProto::kHttp || !s->http) {
-        return nullptr;
-    }
-    auto find = [&](const http::HttpTx& tx) -> const std::string* {
-        for (const http::Header& h : tx.request_header_list) {
-            if (h.name.size() == name.size() &&
-                std::equal(h.name.begin(), h.name.end(), name.begin(), [](char a, char b) {
-                    return std::tolower(static_cast<unsigned char>(a)) ==
-                           std::tolower(static_cast<unsigned char>(b));
-                })) {
-                return &h.value;
-            }
-        }
-        return nullptr;
-    };
-    if (tx_id != kAnyTx) {
-        const http::HttpTx* tx = s->http->find_tx(tx_id);
-        return tx != nullptr ? find(*tx) : nullptr;
-    }
-    for (size_t i = 0; i < s->http->tx_count(); ++i) {
-        if (const std::string* v = find(s->http->tx_at(i))) {
-            return v;
-        }
-    }
-    return nullptr;
-}
-
-void AppLayer::render_metadata(const flow::Flow& f, uint64_t tx_id, std::string* out) const {
-    const auto* s = static_cast<const FlowState*>(f.user[kAppUserSlot]);
-    if (s == nullptr || s->failed) {
-        return;
-    }
-    bool first = true;
-    switch (s->proto) {
-        case AppProto::kHttp: {
-            const http::HttpTx* tx = s->http ? s->http->find_tx(tx_id) : nullptr;
-            if (tx == nullptr) {
-                return;
-            }
-            *out += "\"http\":{";
-            if (!tx->host.empty()) {
-                member(out, &first, "hostname", tx->host);
-            }
-            if (!tx->uri_raw.empty()) {
-                member(out, &first, "url", tx->uri_raw);
-            }
-            if (!tx->user_agent.empty()) {
-                member(out, &first, "http_user_agent", tx->user_agent);
-            }
-            if (!tx->content_type_resp.empty()) {
-                // The media type only, as Suricata logs it ("text/html; charset=..." ->
-                // "text/html").
-                const std::string_view ct = tx->content_type_resp;
-                member(out, &first, "http_content_type", ct.substr(0, ct.find(';')));
-            }
-            if (!tx->referer.empty()) {
-                member(out, &first, "http_refer", tx->referer);
-            }
-            if (!tx->method.empty()) {
-                member(out, &first, "http_method", tx->method);
-            }
-            if (!tx->protocol.empty()) {
-                member(out, &first, "protocol", tx->protocol);
-            }
-            if (tx->status != 0) {
-                member_num(out, &first, "status", tx->status);
-            }
-            if (tx->response_progress >= http::HttpTx::kResponseHeaders) {
-                member_num(out, &first, "length", tx->response_body_bytes);
-            }
-            out->push_back('}');
-            return;
-        }
-        case AppProto::kDns: {
-            for (const auto& m : s->dns_meta) {
-                if (m.tx_id != tx_id) {
-                    continue;
-                }
-                *out += "\"dns\":{\"query\":[{";
-                member(out, &first, "type", "query");
-                member_num(out, &first, "id", m.id);
-                member(out, &first, "rrname", m.rrname);
-                member(out, &first, "rrtype", dns::type_name(m.rrtype));
-                member_num(out, &first, "tx_id", m.tx_id);
-                member_num(out, &first, "opcode", m.opcode);
-                *out += "}]}";
-                return;
-            }
-            return;
-        }
-        case AppProto::kTls: {
-            if (!s->tls) {
-                return;
-            }
-            *out += "\"tls\":{";
-            const tls::CertInfo* c = s->tls->cert();
-            if (c != nullptr && c->parsed) {
-                member(out, &first, "subject", c->subject);
-                member(out, &first, "issuerdn", c->issuer);
-                member(out, &first, "serial", c->serial);
-            }
-            const tls::ClientHello* ch = s->tls->client_hello();
-            if (ch != nullptr && !ch->sni.empty()) {
-                member(out, &first, "sni", ch->sni);
-            }
-            member(out, &first, "version", tls::version_string(s->tls->version()));
-            if (ch != nullptr && !ch->ja3.empty()) {
-                if (!first) {
-                    out->push_back(',');
-                }
-                first = false;
-                *out += "\"ja3\":{";
-                bool f2 = true;
-                member(out, &f2, "hash", ch->ja3_hash);
-                member(out, &f2, "string", ch->ja3);
-                out->push_back('}');
-            }
-            if (const tls::ServerHello* sh = s->tls->server_hello();
-                sh != nullptr && !sh->ja3s.empty()) {
-                if (!first) {
-                    out->push_back(',');
-                }
-                first = false;
-                *out += "\"ja3s\":{";
-                bool f2 = true;
-                member(out, &f2, "hash", sh->ja3s_hash);
-                member(out, &f2, "string", sh->ja3s);
-                out->push_back('}');
-            }
-            out->push_back('}');
-            return;
-        }
-        default:
-            return;
-    }
-}
-
 void AppLayer::export_stats(StatsSnapshot& out) const {
-    out.add("app_layer.flow.http", flows_http_.get());
-    out.add("app_layer.flow.tls", flows_tls_.get());
-    out.add("app_layer.flow.dns_tcp", flows_dns_tcp_.get());
-    out.add("app_layer.flow.dns_udp", flows_dns_udp_.get());
-    out.add("app_layer.flow.failed_tcp", flows_failed_tcp_.get());
-    out.add("app_layer.flow.failed_udp", flows_failed_udp_.get());
-    out.add("app_layer.tx.tls", tx_tls_.get());
-    out.add("app_layer.tx.dns_tcp", tx_dns_tcp_.get());
-    out.add("app_layer.tx.dns_udp", tx_dns_udp_.get());
-    out.add("app_layer.memcap_evicted", memcap_evicted_.get());
-    out.add("app_layer.memcap_drop", memcap_drop_.get());
-    out.add("app_layer.memuse", memuse_gauge_.get());
+    static constexpr struct {
+        const char* name;
+        Counter AppLayer::*counter;
+    } kStats[] = {
+        {"app_layer.flow.http", &AppLayer::flows_http_},
+        {"app_layer.flow.tls", &AppLayer::flows_tls_},
+        {"app_layer.flow.dns_tcp", &AppLayer::flows_dns_tcp_},
+        {"app_layer.flow.dns_udp", &AppLayer::flows_dns_udp_},
+        {"app_layer.flow.failed_tcp", &AppLayer::flows_failed_tcp_},
+        {"app_layer.flow.failed_udp", &AppLayer::flows_failed_udp_},
+        {"app_layer.tx.tls", &AppLayer::tx_tls_},
+        {"app_layer.tx.dns_tcp", &AppLayer::tx_dns_tcp_},
+        {"app_layer.tx.dns_udp", &AppLayer::tx_dns_udp_},
+        {"app_layer.memcap_evicted", &AppLayer::memcap_evicted_},
+        {"app_layer.memcap_drop", &AppLayer::memcap_drop_},
+        {"app_layer.memuse", &AppLayer::memuse_gauge_},
+    };
+    for (const auto& s : kStats) {
+        out.add(s.name, (this->*s.counter).get());
+    }
     http_counters_.export_stats(out);
     dns::export_stats(dns_counters_, out);
     tls::export_stats(tls_counters_, out);

@@ -3,6 +3,10 @@
 #include <arpa/inet.h>
 
 #include <cstdio>
+#include <iterator>
+
+#include "sensor/applayer/byte_reader.h"
+#include "sensor/applayer/event_stats.h"
 
 namespace picket::sensor::applayer::dns {
 
@@ -13,14 +17,6 @@ constexpr size_t kMaxNameWire = 255;  // RFC 1035 2.3.4, length octets and root 
 // Pointers must go strictly backwards, so a chain always ends; the cap bounds the work a
 // crafted chain of one-byte hops can cause.
 constexpr int kMaxJumps = 64;
-
-uint16_t be16(const uint8_t* p) {
-    return static_cast<uint16_t>(p[0] << 8 | p[1]);
-}
-uint32_t be32(const uint8_t* p) {
-    return static_cast<uint32_t>(p[0]) << 24 | static_cast<uint32_t>(p[1]) << 16 |
-           static_cast<uint32_t>(p[2]) << 8 | p[3];
-}
 
 void set_event(uint32_t* events, Event e) {
     *events |= 1U << static_cast<unsigned>(e);
@@ -230,36 +226,18 @@ bool read_record(const uint8_t* msg, size_t len, size_t* pos, Answer* a, uint32_
     return true;
 }
 
+constexpr const char* kEventNames[] = {
+    "malformed_data",   "truncated",       "name_too_long", "label_too_long",
+    "compression_loop", "invalid_pointer", "not_a_request", "not_a_response",
+    "z_flag_set",       "invalid_opcode",  "flooded",
+};
+static_assert(std::size(kEventNames) == kEventCount);
+
 }  // namespace
 
 const char* event_name(Event e) {
-    switch (e) {
-        case Event::kMalformedData:
-            return "malformed_data";
-        case Event::kTruncated:
-            return "truncated";
-        case Event::kNameTooLong:
-            return "name_too_long";
-        case Event::kLabelTooLong:
-            return "label_too_long";
-        case Event::kCompressionLoop:
-            return "compression_loop";
-        case Event::kInvalidPointer:
-            return "invalid_pointer";
-        case Event::kNotARequest:
-            return "not_a_request";
-        case Event::kNotAResponse:
-            return "not_a_response";
-        case Event::kZFlagSet:
-            return "z_flag_set";
-        case Event::kInvalidOpcode:
-            return "invalid_opcode";
-        case Event::kFlooded:
-            return "flooded";
-        case Event::kCount:
-            break;
-    }
-    return "unknown";
+    const auto i = static_cast<size_t>(e);
+    return i < kEventCount ? kEventNames[i] : "unknown";
 }
 
 void Message::clear() {
@@ -367,11 +345,7 @@ ProbeResult probe(const uint8_t* data, size_t len, bool is_tcp) {
 void export_stats(const DnsCounters& c, StatsSnapshot& out) {
     out.add("app_layer.dns.queries", c.queries.get());
     out.add("app_layer.dns.responses", c.responses.get());
-    for (size_t i = 0; i < kEventCount; ++i) {
-        std::string name = "app_layer.dns.events.";
-        name += event_name(static_cast<Event>(i));
-        out.add(name, c.events[i].get());
-    }
+    export_event_counters(out, "app_layer.dns.events.", c.events, event_name);
 }
 
 DnsParser::DnsParser(const DnsConfig& config, DnsCounters* counters, bool is_tcp)

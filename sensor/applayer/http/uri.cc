@@ -1,22 +1,11 @@
 // URI and host normalisation (http.uri, http.host). See README.md for the rules and order.
 #include "sensor/applayer/http/http.h"
 
+#include "common/strings.h"
+
 namespace picket::sensor::applayer::http {
 
 namespace {
-
-int hexval(uint8_t c) {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
 
 void add(EventSet* ev, Event e) {
     if (ev != nullptr) {
@@ -38,7 +27,7 @@ std::string percent_decode(std::string_view in, const HttpConfig& cfg, EventSet*
             int h[4];
             bool ok = true;
             for (int k = 0; k < 4; ++k) {
-                h[k] = hexval(static_cast<uint8_t>(in[i + 2 + k]));
+                h[k] = strings::hex_value(in[i + 2 + k]);
                 ok = ok && h[k] >= 0;
             }
             if (ok) {
@@ -59,8 +48,8 @@ std::string percent_decode(std::string_view in, const HttpConfig& cfg, EventSet*
             }
         }
         if (i + 2 < in.size()) {
-            int hi = hexval(static_cast<uint8_t>(in[i + 1]));
-            int lo = hexval(static_cast<uint8_t>(in[i + 2]));
+            int hi = strings::hex_value(in[i + 1]);
+            int lo = strings::hex_value(in[i + 2]);
             if (hi >= 0 && lo >= 0) {
                 out.push_back(static_cast<char>((hi << 4) | lo));
                 i += 2;
@@ -76,8 +65,7 @@ std::string percent_decode(std::string_view in, const HttpConfig& cfg, EventSet*
 // True when s holds a %XX escape (what a %25XX decodes to).
 bool has_escape(std::string_view s) {
     for (size_t i = 0; i + 2 < s.size(); ++i) {
-        if (s[i] == '%' && hexval(static_cast<uint8_t>(s[i + 1])) >= 0 &&
-            hexval(static_cast<uint8_t>(s[i + 2])) >= 0) {
+        if (s[i] == '%' && strings::hex_value(s[i + 1]) >= 0 && strings::hex_value(s[i + 2]) >= 0) {
             return true;
         }
     }

@@ -4,6 +4,12 @@
 
 #include <cstdio>
 #include <cstring>
+#include <iterator>
+#include <string_view>
+
+#include "common/strings.h"
+#include "sensor/applayer/byte_reader.h"
+#include "sensor/applayer/event_stats.h"
 
 namespace picket::sensor::applayer::tls {
 
@@ -12,79 +18,29 @@ namespace {
 constexpr uint32_t kMaxRecord = 16384 + 2048;  // TLSCiphertext limit, RFC 5246 6.2.3
 constexpr uint8_t kCcs = 20, kHandshake = 22, kApplicationData = 23, kHeartbeat = 24;
 
-// Bounds-checked big-endian reader; every read fails once the input is exhausted.
-class Reader {
-public:
-    Reader() = default;
-    Reader(const uint8_t* p, size_t n) : p_(p), n_(n) {}
-    bool u8(uint8_t* v) {
-        if (n_ < 1) {
-            return false;
-        }
-        *v = *p_;
-        skip_unchecked(1);
+// The extensions block that may end a ClientHello or ServerHello (RFC 8446 4.2): appends each
+// extension's type to *types and hands its body to on_ext(type, body). False when the block
+// does not decode; absent (nothing left) is fine.
+template <typename F>
+bool read_extensions(ByteReader& r, std::vector<uint16_t>* types, F&& on_ext) {
+    if (r.left() == 0) {
         return true;
     }
-    bool u16(uint16_t* v) {
-        if (n_ < 2) {
+    ByteReader exts;
+    if (!r.vec(2, &exts)) {
+        return false;
+    }
+    while (exts.left() > 0) {
+        uint16_t type;
+        ByteReader e;
+        if (!exts.u16(&type) || !exts.vec(2, &e)) {
             return false;
         }
-        *v = static_cast<uint16_t>(p_[0] << 8 | p_[1]);
-        skip_unchecked(2);
-        return true;
+        types->push_back(type);
+        on_ext(type, e);
     }
-    bool u24(uint32_t* v) {
-        if (n_ < 3) {
-            return false;
-        }
-        *v = static_cast<uint32_t>(p_[0]) << 16 | static_cast<uint32_t>(p_[1]) << 8 | p_[2];
-        skip_unchecked(3);
-        return true;
-    }
-    bool bytes(size_t k, const uint8_t** out) {
-        if (n_ < k) {
-            return false;
-        }
-        *out = p_;
-        skip_unchecked(k);
-        return true;
-    }
-    // A vector with a 1-, 2- or 3-byte length prefix, returned as a sub-reader.
-    bool vec(int prefix, Reader* out) {
-        uint32_t k = 0;
-        if (prefix == 1) {
-            uint8_t v;
-            if (!u8(&v)) {
-                return false;
-            }
-            k = v;
-        } else if (prefix == 2) {
-            uint16_t v;
-            if (!u16(&v)) {
-                return false;
-            }
-            k = v;
-        } else if (!u24(&k)) {
-            return false;
-        }
-        const uint8_t* p;
-        if (!bytes(k, &p)) {
-            return false;
-        }
-        *out = Reader(p, k);
-        return true;
-    }
-    size_t left() const { return n_; }
-    const uint8_t* data() const { return p_; }
-
-private:
-    void skip_unchecked(size_t k) {
-        p_ += k;
-        n_ -= k;
-    }
-    const uint8_t* p_ = nullptr;
-    size_t n_ = 0;
-};
+    return true;
+}
 
 void append_list(std::string* s, const std::vector<uint16_t>& v) {
     bool first = true;
@@ -111,279 +67,23 @@ bool is_tls13(uint16_t v) {
 
 // ---- DER (X.690) -------------------------------------------------------------------------
 
-struct Tlv {
-    uint8_t tag = 0;
-    const uint8_t* p = nullptr;
-    size_t n = 0;
+constexpr const char* kEventNames[] = {
+    "invalid_record_type",
+    "invalid_record_version",
+    "invalid_record_length",
+    "record_overflow",
+    "invalid_handshake_message",
+    "handshake_too_long",
+    "certificate_too_long",
+    "invalid_certificate",
+    "truncated_message",
+    "multiple_sni",
+    "invalid_sni",
+    "sslv2_client_hello",
 };
-
-// Reads the next TLV from *r. Only low tag numbers and definite lengths (DER) are accepted.
-bool der_next(Reader* r, Tlv* out) {
-    uint8_t tag, l0;
-    if (!r->u8(&tag) || (tag & 0x1F) == 0x1F || !r->u8(&l0)) {
-        return false;
-    }
-    size_t len = l0;
-    if (l0 & 0x80) {
-        int k = l0 & 0x7F;
-        if (k == 0 || k > 4) {
-            return false;
-        }
-        len = 0;
-        for (int i = 0; i < k; ++i) {
-            uint8_t b;
-            if (!r->u8(&b)) {
-                return false;
-            }
-            len = len << 8 | b;
-        }
-    }
-    out->tag = tag;
-    return r->bytes(len, &out->p) && ((out->n = len), true);
-}
-
-bool der_expect(Reader* r, uint8_t tag, Tlv* out) {
-    return der_next(r, out) && out->tag == tag;
-}
-
-struct OidName {
-    uint8_t len;
-    uint8_t der[10];
-    const char* name;
-};
-// x509-parser's abbreviations first (CN, C, L, ST, O, OU, DC, Email), then X.520 short names.
-constexpr OidName kOidNames[] = {
-    {3, {0x55, 0x04, 0x03}, "CN"},
-    {3, {0x55, 0x04, 0x06}, "C"},
-    {3, {0x55, 0x04, 0x07}, "L"},
-    {3, {0x55, 0x04, 0x08}, "ST"},
-    {3, {0x55, 0x04, 0x0A}, "O"},
-    {3, {0x55, 0x04, 0x0B}, "OU"},
-    {10, {0x09, 0x92, 0x26, 0x89, 0x93, 0xF2, 0x2C, 0x64, 0x01, 0x19}, "DC"},
-    {9, {0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x09, 0x01}, "Email"},
-    {3, {0x55, 0x04, 0x04}, "surname"},
-    {3, {0x55, 0x04, 0x05}, "serialNumber"},
-    {3, {0x55, 0x04, 0x09}, "streetAddress"},
-    {3, {0x55, 0x04, 0x0C}, "title"},
-    {3, {0x55, 0x04, 0x0F}, "businessCategory"},
-    {3, {0x55, 0x04, 0x11}, "postalCode"},
-    {3, {0x55, 0x04, 0x2A}, "givenName"},
-    {3, {0x55, 0x04, 0x2B}, "initials"},
-};
-
-void append_oid_text(std::string* s, const uint8_t* p, size_t n) {
-    // Dotted form; the first byte packs the first two arcs (X.690 8.19.4).
-    uint64_t v = 0;
-    bool first = true;
-    for (size_t i = 0; i < n; ++i) {
-        if (v > (UINT64_MAX >> 7)) {
-            *s += "?";
-            return;
-        }
-        v = v << 7 | (p[i] & 0x7F);
-        if (p[i] & 0x80) {
-            continue;
-        }
-        if (first) {
-            uint64_t a = v < 40 ? 0 : (v < 80 ? 1 : 2);
-            s->append(std::to_string(a));
-            s->push_back('.');
-            s->append(std::to_string(v - 40 * a));
-            first = false;
-        } else {
-            s->push_back('.');
-            s->append(std::to_string(v));
-        }
-        v = 0;
-    }
-}
-
-bool is_string_tag(uint8_t t) {
-    switch (t) {
-        case 0x07:  // ObjectDescriptor
-        case 0x0C:  // UTF8String
-        case 0x12:  // NumericString
-        case 0x13:  // PrintableString
-        case 0x14:  // T61String
-        case 0x15:  // VideotexString
-        case 0x16:  // IA5String
-        case 0x19:  // GraphicString
-        case 0x1A:  // VisibleString
-        case 0x1B:  // GeneralString
-        case 0x1E:  // BMPString (x509-parser takes its bytes as they are)
-            return true;
-        default:
-            return false;
-    }
-}
-
-void append_hex_upper(std::string* s, const uint8_t* p, size_t n, const char* sep) {
-    static const char kHex[] = "0123456789ABCDEF";
-    for (size_t i = 0; i < n; ++i) {
-        if (i != 0 && sep != nullptr) {
-            *s += sep;
-        }
-        s->push_back(kHex[p[i] >> 4]);
-        s->push_back(kHex[p[i] & 15]);
-    }
-}
-
-// Name ::= SEQUENCE OF RelativeDistinguishedName (SET OF AttributeTypeAndValue), rendered as
-// x509-parser (Suricata) does: RDNs joined by ", ", attributes of one RDN by " + ".
-bool render_name(const Tlv& name, std::string* out) {
-    Reader rdns(name.p, name.n);
-    out->clear();
-    while (rdns.left() > 0) {
-        Tlv set;
-        if (!der_expect(&rdns, 0x31, &set)) {
-            return false;
-        }
-        if (!out->empty()) {
-            *out += ", ";
-        }
-        Reader attrs(set.p, set.n);
-        bool first = true;
-        while (attrs.left() > 0) {
-            Tlv atv, oid, val;
-            if (!der_expect(&attrs, 0x30, &atv)) {
-                return false;
-            }
-            Reader a(atv.p, atv.n);
-            if (!der_expect(&a, 0x06, &oid) || !der_next(&a, &val)) {
-                return false;
-            }
-            if (!first) {
-                *out += " + ";
-            }
-            first = false;
-            const char* abbrev = nullptr;
-            for (const OidName& o : kOidNames) {
-                if (o.len == oid.n && std::memcmp(o.der, oid.p, oid.n) == 0) {
-                    abbrev = o.name;
-                    break;
-                }
-            }
-            if (abbrev != nullptr) {
-                *out += abbrev;
-            } else {
-                append_oid_text(out, oid.p, oid.n);
-            }
-            out->push_back('=');
-            if (is_string_tag(val.tag)) {
-                out->append(reinterpret_cast<const char*>(val.p), val.n);
-            } else {
-                append_hex_upper(out, val.p, val.n, nullptr);
-            }
-        }
-    }
-    return true;
-}
-
-// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
-int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
-    y -= m <= 2;
-    const int64_t era = (y >= 0 ? y : y - 399) / 400;
-    const unsigned yoe = static_cast<unsigned>(y - era * 400);
-    const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + static_cast<int64_t>(doe) - 719468;
-}
-
-bool digits(const uint8_t* p, int n, int* out) {
-    int v = 0;
-    for (int i = 0; i < n; ++i) {
-        if (p[i] < '0' || p[i] > '9') {
-            return false;
-        }
-        v = v * 10 + (p[i] - '0');
-    }
-    *out = v;
-    return true;
-}
-
-// UTCTime "YYMMDDHHMMSSZ" (RFC 5280 4.1.2.5.1: YY < 50 is 20YY) or GeneralizedTime
-// "YYYYMMDDHHMMSSZ".
-bool parse_time(const Tlv& t, int64_t* out) {
-    int year, mon, day, hh, mm, ss;
-    const uint8_t* p = t.p;
-    if (t.tag == 0x17 && t.n == 13 && p[12] == 'Z') {
-        if (!digits(p, 2, &year)) {
-            return false;
-        }
-        year += year < 50 ? 2000 : 1900;
-        p += 2;
-    } else if (t.tag == 0x18 && t.n == 15 && p[14] == 'Z') {
-        if (!digits(p, 4, &year)) {
-            return false;
-        }
-        p += 4;
-    } else {
-        return false;
-    }
-    if (!digits(p, 2, &mon) || !digits(p + 2, 2, &day) || !digits(p + 4, 2, &hh) ||
-        !digits(p + 6, 2, &mm) || !digits(p + 8, 2, &ss) || mon < 1 || mon > 12 || day < 1 ||
-        day > 31 || hh > 23 || mm > 59 || ss > 60) {
-        return false;
-    }
-    *out = days_from_civil(year, static_cast<unsigned>(mon), static_cast<unsigned>(day)) * 86400 +
-           hh * 3600 + mm * 60 + ss;
-    return true;
-}
+static_assert(std::size(kEventNames) == kEventCount);
 
 }  // namespace
-
-bool parse_certificate(const uint8_t* der, size_t len, CertInfo* out) {
-    out->parsed = false;
-    out->subject.clear();
-    out->issuer.clear();
-    out->serial.clear();
-    out->not_before = out->not_after = 0;
-    Reader top(der, len);
-    Tlv cert, tbs, t, serial, issuer, validity, subject;
-    if (!der_expect(&top, 0x30, &cert)) {
-        return false;
-    }
-    Reader c(cert.p, cert.n);
-    if (!der_expect(&c, 0x30, &tbs)) {
-        return false;
-    }
-    Reader r(tbs.p, tbs.n);
-    if (!der_next(&r, &t)) {
-        return false;
-    }
-    if (t.tag == 0xA0) {  // [0] EXPLICIT version
-        if (!der_next(&r, &t)) {
-            return false;
-        }
-    }
-    serial = t;
-    if (serial.tag != 0x02 || serial.n == 0) {
-        return false;
-    }
-    Tlv sigalg;
-    if (!der_expect(&r, 0x30, &sigalg) || !der_expect(&r, 0x30, &issuer) ||
-        !der_expect(&r, 0x30, &validity) || !der_expect(&r, 0x30, &subject)) {
-        return false;
-    }
-    CertInfo tmp;
-    Reader v(validity.p, validity.n);
-    Tlv nb, na;
-    if (!der_next(&v, &nb) || !der_next(&v, &na) || !parse_time(nb, &tmp.not_before) ||
-        !parse_time(na, &tmp.not_after)) {
-        return false;
-    }
-    if (!render_name(issuer, &tmp.issuer) || !render_name(subject, &tmp.subject)) {
-        return false;
-    }
-    append_hex_upper(&tmp.serial, serial.p, serial.n, ":");
-    out->subject = std::move(tmp.subject);
-    out->issuer = std::move(tmp.issuer);
-    out->serial = std::move(tmp.serial);
-    out->not_before = tmp.not_before;
-    out->not_after = tmp.not_after;
-    out->parsed = true;
-    return true;
-}
 
 std::string version_string(uint16_t version) {
     switch (version) {
@@ -419,46 +119,12 @@ std::string md5_hex(const std::string& s) {
     if (EVP_Digest(s.data(), s.size(), md, &n, EVP_md5(), nullptr) != 1) {
         return std::string();
     }
-    static const char kHex[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(2 * n);
-    for (unsigned i = 0; i < n; ++i) {
-        out.push_back(kHex[md[i] >> 4]);
-        out.push_back(kHex[md[i] & 15]);
-    }
-    return out;
+    return strings::hex_encode(std::string_view(reinterpret_cast<const char*>(md), n));
 }
 
 const char* event_name(Event e) {
-    switch (e) {
-        case Event::kInvalidRecordType:
-            return "invalid_record_type";
-        case Event::kInvalidRecordVersion:
-            return "invalid_record_version";
-        case Event::kInvalidRecordLength:
-            return "invalid_record_length";
-        case Event::kRecordOverflow:
-            return "record_overflow";
-        case Event::kInvalidHandshakeMessage:
-            return "invalid_handshake_message";
-        case Event::kHandshakeTooLong:
-            return "handshake_too_long";
-        case Event::kCertificateTooLong:
-            return "certificate_too_long";
-        case Event::kInvalidCertificate:
-            return "invalid_certificate";
-        case Event::kTruncatedMessage:
-            return "truncated_message";
-        case Event::kMultipleSni:
-            return "multiple_sni";
-        case Event::kInvalidSni:
-            return "invalid_sni";
-        case Event::kSslv2ClientHello:
-            return "sslv2_client_hello";
-        case Event::kCount:
-            break;
-    }
-    return "unknown";
+    const auto i = static_cast<size_t>(e);
+    return i < kEventCount ? kEventNames[i] : "unknown";
 }
 
 ProbeResult probe(const uint8_t* data, size_t len) {
@@ -475,7 +141,7 @@ ProbeResult probe(const uint8_t* data, size_t len) {
         if (len < 6) {
             return ProbeResult::kNeedMore;
         }
-        size_t rec = static_cast<size_t>(data[3]) << 8 | data[4];
+        size_t rec = be16(data + 3);
         if (rec < 4 || rec > kMaxRecord) {
             return ProbeResult::kNo;
         }
@@ -497,11 +163,7 @@ void export_stats(const TlsCounters& c, StatsSnapshot& out) {
     out.add("app_layer.tls.client_hellos", c.client_hellos.get());
     out.add("app_layer.tls.server_hellos", c.server_hellos.get());
     out.add("app_layer.tls.certificates", c.certificates.get());
-    for (size_t i = 0; i < kEventCount; ++i) {
-        std::string name = "app_layer.tls.events.";
-        name += event_name(static_cast<Event>(i));
-        out.add(name, c.events[i].get());
-    }
+    export_event_counters(out, "app_layer.tls.events.", c.events, event_name);
 }
 
 TlsParser::TlsParser(const TlsConfig& config, TlsCounters* counters)
@@ -545,7 +207,7 @@ uint32_t TlsParser::feed(Dir dir, const uint8_t* data, size_t len) {
                 continue;
             }
             s.type = s.hdr[0];
-            uint32_t rec_len = static_cast<uint32_t>(s.hdr[3]) << 8 | s.hdr[4];
+            uint32_t rec_len = be16(s.hdr + 3);
             if (s.type < kCcs || s.type > kHeartbeat) {
                 raise(Event::kInvalidRecordType);
                 failed_ = true;
@@ -606,8 +268,7 @@ void TlsParser::handshake_bytes(Dir dir, Side& s, const uint8_t* data, size_t le
             continue;
         }
         if (s.hs.empty() && len >= 4) {  // common case: whole message in hand, no copy
-            uint32_t mlen = static_cast<uint32_t>(data[1]) << 16 |
-                            static_cast<uint32_t>(data[2]) << 8 | data[3];
+            uint32_t mlen = be24(data + 1);
             if (mlen <= config_.max_handshake_message && len >= 4 + static_cast<size_t>(mlen)) {
                 handshake_message(dir, data[0], data + 4, mlen);
                 data += 4 + mlen;
@@ -622,8 +283,7 @@ void TlsParser::handshake_bytes(Dir dir, Side& s, const uint8_t* data, size_t le
         if (s.hs.size() < 4) {
             return;
         }
-        uint32_t mlen =
-            static_cast<uint32_t>(s.hs[1]) << 16 | static_cast<uint32_t>(s.hs[2]) << 8 | s.hs[3];
+        uint32_t mlen = be24(s.hs.data() + 1);
         if (mlen > config_.max_handshake_message) {
             raise(s.hs[0] == 11 ? Event::kCertificateTooLong : Event::kHandshakeTooLong);
             s.hs_skip = mlen;
@@ -646,19 +306,16 @@ void TlsParser::handshake_bytes(Dir dir, Side& s, const uint8_t* data, size_t le
 }
 
 void TlsParser::handshake_message(Dir dir, uint8_t type, const uint8_t* body, size_t len) {
+    // A ClientHello (1) goes to the server, a ServerHello (2) to the client.
+    if ((type == 1 && dir != Dir::kToServer) || (type == 2 && dir != Dir::kToClient)) {
+        raise(Event::kInvalidHandshakeMessage);
+        return;
+    }
     switch (type) {
         case 1:  // ClientHello
-            if (dir != Dir::kToServer) {
-                raise(Event::kInvalidHandshakeMessage);
-                return;
-            }
             parse_client_hello(body, len);
             return;
         case 2:  // ServerHello
-            if (dir != Dir::kToClient) {
-                raise(Event::kInvalidHandshakeMessage);
-                return;
-            }
             parse_server_hello(body, len);
             return;
         case 11:  // Certificate; the client's own (mutual TLS) is not inspected
@@ -677,9 +334,9 @@ void TlsParser::parse_client_hello(const uint8_t* body, size_t len) {
         return;  // a second ClientHello (after HelloRetryRequest): JA3 stays the first one's
     }
     ClientHello ch;
-    Reader r(body, len);
+    ByteReader r(body, len);
     const uint8_t* random;
-    Reader sid, suites, comp;
+    ByteReader sid, suites, comp;
     if (!r.u16(&ch.legacy_version) || !r.bytes(32, &random) || !r.vec(1, &sid) ||
         !r.vec(2, &suites) || suites.left() % 2 != 0 || !r.vec(1, &comp)) {
         raise(Event::kInvalidHandshakeMessage);
@@ -691,92 +348,68 @@ void TlsParser::parse_client_hello(const uint8_t* body, size_t len) {
         ch.cipher_suites.push_back(v);
     }
     bool sni_seen = false;
-    if (r.left() > 0) {
-        Reader exts;
-        if (!r.vec(2, &exts)) {
-            raise(Event::kInvalidHandshakeMessage);
-            return;
-        }
-        while (exts.left() > 0) {
-            uint16_t type;
-            Reader e;
-            if (!exts.u16(&type) || !exts.vec(2, &e)) {
-                raise(Event::kInvalidHandshakeMessage);
-                return;
-            }
-            ch.extensions.push_back(type);
-            Reader l;
-            switch (type) {
-                case 0: {  // server_name, RFC 6066 3
-                    if (sni_seen) {
-                        raise(Event::kMultipleSni);
-                        break;
-                    }
-                    sni_seen = true;
-                    if (e.left() == 0) {
-                        break;  // the empty form a server echoes back
-                    }
-                    if (!e.vec(2, &l)) {
+    const bool exts_ok = read_extensions(r, &ch.extensions, [&](uint16_t type, ByteReader& e) {
+        ByteReader l;
+        switch (type) {
+            case 0: {  // server_name, RFC 6066 3
+                if (sni_seen) {
+                    raise(Event::kMultipleSni);
+                    break;
+                }
+                sni_seen = true;
+                if (e.left() == 0) {
+                    break;  // the empty form a server echoes back
+                }
+                if (!e.vec(2, &l)) {
+                    raise(Event::kInvalidSni);
+                    break;
+                }
+                bool host_seen = false;
+                while (l.left() > 0) {
+                    uint8_t nt;
+                    ByteReader host;
+                    if (!l.u8(&nt) || !l.vec(2, &host)) {
                         raise(Event::kInvalidSni);
                         break;
                     }
-                    bool host_seen = false;
-                    while (l.left() > 0) {
-                        uint8_t nt;
-                        Reader host;
-                        if (!l.u8(&nt) || !l.vec(2, &host)) {
-                            raise(Event::kInvalidSni);
-                            break;
-                        }
-                        if (nt != 0) {
-                            continue;
-                        }
-                        if (host_seen) {
-                            raise(Event::kMultipleSni);
-                            continue;
-                        }
-                        host_seen = true;
-                        ch.sni.assign(reinterpret_cast<const char*>(host.data()), host.left());
+                    if (nt != 0) {
+                        continue;
                     }
-                    break;
+                    if (host_seen) {
+                        raise(Event::kMultipleSni);
+                        continue;
+                    }
+                    host_seen = true;
+                    ch.sni.assign(reinterpret_cast<const char*>(host.data()), host.left());
                 }
-                case 10:  // supported_groups
-                    if (e.vec(2, &l)) {
-                        while (l.u16(&v)) {
-                            ch.groups.push_back(v);
-                        }
-                    }
-                    break;
-                case 11: {  // ec_point_formats
-                    uint8_t pf;
-                    if (e.vec(1, &l)) {
-                        while (l.u8(&pf)) {
-                            ch.point_formats.push_back(pf);
-                        }
-                    }
-                    break;
-                }
-                case 16: {  // ALPN
-                    if (e.vec(2, &l)) {
-                        Reader name;
-                        while (l.vec(1, &name)) {
-                            ch.alpn.emplace_back(reinterpret_cast<const char*>(name.data()),
-                                                 name.left());
-                        }
-                    }
-                    break;
-                }
-                case 43:  // supported_versions
-                    if (e.vec(1, &l)) {
-                        while (l.u16(&v)) {
-                            ch.supported_versions.push_back(v);
-                        }
-                    }
-                    break;
-                default:
-                    break;
+                break;
             }
+            case 10:  // supported_groups
+                e.list(2, &ch.groups);
+                break;
+            case 11:  // ec_point_formats
+                e.list(1, &ch.point_formats);
+                break;
+            case 16: {  // ALPN
+                if (e.vec(2, &l)) {
+                    ByteReader name;
+                    while (l.vec(1, &name)) {
+                        ch.alpn.emplace_back(reinterpret_cast<const char*>(name.data()),
+                                             name.left());
+                    }
+                }
+                break;
+            }
+            case 43:  // supported_versions
+                e.list(1, &ch.supported_versions);
+                break;
+            default:
+                break;
         }
+    });
+    if (!exts_ok) {
+        raise(Event::kInvalidHandshakeMessage);
+        return;
     }
     // JA3 (Salesforce): SSLVersion,Ciphers,Extensions,EllipticCurves,EllipticCurvePointFormats
     ch.ja3 = std::to_string(ch.legacy_version);
@@ -804,7 +437,7 @@ void TlsParser::parse_client_hello(const uint8_t* body, size_t len) {
 // challenge. Only the 3-byte specs of the form 00 XX YY are TLS suites.
 void TlsParser::parse_sslv2_client_hello(const uint8_t* body, size_t len) {
     raise(Event::kSslv2ClientHello);
-    Reader r(body, len);
+    ByteReader r(body, len);
     uint8_t type;
     uint16_t version, spec_len, sid_len, chal_len;
     const uint8_t* specs;
@@ -822,7 +455,7 @@ void TlsParser::parse_sslv2_client_hello(const uint8_t* body, size_t len) {
     ch.legacy_version = version;
     for (size_t i = 0; i + 3 <= spec_len; i += 3) {
         if (specs[i] == 0) {
-            ch.cipher_suites.push_back(static_cast<uint16_t>(specs[i + 1] << 8 | specs[i + 2]));
+            ch.cipher_suites.push_back(be16(specs + i + 1));
         }
     }
     ch_ = std::move(ch);
@@ -836,38 +469,28 @@ void TlsParser::parse_server_hello(const uint8_t* body, size_t len) {
         return;
     }
     ServerHello sh;
-    Reader r(body, len);
+    ByteReader r(body, len);
     const uint8_t* random;
-    Reader sid;
+    ByteReader sid;
     if (!r.u16(&sh.legacy_version) || !r.bytes(32, &random) || !r.vec(1, &sid) ||
         !r.u16(&sh.cipher_suite) || !r.u8(&sh.compression)) {
         raise(Event::kInvalidHandshakeMessage);
         return;
     }
     sh.hello_retry_request = std::memcmp(random, kHrrRandom, 32) == 0;
-    if (r.left() > 0) {
-        Reader exts;
-        if (!r.vec(2, &exts)) {
-            raise(Event::kInvalidHandshakeMessage);
-            return;
-        }
-        while (exts.left() > 0) {
-            uint16_t type;
-            Reader e;
-            if (!exts.u16(&type) || !exts.vec(2, &e)) {
-                raise(Event::kInvalidHandshakeMessage);
-                return;
-            }
-            sh.extensions.push_back(type);
-            if (type == 43) {
-                e.u16(&sh.selected_version);
-            } else if (type == 16) {
-                Reader l, name;
-                if (e.vec(2, &l) && l.vec(1, &name)) {
-                    sh.alpn.assign(reinterpret_cast<const char*>(name.data()), name.left());
-                }
+    const bool exts_ok = read_extensions(r, &sh.extensions, [&](uint16_t type, ByteReader& e) {
+        if (type == 43) {
+            e.u16(&sh.selected_version);
+        } else if (type == 16) {
+            ByteReader l, name;
+            if (e.vec(2, &l) && l.vec(1, &name)) {
+                sh.alpn.assign(reinterpret_cast<const char*>(name.data()), name.left());
             }
         }
+    });
+    if (!exts_ok) {
+        raise(Event::kInvalidHandshakeMessage);
+        return;
     }
     // JA3S: SSLVersion,Cipher,SSLExtension
     sh.ja3s = std::to_string(sh.legacy_version);
@@ -893,15 +516,15 @@ void TlsParser::parse_certificate_message(const uint8_t* body, size_t len) {
     if (has_cert_) {
         return;
     }
-    Reader r(body, len);
-    Reader list;
+    ByteReader r(body, len);
+    ByteReader list;
     if (!r.vec(3, &list) || r.left() != 0) {
         raise(Event::kInvalidHandshakeMessage);
         return;
     }
     CertInfo info;
     while (list.left() > 0) {
-        Reader der;
+        ByteReader der;
         if (!list.vec(3, &der)) {
             raise(Event::kInvalidHandshakeMessage);
             return;

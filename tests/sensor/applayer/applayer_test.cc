@@ -9,9 +9,9 @@
 namespace picket::sensor::applayer {
 namespace {
 
+using flow::Direction;
 using inspect::AppProto;
 using inspect::BufferId;
-using flow::Direction;
 
 std::string_view buf(const inspect::AppView& v, BufferId b) {
     return v.buf[static_cast<size_t>(b)];
@@ -72,6 +72,20 @@ TEST_F(AppLayerTest, HttpIsFoundByContentOnAnyPortAndSplitAcrossCalls) {
               "\"http_method\":\"GET\",\"protocol\":\"HTTP/1.1\",\"status\":404,\"length\":5}");
 }
 
+TEST_F(AppLayerTest, MetadataKeepsValidUtf8AndEscapesTheRest) {
+    // One JSON writer for EVE: valid UTF-8 is copied as sent, control characters and bytes
+    // that are not UTF-8 become \u00XX.
+    uint32_t n = feed(Direction::kToServer,
+                      "GET / HTTP/1.1\r\nHost: x\r\nUser-Agent: caf\xc3\xa9 \x01\xff\x7f\r\n\r\n");
+    ASSERT_GE(n, 1u);
+    std::string json;
+    app_.render_metadata(flow_, 0, &json);
+    EXPECT_EQ(json,
+              "\"http\":{\"hostname\":\"x\",\"url\":\"/\","
+              "\"http_user_agent\":\"caf\xc3\xa9 \\u0001\\u00ff\x7f\",\"http_method\":\"GET\","
+              "\"protocol\":\"HTTP/1.1\"}");
+}
+
 TEST_F(AppLayerTest, HttpRequestHeaderForXff) {
     EXPECT_EQ(app_.http_request_header(flow_, 0, "X-Forwarded-For"), nullptr);
     feed(Direction::kToServer, "GET /a HTTP/1.1\r\nHost: a\r\n\r\n");
@@ -119,6 +133,24 @@ TEST_F(AppLayerTest, NotAProtocolFails) {
     StatsSnapshot s;
     app_.export_stats(s);
     EXPECT_EQ(s.get("app_layer.flow.failed_tcp"), 1u);
+}
+
+TEST_F(AppLayerTest, ExportsEveryCounterByName) {
+    StatsSnapshot s;
+    app_.export_stats(s);
+    // 12 of the glue's own, HTTP 3 + 26 events, DNS 2 + 11 events, TLS 3 + 12 events: all
+    // exported at zero too.
+    EXPECT_EQ(s.values().size(), 69u);
+    for (const char* name :
+         {"app_layer.flow.http", "app_layer.flow.tls", "app_layer.flow.dns_tcp",
+          "app_layer.flow.dns_udp", "app_layer.flow.failed_tcp", "app_layer.flow.failed_udp",
+          "app_layer.tx.tls", "app_layer.tx.dns_tcp", "app_layer.tx.dns_udp",
+          "app_layer.memcap_evicted", "app_layer.memcap_drop", "app_layer.memuse",
+          "app_layer.http.events.missing_crlf", "app_layer.http.events.unmatched_response",
+          "app_layer.dns.events.malformed_data", "app_layer.dns.events.flooded",
+          "app_layer.tls.events.invalid_record_type", "app_layer.tls.events.sslv2_client_hello"}) {
+        EXPECT_TRUE(s.has(name)) << name;
+    }
 }
 
 // A DNS query for www.Evil.example (id 0x1234, type A).

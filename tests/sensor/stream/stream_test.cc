@@ -294,6 +294,26 @@ constexpr uint32_t kIsnS = 50000;
 
 // ---- handshake, in order, out of order ----
 
+TEST(StreamNames, StateNames) {
+    EXPECT_STREQ(state_name(SessionState::kNone), "none");
+    EXPECT_STREQ(state_name(SessionState::kSynSent), "syn_sent");
+    EXPECT_STREQ(state_name(SessionState::kSynRecv), "syn_recv");
+    EXPECT_STREQ(state_name(SessionState::kEstablished), "established");
+    EXPECT_STREQ(state_name(SessionState::kClosing), "closing");
+    EXPECT_STREQ(state_name(SessionState::kClosed), "closed");
+    EXPECT_STREQ(state_name(static_cast<SessionState>(6)), "?");
+}
+
+TEST(StreamNames, ExportsEveryCounterAtZero) {
+    StreamTracker st(StreamConfig{});
+    StatsSnapshot s;
+    st.export_stats(s);
+    EXPECT_EQ(s.values().size(), 16u);
+    EXPECT_TRUE(s.has("tcp.sessions"));
+    EXPECT_TRUE(s.has("tcp.reassembly_memcap_no_tail"));
+    EXPECT_TRUE(s.has("tcp.reassembly_memuse"));
+}
+
 TEST(StreamSession, HandshakeThenInOrderData) {
     Rig rig;
     EXPECT_EQ(rig.send({true, kIsnC, 0, kSyn}).state, SessionState::kSynSent);

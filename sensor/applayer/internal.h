@@ -1,0 +1,90 @@
+// Internal to sensor/applayer: the per-flow state (AppLayer::FlowState) and the small helpers
+// applayer.cc and metadata.cc share. Not a public header; other modules include applayer.h.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sensor/applayer/applayer.h"
+
+namespace picket::sensor::applayer {
+
+using inspect::AppProto;
+using inspect::BufferId;
+
+// DNS transactions whose EVE metadata a flow keeps.
+inline constexpr size_t kDnsMetaKept = 32;
+
+inline size_t bi(BufferId b) {
+    return static_cast<size_t>(b);
+}
+
+inline void set(inspect::AppView& v, BufferId b, const std::string& s) {
+    if (!s.empty()) {
+        v.buf[bi(b)] = std::string_view(s);
+    }
+}
+
+inline flow::Direction flip(flow::Direction d) {
+    return d == flow::Direction::kToServer ? flow::Direction::kToClient
+                                           : flow::Direction::kToServer;
+}
+
+// Heap bytes of a string: nothing while it fits the small-string buffer.
+inline size_t heap(const std::string& s) {
+    return s.capacity() > std::string().capacity() ? s.capacity() + 1 : 0;
+}
+
+struct AppLayer::FlowState {
+    AppProto proto = AppProto::kUnknown;
+    bool failed = false;
+    // One of the shared, never-written markers (see marker()): the flow's app state was
+    // evicted or never created (memcap), or it failed. Such a flow is not looked at again.
+    bool marker = false;
+    bool is_tcp = true;
+    bool said_no[2] = {false, false};
+    // Bit 1 << (flow direction): a message of that direction ended (take_raw_trigger()).
+    uint8_t raw_trigger = 0;
+    // A session picked up midstream whose first bytes "to the server" are an HTTP response:
+    // the flow's directions are the wrong way round (Suricata reverses such a flow when the
+    // protocol is detected in the other direction). The parsers and views get the flipped
+    // direction.
+    bool reversed = false;
+    std::string probe[2];  // bytes held while undecided (at most probe_bytes each)
+    std::unique_ptr<http::HttpParser> http;
+    std::unique_ptr<dns::DnsParser> dns;
+    std::unique_ptr<tls::TlsParser> tls;
+    std::unique_ptr<inspect::TxAlertLog> log;  // created when the first alert is recorded
+    // DNS: transaction ids by message id (queries open a transaction, responses join it), and
+    // what EVE says of each.
+    struct DnsMeta {
+        uint64_t tx_id = 0;
+        uint16_t id = 0;
+        uint8_t opcode = 0;
+        uint16_t rrtype = 0;
+        bool answered = false;
+        bool query = false;  // opened by a query (has the question dns.query inspects)
+        uint16_t rcode = 0;
+        std::string rrname;
+    };
+    std::vector<DnsMeta> dns_meta;  // oldest first, at most kDnsMetaKept
+    uint64_t dns_next_tx = 0;
+    // Transactions to inspect on the next packet of each (flow) direction: ids
+    // [defer_lo, defer_lo + defer_span] unless defer_span is kNoDefer (see defer_tx()). Kept
+    // small: a UDP DNS flow is ~600 bytes in all.
+    static constexpr uint32_t kNoDefer = UINT32_MAX;
+    uint64_t defer_lo[2] = {0, 0};
+    uint32_t defer_span[2] = {kNoDefer, kNoDefer};
+    bool has_defer(int d) const { return defer_span[d] != kNoDefer; }
+    // Memcap accounting: the bytes counted for this state, its flow, and its place in the
+    // worker's LRU list (touched on every on_data / on_eof).
+    size_t mem = 0;
+    flow::Flow* flow = nullptr;
+    FlowState* lru_prev = nullptr;
+    FlowState* lru_next = nullptr;
+};
+
+}  // namespace picket::sensor::applayer
