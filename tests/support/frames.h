@@ -117,6 +117,7 @@ struct V4 {
     uint8_t ttl = 64;
     Bytes opts;  // multiple of 4
     bool l4_checksum = true;
+    bool ip_checksum = true;  // false: the header checksum stays 0 (inputs decoded unchecked)
 
     V4& with_proto(uint8_t v) {
         proto = v;
@@ -147,6 +148,14 @@ struct V4 {
         l4_checksum = v;
         return *this;
     }
+    V4& with_ip_checksum(bool v) {
+        ip_checksum = v;
+        return *this;
+    }
+    V4& with_ttl(uint8_t v) {
+        ttl = v;
+        return *this;
+    }
 };
 
 inline Bytes ipv4(const V4& h, const Bytes& payload) {
@@ -162,7 +171,9 @@ inline Bytes ipv4(const V4& h, const Bytes& payload) {
     std::copy(h.src, h.src + 4, b.begin() + 12);
     std::copy(h.dst, h.dst + 4, b.begin() + 16);
     std::copy(h.opts.begin(), h.opts.end(), b.begin() + 20);
-    put16(b, 10, fold(sum16(b.data(), hlen)));
+    if (h.ip_checksum) {
+        put16(b, 10, fold(sum16(b.data(), hlen)));
+    }
     std::copy(payload.begin(), payload.end(), b.begin() + hlen);
     // A payload cut short of the L4 checksum field (a truncated-header test) has none to fill.
     if (h.l4_checksum && (h.frag & 0x3fff) == 0 &&
