@@ -17,11 +17,9 @@ build with DPDK; skips otherwise.
 
 Usage: dpdk_test.py --build BUILD_DIR   (or --sensor PATH, or $PICKET_SENSOR)
 """
-import argparse
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
@@ -33,26 +31,11 @@ import pcapcraft as pc  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart)
+import picket_e2e  # noqa: E402
 
 SENSOR = None
 RULES = 'drop tcp any any -> any any (msg:"dpdk e2e drop"; content:"EVIL-DPDK-PAYLOAD"; ' \
         'sid:9101; rev:1;)\n'
-
-
-def read_pcap(path):
-    """Frames of a classic pcap file (either byte order), without their timestamps."""
-    with open(path, "rb") as f:
-        data = f.read()
-    if len(data) < 24:
-        return []
-    magic = struct.unpack("<I", data[:4])[0]
-    endian = "<" if magic in (0xA1B2C3D4, 0xA1B23C4D) else ">"
-    frames, off = [], 24
-    while off + 16 <= len(data):
-        _, _, incl, _ = struct.unpack(endian + "IIII", data[off:off + 16])
-        frames.append(data[off + 16:off + 16 + incl])
-        off += 16 + incl
-    return frames
 
 
 def craft(path):
@@ -138,10 +121,10 @@ class DpdkCase(unittest.TestCase):
              "net_pcap1,rx_pcap=%s,tx_pcap=%s" % (self.empty, out_path)],
             [{"interface": "net_pcap0", "copy-iface": "net_pcap1"}], "ips")
         expected = [f for i, f in enumerate(self.frames) if i not in self.dropped]
-        got = read_pcap(out_path)
+        got = pc.pcap_frames(out_path)
         self.assertEqual(len(got), len(expected))
         self.assertEqual(got, expected)  # byte for byte, in order
-        self.assertEqual(read_pcap(rev_path), [])
+        self.assertEqual(pc.pcap_frames(rev_path), [])
         self.assertEqual(len(alerts), 1, alerts)
         a = alerts[0]
         self.assertEqual(a["alert"]["signature_id"], 9101)
@@ -166,13 +149,5 @@ class DpdkCase(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", help="build directory (sensor/picket-sensor inside)")
-    ap.add_argument("--sensor", help="path of picket-sensor")
-    args, rest = ap.parse_known_args()
-    SENSOR = args.sensor or os.environ.get("PICKET_SENSOR")
-    if not SENSOR and args.build:
-        SENSOR = os.path.join(args.build, "sensor", "picket-sensor")
-    if not SENSOR or not os.access(SENSOR, os.X_OK):
-        sys.exit("picket-sensor not found: give --build DIR, --sensor PATH or $PICKET_SENSOR")
-    picket_test.main([sys.argv[0]] + rest)
+    SENSOR, argv = picket_e2e.sensor_from_args()
+    picket_test.main(argv)

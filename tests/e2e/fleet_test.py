@@ -20,7 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import fleetlib  # noqa: E402
 from fleetlib import binary, eve_alerts, live_sensor_cmd  # noqa: E402
-from sensor_live_test import have_netns, stats_events  # noqa: E402
+from picket_e2e import have_netns, stats_events  # noqa: E402  (on sys.path via fleetlib)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart)

@@ -4,10 +4,10 @@ for the manager to listen and for a condition, stopping what a test started, pic
 bundles and eve.json alerts.
 
 The tests are scripts that CTest runs as `NAME_test.py --build BUILD_DIR [...]`
-(tests/e2e/CMakeLists.txt); parse_args() reads that command line and sets BUILD, against which
-binary() resolves. Not a test itself: unittest finds nothing to run here.
+(tests/e2e/CMakeLists.txt); parse_args() (tests/support/picket_e2e.py) reads that command line
+and sets the build tree, against which binary() resolves. Not a test itself: unittest finds
+nothing to run here.
 """
-import argparse
 import json
 import os
 import signal
@@ -15,26 +15,11 @@ import subprocess
 import sys
 import time
 
-BUILD = None
-
-
-def binary(*parts):
-    return os.path.join(BUILD, *parts)
-
-
-def parse_args(*dirs):
-    """Reads --build BUILD_DIR and each option in `dirs` (directories too, e.g. "--source"), all
-    required; sets BUILD. Returns ({option name: absolute path}, argv for unittest.main) so that
-    unittest's own options still work."""
-    global BUILD
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    for opt in dirs:
-        ap.add_argument(opt, required=True)
-    args, rest = ap.parse_known_args()
-    paths = {k: os.path.abspath(v) for k, v in vars(args).items()}
-    BUILD = paths["build"]
-    return paths, [sys.argv[0]] + rest
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+# The build tree, the command line and eve.json readers (tests/support/picket_e2e.py), for the
+# fleet tests that import them from here.
+from picket_e2e import (binary, eve_alerts, parse_args, picketctl_bin, poll,  # noqa: E402,F401
+                        sensor_bin, trafficgen_bin)
 
 
 def netns(ns):
@@ -43,7 +28,7 @@ def netns(ns):
 
 
 def trafficgen(out, *args):
-    r = subprocess.run([binary("tools", "trafficgen", "picket-trafficgen"), "-o", out] +
+    r = subprocess.run([trafficgen_bin(), "-o", out] +
                        list(args), capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
 
@@ -64,7 +49,7 @@ def live_sensor_cmd(name, logdir, manager, auth, state_dir):
     """picket-sensor capturing TCP on pkt-b with one worker, reporting to `manager` as `name`
     (`auth`: --insecure or its TLS flags); eve.json stats every 0.5 s, metrics every second so
     that the manager sees changes quickly."""
-    return ([binary("sensor", "picket-sensor"), "-i", "pkt-b", "--workers", "1", "-l", logdir,
+    return ([sensor_bin(), "-i", "pkt-b", "--workers", "1", "-l", logdir,
              "--manager", manager, "--name", name] + list(auth) +
             ["--state-dir", state_dir, "--labels", "site=lab", "--metrics-interval", "1",
              "--set", "stats-interval=0.5", "tcp"])
@@ -94,22 +79,6 @@ def wait_listening(ns, ports, seconds, proc=None):
     raise AssertionError("manager did not listen")
 
 
-def poll(fn, what, seconds, retry_on=()):
-    """Calls fn() every 0.2 s until it returns something true, and returns that; an exception
-    in `retry_on` counts as "not yet" (e.g. AssertionError from picketctl while the manager
-    restarts). Fails after `seconds`."""
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        try:
-            value = fn()
-        except retry_on:
-            value = None
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError("timed out waiting for " + what)
-
-
 def stop_all(procs):
     """SIGTERM to every process still running, the last started first (sensors before the
     manager), then 20 s each to exit, its pipes drained; SIGKILL after that."""
@@ -134,19 +103,6 @@ def write_bundle(d, rules):
     return d
 
 
-def eve_alerts(eve):
-    """{sid: alerts} of the complete lines of an eve.json (the sensor may be mid-write)."""
-    out = {}
-    if not os.path.exists(eve):
-        return out
-    with open(eve) as f:
-        for line in f:
-            if line.endswith("\n") and '"event_type":"alert"' in line:
-                sid = json.loads(line)["alert"]["signature_id"]
-                out[sid] = out.get(sid, 0) + 1
-    return out
-
-
 class FleetCase:
     """Mixin for a unittest.TestCase that drives the manager. The class sets `ctl_flags`
     (--manager and how picketctl authenticates) and, when the fleet lives in a network
@@ -156,7 +112,7 @@ class FleetCase:
     ctl_flags = ()
 
     def ctl_raw(self, *args, timeout=120):
-        return subprocess.run(netns(self.ns) + [binary("manager", "cli", "picketctl")] +
+        return subprocess.run(netns(self.ns) + [picketctl_bin()] +
                               list(self.ctl_flags) + ["--json"] + list(args),
                               capture_output=True, text=True, timeout=timeout)
 

@@ -31,7 +31,6 @@ memcaps; every flow accounted for.
 
 Usage: flood_test.py --build BUILD_DIR   (or --sensor PATH)
 """
-import argparse
 import os
 import shutil
 import sys
@@ -47,6 +46,7 @@ import floodrun as fr  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart)
+import picket_e2e  # noqa: E402
 
 SENSOR = None
 # Checks that show a sensor bug: asserted in their own test, run as an expected failure until
@@ -54,12 +54,7 @@ SENSOR = None
 # (The DNS flood's peak RSS was one, ~5 KB of app state per UDP DNS flow under no memcap,
 # until app-layer.memcap: sensor/applayer/README.md.)
 KNOWN_ENGINE_BUGS = {}
-
-
-def known_bug(key):
-    def wrap(fn):
-        return unittest.expectedFailure(fn) if key in KNOWN_ENGINE_BUGS else fn
-    return wrap
+known_bug = picket_e2e.known_bugs(KNOWN_ENGINE_BUGS)
 
 
 # The memcaps, scaled down with the floods (stated in the docstring above).
@@ -147,16 +142,8 @@ class FloodTest(unittest.TestCase):
 
 def main():
     global SENSOR
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build")
-    ap.add_argument("--sensor")
-    args, rest = ap.parse_known_args()
-    SENSOR = args.sensor or os.environ.get("PICKET_SENSOR") or (
-        os.path.join(args.build, "sensor", "picket-sensor") if args.build else None)
-    if not SENSOR or not os.access(SENSOR, os.X_OK):
-        print("flood_test: give --build BUILD_DIR or --sensor PATH", file=sys.stderr)
-        return 2
-    return picket_test.run([sys.argv[0]] + rest)
+    SENSOR, argv = picket_e2e.sensor_from_args()
+    return picket_test.run(argv)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ by bench/inline/inline_latency.py.
 
 Usage: inline_test.py --build BUILD_DIR
 """
-import argparse
 import hashlib
 import json
 import os
@@ -34,8 +33,9 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart)
+import picket_e2e  # noqa: E402
+from picket_e2e import eve_events, have_netns, sensor_bin  # noqa: E402
 
-BUILD = None
 PORT = 8080
 
 RULES = r'''drop http any any -> any any (msg:"evil uri"; http.uri; content:"/evil"; sid:1;)
@@ -92,16 +92,6 @@ def run(cmd, check=True, **kw):
     if check and r.returncode != 0:
         raise RuntimeError("%s: exit %d: %s" % (" ".join(cmd), r.returncode, r.stderr.strip()))
     return r
-
-
-def have_netns():
-    if os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("iptables") is None:
-        return False
-    name = "picket-probe-%d" % os.getpid()
-    ok = subprocess.run(["ip", "netns", "add", name], capture_output=True).returncode == 0
-    if ok:
-        subprocess.run(["ip", "netns", "del", name], capture_output=True)
-    return ok
 
 
 class Topology:
@@ -211,7 +201,7 @@ class Topology:
 
 
 def start_sensor(topo, mode, rules, outdir, extra=(), workers=1, start_timeout=60):
-    sensor = os.path.join(BUILD, "sensor", "picket-sensor")
+    sensor = sensor_bin()
     cmd = [sensor, "-S", rules, "-l", outdir, "-k", "none", "--set", "stats-interval=1"]
     if mode == "nfqueue":
         cmd += ["--capture", "nfqueue", "--queue", "0"]
@@ -245,16 +235,7 @@ def stop_sensor(proc, sig=signal.SIGTERM):
         return proc.wait()
 
 
-def eve_events(outdir):
-    events = []
-    with open(os.path.join(outdir, "eve.json")) as f:
-        for line in f:
-            if line.endswith("\n"):
-                events.append(json.loads(line))
-    return events
-
-
-@unittest.skipUnless(have_netns(), "needs root, iptables and network namespaces")
+@unittest.skipUnless(have_netns("iptables"), "needs root, iptables and network namespaces")
 class Inline(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="picket-inline-")
@@ -323,7 +304,7 @@ class Inline(unittest.TestCase):
         self.assertEqual(seen.count("GET /data.bin"), 3, seen)
 
         self.assertEqual(stop_sensor(sensor), 0)
-        events = eve_events(out)
+        events = eve_events(os.path.join(out, "eve.json"))
         alerts = {}
         for ev in events:
             if ev.get("event_type") == "alert":
@@ -380,8 +361,5 @@ class Inline(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    args, rest = ap.parse_known_args()
-    BUILD = os.path.abspath(args.build)
-    picket_test.main([sys.argv[0]] + rest)
+    _, argv = picket_e2e.parse_args()
+    picket_test.main(argv)

@@ -112,6 +112,30 @@ class PcapWriter:
                 f.write(frame)
 
 
+def read_pcap(path):
+    """(linktype, [(ts_sec, ts_usec, frame, orig_len)]) of a classic pcap file in either byte
+    order, as picket-trafficgen, PcapWriter and the sensor write it; (None, []) when the file
+    is shorter than its header. A last record cut short keeps what is there."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 24:
+        return None, []
+    magic = struct.unpack("<I", data[:4])[0]
+    endian = "<" if magic in (0xA1B2C3D4, 0xA1B23C4D) else ">"
+    linktype = struct.unpack(endian + "I", data[20:24])[0]
+    records, off = [], 24
+    while off + 16 <= len(data):
+        sec, usec, incl, orig = struct.unpack(endian + "IIII", data[off:off + 16])
+        records.append((sec, usec, data[off + 16:off + 16 + incl], orig))
+        off += 16 + incl
+    return linktype, records
+
+
+def pcap_frames(path):
+    """The frames of a classic pcap file, without their timestamps."""
+    return [frame for _, _, frame, _ in read_pcap(path)[1]]
+
+
 class TcpConn:
     """One TCP connection. Stream offsets (`off`) count from the byte after the SYN, as the
     sensor's reassembly does; send()/reply() without `off` continue in order."""

@@ -11,7 +11,6 @@ from `picketctl pki` and an admin token, real picket-sensor processes replaying 
 
 Usage: security_test.py --build BUILD_DIR   (runtime about 30 s)
 """
-import argparse
 import json
 import os
 import re
@@ -25,22 +24,8 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart)
-
-BUILD = None
-
-
-def binary(*parts):
-    return os.path.join(BUILD, *parts)
-
-
-def wait_until(pred, timeout=20, what="condition"):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.2)
-    raise AssertionError("timed out waiting for " + what)
+import picket_e2e  # noqa: E402
+from picket_e2e import binary, poll  # noqa: E402
 
 
 class Proc:
@@ -63,7 +48,7 @@ class Proc:
             if not m and self.p.poll() is not None:
                 raise AssertionError("exited %s:\n%s" % (self.p.returncode, self.text()))
             return m
-        return wait_until(found, timeout, "/%s/ in %s" % (pattern, self.log_path))
+        return poll(found, "/%s/ in %s" % (pattern, self.log_path), timeout)
 
     def stop(self):
         if self.p.poll() is None:
@@ -163,8 +148,8 @@ class Security(unittest.TestCase):
         return token
 
     def connected(self, name):
-        return wait_until(lambda: self.sensors().get(name, {}).get("connected"), 20,
-                          name + " to connect")
+        return poll(lambda: self.sensors().get(name, {}).get("connected"), name + " to connect",
+                    20)
 
     # ---- defaults: TLS unless --insecure, --insecure only on loopback
 
@@ -223,8 +208,8 @@ class Security(unittest.TestCase):
     def test_3_revoked_certificate_sensor_is_cut_off(self):
         edge1 = self.sensor("edge1", "edge1", *self.cert_auth("edge1"))
         self.connected("edge1")
-        wait_until(lambda: self.ctl("sensor", "show", "edge1")["counters_timestamp"], 20,
-                   "edge1 metrics")
+        poll(lambda: self.ctl("sensor", "show", "edge1")["counters_timestamp"], "edge1 metrics",
+             20)
         t0 = time.time()
         out = self.ctl("sensor", "revoke", "edge1")
         self.assertEqual(out["name"], "edge1")
@@ -274,12 +259,8 @@ class Security(unittest.TestCase):
 
 
 def main():
-    global BUILD
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    args, rest = ap.parse_known_args()
-    BUILD = os.path.abspath(args.build)
-    picket_test.main([sys.argv[0]] + rest)
+    _, argv = picket_e2e.parse_args()
+    picket_test.main(argv)
 
 
 if __name__ == "__main__":

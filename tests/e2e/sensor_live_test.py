@@ -7,7 +7,6 @@ final stats. Skipped when not root or when namespaces are unavailable.
 
 Usage: sensor_live_test.py --build BUILD_DIR
 """
-import argparse
 import json
 import os
 import shutil
@@ -23,8 +22,8 @@ import fleetlib  # noqa: E402 (beside this file)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart)
-
-BUILD = None
+import picket_e2e  # noqa: E402
+from picket_e2e import have_netns, sensor_bin, stats_events, trafficgen_bin  # noqa: E402
 
 SENDER = r'''
 import socket, struct, sys
@@ -45,36 +44,13 @@ print(sent)
 '''
 
 
-def have_netns():
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        return False
-    name = "picket-probe-%d" % os.getpid()
-    ok = subprocess.run(["ip", "netns", "add", name], capture_output=True).returncode == 0
-    if ok:
-        subprocess.run(["ip", "netns", "del", name], capture_output=True)
-    return ok
-
-
-def stats_events(path):
-    out = []
-    if not os.path.exists(path):
-        return out
-    with open(path) as f:
-        for line in f:
-            if line.endswith("\n"):
-                ev = json.loads(line)
-                if ev.get("event_type") == "stats":
-                    out.append(ev["stats"])
-    return out
-
-
 @unittest.skipUnless(have_netns(), "needs root and network namespaces")
 class LiveCapture(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="picket-live-")
         cls.pcap = os.path.join(cls.tmp, "live.pcap")
-        gen = os.path.join(BUILD, "tools", "trafficgen", "picket-trafficgen")
+        gen = trafficgen_bin()
         # No VLAN tags (AF_PACKET hands tags over out of band) and no fragments (a veth's
         # MTU is the limit either way): the counts must be exact.
         r = subprocess.run([gen, "-o", cls.pcap, "--seed", "11", "--sessions", "400",
@@ -107,7 +83,7 @@ class LiveCapture(unittest.TestCase):
         logdir = tempfile.mkdtemp(dir=self.tmp)
         eve = os.path.join(logdir, "eve.json")
         sensor = subprocess.Popen(
-            ["ip", "netns", "exec", self.ns, os.path.join(BUILD, "sensor", "picket-sensor"),
+            ["ip", "netns", "exec", self.ns, sensor_bin(),
              "-i", "pkt-b", "--capture", capture, "--workers", str(workers), "-l", logdir,
              "--set", "stats-interval=0.5", "--set", "capture.bpf-mode=" + bpf_mode, "tcp"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -166,7 +142,7 @@ class LiveReload(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="picket-hup-")
         cls.pcap = os.path.join(cls.tmp, "attacks.pcap")
-        gen = os.path.join(BUILD, "tools", "trafficgen", "picket-trafficgen")
+        gen = trafficgen_bin()
         r = subprocess.run([gen, "-o", cls.pcap, "--seed", "13", "--sessions", "300",
                             "--vlan-share", "0", "--frag-share", "0", "--attack", "/etc/passwd",
                             "--attack", "cmd.exe", "--attack-share", "0.3"],
@@ -211,7 +187,7 @@ class LiveReload(unittest.TestCase):
         logdir = tempfile.mkdtemp(dir=self.tmp)
         eve = os.path.join(logdir, "eve.json")
         sensor = subprocess.Popen(
-            ["ip", "netns", "exec", self.ns, os.path.join(BUILD, "sensor", "picket-sensor"),
+            ["ip", "netns", "exec", self.ns, sensor_bin(),
              "-i", "pkt-b", "--workers", "2", "-l", logdir, "-S", rules,
              "--set", "stats-interval=0.3", "tcp"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -238,8 +214,5 @@ class LiveReload(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    args, rest = ap.parse_known_args()
-    BUILD = os.path.abspath(args.build)
-    picket_test.main([sys.argv[0]] + rest)
+    _, argv = picket_e2e.parse_args()
+    picket_test.main(argv)

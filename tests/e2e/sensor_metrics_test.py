@@ -13,7 +13,6 @@ busy listen addresses, and a clean exit (status 0) on SIGINT.
 
 Usage: sensor_metrics_test.py --build BUILD_DIR
 """
-import argparse
 import json
 import os
 import re
@@ -29,8 +28,9 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart)
+import picket_e2e  # noqa: E402
+from picket_e2e import binary, manager_bin, picketctl_bin, sensor_bin, trafficgen_bin  # noqa: E402
 
-BUILD = None
 PROMTOOL = "/usr/bin/promtool"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -71,14 +71,6 @@ RULES_FAILED = 1
 
 SAMPLE_RE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
 LABEL_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)",?')
-
-
-def sensor_bin():
-    return os.path.join(BUILD, "sensor", "picket-sensor")
-
-
-def trafficgen_bin():
-    return os.path.join(BUILD, "tools", "trafficgen", "picket-trafficgen")
 
 
 def parse_exposition(body):
@@ -335,12 +327,12 @@ class SensorMetrics(unittest.TestCase):
 
     def test_bundle_from_the_manager_shows_on_the_sensor(self):
         for tool in (("manager", "picket-manager"), ("manager", "cli", "picketctl")):
-            if not os.path.exists(os.path.join(BUILD, *tool)):
+            if not os.path.exists(binary(*tool)):
                 self.skipTest("%s is not built" % "/".join(tool))
         manager_log = os.path.join(self.tmp, "manager.log")
         with open(manager_log, "w") as log:
             manager = subprocess.Popen(
-                [os.path.join(BUILD, "manager", "picket-manager"), "--listen", "127.0.0.1:0",
+                [manager_bin(), "--listen", "127.0.0.1:0",
                  "--db", os.path.join(self.tmp, "fleet.db"), "--insecure", "--metrics-listen",
                  "127.0.0.1:0"], stdout=subprocess.DEVNULL, stderr=log)
         try:
@@ -370,7 +362,7 @@ class SensorMetrics(unittest.TestCase):
                 f.write("{}\n")
 
             def ctl(*args):
-                r = subprocess.run([os.path.join(BUILD, "manager", "cli", "picketctl"),
+                r = subprocess.run([picketctl_bin(),
                                     "--manager", addr, "--insecure", "--json"] + list(args),
                                    capture_output=True, text=True, timeout=120)
                 self.assertEqual(r.returncode, 0, "%s: %s %s" % (args, r.stdout, r.stderr))
@@ -434,8 +426,5 @@ class SensorMetrics(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    args, rest = ap.parse_known_args()
-    BUILD = os.path.abspath(args.build)
-    picket_test.main([sys.argv[0]] + rest)
+    _, argv = picket_e2e.parse_args()
+    picket_test.main(argv)

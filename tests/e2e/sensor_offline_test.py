@@ -8,7 +8,6 @@ Also runs the shared pcaps in ../shared/data/pcaps when present (skipped otherwi
 
 Usage: sensor_offline_test.py --build BUILD_DIR
 """
-import argparse
 import json
 import os
 import shutil
@@ -18,20 +17,16 @@ import sys
 import tempfile
 import unittest
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pcapcraft  # noqa: E402
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart)
+import picket_e2e  # noqa: E402
+from picket_e2e import sensor_bin, stats_events, trafficgen_bin  # noqa: E402
 
-BUILD = None
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED_PCAPS = os.path.join(os.path.dirname(ROOT), "shared", "data", "pcaps")
-
-
-def sensor_bin():
-    return os.path.join(BUILD, "sensor", "picket-sensor")
-
-
-def trafficgen_bin():
-    return os.path.join(BUILD, "tools", "trafficgen", "picket-trafficgen")
 
 
 def run(args, timeout=300):
@@ -39,14 +34,9 @@ def run(args, timeout=300):
 
 
 def last_stats(logdir):
-    events = []
-    with open(os.path.join(logdir, "eve.json")) as f:
-        for line in f:
-            ev = json.loads(line)
-            if ev.get("event_type") == "stats":
-                events.append(ev)
-    assert events, "no stats event in eve.json"
-    return events[-1]["stats"]
+    stats = stats_events(os.path.join(logdir, "eve.json"))
+    assert stats, "no stats event in eve.json"
+    return stats[-1]
 
 
 def stat(stats, dotted):
@@ -58,21 +48,8 @@ def stat(stats, dotted):
 
 def count_pcap(path):
     """Independent count of records and wire bytes of a classic pcap file."""
-    n = 0
-    total = 0
-    with open(path, "rb") as f:
-        hdr = f.read(24)
-        magic = struct.unpack("<I", hdr[:4])[0]
-        endian = "<" if magic in (0xA1B2C3D4, 0xA1B23C4D) else ">"
-        while True:
-            rec = f.read(16)
-            if len(rec) < 16:
-                break
-            _, _, incl, orig = struct.unpack(endian + "IIII", rec)
-            f.seek(incl, 1)
-            n += 1
-            total += orig
-    return n, total
+    _, records = pcapcraft.read_pcap(path)
+    return len(records), sum(orig for _, _, _, orig in records)
 
 
 class Generated(unittest.TestCase):
@@ -379,8 +356,5 @@ class SharedPcaps(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    args, rest = ap.parse_known_args()
-    BUILD = os.path.abspath(args.build)
-    picket_test.main([sys.argv[0]] + rest)
+    _, argv = picket_e2e.parse_args()
+    picket_test.main(argv)

@@ -23,7 +23,6 @@ dns / tls objects) and the exact counters of the final stats event.
 
 Usage: stream_applayer_test.py --build BUILD_DIR   (or --sensor PATH, or $PICKET_SENSOR)
 """
-import argparse
 import hashlib
 import json
 import os
@@ -41,6 +40,7 @@ import pcapcraft as pc  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart)
+import picket_e2e  # noqa: E402
 
 SENSOR = None
 
@@ -48,13 +48,7 @@ SENSOR = None
 # expected failures until the engine is fixed. Key: test id (method name, or
 # "policy:<policy>:<shape>"); value: the reason. Empty when the engine passes everything.
 KNOWN_ENGINE_BUGS = {}
-
-
-def known_bug(key):
-    """Marks a test as an expected failure while KNOWN_ENGINE_BUGS lists it."""
-    def wrap(fn):
-        return unittest.expectedFailure(fn) if key in KNOWN_ENGINE_BUGS else fn
-    return wrap
+known_bug = picket_e2e.known_bugs(KNOWN_ENGINE_BUGS)
 
 
 # --------------------------------------------------------------------------- running the sensor
@@ -1367,16 +1361,5 @@ class RawTiming(SensorCase):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", help="build directory (sensor/picket-sensor inside)")
-    ap.add_argument("--sensor", help="path of picket-sensor")
-    args, rest = ap.parse_known_args()
-    if args.sensor:
-        SENSOR = os.path.abspath(args.sensor)
-    elif args.build:
-        SENSOR = os.path.join(os.path.abspath(args.build), "sensor", "picket-sensor")
-    else:
-        SENSOR = os.environ.get("PICKET_SENSOR")
-    if not SENSOR or not os.access(SENSOR, os.X_OK):
-        sys.exit("picket-sensor not found: give --build DIR, --sensor PATH or $PICKET_SENSOR")
-    picket_test.main([sys.argv[0]] + rest)
+    SENSOR, argv = picket_e2e.sensor_from_args()
+    picket_test.main(argv)

@@ -8,6 +8,7 @@
 // everything gives every byte back.
 // Input: [config: 2 bytes] then records of [5-byte header][payload]; see below.
 // Seed corpus: tests/fuzz/corpus/defrag (also made by tests/fuzz/make_corpus.sh).
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -16,61 +17,40 @@
 
 #include "sensor/decode/decode.h"
 #include "sensor/defrag/defrag.h"
+#include "tests/support/frames.h"
 
 namespace {
 
 using namespace picket::sensor;
 
-void put16(uint8_t* p, uint32_t v) {
-    p[0] = static_cast<uint8_t>(v >> 8);
-    p[1] = static_cast<uint8_t>(v);
-}
-
-// Raw IPv4 or IPv6 fragment of datagram `key` with `len` payload bytes at byte offset `off`.
+// Raw IPv4 or IPv6 fragment of datagram `key` with `len` payload bytes at byte offset `off`:
+// 192.0.2.1 / 2001:db8::1 to .2+key / ::2+key, TTL 64, no checksums (decoded unchecked).
 std::vector<uint8_t> fragment(bool v6, uint32_t key, uint8_t proto, uint32_t off, bool mf,
                               const uint8_t* data, size_t len) {
-    std::vector<uint8_t> f;
+    namespace frames = picket::testing::frames;
+    const frames::Bytes payload(data, data + len);
     if (!v6) {
-        f.assign(20 + len, 0);
-        f[0] = 0x45;
-        put16(&f[2], static_cast<uint32_t>(20 + len));
-        put16(&f[4], 0x1000 + key);
-        put16(&f[6], (mf ? 0x2000 : 0) | ((off / 8) & 0x1fff));
-        f[8] = 64;
-        f[9] = proto;
-        const uint8_t src[4] = {192, 0, 2, 1}, dst[4] = {192, 0, 2, static_cast<uint8_t>(2 + key)};
-        std::memcpy(&f[12], src, 4);
-        std::memcpy(&f[16], dst, 4);
-        if (len != 0) {
-            std::memcpy(&f[20], data, len);
-        }
-        return f;
+        frames::V4 h;
+        h.with_addrs({192, 0, 2, 1}, {192, 0, 2, static_cast<uint8_t>(2 + key)})
+            .with_proto(proto)
+            .with_tos(0)
+            .with_id(static_cast<uint16_t>(0x1000 + key))
+            .with_frag(static_cast<uint16_t>((mf ? 0x2000 : 0) | ((off / 8) & 0x1fff)))
+            .with_l4_checksum(false)
+            .with_ip_checksum(false);
+        return frames::ipv4(h, payload);
     }
-    f.assign(48 + len, 0);
-    f[0] = 0x60;
-    put16(&f[4], static_cast<uint32_t>(8 + len));
-    f[6] = 44;  // Fragment header
-    f[7] = 64;
-    f[8] = 0x20;
-    f[9] = 0x01;
-    f[10] = 0x0d;
-    f[11] = 0xb8;
-    f[23] = 1;
-    f[24] = 0x20;
-    f[25] = 0x01;
-    f[26] = 0x0d;
-    f[27] = 0xb8;
-    f[39] = static_cast<uint8_t>(2 + key);
-    uint8_t* fh = &f[40];
-    fh[0] = proto;
-    put16(fh + 2, (off & 0xfff8) | (mf ? 1 : 0));
-    fh[4] = 0;
-    fh[5] = 0;
-    put16(fh + 6, 0x1000 + key);
-    if (len != 0) {
-        std::memcpy(&f[48], data, len);
-    }
-    return f;
+    frames::V6 h;
+    std::array<uint8_t, 16> dst{0x20, 0x01, 0x0d, 0xb8};
+    dst[15] = static_cast<uint8_t>(2 + key);
+    h.with_addrs({0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, dst)
+        .with_tclass(0)
+        .with_hlim(64)
+        .with_nh(44)  // Fragment header
+        .with_l4_checksum(false);
+    return frames::ipv6(
+        h, frames::cat({frames::frag6(proto, static_cast<uint16_t>(off & 0xfff8), mf, 0x1000 + key),
+                        payload}));
 }
 
 }  // namespace

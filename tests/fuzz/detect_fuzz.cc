@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -26,11 +27,13 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "sensor/decode/decode.h"
 #include "sensor/detect/detect.h"
 #include "sensor/flow/flow.h"
+#include "tests/support/frames.h"
 
 namespace {
 
@@ -409,75 +412,48 @@ private:
 constexpr uint8_t kV4Hosts[][4] = {{10, 0, 0, 1}, {10, 0, 0, 2}, {192, 168, 1, 5}, {8, 8, 8, 8}};
 constexpr uint16_t kPortsUsed[] = {80, 443, 53, 8080, 40000, 40001, 1234, 22};
 
-void put16(std::vector<uint8_t>& b, size_t off, uint16_t v) {
-    b[off] = static_cast<uint8_t>(v >> 8);
-    b[off + 1] = static_cast<uint8_t>(v);
-}
-
 // A raw IP datagram (DLT_RAW) from `client` to `server` (swapped when to_client) with
 // protocol `proto` (6, 17 or 1) and `payload`. Checksums are left 0 (decoded without checks).
 std::vector<uint8_t> build_frame(bool v6, int client, int server, uint16_t cport, uint16_t sport,
                                  bool to_client, uint8_t proto, uint8_t arg,
                                  std::string_view payload) {
-    const size_t l4_len = (proto == 6 ? 20 : 8) + payload.size();
-    const size_t ip_len = v6 ? 40 : 20;
-    std::vector<uint8_t> b(ip_len + l4_len, 0);
+    namespace frames = picket::testing::frames;
     int src = client, dst = server;
     uint16_t sp = cport, dp = sport;
     if (to_client) {
         std::swap(src, dst);
         std::swap(sp, dp);
     }
-    if (v6) {
-        b[0] = 0x60;
-        put16(b, 4, static_cast<uint16_t>(l4_len));
-        b[6] = proto == 1 ? 58 : proto;
-        b[7] = (arg & 1) ? 64 : 128;
-        // 2001:db8::1 .. 2001:db8::4
-        for (int side = 0; side < 2; ++side) {
-            uint8_t* a = &b[8 + 16 * side];
-            a[0] = 0x20;
-            a[1] = 0x01;
-            a[2] = 0x0d;
-            a[3] = 0xb8;
-            a[15] = static_cast<uint8_t>(1 + (side == 0 ? src : dst));
-        }
-    } else {
-        b[0] = 0x45;
-        b[1] = (arg & 2) ? 0x10 : 0;
-        put16(b, 2, static_cast<uint16_t>(ip_len + l4_len));
-        put16(b, 4, static_cast<uint16_t>(arg));
-        b[8] = (arg & 1) ? 64 : 128;
-        b[9] = proto;
-        for (int k = 0; k < 4; ++k) {
-            b[12 + k] = kV4Hosts[src][k];
-            b[16 + k] = kV4Hosts[dst][k];
-        }
-    }
-    uint8_t* l4 = &b[ip_len];
+    const frames::Bytes data(payload.begin(), payload.end());
+    frames::Bytes l4;
     if (proto == 1) {
-        l4[0] = arg;  // ICMP type (ICMPv6 on v6), code 0, id, seq
-        l4[4] = 0;
-        l4[5] = 1;
-        l4[7] = arg;
+        l4 = frames::icmp(arg, 0, 1, arg, data);  // ICMPv6 on v6: type, code 0, id, seq
+    } else if (proto == 6) {
+        l4 = frames::tcp(sp, dp, arg & 0x3f, {}, data);
+        frames::set_tcp_numbers(l4, arg, 0, (arg & 0x80) ? 0x4000 : 0x0100);
     } else {
-        l4[0] = static_cast<uint8_t>(sp >> 8);
-        l4[1] = static_cast<uint8_t>(sp);
-        l4[2] = static_cast<uint8_t>(dp >> 8);
-        l4[3] = static_cast<uint8_t>(dp);
-        if (proto == 6) {
-            l4[7] = arg;                          // seq
-            l4[12] = 0x50;                        // data offset 5
-            l4[13] = arg & 0x3f;                  // flags
-            l4[14] = (arg & 0x80) ? 0x40 : 0x01;  // window
-        } else {
-            l4[4] = static_cast<uint8_t>(l4_len >> 8);
-            l4[5] = static_cast<uint8_t>(l4_len);
-        }
+        l4 = frames::udp(sp, dp, data);
     }
-    std::copy(payload.begin(), payload.end(),
-              b.begin() + static_cast<ptrdiff_t>(ip_len + l4_len - payload.size()));
-    return b;
+    const uint8_t ttl = (arg & 1) ? 64 : 128;
+    if (v6) {
+        // 2001:db8::1 .. 2001:db8::4
+        std::array<uint8_t, 16> a{0x20, 0x01, 0x0d, 0xb8};
+        std::array<uint8_t, 16> b = a;
+        a[15] = static_cast<uint8_t>(1 + src);
+        b[15] = static_cast<uint8_t>(1 + dst);
+        frames::V6 h;
+        h.with_addrs(a, b).with_tclass(0).with_hlim(ttl).with_nh(proto == 1 ? 58 : proto);
+        return frames::ipv6(h.with_l4_checksum(false), l4);
+    }
+    frames::V4 h;
+    h.with_addrs(std::to_array(kV4Hosts[src]), std::to_array(kV4Hosts[dst]))
+        .with_proto(proto)
+        .with_tos((arg & 2) ? 0x10 : 0)
+        .with_id(arg)
+        .with_ttl(ttl)
+        .with_l4_checksum(false)
+        .with_ip_checksum(false);
+    return frames::ipv4(h, l4);
 }
 
 // Event kinds (first byte % 8).

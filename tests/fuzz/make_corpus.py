@@ -51,22 +51,6 @@ def put(out, target, data, limit=None):
 
 # ---- pcap reading (classic pcap, as picket-trafficgen and pcapcraft write it)
 
-def read_pcap(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    magic = struct.unpack("<I", data[:4])[0]
-    endian = "<" if magic in (0xA1B2C3D4, 0xA1B23C4D) else ">"
-    linktype = struct.unpack(endian + "I", data[20:24])[0]
-    pos = 24
-    frames = []
-    while pos + 16 <= len(data):
-        _, _, incl, _ = struct.unpack(endian + "IIII", data[pos:pos + 16])
-        pos += 16
-        frames.append(data[pos:pos + incl])
-        pos += incl
-    return linktype, frames
-
-
 def l3_of(frame):
     """(ethertype, l3 bytes) after Ethernet and up to two VLAN tags."""
     if len(frame) < 14:
@@ -285,7 +269,7 @@ def traffic(out, trafficgen, tmp):
     else:
         print("make_corpus: no picket-trafficgen, only pcapcraft traffic", file=sys.stderr)
     for p in paths:
-        _, frames = read_pcap(p)
+        frames = pcapcraft.pcap_frames(p)
         packet_seeds(out, frames)
         defrag_seeds(out, frames)
         fl = flows(frames)

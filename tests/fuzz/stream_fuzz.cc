@@ -13,11 +13,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "sensor/decode/decode.h"
 #include "sensor/flow/flow.h"
 #include "sensor/stream/stream.h"
+#include "tests/support/frames.h"
 
 namespace {
 
@@ -25,71 +27,29 @@ using namespace picket::sensor;
 
 constexpr uint32_t kIsn[2] = {0xfffff000u, 0x7ffffff0u};  // client wraps early
 
-void put16(uint8_t* p, uint32_t v) {
-    p[0] = static_cast<uint8_t>(v >> 8);
-    p[1] = static_cast<uint8_t>(v);
-}
-void put32(uint8_t* p, uint32_t v) {
-    put16(p, v >> 16);
-    put16(p + 2, v & 0xffff);
-}
-uint32_t sum16(const uint8_t* p, size_t len, uint32_t sum) {
-    for (size_t i = 0; i + 1 < len; i += 2) {
-        sum += static_cast<uint32_t>(p[i] << 8 | p[i + 1]);
-    }
-    if (len & 1) {
-        sum += static_cast<uint32_t>(p[len - 1] << 8);
-    }
-    return sum;
-}
-uint16_t fold(uint32_t sum) {
-    while (sum >> 16) {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    return static_cast<uint16_t>(~sum);
-}
-
-// Ethernet + IPv4 + TCP (with a window-scale option on SYNs), checksums right unless `bad`.
+// Ethernet (zero MACs) + IPv4 10.0.0.1 <-> 10.0.0.2 (TOS 0, id 0) + TCP (with a window-scale
+// option on SYNs), checksums right unless `bad`.
 std::vector<uint8_t> frame(bool from_client, uint16_t cport, uint32_t seq, uint32_t ack,
                            uint8_t flags, uint16_t window, uint8_t wscale, bool bad,
                            const uint8_t* data, size_t len) {
-    const bool opt = (flags & 0x02) != 0;
-    const uint32_t thl = opt ? 24 : 20;
-    const uint32_t l4 = thl + static_cast<uint32_t>(len);
-    std::vector<uint8_t> f(14 + 20 + l4, 0);
-    put16(f.data() + 12, 0x0800);
-    uint8_t* ip = f.data() + 14;
-    const uint8_t c[4] = {10, 0, 0, 1};
-    const uint8_t s[4] = {10, 0, 0, 2};
-    ip[0] = 0x45;
-    put16(ip + 2, 20 + l4);
-    ip[8] = 64;
-    ip[9] = 6;
-    std::memcpy(ip + 12, from_client ? c : s, 4);
-    std::memcpy(ip + 16, from_client ? s : c, 4);
-    put16(ip + 10, fold(sum16(ip, 20, 0)));
-    uint8_t* t = ip + 20;
-    put16(t, from_client ? cport : 80);
-    put16(t + 2, from_client ? 80 : cport);
-    put32(t + 4, seq);
-    put32(t + 8, ack);
-    t[12] = static_cast<uint8_t>((thl / 4) << 4);
-    t[13] = flags;
-    put16(t + 14, window);
-    if (opt) {
-        t[20] = 1;
-        t[21] = 3;
-        t[22] = 3;
-        t[23] = wscale;
+    namespace frames = picket::testing::frames;
+    frames::Bytes opts;
+    if ((flags & 0x02) != 0) {
+        opts = {1, 3, 3, wscale};  // NOP, window scale
     }
-    if (len != 0) {
-        std::memcpy(t + thl, data, len);
+    frames::Bytes t = frames::tcp(from_client ? cport : 80, from_client ? 80 : cport, flags, opts,
+                                  frames::Bytes(data, data + len));
+    frames::set_tcp_numbers(t, seq, ack, window);
+    frames::V4 h;
+    h.with_tos(0).with_id(0);
+    if (!from_client) {
+        std::swap(h.src, h.dst);
     }
-    uint16_t ck = fold(sum16(t, l4, sum16(ip + 12, 8, 0) + 6 + l4));
+    std::vector<uint8_t> f = frames::eth(frames::Mac{}, frames::Mac{}, 0x0800, frames::ipv4(h, t));
     if (bad) {
-        ck ^= 0x0101;
+        f[14 + 20 + 16] ^= 1;
+        f[14 + 20 + 17] ^= 1;
     }
-    put16(t + 16, ck);
     return f;
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/bundle/bundle.h"
+#include "tests/support/temp_dir.h"
 
 // Debian's absl::string_view is not std::string_view; print it as text in failures.
 namespace absl {
@@ -22,21 +23,7 @@ inline void PrintTo(string_view s, std::ostream* os) {
 
 namespace picket::bundle::testing {
 
-// <temp dir>/<prefix>.XXXXXX, removed with everything in it at destruction.
-class TempDir {
-public:
-    explicit TempDir(const std::string& prefix) {
-        std::string tmpl = (std::filesystem::temp_directory_path() / (prefix + ".XXXXXX")).string();
-        path_ = mkdtemp(tmpl.data());
-    }
-    ~TempDir() { std::filesystem::remove_all(path_); }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    const std::filesystem::path& path() const { return path_; }
-
-private:
-    std::filesystem::path path_;
-};
+using picket::testing::TempDir;
 
 // Writes content to path, creating its parent directories.
 inline void write(const std::filesystem::path& path, const std::string& content) {

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "common/pki/pki.h"
+#include "tests/support/temp_dir.h"
 
 namespace picket::pki {
 namespace {
@@ -22,14 +23,11 @@ unsigned mode_of(const fs::path& p) {
 class UmaskTest : public ::testing::TestWithParam<mode_t> {
 protected:
     void SetUp() override {
-        std::string tmpl = (fs::temp_directory_path() / "pki_modes.XXXXXX").string();
-        root_ = mkdtemp(tmpl.data());
+        root_ = tmp_.path();
         old_ = ::umask(GetParam());
     }
-    void TearDown() override {
-        ::umask(old_);
-        fs::remove_all(root_);
-    }
+    void TearDown() override { ::umask(old_); }
+    picket::testing::TempDir tmp_{"pki_modes"};
     fs::path root_;
     mode_t old_ = 0;
 };

@@ -8,6 +8,11 @@ Run from anywhere: python3 tests/fuzz/corpus/make_decode_corpus.py
 """
 import os
 import struct
+import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "e2e"))
+from pcapcraft import checksum as csum  # noqa: E402  (RFC 1071, shared with the e2e pcaps)
 
 LINK_TYPES = [1, 113, 276, 12, 14, 101, 228, 229, 0, 108]
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "decode")
@@ -15,15 +20,6 @@ OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "decode")
 SRC4, DST4 = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
 SRC6 = bytes.fromhex("20010db8000000000000000000000001")
 DST6 = bytes.fromhex("20010db8000000000000000000000002")
-
-
-def csum(data):
-    if len(data) % 2:
-        data += b"\0"
-    s = sum(struct.unpack("!%dH" % (len(data) // 2), data))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return (~s) & 0xFFFF
 
 
 def tcp(sport=1234, dport=80, flags=0x02, opts=b"", payload=b""):

@@ -5,19 +5,15 @@ one sequence, a TCP handshake in both directions, and IPv4 / IPv6 UDP datagrams 
 fragments (in order, out of order, overlapping)."""
 import os
 import struct
+import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "e2e"))
+from pcapcraft import checksum as csum  # noqa: E402  (RFC 1071, shared with the e2e pcaps)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "pipeline")
 ETH, RAW = 0, 1
-
-
-def csum(b):
-    if len(b) % 2:
-        b += b"\0"
-    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return (~s) & 0xFFFF
 
 
 def ipv4(src, dst, proto, payload, ident=1, frag=0):

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "gtest/gtest.h"
+#include "tests/support/temp_dir.h"
 
 namespace picket::manager::rollout {
 namespace {
@@ -47,9 +48,7 @@ TEST(EvaluateGateTest, CounterResetCountsFromZero) {
 class RolloutTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        std::string tmpl = "/tmp/picket-rollout-" + std::to_string(getpid()) + "-XXXXXX";
-        ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-        dir_ = tmpl;
+        dir_ = tmp_.path().string();
         auto s = store::Store::Open(dir_ + "/fleet.db");
         ASSERT_TRUE(s.ok()) << s.status();
         store_ = std::move(*s);
@@ -83,7 +82,6 @@ protected:
     void TearDown() override {
         rollout_.reset();
         store_.reset();
-        std::filesystem::remove_all(dir_);
     }
     int64_t deploy(int canary, int64_t soak) {
         store::NewDeployment d;
@@ -98,6 +96,7 @@ protected:
     }
     store::Deployment get(int64_t id) { return store_->get_deployment(id).value(); }
 
+    picket::testing::TempDir tmp_{"picket-rollout"};
     std::string dir_;
     std::unique_ptr<store::Store> store_;
     std::unique_ptr<Rollout> rollout_;

@@ -28,39 +28,19 @@
 #include "manager/service/service.h"
 #include "manager/store/store.h"
 #include "picket/v1/picket.grpc.pb.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/wait.h"
 
 namespace picket::manager::service::testing {
 
 // Polls pred every 20 ms until it holds or limit passes; the last answer of pred.
 inline bool wait_for(const std::function<bool()>& pred,
                      std::chrono::milliseconds limit = std::chrono::seconds(10)) {
-    auto end = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < end) {
-        if (pred()) {
-            return true;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return pred();
+    return static_cast<bool>(
+        picket::testing::wait_until(pred, limit, "the condition", std::chrono::milliseconds(20)));
 }
 
-// /tmp/<prefix>-<pid>-XXXXXX, removed with everything in it at destruction.
-class TempDir {
-public:
-    explicit TempDir(const std::string& prefix) {
-        std::string tmpl = "/tmp/" + prefix + "-" + std::to_string(getpid()) + "-XXXXXX";
-        EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
-        path_ = tmpl;
-    }
-    ~TempDir() { std::filesystem::remove_all(path_); }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    std::string file(const std::string& name) const { return path_ + "/" + name; }
-    const std::string& path() const { return path_; }
-
-private:
-    std::string path_;
-};
+using picket::testing::TempDir;
 
 inline std::string read_file(const std::string& path) {
     std::ifstream in(path);

@@ -13,26 +13,14 @@
 
 #include "gtest/gtest.h"
 #include "manager/store/store.h"
+#include "tests/support/temp_dir.h"
 
 namespace picket::manager::store {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
-public:
-    TempDir() {
-        std::string tmpl = "/tmp/picket-store-faults-" + std::to_string(getpid()) + "-XXXXXX";
-        char* p = mkdtemp(tmpl.data());
-        EXPECT_NE(p, nullptr);
-        path_ = tmpl;
-    }
-    ~TempDir() { fs::remove_all(path_); }
-    std::string file(const std::string& name) const { return path_ + "/" + name; }
-
-private:
-    std::string path_;
-};
+using picket::testing::TempDir;
 
 NewBundle bundle(const std::string& blob) {
     NewBundle b;

@@ -15,6 +15,7 @@
 
 #include "gtest/gtest.h"
 #include "manager/store/store.h"
+#include "tests/support/temp_dir.h"
 
 namespace picket::manager::store::testing {
 
@@ -26,23 +27,7 @@ inline int64_t at(int64_t seconds) {
     return kBase + seconds * kSec;
 }
 
-// /tmp/<prefix>-<pid>-XXXXXX, removed with everything in it at destruction.
-class TempDir {
-public:
-    explicit TempDir(const std::string& prefix = "picket-store") {
-        std::string tmpl = "/tmp/" + prefix + "-" + std::to_string(getpid()) + "-XXXXXX";
-        char* p = mkdtemp(tmpl.data());
-        EXPECT_NE(p, nullptr);
-        path_ = tmpl;
-    }
-    ~TempDir() { std::filesystem::remove_all(path_); }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    std::string file(const std::string& name) const { return path_ + "/" + name; }
-
-private:
-    std::string path_;
-};
+using picket::testing::TempDir;
 
 // nullptr (and a failed expectation) when the store does not open.
 inline std::unique_ptr<Store> open_store(const std::string& path, StoreOptions opt = {}) {

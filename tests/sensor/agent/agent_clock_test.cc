@@ -9,6 +9,7 @@
 #include "common/pki/pki.h"
 #include "gtest/gtest.h"
 #include "sensor/agent/agent.h"
+#include "tests/support/temp_dir.h"
 
 namespace picket::sensor::agent {
 namespace {
@@ -19,13 +20,10 @@ using namespace std::chrono_literals;
 class ClockTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        dir_ = fs::temp_directory_path() / ("picket-agent-clock-" + std::to_string(getpid()));
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
+        dir_ = tmp_.path();
         ASSERT_TRUE(pki::init_ca(dir_ / "fleet", "Fleet CA", 30).ok());
         ASSERT_TRUE(pki::init_ca(dir_ / "other", "Other CA", 30).ok());
     }
-    void TearDown() override { fs::remove_all(dir_); }
 
     AgentOptions options(const std::string& name, const fs::path& ca_dir) {
         AgentOptions o;
@@ -38,6 +36,7 @@ protected:
         return o;
     }
 
+    picket::testing::TempDir tmp_{"picket-agent-clock"};
     fs::path dir_;
 };
 

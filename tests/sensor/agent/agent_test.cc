@@ -21,6 +21,7 @@
 #include "common/pki/pki.h"
 #include "picket/v1/picket.grpc.pb.h"
 #include "sensor/engine/engine.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/wait.h"
 #include "tools/trafficgen/generator.h"
 
@@ -264,14 +265,12 @@ struct FakeEngine {
 class AgentTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        char tmpl[] = "/tmp/picket-agent-test-XXXXXX";
-        state_ = fs::path(mkdtemp(tmpl));
+        state_ = tmp_.path();
         server_ = start_server(0);
     }
     void TearDown() override {
         agent_.reset();
         server_.stop();
-        fs::remove_all(state_);
     }
     AgentOptions options(int port) {
         AgentOptions o;
@@ -297,6 +296,7 @@ protected:
         agent_->start();
     }
 
+    picket::testing::TempDir tmp_{"picket-agent-test"};
     fs::path state_;
     RunningServer server_;
     FakeEngine engine_;

@@ -9,6 +9,7 @@
 
 #include "common/bundle/bundle.h"
 #include "sensor/agent/agent.h"
+#include "tests/support/temp_dir.h"
 
 namespace picket::sensor::agent {
 namespace {
@@ -16,18 +17,7 @@ namespace {
 namespace fs = std::filesystem;
 namespace v1 = picket::v1;
 
-class TempDir {
-public:
-    TempDir() {
-        std::string tmpl = (fs::temp_directory_path() / "agent_limits.XXXXXX").string();
-        path_ = mkdtemp(tmpl.data());
-    }
-    ~TempDir() { fs::remove_all(path_); }
-    const fs::path& path() const { return path_; }
-
-private:
-    fs::path path_;
-};
+using picket::testing::TempDir;
 
 v1::Bundle bundle_with(const std::string& path, const std::string& content) {
     v1::Bundle b;

@@ -5,12 +5,15 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
 #include "sensor/capture/capture.h"
 #include "tests/sensor/capture/test_frames.h"
+#include "tests/support/pcap_writer.h"
+#include "tests/support/temp_dir.h"
 
 namespace picket::sensor::capture {
 namespace {
@@ -19,19 +22,14 @@ using testing::eth_udp;
 using testing::ipv4_udp;
 namespace fs = std::filesystem;
 
-class TempDir {
-public:
-    TempDir() {
-        char tmpl[] = "/tmp/picket-capture-XXXXXX";
-        path_ = mkdtemp(tmpl);
-    }
-    ~TempDir() { fs::remove_all(path_); }
-    std::string file(const std::string& name) const { return path_ + "/" + name; }
-    const std::string& path() const { return path_; }
+using picket::testing::PcapOptions;
+using picket::testing::TempDir;
+using picket::testing::write_pcap;
 
-private:
-    std::string path_;
-};
+// As libpcap's pcap_dump wrote these files before: snaplen 65535; frame i stamped
+// 1700000000 + i seconds, i microseconds.
+constexpr PcapOptions kEth{picket::testing::kLinktypeEthernet, 65535, 1700000000, 1};
+constexpr PcapOptions kRaw{picket::testing::kLinktypeRaw, 65535, 1700000000, 1};
 
 RawPacket view(const std::vector<uint8_t>& f) {
     RawPacket p;
@@ -39,24 +37,6 @@ RawPacket view(const std::vector<uint8_t>& f) {
     p.caplen = static_cast<uint32_t>(f.size());
     p.wirelen = p.caplen;
     return p;
-}
-
-// Writes frames with pcap_dump; frame i gets timestamp 1700000000 + i seconds, i microseconds.
-void write_pcap(const std::string& path, int linktype,
-                const std::vector<std::vector<uint8_t>>& fs) {
-    pcap_t* dead = pcap_open_dead(linktype, 65535);
-    pcap_dumper_t* d = pcap_dump_open(dead, path.c_str());
-    ASSERT_NE(d, nullptr) << pcap_geterr(dead);
-    for (size_t i = 0; i < fs.size(); ++i) {
-        pcap_pkthdr h{};
-        h.ts.tv_sec = static_cast<time_t>(1700000000 + i);
-        h.ts.tv_usec = static_cast<suseconds_t>(i);
-        h.caplen = static_cast<uint32_t>(fs[i].size());
-        h.len = h.caplen;
-        pcap_dump(reinterpret_cast<u_char*>(d), &h, fs[i].data());
-    }
-    pcap_dump_close(d);
-    pcap_close(dead);
 }
 
 std::string payload_of(const RawPacket& p, size_t link_header) {
@@ -130,11 +110,11 @@ TEST(BpfFilter, MoveKeepsProgram) {
 TEST(PcapFileReader, ReadsFilesAndDirectoryInNameOrder) {
     TempDir dir;
     fs::create_directory(dir.file("d"));
-    write_pcap(dir.file("d/b.pcap"), DLT_EN10MB, {eth_udp(1, 2, "b0"), eth_udp(1, 2, "b1")});
-    write_pcap(dir.file("d/a.pcap"), DLT_EN10MB,
-               {eth_udp(1, 2, "a0"), eth_udp(1, 2, "a1"), eth_udp(1, 2, "a2")});
-    write_pcap(dir.file("d/c.pcap"), DLT_RAW, {ipv4_udp(1, 2, "c0")});
-    write_pcap(dir.file("first.pcap"), DLT_EN10MB, {eth_udp(1, 2, "f0")});
+    write_pcap(dir.file("d/b.pcap"), {eth_udp(1, 2, "b0"), eth_udp(1, 2, "b1")}, kEth);
+    write_pcap(dir.file("d/a.pcap"),
+               {eth_udp(1, 2, "a0"), eth_udp(1, 2, "a1"), eth_udp(1, 2, "a2")}, kEth);
+    write_pcap(dir.file("d/c.pcap"), {ipv4_udp(1, 2, "c0")}, kRaw);
+    write_pcap(dir.file("first.pcap"), {eth_udp(1, 2, "f0")}, kEth);
 
     PcapFileReader r({dir.file("first.pcap"), dir.file("d")});
     const std::vector<std::string> want_files = {dir.file("first.pcap"), dir.file("d/a.pcap"),
@@ -167,9 +147,9 @@ TEST(PcapFileReader, ReadsFilesAndDirectoryInNameOrder) {
 
 TEST(PcapFileReader, FilterRecompiledPerLinkTypeAndCounted) {
     TempDir dir;
-    write_pcap(dir.file("a.pcap"), DLT_EN10MB,
-               {eth_udp(1, 9999, "e0"), eth_udp(1, 80, "e1"), eth_udp(9999, 1, "e2")});
-    write_pcap(dir.file("b.pcap"), DLT_RAW, {ipv4_udp(1, 80, "r0"), ipv4_udp(1, 9999, "r1")});
+    write_pcap(dir.file("a.pcap"),
+               {eth_udp(1, 9999, "e0"), eth_udp(1, 80, "e1"), eth_udp(9999, 1, "e2")}, kEth);
+    write_pcap(dir.file("b.pcap"), {ipv4_udp(1, 80, "r0"), ipv4_udp(1, 9999, "r1")}, kRaw);
     PcapFileReader r({dir.path()});
     BpfFilter f("udp port 9999", DLT_EN10MB);
     r.set_filter(f);
@@ -248,8 +228,8 @@ TEST(PcapFileReader, TruncatedFileReturnsPacketsThenError) {
     TempDir dir;
     // Three 60-byte frames: 24-byte file header, then records of 16 + 60 = 76 bytes.
     const std::string pad(60 - 14 - 28, 'p');
-    write_pcap(dir.file("t.pcap"), DLT_EN10MB,
-               {eth_udp(1, 2, pad), eth_udp(1, 2, pad), eth_udp(1, 2, pad)});
+    write_pcap(dir.file("t.pcap"), {eth_udp(1, 2, pad), eth_udp(1, 2, pad), eth_udp(1, 2, pad)},
+               kEth);
     ASSERT_EQ(fs::file_size(dir.file("t.pcap")), 24u + 3 * 76);
     fs::resize_file(dir.file("t.pcap"), 24 + 2 * 76 + 38);  // last record cut in half
 
@@ -577,8 +557,8 @@ Replayed replay_all(PcapReplay& r, size_t limit) {
 TEST(PcapReplay, ShiftsEveryPassForward) {
     TempDir dir;
     // Timestamps 1700000000 + i s + i us: span 2.000002 s, mean gap 1.000001 s.
-    write_pcap(dir.file("a.pcap"), DLT_EN10MB,
-               {eth_udp(1, 2, "p0"), eth_udp(1, 2, "p1"), eth_udp(1, 2, "p2")});
+    write_pcap(dir.file("a.pcap"), {eth_udp(1, 2, "p0"), eth_udp(1, 2, "p1"), eth_udp(1, 2, "p2")},
+               kEth);
     PcapFileReader reader({dir.file("a.pcap")});
     PcapReplay replay(reader, 3);
     const Replayed got = replay_all(replay, 100);
@@ -602,7 +582,7 @@ TEST(PcapReplay, ShiftsEveryPassForward) {
 
 TEST(PcapReplay, OnePassIsThePlainReader) {
     TempDir dir;
-    write_pcap(dir.file("a.pcap"), DLT_EN10MB, {eth_udp(1, 2, "p0"), eth_udp(1, 2, "p1")});
+    write_pcap(dir.file("a.pcap"), {eth_udp(1, 2, "p0"), eth_udp(1, 2, "p1")}, kEth);
     PcapFileReader reader({dir.file("a.pcap")});
     PcapReplay replay(reader, 1);
     const Replayed got = replay_all(replay, 100);
@@ -616,18 +596,9 @@ TEST(PcapReplay, EndlessKeepsTimeMovingAcrossFilesOutOfOrder) {
     TempDir dir;
     // b.pcap is read second but its packets are older: every pass still starts after the
     // latest timestamp of the one before.
-    write_pcap(dir.file("a.pcap"), DLT_EN10MB, {eth_udp(1, 2, "a0"), eth_udp(1, 2, "a1")});
-    pcap_t* dead = pcap_open_dead(DLT_EN10MB, 65535);
-    pcap_dumper_t* dump = pcap_dump_open(dead, dir.file("b.pcap").c_str());
-    ASSERT_NE(dump, nullptr);
-    const auto frame = eth_udp(1, 2, "b0");
-    pcap_pkthdr h{};
-    h.ts.tv_sec = 1699999990;
-    h.caplen = static_cast<uint32_t>(frame.size());
-    h.len = h.caplen;
-    pcap_dump(reinterpret_cast<u_char*>(dump), &h, frame.data());
-    pcap_dump_close(dump);
-    pcap_close(dead);
+    write_pcap(dir.file("a.pcap"), {eth_udp(1, 2, "a0"), eth_udp(1, 2, "a1")}, kEth);
+    write_pcap(dir.file("b.pcap"), {eth_udp(1, 2, "b0")},
+               {picket::testing::kLinktypeEthernet, 65535, 1699999990, 0});
 
     PcapFileReader reader({dir.path()});
     PcapReplay replay(reader, 0);
@@ -653,7 +624,7 @@ TEST(PcapReplay, EndlessKeepsTimeMovingAcrossFilesOutOfOrder) {
 
 TEST(PcapReplay, SinglePacketRepeatsOncePerSecond) {
     TempDir dir;
-    write_pcap(dir.file("a.pcap"), DLT_EN10MB, {eth_udp(1, 2, "p0")});
+    write_pcap(dir.file("a.pcap"), {eth_udp(1, 2, "p0")}, kEth);
     PcapFileReader reader({dir.file("a.pcap")});
     PcapReplay replay(reader, 4);
     const Replayed got = replay_all(replay, 100);
@@ -664,7 +635,7 @@ TEST(PcapReplay, SinglePacketRepeatsOncePerSecond) {
 
 TEST(PcapReplay, StopsWhenAPassYieldsNothing) {
     TempDir dir;
-    write_pcap(dir.file("a.pcap"), DLT_EN10MB, {eth_udp(1, 2, "p0"), eth_udp(1, 2, "p1")});
+    write_pcap(dir.file("a.pcap"), {eth_udp(1, 2, "p0"), eth_udp(1, 2, "p1")}, kEth);
     PcapFileReader reader({dir.file("a.pcap")});
     BpfFilter f("tcp", DLT_EN10MB);
     reader.set_filter(f);

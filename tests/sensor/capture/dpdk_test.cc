@@ -24,6 +24,8 @@
 
 #include "sensor/capture/capture.h"
 #include "tests/sensor/capture/test_frames.h"
+#include "tests/support/pcap_writer.h"
+#include "tests/support/temp_dir.h"
 
 namespace picket::sensor::capture {
 namespace {
@@ -38,36 +40,13 @@ Frame frame(uint8_t src, uint8_t dst, uint16_t sport, uint16_t dport, size_t len
     if (len > 14 + 28 + payload.size()) {
         payload.append(len - 14 - 28 - payload.size(), 'x');
     }
-    Frame f = testing::eth_udp(sport, dport, payload);
-    // Address bytes only: swapping or changing the last octets keeps the IPv4 checksum valid
-    // only when the sum is unchanged, so recompute it.
-    f[14 + 15] = src;
-    f[14 + 19] = dst;
-    f[14 + 10] = f[14 + 11] = 0;
-    uint32_t sum = 0;
-    for (size_t i = 0; i < 20; i += 2) {
-        sum += static_cast<uint32_t>(f[14 + i] << 8 | f[14 + i + 1]);
-    }
-    while (sum >> 16) {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    testing::put16(f, 14 + 10, static_cast<uint16_t>(~sum));
-    return f;
+    return testing::eth_udp(sport, dport, payload, src, dst);
 }
 
-[[maybe_unused]] void write_pcap(const std::string& path, const std::vector<Frame>& frames) {
-    pcap_t* dead = pcap_open_dead(DLT_EN10MB, 65535);
-    pcap_dumper_t* d = pcap_dump_open(dead, path.c_str());
-    ASSERT_NE(d, nullptr) << pcap_geterr(dead);
-    for (size_t i = 0; i < frames.size(); ++i) {
-        pcap_pkthdr h{};
-        h.ts.tv_sec = static_cast<time_t>(1700000000 + i);
-        h.caplen = h.len = static_cast<bpf_u_int32>(frames[i].size());
-        pcap_dump(reinterpret_cast<u_char*>(d), &h, frames[i].data());
-    }
-    pcap_dump_close(d);
-    pcap_close(dead);
-}
+using picket::testing::write_pcap;
+// snaplen 65535, frame i stamped 1700000000 + i seconds.
+constexpr picket::testing::PcapOptions kPcap{picket::testing::kLinktypeEthernet, 65535, 1700000000,
+                                             0};
 
 [[maybe_unused]] std::vector<Frame> read_pcap(const std::string& path) {
     std::vector<Frame> out;
@@ -165,15 +144,12 @@ ChildResult run_child(const std::function<std::string()>& fn) {
 class DpdkTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        char tmpl[] = "/tmp/picket-dpdk-test-XXXXXX";
-        ASSERT_NE(mkdtemp(tmpl), nullptr);
-        dir_ = tmpl;
+        dir_ = tmp_.path().string();
         prefix_ = "picket-test-" + std::to_string(getpid()) + "-" +
                   ::testing::UnitTest::GetInstance()->current_test_info()->name();
     }
     void TearDown() override {
         std::error_code ec;
-        fs::remove_all(dir_, ec);
         fs::remove_all(runtime_dir(prefix_), ec);
     }
     std::string file(const std::string& name) const { return dir_ + "/" + name; }
@@ -187,6 +163,7 @@ protected:
         return a;
     }
 
+    picket::testing::TempDir tmp_{"picket-dpdk-test"};
     std::string dir_;
     std::string prefix_;
 };
@@ -240,7 +217,7 @@ TEST_F(DpdkTest, PassiveNetPcapReadsEveryPacketInOrder) {
         frames.push_back(
             frame(1, 2, static_cast<uint16_t>(1000 + i), 53, lens[i % 8], tag('p', i)));
     }
-    write_pcap(file("in.pcap"), frames);
+    write_pcap(file("in.pcap"), frames, kPcap);
     DpdkOptions o;
     o.eal_args = eal({"net_pcap0,rx_pcap=" + file("in.pcap")});
     o.interfaces = {{"net_pcap0", ""}};
@@ -266,7 +243,7 @@ TEST_F(DpdkTest, PassiveNetPcapReadsEveryPacketInOrder) {
 
 // A PMD without RSS gets one queue however many workers are asked for: worker 1 is refused.
 TEST_F(DpdkTest, NoRssMeansOneQueue) {
-    write_pcap(file("in.pcap"), {frame(1, 2, 1, 2, 60, "a")});
+    write_pcap(file("in.pcap"), {frame(1, 2, 1, 2, 60, "a")}, kPcap);
     DpdkOptions o;
     o.eal_args = eal({"net_pcap0,rx_pcap=" + file("in.pcap")});
     o.interfaces = {{"net_pcap0", ""}};
@@ -311,8 +288,8 @@ TEST_F(DpdkTest, InlinePairForwardsAcceptedAndDropsOneFlow) {
             a_expect.push_back(b_in.back());
         }
     }
-    write_pcap(file("a_in.pcap"), a_in);
-    write_pcap(file("b_in.pcap"), b_in);
+    write_pcap(file("a_in.pcap"), a_in, kPcap);
+    write_pcap(file("b_in.pcap"), b_in, kPcap);
     DpdkOptions o;
     o.eal_args = eal({"net_pcap0,rx_pcap=" + file("a_in.pcap") + ",tx_pcap=" + file("a_out.pcap"),
                       "net_pcap1,rx_pcap=" + file("b_in.pcap") + ",tx_pcap=" + file("b_out.pcap")});
@@ -373,7 +350,7 @@ TEST_F(DpdkTest, BadEalArgumentsNameTheArgs) {
 }
 
 TEST_F(DpdkTest, UnknownPortListsTheKnownOnes) {
-    write_pcap(file("in.pcap"), {frame(1, 2, 1, 2, 60, "a")});
+    write_pcap(file("in.pcap"), {frame(1, 2, 1, 2, 60, "a")}, kPcap);
     DpdkOptions o;
     o.eal_args = eal({"net_pcap0,rx_pcap=" + file("in.pcap")});
     o.interfaces = {{"net_pcap7", ""}};
@@ -387,7 +364,7 @@ TEST_F(DpdkTest, UnknownPortListsTheKnownOnes) {
 }
 
 TEST_F(DpdkTest, SecondContextInOneProcessIsRefused) {
-    write_pcap(file("in.pcap"), {frame(1, 2, 1, 2, 60, "a")});
+    write_pcap(file("in.pcap"), {frame(1, 2, 1, 2, 60, "a")}, kPcap);
     DpdkOptions o;
     o.eal_args = eal({"net_pcap0,rx_pcap=" + file("in.pcap")});
     o.interfaces = {{"net_pcap0", ""}};

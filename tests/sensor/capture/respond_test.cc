@@ -5,104 +5,50 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <string>
 #include <vector>
+
+#include "tests/support/frames.h"
 
 namespace picket::sensor::engine {
 namespace {
 
-using Bytes = std::vector<uint8_t>;
+namespace frames = picket::testing::frames;
+using frames::Bytes;
 
-void put16(Bytes& v, size_t at, uint16_t x) {
-    v[at] = static_cast<uint8_t>(x >> 8);
-    v[at + 1] = static_cast<uint8_t>(x);
-}
-void put32(Bytes& v, size_t at, uint32_t x) {
-    put16(v, at, static_cast<uint16_t>(x >> 16));
-    put16(v, at + 2, static_cast<uint16_t>(x));
-}
-uint16_t csum(const uint8_t* d, size_t n, uint32_t s = 0) {
-    for (size_t i = 0; i < n; ++i) {
-        s += (i % 2 == 0) ? static_cast<uint32_t>(d[i]) << 8 : d[i];
-    }
-    while (s >> 16) {
-        s = (s & 0xffff) + (s >> 16);
-    }
-    return static_cast<uint16_t>(~s);
-}
-
-const Bytes kMacs = {2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1};  // dst ..:02, src ..:01
-
-// Ethernet (optionally one 802.1Q tag) + IPv4 10.0.0.1 -> 10.0.0.2 + L4 segment `l4` whose
-// checksum field sits at l4_csum_at.
-Bytes eth_ipv4(uint8_t proto, Bytes l4, size_t l4_csum_at, bool vlan = false) {
-    Bytes f = kMacs;
+// Ethernet (optionally one 802.1Q tag) + IPv4 10.0.0.1 -> 10.0.0.2 (TOS 0, DF) + L4 segment.
+Bytes eth_ipv4(uint8_t proto, const Bytes& l4, bool vlan = false) {
+    frames::V4 h;
+    h.with_proto(proto).with_tos(0).with_frag(0x4000);
     if (vlan) {
-        f.insert(f.end(), {0x81, 0x00, 0x00, 0x64});
+        return frames::eth(frames::kServerMac, frames::kClientMac, 0x0800, frames::ipv4(h, l4),
+                           {{0x8100, 0x0064}});
     }
-    f.insert(f.end(), {0x08, 0x00});
-    Bytes h(20, 0);
-    h[0] = 0x45;
-    put16(h, 2, static_cast<uint16_t>(20 + l4.size()));
-    put16(h, 4, 0x1234);
-    put16(h, 6, 0x4000);
-    h[8] = 64;
-    h[9] = proto;
-    const uint8_t src[4] = {10, 0, 0, 1}, dst[4] = {10, 0, 0, 2};
-    std::memcpy(&h[12], src, 4);
-    std::memcpy(&h[16], dst, 4);
-    put16(h, 10, csum(h.data(), 20));
-    uint32_t ph = 0x0a00 + 0x0001 + 0x0a00 + 0x0002 + proto + static_cast<uint32_t>(l4.size());
-    put16(l4, l4_csum_at, csum(l4.data(), l4.size(), ph));
-    f.insert(f.end(), h.begin(), h.end());
-    f.insert(f.end(), l4.begin(), l4.end());
-    return f;
+    return frames::eth(frames::kServerMac, frames::kClientMac, 0x0800, frames::ipv4(h, l4));
 }
 
-// Ethernet + IPv6 fd00::1 -> fd00::2 + L4 segment.
-Bytes eth_ipv6(uint8_t proto, Bytes l4, size_t l4_csum_at) {
-    Bytes f = kMacs;
-    f.insert(f.end(), {0x86, 0xdd});
-    Bytes h(40, 0);
-    h[0] = 0x60;
-    put16(h, 4, static_cast<uint16_t>(l4.size()));
-    h[6] = proto;
-    h[7] = 64;
-    h[8] = 0xfd;
-    h[23] = 1;
-    h[24] = 0xfd;
-    h[39] = 2;
-    uint32_t ph = 0xfd00 + 1 + 0xfd00 + 2 + proto + static_cast<uint32_t>(l4.size());
-    put16(l4, l4_csum_at, csum(l4.data(), l4.size(), ph));
-    f.insert(f.end(), h.begin(), h.end());
-    f.insert(f.end(), l4.begin(), l4.end());
-    return f;
+// Ethernet + IPv6 fd00::1 -> fd00::2 (traffic class 0, hop limit 64) + L4 segment.
+Bytes eth_ipv6(uint8_t proto, const Bytes& l4) {
+    frames::V6 h;
+    h.with_addrs({0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+                 {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2})
+        .with_tclass(0)
+        .with_hlim(64)
+        .with_nh(proto)
+        .with_l4_proto(proto);
+    return frames::eth(frames::kServerMac, frames::kClientMac, 0x86dd, frames::ipv6(h, l4));
 }
 
+// TCP 40000 -> 80, window 512.
 Bytes tcp_seg(uint32_t seq, uint32_t ack, uint8_t flags, const std::string& payload) {
-    Bytes t(20, 0);
-    put16(t, 0, 40000);
-    put16(t, 2, 80);
-    put32(t, 4, seq);
-    put32(t, 8, ack);
-    t[12] = 0x50;
-    t[13] = flags;
-    put16(t, 14, 512);
-    // resize + memcpy: GCC 12 warns (-Warray-bounds) about insert() here, wrongly.
-    t.resize(20 + payload.size());
-    std::memcpy(t.data() + 20, payload.data(), payload.size());
+    Bytes t = frames::tcp(40000, 80, flags, {}, Bytes(payload.begin(), payload.end()));
+    frames::set_tcp_numbers(t, seq, ack, 512);
     return t;
 }
 
+// UDP 5353 -> 53.
 Bytes udp_dgram(const std::string& payload) {
-    Bytes u(8, 0);
-    put16(u, 0, 5353);
-    put16(u, 2, 53);
-    put16(u, 4, static_cast<uint16_t>(8 + payload.size()));
-    u.resize(8 + payload.size());
-    std::memcpy(u.data() + 8, payload.data(), payload.size());
-    return u;
+    return frames::udp(5353, 53, Bytes(payload.begin(), payload.end()));
 }
 
 class RespondTest : public ::testing::Test {
@@ -129,7 +75,7 @@ protected:
 };
 
 TEST_F(RespondTest, Ipv4RstToSenderExactBytes) {
-    const Bytes in = eth_ipv4(6, tcp_seg(1000, 2000, 0x18, "abcde"), 16);
+    const Bytes in = eth_ipv4(6, tcp_seg(1000, 2000, 0x18, "abcde"));
     const decode::Packet p = decode(in);
     const Bytes want = {0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x02, 0x00, 0x00, 0x00, 0x00,
                         0x02, 0x08, 0x00, 0x45, 0x00, 0x00, 0x28, 0x00, 0x00, 0x40, 0x00,
@@ -147,7 +93,7 @@ TEST_F(RespondTest, Ipv4RstToSenderExactBytes) {
 }
 
 TEST_F(RespondTest, Ipv4RstToReceiverSeqDependsOnWhetherTheSegmentGotThrough) {
-    const Bytes in = eth_ipv4(6, tcp_seg(1000, 2000, 0x18, "abcde"), 16);
+    const Bytes in = eth_ipv4(6, tcp_seg(1000, 2000, 0x18, "abcde"));
     const decode::Packet p = decode(in);
     const Bytes passed = rst(p, false, false);  // raw IP: for the raw socket responder
     ASSERT_EQ(passed.size(), 40u);
@@ -167,7 +113,7 @@ TEST_F(RespondTest, Ipv4RstToReceiverSeqDependsOnWhetherTheSegmentGotThrough) {
 }
 
 TEST_F(RespondTest, SynCountsOneInTheAckAndReceiverRstHasNoAck) {
-    const Bytes in = eth_ipv4(6, tcp_seg(77, 0, 0x02, ""), 16);
+    const Bytes in = eth_ipv4(6, tcp_seg(77, 0, 0x02, ""));
     const decode::Packet p = decode(in);
     const decode::Packet s = decode(rst(p, true, true));
     EXPECT_EQ(s.tcp_seq, 0u);
@@ -180,7 +126,7 @@ TEST_F(RespondTest, SynCountsOneInTheAckAndReceiverRstHasNoAck) {
 }
 
 TEST_F(RespondTest, VlanTagIsKeptAndMacsSwappedTowardTheSender) {
-    const Bytes in = eth_ipv4(6, tcp_seg(1, 2, 0x10, "x"), 16, true);
+    const Bytes in = eth_ipv4(6, tcp_seg(1, 2, 0x10, "x"), true);
     const decode::Packet p = decode(in);
     const Bytes s = rst(p, true, true);
     ASSERT_EQ(s.size(), 58u);
@@ -194,7 +140,7 @@ TEST_F(RespondTest, VlanTagIsKeptAndMacsSwappedTowardTheSender) {
 }
 
 TEST_F(RespondTest, Ipv6RstBothWays) {
-    const Bytes in = eth_ipv6(6, tcp_seg(5000, 9000, 0x19, "hello"), 16);
+    const Bytes in = eth_ipv6(6, tcp_seg(5000, 9000, 0x19, "hello"));
     const decode::Packet p = decode(in);
     const Bytes s = rst(p, true, true);
     ASSERT_EQ(s.size(), 14u + 40 + 20);
@@ -214,7 +160,7 @@ TEST_F(RespondTest, Ipv6RstBothWays) {
 }
 
 TEST_F(RespondTest, Ipv4PortUnreachableExactBytes) {
-    const Bytes in = eth_ipv4(17, udp_dgram("query"), 6);
+    const Bytes in = eth_ipv4(17, udp_dgram("query"));
     const decode::Packet p = decode(in);
     const Bytes want = {0x45, 0x00, 0x00, 0x38, 0x00, 0x00, 0x40, 0x00, 0x40, 0x01, 0x26, 0xc3,
                         0x0a, 0x00, 0x00, 0x02, 0x0a, 0x00, 0x00, 0x01, 0x03, 0x03, 0x61, 0x06,
@@ -233,7 +179,7 @@ TEST_F(RespondTest, Ipv4PortUnreachableExactBytes) {
 }
 
 TEST_F(RespondTest, Ipv6PortUnreachableQuotesThePacket) {
-    const Bytes in = eth_ipv6(17, udp_dgram("query"), 6);
+    const Bytes in = eth_ipv6(17, udp_dgram("query"));
     const decode::Packet p = decode(in);
     const Bytes got = icmp(p, true);
     ASSERT_EQ(got.size(), 14u + 40 + 8 + (in.size() - 14));
@@ -246,13 +192,13 @@ TEST_F(RespondTest, Ipv6PortUnreachableQuotesThePacket) {
 }
 
 TEST_F(RespondTest, NothingIsBuiltWhereNoResponseFits) {
-    const Bytes f1 = eth_ipv4(6, tcp_seg(1, 2, 0x14, ""), 16);  // an RST itself
+    const Bytes f1 = eth_ipv4(6, tcp_seg(1, 2, 0x14, ""));  // an RST itself
     const decode::Packet tcp = decode(f1);
     EXPECT_EQ(rst(tcp, true, true).size(), 0u);
-    const Bytes f2 = eth_ipv4(17, udp_dgram("q"), 6);
+    const Bytes f2 = eth_ipv4(17, udp_dgram("q"));
     const decode::Packet udp = decode(f2);
     EXPECT_EQ(rst(udp, true, true).size(), 0u);
-    const Bytes f3 = eth_ipv4(6, tcp_seg(1, 2, 0x10, ""), 16);
+    const Bytes f3 = eth_ipv4(6, tcp_seg(1, 2, 0x10, ""));
     const decode::Packet data = decode(f3);
     EXPECT_EQ(icmp(data, false).size(), 0u);
     uint8_t small[50];

@@ -4,12 +4,12 @@
 
 #include <string>
 
-#include "tests/sensor/decode/packet_builder.h"
+#include "tests/support/frames.h"
 
 namespace picket::sensor::decode {
 namespace {
 
-using namespace testing;  // NOLINT: the builders
+using namespace picket::testing::frames;  // NOLINT: the builders
 
 class DecodeTest : public ::testing::Test {
 protected:

@@ -3,12 +3,12 @@
 #include <cstring>
 
 #include "sensor/decode/decode.h"
-#include "tests/sensor/decode/packet_builder.h"
+#include "tests/support/frames.h"
 
 namespace picket::sensor::decode {
 namespace {
 
-using namespace testing;  // NOLINT: the builders
+using namespace picket::testing::frames;  // NOLINT: the builders
 
 uint32_t hash_of(int linktype, const Bytes& f) {
     return dispatch_hash(linktype, f.data(), static_cast<uint32_t>(f.size()));

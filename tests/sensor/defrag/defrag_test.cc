@@ -1,7 +1,7 @@
 // Fragment reassembly: exact output bytes (rebuilt IPv4/IPv6 headers included), the
 // Sturges/Novak overlap pattern per policy, and the limits (timeout, memcap, trackers,
-// fragments per datagram, size). Packets are built here byte by byte and the Packet fields
-// filled as sensor/decode/decode.h documents, so the decoder is not needed.
+// fragments per datagram, size). Packets are built with tests/support/frames.h and the Packet
+// fields filled as sensor/decode/decode.h documents, so the decoder is not needed.
 #include "sensor/defrag/defrag.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +14,8 @@
 #include <new>
 #include <string>
 #include <vector>
+
+#include "tests/support/frames.h"
 
 // Counts every heap allocation in this test binary, to check that the steady state has none.
 namespace {
@@ -76,39 +78,28 @@ struct V6 {
 const std::array<uint8_t, 16> kSrc6{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
 const std::array<uint8_t, 16> kDst6{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
 
-void put16(uint8_t* p, uint32_t v) {
-    p[0] = static_cast<uint8_t>(v >> 8);
-    p[1] = static_cast<uint8_t>(v);
-}
+namespace frames = picket::testing::frames;
 
-// RFC 1071 checksum over a header, written independently of the code under test.
+// RFC 1071 checksum over a header (tests/support/frames.h, independent of the code under test).
 uint16_t ip_checksum(const uint8_t* p, size_t len) {
-    uint32_t sum = 0;
-    for (size_t i = 0; i + 1 < len; i += 2) {
-        sum += static_cast<uint32_t>(p[i] << 8 | p[i + 1]);
-    }
-    sum = (sum & 0xffff) + (sum >> 16);
-    sum = (sum & 0xffff) + (sum >> 16);
-    return static_cast<uint16_t>(~sum);
+    return frames::fold(frames::sum16(p, len));
 }
 
+// Raw IPv4 (TOS 0, TTL 64, no L4 checksum: the data is a slice of a datagram).
 TestFrag v4_frag(const V4& s) {
     TestFrag f;
     const uint32_t hlen = 20 + static_cast<uint32_t>(s.options.size());
     const uint32_t total = hlen + static_cast<uint32_t>(s.data.size());
-    f.bytes.assign(total, 0);
+    frames::V4 h;
+    h.with_proto(s.proto)
+        .with_addrs(s.src, s.dst)
+        .with_tos(0)
+        .with_id(s.id)
+        .with_frag(static_cast<uint16_t>((s.more ? 0x2000 : 0) | s.offset / 8))
+        .with_opts(frames::Bytes(s.options.begin(), s.options.end()))
+        .with_l4_checksum(false);
+    f.bytes = frames::ipv4(h, frames::Bytes(s.data.begin(), s.data.end()));
     uint8_t* b = f.bytes.data();
-    b[0] = static_cast<uint8_t>(0x40 | hlen / 4);
-    put16(b + 2, total);
-    put16(b + 4, s.id);
-    put16(b + 6, (s.more ? 0x2000 : 0) | s.offset / 8);
-    b[8] = 64;
-    b[9] = s.proto;
-    std::memcpy(b + 12, s.src.data(), 4);
-    std::memcpy(b + 16, s.dst.data(), 4);
-    std::copy(s.options.begin(), s.options.end(), b + 20);
-    put16(b + 10, ip_checksum(b, hlen));
-    std::copy(s.data.begin(), s.data.end(), b + hlen);
 
     Packet& p = f.p;
     p.data = b;
@@ -138,28 +129,21 @@ TestFrag v4_frag(const V4& s) {
     return f;
 }
 
+// Raw IPv6 (traffic class 0, hop limit 64), an optional Hop-by-Hop header, then the Fragment
+// header.
 TestFrag v6_frag(const V6& s) {
     TestFrag f;
     const uint32_t unfrag = s.hop_by_hop ? 48 : 40;
     const uint32_t total = unfrag + 8 + static_cast<uint32_t>(s.data.size());
-    f.bytes.assign(total, 0);
+    frames::V6 h;
+    h.with_addrs(kSrc6, kDst6).with_tclass(0).with_hlim(64).with_nh(s.hop_by_hop ? 0 : 44);
+    h.with_l4_checksum(false);
+    f.bytes = frames::ipv6(
+        h, frames::cat({s.hop_by_hop ? frames::ext8(44) : frames::Bytes{},
+                        frames::frag6(s.next_header, static_cast<uint16_t>(s.offset), s.more, s.id),
+                        frames::Bytes(s.data.begin(), s.data.end())}));
     uint8_t* b = f.bytes.data();
-    b[0] = 0x60;
-    put16(b + 4, total - 40);
-    b[6] = s.hop_by_hop ? 0 : 44;
-    b[7] = 64;
-    std::memcpy(b + 8, kSrc6.data(), 16);
-    std::memcpy(b + 24, kDst6.data(), 16);
-    if (s.hop_by_hop) {
-        const uint8_t hbh[8] = {44, 0, 1, 4, 0, 0, 0, 0};  // PadN with 4 bytes
-        std::memcpy(b + 40, hbh, 8);
-    }
     uint8_t* fh = b + unfrag;
-    fh[0] = s.next_header;
-    put16(fh + 2, s.offset | (s.more ? 1 : 0));
-    put16(fh + 4, s.id >> 16);
-    put16(fh + 6, s.id & 0xffff);
-    std::copy(s.data.begin(), s.data.end(), fh + 8);
 
     Packet& p = f.p;
     p.data = b;
@@ -274,7 +258,7 @@ TEST(DefragIpv4, KeepsTheOptionsOfTheFirstFragment) {
     ASSERT_EQ(r.result, kReassembled);
     auto header = bytes({0x46, 0x00, 0x00, 36, 0x00, 0x0c, 0x00, 0x00, 0x40, 0x11, 0, 0,
                          10,   0,    0,    1,  10,   0,    0,    2,    1,    1,    1, 0});
-    put16(header.data() + 10, ip_checksum(header.data(), 24));
+    frames::put16(header, 10, ip_checksum(header.data(), 24));
     EXPECT_EQ(r.out, cat(header, "AAAAAAAABBBB"));
     EXPECT_EQ(ip_checksum(r.out.data(), 24), 0);
 }

@@ -22,14 +22,14 @@
 #include "sensor/detect/detect.h"
 #include "sensor/detect/rule.h"
 #include "sensor/engine/engine.h"
-#include "tests/sensor/decode/packet_builder.h"
 #include "tests/sensor/engine/pcap_fixture.h"
+#include "tests/support/frames.h"
 
 namespace picket::sensor::engine {
 namespace {
 
 namespace fs = std::filesystem;
-namespace tb = decode::testing;
+namespace tb = picket::testing::frames;
 using tb::Bytes;
 using testing::udp_frame;
 

@@ -14,6 +14,7 @@
 #include "common/time_util.h"
 #include "sensor/engine/engine.h"
 #include "tests/sensor/engine/pcap_fixture.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/wait.h"
 #include "tools/trafficgen/generator.h"
 
@@ -29,8 +30,7 @@ uint64_t wall_ms() {
 class DetectStatsTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        dir_ = fs::temp_directory_path() / ("picket-detect-stats-" + std::to_string(getpid()));
-        fs::create_directories(dir_);
+        dir_ = tmp_.path();
         tools::trafficgen::Options o;
         o.seed = 4;
         o.sessions = 50;
@@ -43,7 +43,6 @@ protected:
               "alert tcp any any -> any any (msg:\"b1\"; content:\"POST\"; sid:3;)\n"
               "alert udp any any -> any any (msg:\"b2\"; content:\"x\"; sid:4;)\n");
     }
-    void TearDown() override { fs::remove_all(dir_); }
 
     void write(const std::string& name, const std::string& text) {
         std::ofstream(dir_ / name) << text;
@@ -59,6 +58,7 @@ protected:
         return sc;
     }
 
+    picket::testing::TempDir tmp_{"picket-detect-stats"};
     fs::path dir_;
 };
 

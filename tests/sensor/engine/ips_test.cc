@@ -20,15 +20,16 @@ namespace picket::sensor::engine {
 namespace {
 
 namespace fs = std::filesystem;
+namespace frames = picket::testing::frames;
 using testing::Bytes;
 using testing::frame;
 using testing::text;
 using testing::udp_frame;
 
 Bytes tcp_frame(bool to_server, uint8_t flags, const std::string& payload) {
-    return frame(to_server, decode::testing::kTcp,
-                 to_server ? decode::testing::tcp(40000, 80, flags, {}, text(payload))
-                           : decode::testing::tcp(80, 40000, flags, {}, text(payload)));
+    return frame(to_server, frames::kTcp,
+                 to_server ? frames::tcp(40000, 80, flags, {}, text(payload))
+                           : frames::tcp(80, 40000, flags, {}, text(payload)));
 }
 
 class IpsTest : public ::testing::Test {
@@ -212,7 +213,7 @@ TEST_F(IpsTest, PassRuleStopsTheFlowsInspection) {
 // An IPv4 packet whose TCP header is cut short: a decode error.
 std::vector<Bytes> malformed_frames() {
     Bytes short_tcp(10, 0);
-    return {frame(true, decode::testing::kTcp, short_tcp), udp_frame(1000, true, "fine")};
+    return {frame(true, frames::kTcp, short_tcp), udp_frame(1000, true, "fine")};
 }
 
 TEST_F(IpsTest, MalformedPolicyDrop) {

@@ -1,8 +1,9 @@
 // Test-only fixtures for Engine tests that replay a pcap-file: a directory per test, Ethernet +
-// IPv4 frames between 10.0.0.1 (client) and 10.0.0.2 (server), a classic pcap writer, the
-// pcap-file configuration these tests share and a reader of the alerts in eve.json. Packets are
-// built with tests/sensor/decode/packet_builder.h, so lengths and checksums are right. Also an
-// engine run on its own thread that a failing test cannot leave behind.
+// IPv4 frames between 10.0.0.1 (client) and 10.0.0.2 (server), the pcap-file configuration these
+// tests share and a reader of the alerts in eve.json. Packets are built with
+// tests/support/frames.h, so lengths and checksums are right, and written with
+// tests/support/pcap_writer.h. Also an engine run on its own thread that a failing test cannot
+// leave behind.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -20,11 +21,14 @@
 
 #include "common/config.h"
 #include "sensor/engine/engine.h"
-#include "tests/sensor/decode/packet_builder.h"
+#include "tests/support/frames.h"
+#include "tests/support/pcap_writer.h"
 
 namespace picket::sensor::engine::testing {
 
-using decode::testing::Bytes;
+using picket::testing::write_pcap;  // classic pcap, Ethernet, one packet per second
+namespace frames = picket::testing::frames;
+using frames::Bytes;
 
 // Creates <temp dir>/<prefix>-<pid>-<test name>: one directory per test, for the pcap, the
 // rules and the logs.
@@ -43,45 +47,19 @@ inline Bytes text(const std::string& s) {
 
 // Ethernet + IPv4 carrying l4; to_server false swaps the addresses (server to client).
 inline Bytes frame(bool to_server, uint8_t proto, const Bytes& l4) {
-    decode::testing::V4 h;
+    frames::V4 h;
     h.proto = proto;
     if (!to_server) {
         std::swap(h.src, h.dst);
     }
-    return decode::testing::eth(0x0800, decode::testing::ipv4(h, l4));
+    return frames::eth(0x0800, frames::ipv4(h, l4));
 }
 
 // UDP between 10.0.0.1:client_port and 10.0.0.2:53.
 inline Bytes udp_frame(uint16_t client_port, bool to_server, const std::string& payload) {
-    return frame(to_server, decode::testing::kUdp,
-                 to_server ? decode::testing::udp(client_port, 53, text(payload))
-                           : decode::testing::udp(53, client_port, text(payload)));
-}
-
-inline void put_le32(std::string& s, uint32_t v) {
-    for (int i = 0; i < 4; ++i) {
-        s.push_back(static_cast<char>(v >> (8 * i)));
-    }
-}
-
-// Classic pcap, Ethernet, one packet per second.
-inline void write_pcap(const std::filesystem::path& path, const std::vector<Bytes>& frames) {
-    std::string out;
-    put_le32(out, 0xa1b2c3d4);
-    put_le32(out, 0x00040002);  // version 2.4
-    put_le32(out, 0);
-    put_le32(out, 0);
-    put_le32(out, 262144);
-    put_le32(out, 1);  // DLT_EN10MB
-    uint32_t t = 1700000000;
-    for (const Bytes& f : frames) {
-        put_le32(out, t++);
-        put_le32(out, 0);
-        put_le32(out, static_cast<uint32_t>(f.size()));
-        put_le32(out, static_cast<uint32_t>(f.size()));
-        out.append(f.begin(), f.end());
-    }
-    std::ofstream(path, std::ios::binary) << out;
+    return frame(to_server, frames::kUdp,
+                 to_server ? frames::udp(client_port, 53, text(payload))
+                           : frames::udp(53, client_port, text(payload)));
 }
 
 // A pcap-file run over pcaps (in this order) on workers workers, logging into log_dir. The

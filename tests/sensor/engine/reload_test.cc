@@ -15,6 +15,7 @@
 #include "common/config.h"
 #include "sensor/engine/engine.h"
 #include "tests/sensor/engine/pcap_fixture.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/wait.h"
 #include "tools/trafficgen/generator.h"
 
@@ -26,8 +27,7 @@ namespace fs = std::filesystem;
 class ReloadTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        dir_ = fs::temp_directory_path() / ("picket-reload-" + std::to_string(getpid()));
-        fs::create_directories(dir_);
+        dir_ = tmp_.path();
         tools::trafficgen::Options o;
         o.seed = 5;
         o.sessions = 300;
@@ -40,7 +40,6 @@ protected:
         write_rules("b.rules",
                     "alert tcp any any -> any any (msg:\"b\"; content:\"cmd.exe\"; sid:2;)\n");
     }
-    void TearDown() override { fs::remove_all(dir_); }
 
     void write_rules(const std::string& name, const std::string& text) {
         std::ofstream(dir_ / name) << text;
@@ -53,6 +52,7 @@ protected:
         return sc;
     }
 
+    picket::testing::TempDir tmp_{"picket-reload"};
     fs::path dir_;
     tools::trafficgen::Record record_;
 };

@@ -16,6 +16,7 @@
 #include "sensor/capture/capture.h"
 #include "sensor/engine/engine.h"
 #include "tests/sensor/engine/pcap_fixture.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/wait.h"
 #include "tools/trafficgen/generator.h"
 
@@ -27,8 +28,7 @@ namespace fs = std::filesystem;
 class ReplayTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        dir_ = fs::temp_directory_path() / ("picket-replay-" + std::to_string(getpid()));
-        fs::create_directories(dir_);
+        dir_ = tmp_.path();
         tools::trafficgen::Options o;
         o.seed = 9;
         o.sessions = 120;
@@ -38,7 +38,6 @@ protected:
         std::ofstream(dir_ / "a.rules") << "alert tcp any any -> any any (msg:\"a\"; "
                                            "content:\"/etc/passwd\"; sid:1;)\n";
     }
-    void TearDown() override { fs::remove_all(dir_); }
 
     std::string pcap() const { return (dir_ / "t.pcap").string(); }
 
@@ -72,6 +71,7 @@ protected:
         return out;
     }
 
+    picket::testing::TempDir tmp_{"picket-replay"};
     fs::path dir_;
     tools::trafficgen::Record record_;
 };

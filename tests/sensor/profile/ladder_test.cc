@@ -11,6 +11,7 @@
 
 #include "common/config.h"
 #include "sensor/profile/profile.h"
+#include "tests/support/temp_dir.h"
 
 namespace picket::sensor::profile {
 namespace {
@@ -100,14 +101,12 @@ TEST(LadderParse, FlattensNestedKeysWithTheirLines) {
 class LadderPlan : public ::testing::Test {
 protected:
     void SetUp() override {
-        dir_ = fs::temp_directory_path() / ("picket-ladder-" + std::to_string(getpid()));
-        fs::create_directories(dir_);
+        dir_ = tmp_.path();
         // The input only has to exist for planning: nothing is read.
         std::ofstream(dir_ / "t.pcap") << "x";
         std::ofstream(dir_ / "a.rules") << "";
         std::ofstream(dir_ / "b.rules") << "";
     }
-    void TearDown() override { fs::remove_all(dir_); }
 
     Config base(const std::string& yaml = "{}") const {
         Config c = Config::load_string(yaml, "sensor.yaml");
@@ -133,6 +132,7 @@ protected:
         return p.ok() ? "ok" : std::string(p.status().message());
     }
 
+    picket::testing::TempDir tmp_{"picket-ladder"};
     fs::path dir_;
 };
 

@@ -2,7 +2,6 @@
 """picket-sensor --profile-configs end to end: exit codes and messages for bad ladders and
 arguments, and the default ladder (deploy/profile-ladder.yaml) over a generated pcap in every
 table format. Never asserts on speed."""
-import argparse
 import json
 import os
 import shutil
@@ -13,12 +12,14 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
 import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart)
+import picket_e2e  # noqa: E402
+from picket_e2e import sensor_bin, trafficgen_bin  # noqa: E402
 
-BUILD = SOURCE = None
+SOURCE = None
 
 
 def sensor(*args, cwd=None):
-    p = subprocess.run([os.path.join(BUILD, "sensor", "picket-sensor"), *args], cwd=cwd,
+    p = subprocess.run([sensor_bin(), *args], cwd=cwd,
                        capture_output=True, text=True, timeout=240)
     return p.returncode, p.stdout, p.stderr
 
@@ -28,7 +29,7 @@ class ProfileCli(unittest.TestCase):
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="picket-profile-cli-")
         cls.pcap = os.path.join(cls.dir, "t.pcap")
-        subprocess.run([os.path.join(BUILD, "tools", "trafficgen", "picket-trafficgen"), "-o",
+        subprocess.run([trafficgen_bin(), "-o",
                         cls.pcap, "--seed", "3", "--sessions", "200", "--attack", "/etc/passwd",
                         "--attack-share", "0.2"], check=True, capture_output=True)
         with open(cls.pcap + ".json") as f:
@@ -165,9 +166,6 @@ class ProfileCli(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    ap.add_argument("--source", required=True)
-    args, rest = ap.parse_known_args()
-    BUILD, SOURCE = os.path.abspath(args.build), os.path.abspath(args.source)
-    picket_test.main([sys.argv[0]] + rest)
+    paths, argv = picket_e2e.parse_args("--source")
+    SOURCE = paths["source"]
+    picket_test.main(argv)

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/frames.h"
+
 namespace picket::sensor::stream {
 namespace {
 
@@ -27,32 +29,6 @@ constexpr uint8_t kSyn = 0x02;
 constexpr uint8_t kRst = 0x04;
 constexpr uint8_t kPsh = 0x08;
 constexpr uint8_t kAck = 0x10;
-
-void put16(uint8_t* p, uint32_t v) {
-    p[0] = static_cast<uint8_t>(v >> 8);
-    p[1] = static_cast<uint8_t>(v);
-}
-void put32(uint8_t* p, uint32_t v) {
-    put16(p, v >> 16);
-    put16(p + 2, v & 0xffff);
-}
-
-// RFC 1071, written independently of the code under test.
-uint32_t sum16(const uint8_t* p, size_t len, uint32_t sum = 0) {
-    for (size_t i = 0; i + 1 < len; i += 2) {
-        sum += static_cast<uint32_t>(p[i] << 8 | p[i + 1]);
-    }
-    if (len & 1) {
-        sum += static_cast<uint32_t>(p[len - 1] << 8);
-    }
-    return sum;
-}
-uint16_t fold(uint32_t sum) {
-    while (sum >> 16) {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    return static_cast<uint16_t>(~sum);
-}
 
 // One TCP segment as the test describes it.
 struct Seg {
@@ -84,61 +60,37 @@ Hosts v6_hosts() {
     return h;
 }
 
+// Ethernet 02:..:01/02:..:02, IPv4 (TOS 0, id 0) or IPv6 (traffic class 0), TTL / hop limit 64.
 std::vector<uint8_t> build_frame(const Hosts& hs, const Seg& s) {
-    const uint32_t opt = s.wscale != 0xff ? 4 : 0;
-    const uint32_t thl = 20 + opt;
-    const uint32_t l4 = thl + static_cast<uint32_t>(s.data.size());
-    const uint32_t iphl = hs.v6 ? 40 : 20;
-    std::vector<uint8_t> f(14 + iphl + l4, 0);
-    uint8_t* e = f.data();
-    const uint8_t macs[12] = {2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2};
-    std::memcpy(e, macs, 12);
-    put16(e + 12, hs.v6 ? 0x86dd : 0x0800);
-    uint8_t* ip = e + 14;
+    namespace frames = picket::testing::frames;
+    frames::Bytes opts;
+    if (s.wscale != 0xff) {
+        opts = {1, 3, 3, s.wscale};  // NOP, window scale
+    }
+    frames::Bytes t =
+        frames::tcp(s.from_client ? hs.cport : hs.sport, s.from_client ? hs.sport : hs.cport,
+                    s.flags, opts, frames::Bytes(s.data.begin(), s.data.end()));
+    frames::set_tcp_numbers(t, s.seq, s.ack, s.window);
     const uint8_t* src = s.from_client ? hs.client : hs.server;
     const uint8_t* dst = s.from_client ? hs.server : hs.client;
-    uint32_t pseudo = 0;
+    std::vector<uint8_t> f;
     if (hs.v6) {
-        ip[0] = 0x60;
-        put16(ip + 4, l4);
-        ip[6] = 6;
-        ip[7] = 64;
-        std::memcpy(ip + 8, src, 16);
-        std::memcpy(ip + 24, dst, 16);
-        pseudo = sum16(ip + 8, 32);
-        pseudo += l4 >> 16;
-        pseudo += l4 & 0xffff;
-        pseudo += 6;
+        frames::V6 h;
+        std::copy(src, src + 16, h.src);
+        std::copy(dst, dst + 16, h.dst);
+        h.with_tclass(0).with_hlim(64);
+        f = frames::eth(frames::kClientMac, frames::kServerMac, 0x86dd, frames::ipv6(h, t));
     } else {
-        ip[0] = 0x45;
-        put16(ip + 2, iphl + l4);
-        ip[8] = 64;
-        ip[9] = 6;
-        std::memcpy(ip + 12, src, 4);
-        std::memcpy(ip + 16, dst, 4);
-        put16(ip + 10, fold(sum16(ip, 20)));
-        pseudo = sum16(ip + 12, 8) + 6 + l4;
+        frames::V4 h;
+        std::copy(src, src + 4, h.src);
+        std::copy(dst, dst + 4, h.dst);
+        h.with_tos(0).with_id(0);
+        f = frames::eth(frames::kClientMac, frames::kServerMac, 0x0800, frames::ipv4(h, t));
     }
-    uint8_t* t = ip + iphl;
-    put16(t, s.from_client ? hs.cport : hs.sport);
-    put16(t + 2, s.from_client ? hs.sport : hs.cport);
-    put32(t + 4, s.seq);
-    put32(t + 8, s.ack);
-    t[12] = static_cast<uint8_t>((thl / 4) << 4);
-    t[13] = s.flags;
-    put16(t + 14, s.window);
-    if (opt != 0) {
-        t[20] = 1;  // NOP
-        t[21] = 3;
-        t[22] = 3;
-        t[23] = s.wscale;
-    }
-    std::copy(s.data.begin(), s.data.end(), t + thl);
-    uint16_t ck = fold(sum16(t, l4, pseudo));
     if (s.bad_checksum) {
-        ck = static_cast<uint16_t>(ck ^ 0x5a5a);
+        const size_t at = 14 + (hs.v6 ? 40 : 20) + 16;
+        frames::put16(f, at, static_cast<uint16_t>(frames::get16(f, at) ^ 0x5a5a));
     }
-    put16(t + 16, ck);
     return f;
 }
 

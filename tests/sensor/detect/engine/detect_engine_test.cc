@@ -12,13 +12,13 @@
 #include "sensor/detect/detect.h"
 #include "sensor/detect/rule.h"
 #include "sensor/flow/flow.h"
-#include "tests/sensor/decode/packet_builder.h"
 #include "tests/sensor/detect/engine/engine_fixture.h"
+#include "tests/support/frames.h"
 
 namespace picket::sensor::detect {
 namespace {
 
-namespace tb = decode::testing;
+namespace tb = picket::testing::frames;
 
 class DetectEngineTest : public testing::EngineTest {
 protected:

@@ -9,7 +9,6 @@
 
 Usage: rule_profile_cli_test.py --build BUILD_DIR
 """
-import argparse
 import json
 import os
 import re
@@ -20,8 +19,8 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "support"))
 import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart)
+import picket_e2e  # noqa: E402
 
-BUILD = None
 TMP = None
 PCAP = None
 RULES = None
@@ -39,7 +38,7 @@ HEADER = ("   num        sid  gid  rev       checks    matches          ticks   
 
 
 def sensor(*args, cwd=None):
-    exe = os.path.join(BUILD, "sensor", "picket-sensor")
+    exe = picket_e2e.sensor_bin()
     return subprocess.run([exe] + list(args), capture_output=True, text=True, timeout=120,
                           cwd=cwd)
 
@@ -188,24 +187,21 @@ class RuleProfilingCli(unittest.TestCase):
 
 
 def main():
-    global BUILD, TMP, PCAP, RULES, RECORD
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    args, rest = ap.parse_known_args()
-    BUILD = os.path.abspath(args.build)
+    global TMP, PCAP, RULES, RECORD
+    _, argv = picket_e2e.parse_args()
     with tempfile.TemporaryDirectory(prefix="picket-ruleprof-") as tmp:
         TMP = tmp
         PCAP = os.path.join(tmp, "t.pcap")
         RULES = os.path.join(tmp, "r.rules")
         with open(RULES, "w") as f:
             f.write(RULES_TEXT)
-        gen = os.path.join(BUILD, "tools", "trafficgen", "picket-trafficgen")
+        gen = picket_e2e.trafficgen_bin()
         subprocess.run([gen, "-o", PCAP, "--seed", "5", "--sessions", "200", "--attack",
                         "ATK-one-xyz", "--attack-share", "0.2"], check=True,
                        capture_output=True)
         with open(PCAP + ".json") as f:
             RECORD = json.load(f)
-        status = picket_test.run([sys.argv[0]] + rest)
+        status = picket_test.run(argv)
     sys.exit(status)
 
 

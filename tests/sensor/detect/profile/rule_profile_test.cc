@@ -21,6 +21,7 @@
 #include "sensor/detect/detect.h"
 #include "sensor/detect/rule_profile.h"
 #include "sensor/engine/engine.h"
+#include "tests/support/temp_dir.h"
 #include "tools/trafficgen/generator.h"
 
 namespace picket::sensor::detect {
@@ -583,9 +584,8 @@ TEST(RuleProfileFormat, FastPatternAndKeywordGroup) {
 }
 
 TEST(RuleProfileLoad, PcreWithoutContentIsFlagged) {
-    const fs::path dir =
-        fs::temp_directory_path() / ("picket-pcre-flag-" + std::to_string(getpid()));
-    fs::create_directories(dir);
+    picket::testing::TempDir tmp("picket-pcre-flag");
+    const fs::path dir = tmp.path();
     std::ofstream(dir / "p.rules")
         << "# comment\n"
            "alert tcp any any -> any any (msg:\"anchored\"; content:\"abc\"; pcre:\"/abc\\d/\"; "
@@ -611,7 +611,6 @@ TEST(RuleProfileLoad, PcreWithoutContentIsFlagged) {
               std::string::npos);
     EXPECT_NE(text.find("\nwarning: " + f + ":3 sid 2: pcre without content anchor"),
               std::string::npos);
-    fs::remove_all(dir);
 }
 
 TEST(RuleProfileLoad, SummaryNamesMpmNone) {

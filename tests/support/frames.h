@@ -1,16 +1,19 @@
-// Test-only packet builders: craft Ethernet / IPv4 / IPv6 / TCP / UDP / ICMP byte arrays with
+// Test-only frame builders: craft Ethernet / IPv4 / IPv6 / TCP / UDP / ICMP byte arrays with
 // correct lengths and checksums (computed here independently of the decoder, with the plain
-// RFC 1071 big-endian sum) so that tests can then corrupt exactly one field.
+// RFC 1071 big-endian sum) so that tests can then corrupt exactly one field. Every field a
+// suite relies on (addresses, MACs, TOS, IP id, L4 checksum on or off) is a parameter with a
+// default, so suites that need other bytes say so at the call site.
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <utility>
 #include <vector>
 
-namespace picket::sensor::decode::testing {
+namespace picket::testing::frames {
 
 using Bytes = std::vector<uint8_t>;
 
@@ -67,6 +70,13 @@ inline Bytes tcp(uint16_t sport, uint16_t dport, uint8_t flags, const Bytes& opt
     std::copy(payload.begin(), payload.end(), b.begin() + 20 + opts.size());
     return b;
 }
+// Sets the sequence and acknowledgement numbers and the window of a tcp() segment (defaults
+// 1000, 2000, 65535).
+inline void set_tcp_numbers(Bytes& seg, uint32_t seq, uint32_t ack, uint16_t window) {
+    put32(seg, 4, seq);
+    put32(seg, 8, ack);
+    put16(seg, 14, window);
+}
 inline Bytes udp(uint16_t sport, uint16_t dport, const Bytes& payload = {}) {
     Bytes b(8 + payload.size());
     put16(b, 0, sport);
@@ -101,14 +111,25 @@ struct V4 {
     uint8_t src[4] = {10, 0, 0, 1};
     uint8_t dst[4] = {10, 0, 0, 2};
     uint8_t proto = kTcp;
+    uint8_t tos = 0x10;
     uint16_t id = 0x1234;
     uint16_t frag = 0;  // flags + offset field as on the wire (0x2000 = MF)
     uint8_t ttl = 64;
     Bytes opts;  // multiple of 4
     bool l4_checksum = true;
+    bool ip_checksum = true;  // false: the header checksum stays 0 (inputs decoded unchecked)
 
     V4& with_proto(uint8_t v) {
         proto = v;
+        return *this;
+    }
+    V4& with_addrs(const std::array<uint8_t, 4>& s, const std::array<uint8_t, 4>& d) {
+        std::copy(s.begin(), s.end(), src);
+        std::copy(d.begin(), d.end(), dst);
+        return *this;
+    }
+    V4& with_tos(uint8_t v) {
+        tos = v;
         return *this;
     }
     V4& with_id(uint16_t v) {
@@ -127,13 +148,21 @@ struct V4 {
         l4_checksum = v;
         return *this;
     }
+    V4& with_ip_checksum(bool v) {
+        ip_checksum = v;
+        return *this;
+    }
+    V4& with_ttl(uint8_t v) {
+        ttl = v;
+        return *this;
+    }
 };
 
 inline Bytes ipv4(const V4& h, const Bytes& payload) {
     const size_t hlen = 20 + h.opts.size();
     Bytes b(hlen + payload.size());
     b[0] = static_cast<uint8_t>(0x40 | (hlen / 4));
-    b[1] = 0x10;
+    b[1] = h.tos;
     put16(b, 2, static_cast<uint16_t>(hlen + payload.size()));
     put16(b, 4, h.id);
     put16(b, 6, h.frag);
@@ -142,7 +171,9 @@ inline Bytes ipv4(const V4& h, const Bytes& payload) {
     std::copy(h.src, h.src + 4, b.begin() + 12);
     std::copy(h.dst, h.dst + 4, b.begin() + 16);
     std::copy(h.opts.begin(), h.opts.end(), b.begin() + 20);
-    put16(b, 10, fold(sum16(b.data(), hlen)));
+    if (h.ip_checksum) {
+        put16(b, 10, fold(sum16(b.data(), hlen)));
+    }
     std::copy(payload.begin(), payload.end(), b.begin() + hlen);
     // A payload cut short of the L4 checksum field (a truncated-header test) has none to fill.
     if (h.l4_checksum && (h.frag & 0x3fff) == 0 &&
@@ -162,6 +193,7 @@ inline Bytes ipv4(const V4& h, const Bytes& payload) {
 struct V6 {
     uint8_t src[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
     uint8_t dst[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+    uint8_t tclass = 0x02;
     uint8_t nh = kTcp;
     uint8_t hlim = 63;
     // Where the L4 header starts inside the payload and its protocol; checksummed when
@@ -172,6 +204,19 @@ struct V6 {
 
     V6& with_nh(uint8_t v) {
         nh = v;
+        return *this;
+    }
+    V6& with_addrs(const std::array<uint8_t, 16>& s, const std::array<uint8_t, 16>& d) {
+        std::copy(s.begin(), s.end(), src);
+        std::copy(d.begin(), d.end(), dst);
+        return *this;
+    }
+    V6& with_tclass(uint8_t v) {
+        tclass = v;
+        return *this;
+    }
+    V6& with_hlim(uint8_t v) {
+        hlim = v;
         return *this;
     }
     V6& with_l4_off(size_t v) {
@@ -190,8 +235,8 @@ struct V6 {
 
 inline Bytes ipv6(const V6& h, const Bytes& payload) {
     Bytes b(40 + payload.size());
-    b[0] = 0x60;
-    b[1] = 0x20;  // traffic class 0x02
+    b[0] = static_cast<uint8_t>(0x60 | (h.tclass >> 4));
+    b[1] = static_cast<uint8_t>(h.tclass << 4);  // flow label 0
     put16(b, 4, static_cast<uint16_t>(payload.size()));
     b[6] = h.nh;
     b[7] = h.hlim;
@@ -229,20 +274,34 @@ inline Bytes ah(uint8_t nh) {
     return b;
 }
 
-// Ethernet; tags = {tpid, vid} pairs, outer first.
+using Mac = std::array<uint8_t, 6>;
+inline constexpr Mac kDstMac = {0, 1, 2, 3, 4, 5};
+inline constexpr Mac kSrcMac = {0, 6, 7, 8, 9, 10};
+// Locally administered MACs for suites that want a client (..:01) and a server (..:02).
+inline constexpr Mac kClientMac = {2, 0, 0, 0, 0, 1};
+inline constexpr Mac kServerMac = {2, 0, 0, 0, 0, 2};
+
+// Ethernet dst, src; tags = {tpid, vid} pairs, outer first.
+inline Bytes eth(const Mac& dst, const Mac& src, uint16_t ethertype, const Bytes& payload,
+                 std::initializer_list<std::pair<uint16_t, uint16_t>> tags = {}) {
+    // Sized once and filled with std::copy: GCC 12 warns (-Warray-bounds), wrongly, about
+    // vector::insert from the 6-byte MAC arrays here.
+    Bytes b(12 + 4 * tags.size() + 2 + payload.size());
+    std::copy(dst.begin(), dst.end(), b.begin());
+    std::copy(src.begin(), src.end(), b.begin() + 6);
+    size_t off = 12;
+    for (const auto& [tpid, vid] : tags) {
+        put16(b, off, tpid);
+        put16(b, off + 2, vid);
+        off += 4;
+    }
+    put16(b, off, ethertype);
+    std::copy(payload.begin(), payload.end(), b.begin() + static_cast<std::ptrdiff_t>(off + 2));
+    return b;
+}
 inline Bytes eth(uint16_t ethertype, const Bytes& payload,
                  std::initializer_list<std::pair<uint16_t, uint16_t>> tags = {}) {
-    Bytes b = {0, 1, 2, 3, 4, 5, 0, 6, 7, 8, 9, 10};
-    for (const auto& [tpid, vid] : tags) {
-        b.push_back(static_cast<uint8_t>(tpid >> 8));
-        b.push_back(static_cast<uint8_t>(tpid));
-        b.push_back(static_cast<uint8_t>(vid >> 8));
-        b.push_back(static_cast<uint8_t>(vid));
-    }
-    b.push_back(static_cast<uint8_t>(ethertype >> 8));
-    b.push_back(static_cast<uint8_t>(ethertype));
-    b.insert(b.end(), payload.begin(), payload.end());
-    return b;
+    return eth(kDstMac, kSrcMac, ethertype, payload, tags);
 }
 
 inline Bytes arp_body() {
@@ -250,4 +309,4 @@ inline Bytes arp_body() {
                  10, 0, 0, 1, 0, 0, 0, 0, 0, 0, 10, 0, 0, 2};
 }
 
-}  // namespace picket::sensor::decode::testing
+}  // namespace picket::testing::frames
