@@ -9,6 +9,8 @@
 #include <cstring>
 #include <string>
 
+#include "sensor/capture/inline.h"
+
 namespace picket::sensor::engine {
 
 namespace {

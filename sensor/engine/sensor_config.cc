@@ -1,5 +1,7 @@
 #include "sensor/engine/engine.h"
 
+#include "sensor/capture/inline.h"
+
 #include <algorithm>
 #include <climits>
 #include <cstdint>
