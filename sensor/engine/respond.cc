@@ -134,14 +134,11 @@ size_t build_tcp_rst(const decode::Packet& p, bool to_sender, uint8_t* out, size
         (p.tcp_flags & kTcpRst) != 0) {
         return 0;
     }
-    size_t off = 0;
-    if (with_ethernet) {
-        const long n = put_link(p, to_sender, out, cap);
-        if (n < 0) {
-            return 0;
-        }
-        off = static_cast<size_t>(n);
+    const long link = with_ethernet ? put_link(p, to_sender, out, cap) : 0;
+    if (link < 0) {
+        return 0;
     }
+    size_t off = static_cast<size_t>(link);
     const size_t ip_len = p.ip_version == 4 ? 20 : 40;
     if (cap < off + ip_len + 20) {
         return 0;
@@ -183,14 +180,11 @@ size_t build_icmp_unreachable(const decode::Packet& p, uint8_t* out, size_t cap,
     if (!is_ip(p) || p.proto != kProtoUdp || !p.has(decode::kFlagUdp)) {
         return 0;
     }
-    size_t off = 0;
-    if (with_ethernet) {
-        const long n = put_link(p, true, out, cap);
-        if (n < 0) {
-            return 0;
-        }
-        off = static_cast<size_t>(n);
+    const long link = with_ethernet ? put_link(p, true, out, cap) : 0;
+    if (link < 0) {
+        return 0;
     }
+    size_t off = static_cast<size_t>(link);
     const size_t captured = p.caplen - static_cast<size_t>(p.l3 - p.data);
     const size_t ip_len = p.ip_version == 4 ? 20 : 40;
     // IPv4: the header and 8 bytes (RFC 792); IPv6: as much as fits in 1280 (RFC 4443 3.1).
