@@ -51,6 +51,13 @@ enum class Stage : uint8_t {
     kDetect,    // + rules, when any are configured (the default)
 };
 
+// engine.stages' words, in Stage order.
+inline constexpr const char* kStageNames[] = {"read",   "decode",    "flow",
+                                              "stream", "app-layer", "detect"};
+inline const char* stage_name(Stage s) {
+    return kStageNames[static_cast<size_t>(s)];
+}
+
 struct SensorConfig {
     CaptureMode mode = CaptureMode::kPcapFile;
     std::vector<std::string> pcap_paths;  // -r, files or directories
