@@ -212,30 +212,21 @@ int parse_sensor_options(int argc, char** argv, SensorOptions* out) {
 }
 
 int check_sensor_options(const SensorOptions& o) {
-    const auto& pcaps = o.pcaps;
-    const auto& iface = o.iface;
-    const auto& capture_mode = o.capture_mode;
-    const auto& queue = o.queue;
-    const auto& bridge = o.bridge;
-    const auto& metrics_listen = o.metrics_listen;
-    const bool test_rules = o.test_rules;
-    const auto& profile_args = o.profile;
-    const auto& margs = o.manager;
-    if (!profile_args.ladder.empty()) {
+    if (!o.profile.ladder.empty()) {
         // A profile reads files, once per run, and serves nothing.
-        const char* conflict = !iface.empty()            ? "-i"
-                               : !margs.manager.empty()  ? "--manager"
-                               : o.pcap_loop_given       ? "--pcap-loop"
-                               : o.pcap_rate_given       ? "--pcap-rate"
-                               : !metrics_listen.empty() ? "--metrics-listen"
-                               : test_rules              ? "-T"
-                                                         : nullptr;
+        const char* conflict = !o.iface.empty()             ? "-i"
+                               : !o.manager.manager.empty() ? "--manager"
+                               : o.pcap_loop_given          ? "--pcap-loop"
+                               : o.pcap_rate_given          ? "--pcap-rate"
+                               : !o.metrics_listen.empty()  ? "--metrics-listen"
+                               : o.test_rules               ? "-T"
+                                                            : nullptr;
         if (conflict != nullptr) {
             std::fprintf(stderr, "picket-sensor: --profile-configs cannot be combined with %s\n",
                          conflict);
             return kExitUsage;
         }
-        if (pcaps.empty()) {
+        if (o.pcaps.empty()) {
             std::fprintf(stderr,
                          "picket-sensor: --profile-configs needs -r FILE: the traffic to run "
                          "through every step\n");
@@ -243,17 +234,17 @@ int check_sensor_options(const SensorOptions& o) {
         }
     }
     // DPDK's ports come from dpdk.interfaces: like the inline modes it needs no -r or -i.
-    const bool inline_capture =
-        capture_mode == "nfqueue" || capture_mode == "afpacket-inline" || capture_mode == "dpdk";
-    if (!queue.empty() && capture_mode != "nfqueue") {
+    const bool inline_capture = o.capture_mode == "nfqueue" ||
+                                o.capture_mode == "afpacket-inline" || o.capture_mode == "dpdk";
+    if (!o.queue.empty() && o.capture_mode != "nfqueue") {
         std::fprintf(stderr, "picket-sensor: --queue needs --capture nfqueue\n");
         return kExitUsage;
     }
-    if (!bridge.empty() && capture_mode != "afpacket-inline") {
+    if (!o.bridge.empty() && o.capture_mode != "afpacket-inline") {
         std::fprintf(stderr, "picket-sensor: --bridge needs --capture afpacket-inline\n");
         return kExitUsage;
     }
-    if (pcaps.empty() && iface.empty() && !inline_capture && !test_rules) {
+    if (o.pcaps.empty() && o.iface.empty() && !inline_capture && !o.test_rules) {
         std::fprintf(stderr,
                      "picket-sensor: no input: give -r FILE, -i IFACE, --capture nfqueue "
                      "--queue Q, --capture afpacket-inline --bridge IF1:IF2 or --capture "
@@ -265,27 +256,16 @@ int check_sensor_options(const SensorOptions& o) {
 }
 
 Config sensor_yaml(const SensorOptions& o) {
-    const auto& pcaps = o.pcaps;
-    const auto& iface = o.iface;
-    const auto& capture_mode = o.capture_mode;
-    const auto& queue = o.queue;
-    const auto& bridge = o.bridge;
-    const auto& metrics_listen = o.metrics_listen;
-    const auto& config_path = o.config_path;
-    const auto& log_dir = o.log_dir;
-    const auto& checksum = o.checksum;
-    const auto& bpf_words = o.bpf_words;
-    const auto& sets = o.sets;
-    Config config = config_path.empty() ? Config() : Config::load_file(config_path);
-    if (!pcaps.empty()) {
+    Config config = o.config_path.empty() ? Config() : Config::load_file(o.config_path);
+    if (!o.pcaps.empty()) {
         YAML::Node list(YAML::NodeType::Sequence);
-        for (const auto& p : pcaps) {
+        for (const auto& p : o.pcaps) {
             list.push_back(p);
         }
         config.set_value("pcap-file.paths", list);
     }
-    if (!iface.empty()) {
-        config.set_value("capture.interface", YAML::Node(iface));
+    if (!o.iface.empty()) {
+        config.set_value("capture.interface", YAML::Node(o.iface));
     }
     if (o.pcap_loop_given) {
         config.set_value("pcap-file.loop", YAML::Node(o.pcap_loop));
@@ -293,33 +273,33 @@ Config sensor_yaml(const SensorOptions& o) {
     if (o.pcap_rate_given) {
         config.set_value("pcap-file.rate", YAML::Node(o.pcap_rate));
     }
-    if (!metrics_listen.empty()) {
-        config.set_value("metrics.listen", YAML::Node(metrics_listen));
+    if (!o.metrics_listen.empty()) {
+        config.set_value("metrics.listen", YAML::Node(o.metrics_listen));
     }
-    if (!capture_mode.empty()) {
-        config.set_value("capture.mode", YAML::Node(capture_mode));
+    if (!o.capture_mode.empty()) {
+        config.set_value("capture.mode", YAML::Node(o.capture_mode));
     }
     if (o.workers > 0) {
         config.set_value("workers", YAML::Node(o.workers));
     }
-    if (!queue.empty()) {
-        config.set_value("capture.nfqueue.queue", YAML::Node(queue));
+    if (!o.queue.empty()) {
+        config.set_value("capture.nfqueue.queue", YAML::Node(o.queue));
     }
-    if (!bridge.empty()) {
-        config.set_value("capture.afpacket-inline.bridge", YAML::Node(bridge));
+    if (!o.bridge.empty()) {
+        config.set_value("capture.afpacket-inline.bridge", YAML::Node(o.bridge));
     }
     if (o.simulate_ips) {
         config.set_value("ips.simulate", YAML::Node(true));
     }
-    if (!log_dir.empty()) {
-        config.set_value("default-log-dir", YAML::Node(log_dir));
+    if (!o.log_dir.empty()) {
+        config.set_value("default-log-dir", YAML::Node(o.log_dir));
     }
-    if (!checksum.empty()) {
-        config.set_value("checksum-validation", YAML::Node(checksum == "all" ? "yes" : "no"));
+    if (!o.checksum.empty()) {
+        config.set_value("checksum-validation", YAML::Node(o.checksum == "all" ? "yes" : "no"));
     }
-    if (!bpf_words.empty()) {
+    if (!o.bpf_words.empty()) {
         std::string expr;
-        for (const auto& w : bpf_words) {
+        for (const auto& w : o.bpf_words) {
             expr += (expr.empty() ? "" : " ") + w;
         }
         config.set_value("capture.bpf-filter", YAML::Node(expr));
@@ -327,7 +307,7 @@ Config sensor_yaml(const SensorOptions& o) {
     if (o.profile_rules) {
         config.set_value("profiling.rules.enabled", YAML::Node(true));
     }
-    for (const auto& s : sets) {
+    for (const auto& s : o.sets) {
         config.set(s);
     }
     return config;

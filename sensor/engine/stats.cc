@@ -244,6 +244,8 @@ void Engine::stats_main() {
 
 std::string format_summary(const RunResult& r, uint32_t workers) {
     const auto& s = r.stats;
+    // printf's %llu for one counter of the snapshot.
+    const auto n = [&s](const char* key) { return static_cast<unsigned long long>(s.get(key)); };
     double secs = r.elapsed_sec > 0 ? r.elapsed_sec : 1e-9;
     uint64_t pkts = s.get("decoder.pkts");
     uint64_t bytes = s.get("decoder.bytes");
@@ -261,44 +263,23 @@ std::string format_summary(const RunResult& r, uint32_t workers) {
         "drops\n",
         static_cast<unsigned long long>(pkts), static_cast<unsigned long long>(bytes), secs,
         workers, workers == 1 ? "" : "s", static_cast<double>(pkts) / secs,
-        static_cast<double>(bytes) * 8 / 1e6 / secs,
-        static_cast<unsigned long long>(s.get("capture.kernel_packets")),
-        static_cast<unsigned long long>(s.get("capture.kernel_drops")),
-        static_cast<unsigned long long>(s.get("capture.queue_drops")),
-        static_cast<unsigned long long>(s.get("capture.bpf_filtered")),
-        static_cast<unsigned long long>(s.get("decoder.ipv4")),
-        static_cast<unsigned long long>(s.get("decoder.ipv6")),
-        static_cast<unsigned long long>(s.get("decoder.tcp")),
-        static_cast<unsigned long long>(s.get("decoder.udp")),
-        static_cast<unsigned long long>(s.get("decoder.icmpv4")),
-        static_cast<unsigned long long>(s.get("decoder.icmpv6")),
-        static_cast<unsigned long long>(s.get("decoder.vlan")),
-        static_cast<unsigned long long>(s.get("decoder.arp")),
-        static_cast<unsigned long long>(s.get("decoder.invalid")),
-        static_cast<unsigned long long>(s.get("defrag.ipv4.fragments")),
-        static_cast<unsigned long long>(s.get("defrag.ipv4.reassembled")),
-        static_cast<unsigned long long>(s.get("defrag.ipv6.fragments")),
-        static_cast<unsigned long long>(s.get("defrag.ipv6.reassembled")),
-        static_cast<unsigned long long>(s.get("defrag.timeouts")),
-        static_cast<unsigned long long>(s.get("defrag.memcap_drops")),
-        static_cast<unsigned long long>(s.get("flow.total")),
-        static_cast<unsigned long long>(s.get("flow.active")),
-        static_cast<unsigned long long>(s.get("flow.timed_out")),
-        static_cast<unsigned long long>(s.get("flow.evicted")),
-        static_cast<unsigned long long>(s.get("flow.memcap_drops")));
+        static_cast<double>(bytes) * 8 / 1e6 / secs, n("capture.kernel_packets"),
+        n("capture.kernel_drops"), n("capture.queue_drops"), n("capture.bpf_filtered"),
+        n("decoder.ipv4"), n("decoder.ipv6"), n("decoder.tcp"), n("decoder.udp"),
+        n("decoder.icmpv4"), n("decoder.icmpv6"), n("decoder.vlan"), n("decoder.arp"),
+        n("decoder.invalid"), n("defrag.ipv4.fragments"), n("defrag.ipv4.reassembled"),
+        n("defrag.ipv6.fragments"), n("defrag.ipv6.reassembled"), n("defrag.timeouts"),
+        n("defrag.memcap_drops"), n("flow.total"), n("flow.active"), n("flow.timed_out"),
+        n("flow.evicted"), n("flow.memcap_drops"));
     std::string out = buf;
     if (s.has("ips.accepted")) {
         std::snprintf(buf, sizeof(buf),
                       "  ips: %llu accepted, %llu blocked (rules %llu, flow drop %llu, decode "
                       "error %llu, stream memcap %llu, flow memcap %llu), %llu rejected\n",
-                      static_cast<unsigned long long>(s.get("ips.accepted")),
-                      static_cast<unsigned long long>(s.get("ips.blocked")),
-                      static_cast<unsigned long long>(s.get("ips.drop_reason.rules")),
-                      static_cast<unsigned long long>(s.get("ips.drop_reason.flow_drop")),
-                      static_cast<unsigned long long>(s.get("ips.drop_reason.decode_error")),
-                      static_cast<unsigned long long>(s.get("ips.drop_reason.stream_memcap")),
-                      static_cast<unsigned long long>(s.get("ips.drop_reason.flow_memcap")),
-                      static_cast<unsigned long long>(s.get("ips.rejected")));
+                      n("ips.accepted"), n("ips.blocked"), n("ips.drop_reason.rules"),
+                      n("ips.drop_reason.flow_drop"), n("ips.drop_reason.decode_error"),
+                      n("ips.drop_reason.stream_memcap"), n("ips.drop_reason.flow_memcap"),
+                      n("ips.rejected"));
         out += buf;
     }
     return out;
