@@ -36,23 +36,14 @@ private:
     [[noreturn]] void fail(const std::string& what, int err) const {
         throw CaptureError("interface '" + iface_ + "': " + what + ": " + std::strerror(err));
     }
-    tpacket_block_desc* block(uint64_t seq) const {
-        return reinterpret_cast<tpacket_block_desc*>(ring_ + (seq % block_count_) * block_size_);
+    uint32_t take_ready(Batch& batch) {
+        ring_.take_ready(batch, [](const tpacket3_hdr*) { return true; });
+        return batch.count;
     }
-    uint32_t take_ready(Batch& batch);
 
     std::string iface_;
     int fd_ = -1;
-    uint8_t* ring_ = nullptr;
-    size_t ring_bytes_ = 0;
-    uint32_t block_size_ = 0;
-    uint32_t block_count_ = 0;
-    // Walk position: block sequence number (block index = seq % block_count_), frames taken
-    // from it and the offset of the next frame. Blocks before `returned_` are the kernel's.
-    uint64_t cur_seq_ = 0;
-    uint32_t cur_idx_ = 0;
-    uint32_t cur_off_ = 0;
-    uint64_t returned_ = 0;
+    TpacketRing ring_;
     uint64_t packets_ = 0;
     uint64_t drops_ = 0;
     std::string error_;
@@ -109,14 +100,14 @@ AfPacketSource::AfPacketSource(const AfPacketOptions& o) : iface_(o.iface) {
                      std::to_string(o.frame_size) + ")",
                  errno);
         }
-        block_size_ = o.block_size;
-        block_count_ = o.block_count;
-        ring_bytes_ = static_cast<size_t>(o.block_size) * o.block_count;
-        void* map = mmap(nullptr, ring_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+        ring_.block_size = o.block_size;
+        ring_.block_count = o.block_count;
+        ring_.bytes = static_cast<size_t>(o.block_size) * o.block_count;
+        void* map = mmap(nullptr, ring_.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
         if (map == MAP_FAILED) {
             fail("mmap of the RX ring", errno);
         }
-        ring_ = static_cast<uint8_t*>(map);
+        ring_.map = static_cast<uint8_t*>(map);
 
         sockaddr_ll sll{};
         sll.sll_family = AF_PACKET;
@@ -140,8 +131,8 @@ AfPacketSource::AfPacketSource(const AfPacketOptions& o) : iface_(o.iface) {
             fail("PACKET_FANOUT id " + std::to_string(id), errno);
         }
     } catch (...) {
-        if (ring_ != nullptr) {
-            munmap(ring_, ring_bytes_);
+        if (ring_.map != nullptr) {
+            munmap(ring_.map, ring_.bytes);
         }
         close(fd_);
         throw;
@@ -149,53 +140,12 @@ AfPacketSource::AfPacketSource(const AfPacketOptions& o) : iface_(o.iface) {
 }
 
 AfPacketSource::~AfPacketSource() {
-    if (ring_ != nullptr) {
-        munmap(ring_, ring_bytes_);
+    if (ring_.map != nullptr) {
+        munmap(ring_.map, ring_.bytes);
     }
     if (fd_ >= 0) {
         close(fd_);
     }
-}
-
-uint32_t AfPacketSource::take_ready(Batch& batch) {
-    while (batch.count < kMaxBatch) {
-        tpacket_block_desc* desc = block(cur_seq_);
-        if (cur_seq_ - returned_ >= block_count_) {
-            break;  // every block is held by us: wait for release()
-        }
-        if ((__atomic_load_n(&desc->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER) ==
-            0) {
-            break;
-        }
-        const uint32_t num = desc->hdr.bh1.num_pkts;
-        if (cur_idx_ == 0) {
-            cur_off_ = desc->hdr.bh1.offset_to_first_pkt;
-        }
-        if (cur_idx_ < num) {
-            auto* base = reinterpret_cast<uint8_t*>(desc);
-            auto* hdr = reinterpret_cast<tpacket3_hdr*>(base + cur_off_);
-            uint8_t* data = reinterpret_cast<uint8_t*>(hdr) + hdr->tp_mac;
-            uint32_t caplen = hdr->tp_snaplen;
-            uint32_t wirelen = hdr->tp_len;
-            reinsert_vlan_tag(hdr, &data, &caplen, &wirelen);
-            RawPacket& p = batch.pkts[batch.count];
-            p.data = data;
-            p.caplen = caplen;
-            p.wirelen = wirelen;
-            p.ts_ns = static_cast<int64_t>(hdr->tp_sec) * 1000000000 + hdr->tp_nsec;
-            p.linktype = DLT_EN10MB;
-            p.pcap_cnt = 0;
-            batch.verdict[batch.count] = Verdict::kAccept;
-            ++batch.count;
-            cur_off_ += hdr->tp_next_offset;
-            ++cur_idx_;
-        }
-        if (cur_idx_ >= num) {
-            ++cur_seq_;
-            cur_idx_ = 0;
-        }
-    }
-    return batch.count;
 }
 
 ReadResult AfPacketSource::next_batch(Batch& batch, int timeout_ms) {
@@ -220,17 +170,14 @@ ReadResult AfPacketSource::next_batch(Batch& batch, int timeout_ms) {
             return ReadResult::kTimeout;
         }
     }
-    // Blocks before cur_seq_ are fully taken once this batch is released.
-    batch.cookie = cur_seq_;
+    // Blocks before the walk position are fully taken once this batch is released.
+    batch.cookie = ring_.cur_seq;
     return ReadResult::kOk;
 }
 
 void AfPacketSource::release(Batch& batch) {
     // Batches are released in order, so every block before the cookie is done with.
-    for (; returned_ < batch.cookie; ++returned_) {
-        __atomic_store_n(&block(returned_)->hdr.bh1.block_status, TP_STATUS_KERNEL,
-                         __ATOMIC_RELEASE);
-    }
+    ring_.give_back(batch.cookie);
     batch.count = 0;
 }
 

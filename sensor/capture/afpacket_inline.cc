@@ -24,35 +24,14 @@ namespace picket::sensor::capture {
 
 namespace {
 
-constexpr int kDltEn10mb = 1;
-
 // One interface of the bridge: a TPACKET_V3 RX ring in that interface's fanout group. The
 // same socket transmits the frames going out of this interface (plain send(): see README).
-struct Ring {
+struct Ring : TpacketRing {
     std::string name;
     int ifindex = 0;
     int fd = -1;
-    uint8_t* map = nullptr;
-    size_t bytes = 0;
-    uint32_t block_size = 0;
-    uint32_t block_count = 0;
-    uint64_t cur_seq = 0;   // block being walked (index = seq % block_count)
-    uint32_t cur_idx = 0;   // frames taken from it
-    uint32_t cur_off = 0;   // offset of the next frame
-    uint64_t returned = 0;  // blocks before this are the kernel's
     uint64_t packets = 0;
     uint64_t drops = 0;
-
-    tpacket_block_desc* block(uint64_t seq) const {
-        return reinterpret_cast<tpacket_block_desc*>(map + (seq % block_count) * block_size);
-    }
-    bool owns(const uint8_t* p) const { return p >= map && p < map + bytes; }
-    void give_back(uint64_t upto) {
-        for (; returned < upto; ++returned) {
-            __atomic_store_n(&block(returned)->hdr.bh1.block_status, TP_STATUS_KERNEL,
-                             __ATOMIC_RELEASE);
-        }
-    }
 };
 
 class AfPacketInlineSource final : public InlineSource, public BridgeInjector {
@@ -196,48 +175,12 @@ AfPacketInlineSource::~AfPacketInlineSource() {
 }
 
 void AfPacketInlineSource::take_ready(Ring& r, Batch& batch) {
-    while (batch.count < kMaxBatch) {
-        if (r.cur_seq - r.returned >= r.block_count) {
-            break;  // every block is held by us: wait for release()
-        }
-        tpacket_block_desc* desc = r.block(r.cur_seq);
-        if ((__atomic_load_n(&desc->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER) ==
-            0) {
-            break;
-        }
-        const uint32_t num = desc->hdr.bh1.num_pkts;
-        if (r.cur_idx == 0) {
-            r.cur_off = desc->hdr.bh1.offset_to_first_pkt;
-        }
-        if (r.cur_idx < num) {
-            auto* hdr =
-                reinterpret_cast<tpacket3_hdr*>(reinterpret_cast<uint8_t*>(desc) + r.cur_off);
-            r.cur_off += hdr->tp_next_offset;
-            ++r.cur_idx;
-            const auto* sll = reinterpret_cast<const sockaddr_ll*>(
-                reinterpret_cast<uint8_t*>(hdr) + TPACKET_ALIGN(sizeof(tpacket3_hdr)));
-            if (sll->sll_pkttype != PACKET_OUTGOING) {
-                uint8_t* data = reinterpret_cast<uint8_t*>(hdr) + hdr->tp_mac;
-                uint32_t caplen = hdr->tp_snaplen;
-                uint32_t wirelen = hdr->tp_len;
-                // The stripped outer 802.1Q tag must be forwarded with the frame.
-                reinsert_vlan_tag(hdr, &data, &caplen, &wirelen);
-                RawPacket& p = batch.pkts[batch.count];
-                p.data = data;
-                p.caplen = caplen;
-                p.wirelen = wirelen;
-                p.ts_ns = static_cast<int64_t>(hdr->tp_sec) * 1000000000 + hdr->tp_nsec;
-                p.linktype = kDltEn10mb;
-                p.pcap_cnt = 0;
-                batch.verdict[batch.count] = Verdict::kAccept;
-                ++batch.count;
-            }
-        }
-        if (r.cur_idx >= num) {
-            ++r.cur_seq;
-            r.cur_idx = 0;
-        }
-    }
+    // Frames this host sent out of the interface are not bridged (they are its own).
+    r.take_ready(batch, [](const tpacket3_hdr* hdr) {
+        const auto* sll = reinterpret_cast<const sockaddr_ll*>(
+            reinterpret_cast<const uint8_t*>(hdr) + TPACKET_ALIGN(sizeof(tpacket3_hdr)));
+        return sll->sll_pkttype != PACKET_OUTGOING;
+    });
 }
 
 ReadResult AfPacketInlineSource::next_batch(Batch& batch, int timeout_ms) {

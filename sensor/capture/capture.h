@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -261,5 +262,159 @@ struct AfPacketOptions {
 
 // Throws CaptureError("interface 'X': ...") on unknown interface or socket errors.
 std::unique_ptr<PacketSource> open_afpacket(const AfPacketOptions& options);
+
+// ---------------------------------------------------------------------------------------
+// Options of the inline and DPDK backends (inline.h, dpdk.h), here so that the sensor's
+// configuration can hold them without including those headers.
+
+struct NfqueueOptions {
+    uint16_t queue = 0;
+    uint32_t snaplen = 65535;  // NFQNL_COPY_PACKET range; longer packets are cut (caplen)
+    uint32_t max_len = 4096;   // kernel queue length (NFQA_CFG_QUEUE_MAXLEN)
+    bool fail_open = false;    // NFQA_CFG_F_FAIL_OPEN: the kernel accepts when the queue is full
+    uint32_t mark = 0;         // set on accepted packets (NFQA_MARK) when use_mark
+    bool use_mark = false;
+    uint32_t rcvbuf_bytes = 8u << 20;  // netlink socket receive buffer (SO_RCVBUFFORCE)
+};
+
+struct AfPacketInlineOptions {
+    std::string iface1;
+    std::string iface2;
+    // Fanout group ids: iface1 uses fanout_id, iface2 fanout_id + 1 (0 = derive from the pid).
+    // Every worker opens one source; worker i is member i of both groups, so the kernel's
+    // symmetric hash sends both directions of a flow to the same worker.
+    uint16_t fanout_id = 0;
+    uint32_t block_size = 1 << 20;
+    uint32_t block_count = 16;
+    uint32_t block_timeout_ms = 1;  // short: a frame waits in its block until it retires
+    bool qdisc_bypass = false;      // PACKET_QDISC_BYPASS on the transmit side
+};
+
+// One entry of `dpdk.interfaces` (Suricata's layout): a DPDK port by its device name, a vdev
+// ("net_pcap0", "net_af_packet0") or a PCI address ("0000:01:00.0").
+struct DpdkInterface {
+    std::string name;
+    // Inline: the port accepted frames from `name` leave through (Suricata's copy-iface). The
+    // pair works both ways; listing the reverse entry too is allowed. Ignored when passive.
+    std::string copy_iface;
+};
+
+struct DpdkOptions {
+    // EAL arguments without argv[0], e.g. {"--no-huge", "--no-pci", "-m", "1024",
+    // "--file-prefix", "picket-1", "--vdev=net_pcap0,rx_pcap=in.pcap"}. Without a core option
+    // (-l, -c, --lcores) the context adds "-l N", N = the first CPU the process may run on.
+    std::vector<std::string> eal_args;
+    std::vector<DpdkInterface> interfaces;
+    bool inline_mode = false;
+    uint16_t rx_queues = 1;  // = workers; a port without RSS gets 1 (see queues())
+    uint32_t mbufs = 0;      // pool size; 0 = sized from ports, queues and descriptors
+    uint16_t mbuf_cache = 256;
+    uint16_t mbuf_data_room = 2048;  // bytes per mbuf after the headroom; frames up to this fit
+    uint16_t rx_descriptors = 1024;
+    uint16_t tx_descriptors = 1024;
+    uint16_t burst = 32;  // rte_eth_rx_burst size, at most kMaxBatch
+    uint16_t mtu = 0;     // 0 = the PMD's default
+    bool promisc = true;
+    // Idle polling: after 256 empty polls a worker sleeps 1 us, doubling up to this (µs), until
+    // a packet or its timeout. 0 = pure busy polling (DPDK's usual: a whole core per worker).
+    uint32_t idle_sleep_max_us = 100;
+};
+
+// ---------------------------------------------------------------------------------------
+// Building every capture source of a run from the configuration (sources.cc).
+
+class InlineSource;    // inline.h
+class BridgeInjector;  // inline.h
+class DpdkContext;     // dpdk.h
+
+// capture.mode (--capture, -r, -i). kNfqueue and kAfPacketInline are inline (IPS): the
+// sensor's verdicts decide what passes; kDpdk is inline when dpdk.copy-mode is ips
+// (DpdkOptions::inline_mode), passive otherwise.
+enum class CaptureMode : uint8_t {
+    kPcapFile,
+    kPcapLive,
+    kAfPacket,
+    kNfqueue,
+    kAfPacketInline,
+    kDpdk,
+};
+
+// What open_sources() needs of the sensor's configuration.
+struct SourceOptions {
+    CaptureMode mode = CaptureMode::kPcapFile;
+    uint32_t workers = 1;
+    std::vector<std::string> pcap_paths;  // kPcapFile
+    std::string iface;                    // kPcapLive, kAfPacket
+    uint32_t snaplen = 262144;
+    bool promisc = true;
+    uint64_t pcap_buffer_bytes = 32ULL << 20;  // kPcapLive
+    // Dispatcher modes (kPcapFile, kPcapLive): each worker's queue, the worker hash, and
+    // whether a file replay drops for a full queue as a live capture does (else it waits).
+    uint64_t queue_bytes = 8ULL << 20;
+    uint64_t queue_packets = 0;
+    DispatchHash hash = nullptr;
+    bool pcap_replay = false;
+    std::string bpf;  // capture.bpf-filter; empty: none
+    BpfMode bpf_mode = BpfMode::kKernel;
+    AfPacketOptions afpacket;  // iface and kernel_filter are set from the fields above
+    NfqueueOptions nfqueue;    // worker i binds queue nfqueue.queue + i
+    AfPacketInlineOptions afpacket_inline;
+    DpdkOptions dpdk;  // rx_queues is set from workers
+};
+
+// One worker's source and what inline handling it offers.
+struct WorkerSource {
+    PacketSource* source = nullptr;         // what the worker reads (owned by Sources)
+    InlineSource* inline_source = nullptr;  // the same source, when it is inline
+    BridgeInjector* injector = nullptr;     // inline: responses out of the source's ports
+    bool raw_socket_responses = false;      // NFQUEUE: responses through raw IP sockets
+};
+
+// Every capture source of a run: the reader and its Dispatcher (offline files, libpcap live)
+// or one source per worker (AF_PACKET, NFQUEUE, the bridge, DPDK), the compiled BPF and
+// DPDK's EAL and ports. Built on the control thread; each worker uses its own WorkerSource;
+// the reader thread uses file_reader() / live_reader() and dispatcher()->push.
+class Sources {
+public:
+    ~Sources();  // the workers' sources first, then DPDK's ports and EAL
+    Sources(const Sources&) = delete;
+    Sources& operator=(const Sources&) = delete;
+
+    // The workers that get packets: SourceOptions::workers, or fewer for DPDK ports with
+    // fewer RX queues (warnings() says so).
+    uint32_t workers() const { return static_cast<uint32_t>(workers_.size()); }
+    const WorkerSource& worker(uint32_t i) const { return workers_[i]; }
+    PcapFileReader* file_reader() const { return file_reader_.get(); }
+    PcapLiveReader* live_reader() const { return live_reader_.get(); }
+    Dispatcher* dispatcher() const { return dispatcher_.get(); }
+    // capture.bpf-filter in user space, one program per link type (user mode, and inline
+    // sources, which have no kernel filter): a packet whose link type has none passes. Empty
+    // when the filter runs in the kernel or there is none.
+    const std::map<int, BpfFilter>& user_filters() const { return user_filters_; }
+    // Degraded settings worth a log line (DPDK: fewer queues than workers, ...).
+    const std::vector<std::string>& warnings() const { return warnings_; }
+
+private:
+    Sources() = default;
+    friend std::unique_ptr<Sources> open_sources(const SourceOptions& options);
+
+    std::unique_ptr<BpfFilter> kernel_bpf_;
+    std::map<int, BpfFilter> user_filters_;
+    // Declared before the sources: built before them, destroyed after them. Deleted in
+    // sources.cc, which knows whether the build has DPDK.
+    DpdkContext* dpdk_ = nullptr;
+    std::unique_ptr<PcapFileReader> file_reader_;
+    std::unique_ptr<PcapLiveReader> live_reader_;
+    std::unique_ptr<Dispatcher> dispatcher_;
+    std::vector<std::unique_ptr<PacketSource>> owned_;
+    std::vector<WorkerSource> workers_;
+    std::vector<std::string> warnings_;
+};
+
+// Compiles the BPF expression (for Ethernet first, so that a bad one fails with libpcap's
+// message whatever the mode) and opens the sources of options.mode. Throws CaptureError with
+// what and where: unknown interface, unreadable file, bad BPF expression, DPDK's EAL or port
+// setup, a DPDK mode in a build without DPDK.
+std::unique_ptr<Sources> open_sources(const SourceOptions& options);
 
 }  // namespace picket::sensor::capture

@@ -18,35 +18,7 @@
 
 namespace picket::sensor::capture {
 
-// One entry of `dpdk.interfaces` (Suricata's layout): a DPDK port by its device name, a vdev
-// ("net_pcap0", "net_af_packet0") or a PCI address ("0000:01:00.0").
-struct DpdkInterface {
-    std::string name;
-    // Inline: the port accepted frames from `name` leave through (Suricata's copy-iface). The
-    // pair works both ways; listing the reverse entry too is allowed. Ignored when passive.
-    std::string copy_iface;
-};
-
-struct DpdkOptions {
-    // EAL arguments without argv[0], e.g. {"--no-huge", "--no-pci", "-m", "1024",
-    // "--file-prefix", "picket-1", "--vdev=net_pcap0,rx_pcap=in.pcap"}. Without a core option
-    // (-l, -c, --lcores) the context adds "-l N", N = the first CPU the process may run on.
-    std::vector<std::string> eal_args;
-    std::vector<DpdkInterface> interfaces;
-    bool inline_mode = false;
-    uint16_t rx_queues = 1;  // = workers; a port without RSS gets 1 (see queues())
-    uint32_t mbufs = 0;      // pool size; 0 = sized from ports, queues and descriptors
-    uint16_t mbuf_cache = 256;
-    uint16_t mbuf_data_room = 2048;  // bytes per mbuf after the headroom; frames up to this fit
-    uint16_t rx_descriptors = 1024;
-    uint16_t tx_descriptors = 1024;
-    uint16_t burst = 32;  // rte_eth_rx_burst size, at most kMaxBatch
-    uint16_t mtu = 0;     // 0 = the PMD's default
-    bool promisc = true;
-    // Idle polling: after 256 empty polls a worker sleeps 1 us, doubling up to this (µs), until
-    // a packet or its timeout. 0 = pure busy polling (DPDK's usual: a whole core per worker).
-    uint32_t idle_sleep_max_us = 100;
-};
+// DpdkInterface and DpdkOptions (dpdk.*): capture.h.
 
 struct DpdkPortInfo {
     std::string name;

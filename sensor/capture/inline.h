@@ -29,17 +29,7 @@ public:
 };
 
 // ---------------------------------------------------------------------------------------
-// NFQUEUE
-
-struct NfqueueOptions {
-    uint16_t queue = 0;
-    uint32_t snaplen = 65535;  // NFQNL_COPY_PACKET range; longer packets are cut (caplen)
-    uint32_t max_len = 4096;   // kernel queue length (NFQA_CFG_QUEUE_MAXLEN)
-    bool fail_open = false;    // NFQA_CFG_F_FAIL_OPEN: the kernel accepts when the queue is full
-    uint32_t mark = 0;         // set on accepted packets (NFQA_MARK) when use_mark
-    bool use_mark = false;
-    uint32_t rcvbuf_bytes = 8u << 20;  // netlink socket receive buffer (SO_RCVBUFFORCE)
-};
+// NFQUEUE (NfqueueOptions: capture.h)
 
 // Packets are raw IP (RawPacket::linktype = 12, DLT_RAW: the decoder picks IPv4/IPv6 from the
 // version nibble). Throws CaptureError("nfqueue N: ...") when the queue is bound by another
@@ -55,20 +45,7 @@ struct QueueRange {
 QueueRange parse_queue_range(const std::string& spec);
 
 // ---------------------------------------------------------------------------------------
-// AF_PACKET inline bridge
-
-struct AfPacketInlineOptions {
-    std::string iface1;
-    std::string iface2;
-    // Fanout group ids: iface1 uses fanout_id, iface2 fanout_id + 1 (0 = derive from the pid).
-    // Every worker opens one source; worker i is member i of both groups, so the kernel's
-    // symmetric hash sends both directions of a flow to the same worker.
-    uint16_t fanout_id = 0;
-    uint32_t block_size = 1 << 20;
-    uint32_t block_count = 16;
-    uint32_t block_timeout_ms = 1;  // short: a frame waits in its block until it retires
-    bool qdisc_bypass = false;      // PACKET_QDISC_BYPASS on the transmit side
-};
+// AF_PACKET inline bridge (AfPacketInlineOptions: capture.h)
 
 // Throws CaptureError("bridge IF1:IF2: ...") for an unknown interface, IF1 == IF2 or socket
 // errors. Packets are Ethernet (linktype 1) with VLAN tags put back as in open_afpacket.

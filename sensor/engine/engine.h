@@ -22,8 +22,6 @@
 #include "common/stats.h"
 #include "sensor/applayer/applayer.h"
 #include "sensor/capture/capture.h"
-#include "sensor/capture/dpdk.h"
-#include "sensor/capture/inline.h"
 #include "sensor/decode/decode.h"
 #include "sensor/defrag/defrag.h"
 #include "sensor/detect/detect.h"
@@ -33,16 +31,13 @@
 
 namespace picket::sensor::engine {
 
-// kNfqueue and kAfPacketInline are inline (IPS): the sensor's verdicts decide what passes;
-// kDpdk is inline when dpdk.copy-mode is ips (dpdk.inline_mode), passive otherwise.
-enum class CaptureMode : uint8_t {
-    kPcapFile,
-    kPcapLive,
-    kAfPacket,
-    kNfqueue,
-    kAfPacketInline,
-    kDpdk,
-};
+// Internal to the engine (worker_context.h): one worker's state and the pipeline's verdicts.
+struct WorkerContext;
+enum class PacketVerdict : uint8_t;
+struct FlowVerdict;
+
+// capture.mode: capture::CaptureMode (sensor/capture builds the sources of each mode).
+using CaptureMode = capture::CaptureMode;
 
 // engine.stages: how far each packet goes, so that --profile-configs can measure what each
 // stage costs. Ordered: a stage runs every one before it. Below kDetect the rules are not
@@ -55,6 +50,13 @@ enum class Stage : uint8_t {
     kAppLayer,  // + protocol detection and the HTTP, DNS and TLS parsers
     kDetect,    // + rules, when any are configured (the default)
 };
+
+// engine.stages' words, in Stage order.
+inline constexpr const char* kStageNames[] = {"read",   "decode",    "flow",
+                                              "stream", "app-layer", "detect"};
+inline const char* stage_name(Stage s) {
+    return kStageNames[static_cast<size_t>(s)];
+}
 
 struct SensorConfig {
     CaptureMode mode = CaptureMode::kPcapFile;
@@ -214,8 +216,7 @@ public:
     const SensorConfig& config() const { return config_; }
 
 private:
-    struct Worker;
-    void worker_main(Worker& w);
+    void worker_main(WorkerContext& w);
     void reader_main();
     bool wait_until(int64_t due_ns) const;
     void stats_main();
@@ -223,49 +224,48 @@ private:
     void build_alert_output();
     void drain_alerts();
     AlertTap alert_tap_;
-    // Alerts w.alert_buf[0, n) of packet p. stream: the stream window alerts that matched on
-    // the stream report as their payload; tx: they come from a transaction of f.
-    void emit_alerts(Worker& w, const decode::Packet& p, const flow::Flow* f, flow::Direction dir,
-                     uint32_t n, uint32_t link_len, const detect::StreamView* stream = nullptr,
-                     bool tx = false);
-    // Stream, app layer and detection for a packet that has a flow (or none: f nullptr).
-    void inspect_flow_packet(Worker& w, const decode::Packet& p, flow::Flow* f, flow::Direction dir,
-                             uint32_t link_len, int64_t now_ns);
+
+    // The per-packet pipeline (pipeline.cc). Each step returns what the rules decided so far
+    // (PacketVerdict: a decision only gets stronger); nothing per packet is kept in w.
+    //
     // Everything a worker does with one packet; returns its verdict (kAccept unless ips()).
-    capture::Verdict process_packet(Worker& w, const capture::RawPacket& raw, int64_t now_ns);
+    capture::Verdict process_packet(WorkerContext& w, const capture::RawPacket& raw,
+                                    int64_t now_ns);
+    // Stream, app layer and detection for a packet that has a flow (or none: f nullptr).
+    FlowVerdict inspect_flow_packet(WorkerContext& w, const decode::Packet& p, flow::Flow* f,
+                                    flow::Direction dir, uint32_t link_len, int64_t now_ns);
     // Detection of one raw stream chunk of f's direction d on packet p (the packet that
     // delivered it, or pseudo_packet() of d): the rules that match on the stream, and only
-    // their stream matches; a pass rule marks the flow passed.
-    void inspect_stream_chunk(Worker& w, const decode::Packet& p, flow::Flow& f, flow::Direction d,
-                              const stream::StreamChunk& c, uint32_t link_len);
+    // their stream matches; a pass rule marks the flow passed. `verdict`: the packet's so far.
+    PacketVerdict inspect_stream_chunk(WorkerContext& w, const decode::Packet& p, flow::Flow& f,
+                                       flow::Direction d, const stream::StreamChunk& c,
+                                       uint32_t link_len, PacketVerdict verdict);
     // w.pseudo made a packet of f's direction d without headers or payload of its own
     // (Suricata's stream pseudo packet): what alerts report as source, destination and time.
-    const decode::Packet& pseudo_packet(Worker& w, const flow::Flow& f, flow::Direction d);
-    // Applies the actions of alerts w.alert_buf[0, n) to the packet and its flow (IPS: drop,
-    // reject, the flow's drop mark) and marks them blocked.
-    void apply_actions(Worker& w, const decode::Packet& p, flow::Flow* f, uint32_t n);
+    const decode::Packet& pseudo_packet(WorkerContext& w, const flow::Flow& f, flow::Direction d);
+    // Applies the actions of alerts w.alert_buf[0, n) (IPS: drop, reject, the flow's drop
+    // mark), marks them blocked and returns what they decide (kNone, kDrop or kReject).
+    PacketVerdict apply_actions(WorkerContext& w, flow::Flow* f, uint32_t n);
+    // Alerts w.alert_buf[0, n) of packet p, whose verdict so far is `verdict`. stream: the
+    // stream window alerts that matched on the stream report as their payload; tx: they come
+    // from a transaction of f.
+    void emit_alerts(WorkerContext& w, const decode::Packet& p, const flow::Flow* f,
+                     flow::Direction dir, uint32_t n, uint32_t link_len, PacketVerdict verdict,
+                     const detect::StreamView* stream = nullptr, bool tx = false);
     // End of input (offline files, an idle DPDK replay): every active flow's held stream data
     // is flushed into the app layer and detection, its directions get the app layer's end of
     // stream, and its app state is released (TLS/DNS count truncated messages), before the
     // final stats. The flows themselves stay (flow.active at end is unchanged).
-    void finish_flows(Worker& w);
+    void finish_flows(WorkerContext& w);
     // The end of one flow: the stream flushed, the app layer's last data, every transaction
     // inspected on pseudo packets; release_app also frees its app state.
-    void end_flow(Worker& w, flow::Flow& f, bool release_app);
+    void end_flow(WorkerContext& w, flow::Flow& f, bool release_app);
 
     SensorConfig config_;
-    // DPDK's EAL and ports (--capture dpdk). Declared before workers_: built before the
-    // workers' sources and destroyed after them. The deleter is defined in engine.cc, where
-    // ~DpdkContext is only referenced when the build has DPDK (picket_capture_dpdk linked).
-    struct DpdkDeleter {
-        void operator()(capture::DpdkContext* context) const;
-    };
-    std::unique_ptr<capture::DpdkContext, DpdkDeleter> dpdk_;
-    std::vector<std::unique_ptr<Worker>> workers_;
-    std::unique_ptr<capture::PcapFileReader> file_reader_;
-    std::unique_ptr<capture::PcapLiveReader> live_reader_;
-    std::unique_ptr<capture::Dispatcher> dispatcher_;
-    std::unique_ptr<capture::BpfFilter> bpf_;
+    // Every capture source (capture::open_sources). Declared before workers_: the workers'
+    // responders send through the sources, so the workers go first.
+    std::unique_ptr<capture::Sources> sources_;
+    std::vector<std::unique_ptr<WorkerContext>> workers_;
     struct Output;
     std::unique_ptr<Output> output_;
     std::atomic<bool> stop_{false};

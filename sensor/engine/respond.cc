@@ -1,6 +1,7 @@
 #include "sensor/engine/respond.h"
 
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -9,17 +10,12 @@
 #include <cstring>
 #include <string>
 
+#include "sensor/capture/inline.h"
+
 namespace picket::sensor::engine {
 
 namespace {
 
-constexpr uint8_t kProtoTcp = 6;
-constexpr uint8_t kProtoUdp = 17;
-constexpr uint8_t kProtoIcmpv6 = 58;
-constexpr uint8_t kTcpFin = 0x01;
-constexpr uint8_t kTcpSyn = 0x02;
-constexpr uint8_t kTcpRst = 0x04;
-constexpr uint8_t kTcpAck = 0x10;
 constexpr uint8_t kTtl = 64;
 constexpr size_t kIpv6MinMtu = 1280;
 
@@ -114,8 +110,8 @@ uint32_t tcp_seg_len(const decode::Packet& p) {
     uint32_t ip_total = p.ip_version == 4 ? rd16(p.l3 + 2) : 40u + rd16(p.l3 + 4);
     const uint32_t hdrs = static_cast<uint32_t>(p.ip_hdr_len) + p.tcp_hdr_len;
     uint32_t len = ip_total > hdrs ? ip_total - hdrs : 0;
-    len += (p.tcp_flags & kTcpSyn) != 0 ? 1 : 0;
-    len += (p.tcp_flags & kTcpFin) != 0 ? 1 : 0;
+    len += (p.tcp_flags & TH_SYN) != 0 ? 1 : 0;
+    len += (p.tcp_flags & TH_FIN) != 0 ? 1 : 0;
     return len;
 }
 
@@ -128,43 +124,40 @@ bool is_ip(const decode::Packet& p) {
 
 size_t build_tcp_rst(const decode::Packet& p, bool to_sender, uint8_t* out, size_t cap,
                      bool with_ethernet, bool original_dropped) {
-    if (!is_ip(p) || p.proto != kProtoTcp || !p.has(decode::kFlagTcp) ||
-        (p.tcp_flags & kTcpRst) != 0) {
+    if (!is_ip(p) || p.proto != IPPROTO_TCP || !p.has(decode::kFlagTcp) ||
+        (p.tcp_flags & TH_RST) != 0) {
         return 0;
     }
-    size_t off = 0;
-    if (with_ethernet) {
-        const long n = put_link(p, to_sender, out, cap);
-        if (n < 0) {
-            return 0;
-        }
-        off = static_cast<size_t>(n);
+    const long link = with_ethernet ? put_link(p, to_sender, out, cap) : 0;
+    if (link < 0) {
+        return 0;
     }
+    size_t off = static_cast<size_t>(link);
     const size_t ip_len = p.ip_version == 4 ? 20 : 40;
     if (cap < off + ip_len + 20) {
         return 0;
     }
     const decode::Address& src = to_sender ? p.dst : p.src;
     const decode::Address& dst = to_sender ? p.src : p.dst;
-    off += put_ip(p, src, dst, kProtoTcp, 20, out + off);
+    off += put_ip(p, src, dst, IPPROTO_TCP, 20, out + off);
     uint8_t* t = out + off;
     std::memset(t, 0, 20);
     const uint32_t seg = tcp_seg_len(p);
     uint32_t seq = 0;
     uint32_t ack = 0;
-    uint8_t flags = kTcpRst | kTcpAck;
+    uint8_t flags = TH_RST | TH_ACK;
     if (to_sender) {
         wr16(t, p.dport);
         wr16(t + 2, p.sport);
-        seq = (p.tcp_flags & kTcpAck) != 0 ? p.tcp_ack : 0;
+        seq = (p.tcp_flags & TH_ACK) != 0 ? p.tcp_ack : 0;
         ack = p.tcp_seq + seg;
     } else {
         wr16(t, p.sport);
         wr16(t + 2, p.dport);
         seq = original_dropped ? p.tcp_seq : p.tcp_seq + seg;
         ack = p.tcp_ack;
-        if ((p.tcp_flags & kTcpAck) == 0) {
-            flags = kTcpRst;
+        if ((p.tcp_flags & TH_ACK) == 0) {
+            flags = TH_RST;
             ack = 0;
         }
     }
@@ -172,23 +165,20 @@ size_t build_tcp_rst(const decode::Packet& p, bool to_sender, uint8_t* out, size
     wr32(t + 8, ack);
     t[12] = 5 << 4;
     t[13] = flags;
-    wr16(t + 16, fold(sum16(pseudo(p, src, dst, kProtoTcp, 20), t, 20)));
+    wr16(t + 16, fold(sum16(pseudo(p, src, dst, IPPROTO_TCP, 20), t, 20)));
     return off + 20;
 }
 
 size_t build_icmp_unreachable(const decode::Packet& p, uint8_t* out, size_t cap,
                               bool with_ethernet) {
-    if (!is_ip(p) || p.proto != kProtoUdp || !p.has(decode::kFlagUdp)) {
+    if (!is_ip(p) || p.proto != IPPROTO_UDP || !p.has(decode::kFlagUdp)) {
         return 0;
     }
-    size_t off = 0;
-    if (with_ethernet) {
-        const long n = put_link(p, true, out, cap);
-        if (n < 0) {
-            return 0;
-        }
-        off = static_cast<size_t>(n);
+    const long link = with_ethernet ? put_link(p, true, out, cap) : 0;
+    if (link < 0) {
+        return 0;
     }
+    size_t off = static_cast<size_t>(link);
     const size_t captured = p.caplen - static_cast<size_t>(p.l3 - p.data);
     const size_t ip_len = p.ip_version == 4 ? 20 : 40;
     // IPv4: the header and 8 bytes (RFC 792); IPv6: as much as fits in 1280 (RFC 4443 3.1).
@@ -198,7 +188,9 @@ size_t build_icmp_unreachable(const decode::Packet& p, uint8_t* out, size_t cap,
         return 0;
     }
     const size_t icmp_len = 8 + quote;
-    off += put_ip(p, p.dst, p.src, p.ip_version == 4 ? 1 : kProtoIcmpv6, icmp_len, out + off);
+    off +=
+        put_ip(p, p.dst, p.src, p.ip_version == 4 ? uint8_t{IPPROTO_ICMP} : uint8_t{IPPROTO_ICMPV6},
+               icmp_len, out + off);
     uint8_t* c = out + off;
     std::memset(c, 0, 8);
     std::memcpy(c + 8, p.l3, quote);
@@ -209,7 +201,7 @@ size_t build_icmp_unreachable(const decode::Packet& p, uint8_t* out, size_t cap,
     } else {
         c[0] = 1;  // destination unreachable
         c[1] = 4;  // port unreachable
-        wr16(c + 2, fold(sum16(pseudo(p, p.dst, p.src, kProtoIcmpv6, icmp_len), c, icmp_len)));
+        wr16(c + 2, fold(sum16(pseudo(p, p.dst, p.src, IPPROTO_ICMPV6, icmp_len), c, icmp_len)));
     }
     return off + icmp_len;
 }
@@ -222,7 +214,7 @@ uint32_t respond(const decode::Packet& p, RejectTarget target, bool dropped, boo
                  Send&& send) {
     uint8_t buf[kMaxResponseFrame];
     uint32_t sent = 0;
-    if (p.proto == kProtoTcp) {
+    if (p.proto == IPPROTO_TCP) {
         for (const bool to_sender : {true, false}) {
             if ((to_sender && target == RejectTarget::kReceiver) ||
                 (!to_sender && target == RejectTarget::kSender)) {
@@ -233,7 +225,7 @@ uint32_t respond(const decode::Packet& p, RejectTarget target, bool dropped, boo
                 ++sent;
             }
         }
-    } else if (p.proto == kProtoUdp && target != RejectTarget::kReceiver) {
+    } else if (p.proto == IPPROTO_UDP && target != RejectTarget::kReceiver) {
         const size_t n = build_icmp_unreachable(p, buf, sizeof(buf), with_ethernet);
         if (n != 0 && send(buf, n, true)) {
             ++sent;

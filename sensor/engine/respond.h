@@ -10,8 +10,11 @@
 #include <memory>
 #include <stdexcept>
 
-#include "sensor/capture/inline.h"
 #include "sensor/decode/decode.h"
+
+namespace picket::sensor::capture {
+class BridgeInjector;  // sensor/capture/inline.h
+}  // namespace picket::sensor::capture
 
 namespace picket::sensor::engine {
 

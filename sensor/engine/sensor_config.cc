@@ -1,5 +1,7 @@
 #include "sensor/engine/engine.h"
 
+#include "sensor/capture/inline.h"
+
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -205,12 +207,11 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
     }
     const std::string stages = c.get_choice(
         "engine.stages", "detect", {"read", "decode", "flow", "stream", "app-layer", "detect"});
-    s.stages = stages == "read"        ? Stage::kRead
-               : stages == "decode"    ? Stage::kDecode
-               : stages == "flow"      ? Stage::kFlow
-               : stages == "stream"    ? Stage::kStream
-               : stages == "app-layer" ? Stage::kAppLayer
-                                       : Stage::kDetect;
+    for (size_t i = 0; i < std::size(kStageNames); ++i) {
+        if (stages == kStageNames[i]) {
+            s.stages = static_cast<Stage>(i);
+        }
+    }
 
     s.log_dir = c.get_string("default-log-dir", ".");
     s.eve_enabled = c.get_bool("outputs.eve.enabled", true);

@@ -135,4 +135,20 @@ enum class Format { kText, kMarkdown, kJson };
 // change, start-up time, and "within noise" where the two steps' packets/s ranges overlap.
 std::string format_report(const Report& report, Format format);
 
+// --profile-configs LADDER (with --profile-repeat, --profile-var, --profile-format).
+struct CliArgs {
+    std::string ladder;
+    uint32_t repeat = 3;
+    std::vector<std::string> vars;  // NAME=VALUE
+    std::string format = "text";
+};
+
+inline constexpr int kCliUsage = 2;  // picket-sensor's exit code for bad arguments
+
+// Runs the ladder over the -r files of `base` (the sensor's configuration with the command
+// line applied): the table on stdout, progress on stderr. exclusive_rules / extra_rules: -S
+// and -s, which set ${rules}. Exit 2 for a bad ladder or arguments, 1 when a run fails.
+int run_cli(const CliArgs& args, Config base, const std::string& exclusive_rules,
+            const std::vector<std::string>& extra_rules);
+
 }  // namespace picket::sensor::profile

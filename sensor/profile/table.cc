@@ -9,24 +9,6 @@
 namespace picket::sensor::profile {
 namespace {
 
-const char* stage_name(engine::Stage s) {
-    switch (s) {
-        case engine::Stage::kRead:
-            return "read";
-        case engine::Stage::kDecode:
-            return "decode";
-        case engine::Stage::kFlow:
-            return "flow";
-        case engine::Stage::kStream:
-            return "stream";
-        case engine::Stage::kAppLayer:
-            return "app-layer";
-        case engine::Stage::kDetect:
-            return "detect";
-    }
-    return "?";
-}
-
 // 1234567.8 -> "1,234,568" (decimals = 0) or "1,234,567.8" (decimals = 1).
 std::string grouped(double v, int decimals = 0) {
     char buf[64];
@@ -146,7 +128,7 @@ Table build(const Report& report) {
             prev ? signed_text(f.worker_ns_per_packet - prev->worker_ns_per_packet, 1) : "—",
             fixed(f.setup_seconds, 2, " s"),
             note_text};
-        j["stages"] = stage_name(step.stages);
+        j["stages"] = engine::stage_name(step.stages);
         j["workers"] = step.workers;
         j["packets"] = f.packets;
         j["bytes"] = f.bytes;

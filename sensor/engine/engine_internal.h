@@ -1,0 +1,32 @@
+// The engine's private parts shared by its .cc files: a detection generation and the output
+// thread's state. Internal to sensor/engine.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "sensor/engine/worker_context.h"
+
+namespace picket::sensor::engine {
+
+struct Engine::Generation {
+    uint64_t id = 0;
+    std::shared_ptr<const detect::DetectEngine> engine;
+    std::vector<std::unique_ptr<detect::DetectWorker>> workers;  // one per worker
+    std::vector<output::AlertMeta> metas;
+    std::shared_ptr<const filter::AclClassifier> acl;  // acl-file, switched with the rules
+    std::vector<GenSlot> slots;                        // one per worker
+};
+
+struct Engine::Output {
+    std::unique_ptr<output::EveWriter> eve;
+    std::unique_ptr<output::FastLogWriter> fast;
+    std::unique_ptr<output::AlertSink> sink;
+    std::vector<output::AlertQueue*> queues;
+    int64_t last_ns = 0;
+    std::vector<uint64_t> last_pkts, last_bytes;
+    uint64_t last_total_pkts = 0, last_total_bytes = 0;
+};
+
+}  // namespace picket::sensor::engine

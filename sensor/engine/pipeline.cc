@@ -1,0 +1,538 @@
+// The per-packet pipeline, run by each worker thread: user BPF, decode, defrag, flow lookup,
+// the ACL, stream and app layer, detection, IPS actions and alert records; and the end of a
+// flow (finish_flows, end_flow). No locks, no allocation, no I/O per packet.
+#include <netinet/in.h>
+
+#include <cstring>
+
+#include "sensor/detect/rule.h"
+#include "sensor/engine/engine_internal.h"
+
+namespace picket::sensor::engine {
+
+FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& p, flow::Flow* f,
+                                        flow::Direction dir, uint32_t link_len, int64_t now_ns) {
+    FlowVerdict out;
+    // The ACL (acl-file, docs/acl.md), before stream, app layer and detection. Without one
+    // this costs the two loads of the test.
+    bool acl_skip_detect = false;
+    if (w.active != nullptr && w.active->acl != nullptr) {
+        const filter::Verdict v = w.active->acl->lookup(filter::FiveTuple::from_packet(p));
+        if (!v.matched()) {
+            ++w.acl_nomatch;
+        } else if (v.action == filter::AclAction::kPass) {
+            // Stream and app layer still see the packet (their state stays whole); detection
+            // does not.
+            ++w.acl_pass;
+            acl_skip_detect = true;
+        } else if (v.action == filter::AclAction::kBypass) {
+            ++w.acl_bypass;
+            // The flow pass mark: process_packet() sends no later packet of the flow here.
+            if (f != nullptr && f->action == 0) {
+                f->action = flow::kFlowPass;
+            }
+            return out;
+        } else {
+            ++w.acl_drop;
+            if (config_.ips()) {
+                // Verdict drop (ips.drop_reason.rules); the receiver never gets it, so
+                // neither do stream nor app layer.
+                out.verdict = PacketVerdict::kDrop;
+                return out;
+            }
+            // Passive: the packet did reach its receiver; like pass, only counted.
+            acl_skip_detect = true;
+        }
+    }
+    detect::StreamView sv;
+    bool have_stream = false;
+    bool pkt_in_stream = false;
+    uint32_t ntx = 0;
+    applayer::TxUpdate* txs = w.tx_buf.data();
+    const uint32_t tx_cap = static_cast<uint32_t>(w.tx_buf.size());
+    flow::Direction tx_dir[kMaxTxPerPacket];
+    if (f != nullptr && w.stream && p.has(decode::kFlagTcp)) {
+        if (w.raw_on_ack) {
+            // Suricata's FLOW_PKT_ESTABLISHED for TCP: the session (not just the flow) had got
+            // there before this packet; closing and closed sessions stay established.
+            const stream::SessionState before = w.stream->state(*f);
+            f->pkt_established = before == stream::SessionState::kEstablished ||
+                                 before == stream::SessionState::kClosing ||
+                                 before == stream::SessionState::kClosed;
+        }
+        stream::StreamUpdate u = w.stream->process(p, *f, dir, now_ns);
+        if (config_.stream_async_oneside && f->state == flow::FlowState::kNew &&
+            (u.state == stream::SessionState::kEstablished ||
+             u.state == stream::SessionState::kClosing)) {
+            // Only one side is seen (asymmetric routing): the flow table waits for a packet
+            // to the client that will never come; the tracker's handshake is enough.
+            f->state = flow::FlowState::kEstablished;
+        }
+        out.stream_memcap =
+            u.has(stream::kEventSegmentMemcap) || u.has(stream::kEventSessionMemcap);
+        pkt_in_stream = w.raw_on_ack && u.has(stream::kEventStreamAdd);
+        for (;;) {
+            // The other direction first: what this packet acknowledged was sent before its
+            // own bytes (Suricata hands the app layer the opposing side first).
+            for (flow::Direction d :
+                 {dir == flow::Direction::kToServer ? flow::Direction::kToClient
+                                                    : flow::Direction::kToServer,
+                  dir}) {
+                const stream::StreamChunk& c = u.data(d);
+                if (c.new_len() != 0 && d == dir && !u.more) {
+                    sv = view_of(c);
+                    have_stream = true;
+                } else if (c.new_len() != 0 && w.active && !acl_skip_detect) {
+                    // A chunk the packet's own inspection below cannot see, inspected now:
+                    // its view ends with the next call to the tracker. A run of the packet's
+                    // direction before another skipped hole (more runs follow), or the other
+                    // direction's data that this packet's ACK let past a hole (not with
+                    // raw_on_ack, where raw data goes out on its own direction's packets),
+                    // on a pseudo packet of that direction.
+                    if (d == dir) {
+                        out.verdict = inspect_stream_chunk(w, p, *f, d, c, link_len, out.verdict);
+                    } else {
+                        out.verdict = inspect_stream_chunk(w, pseudo_packet(w, *f, d), *f, d, c, 0,
+                                                           out.verdict);
+                    }
+                }
+                const uint32_t k = w.feed_app(*f, d, u.app_data(d), txs + ntx, tx_cap - ntx);
+                if (w.raw_on_ack && w.app) {
+                    if (w.app->take_raw_trigger(*f, d)) {
+                        w.stream->trigger_raw(*f, d);
+                    } else if (w.app->failed(*f)) {
+                        // No parser here ends this protocol's messages, so the raw chunks
+                        // would not line up with them as with Suricata's parsers: its rules
+                        // see each packet again (pending raw data goes out first).
+                        w.stream->raw_per_packet(*f);
+                    }
+                }
+                for (uint32_t i = 0; i < k; ++i) {
+                    tx_dir[ntx + i] = d;
+                }
+                ntx += k;
+            }
+            if (!u.more) {
+                break;
+            }
+            u = w.stream->next(*f);
+        }
+        if (w.defer_tx) {
+            ntx = w.order_txs(*f, dir, txs, tx_dir, ntx, tx_cap);
+        }
+    } else if (f != nullptr && w.app && p.has(decode::kFlagUdp) && p.payload_len != 0) {
+        ntx = w.app->on_data(*f, dir, p.payload, p.payload_len, false, txs, tx_cap);
+        for (uint32_t i = 0; i < ntx; ++i) {
+            tx_dir[i] = dir;
+        }
+    }
+    if (!w.active || acl_skip_detect) {
+        return out;
+    }
+    detect::InspectExtras extras;
+    extras.app = f != nullptr && w.app ? w.app->proto(*f) : detect::AppProto::kUnknown;
+    extras.stream = have_stream ? &sv : nullptr;
+    extras.pkt_in_stream = pkt_in_stream;
+    const auto cap = static_cast<uint32_t>(w.alert_buf.size());
+    uint32_t n = w.active->detect->inspect(p, f, dir, w.alert_buf.data(), cap, &extras);
+    if (extras.passed) {
+        // A pass rule: no alert for this packet, and (Suricata's flow pass) none of the rest
+        // of its flow is inspected. Its transactions are not inspected either.
+        out.verdict = stronger(out.verdict, PacketVerdict::kPass);
+        if (f != nullptr && f->action == 0) {
+            f->action = flow::kFlowPass;
+        }
+        return out;
+    }
+    if (n != 0) {
+        out.verdict = stronger(out.verdict, apply_actions(w, f, n));
+        emit_alerts(w, p, f, dir, n, link_len, out.verdict, extras.stream);
+    }
+    for (uint32_t i = 0; i < ntx; ++i) {
+        n = w.active->detect->inspect_tx(p, f, tx_dir[i], txs[i].view, w.app->alert_log(*f),
+                                         w.alert_buf.data(), cap, &extras);
+        if (n != 0) {
+            out.verdict = stronger(out.verdict, apply_actions(w, f, n));
+            emit_alerts(w, p, f, tx_dir[i], n, link_len, out.verdict, extras.stream, true);
+        }
+    }
+    if (extras.silent_drop && config_.ips()) {
+        // "drop ... noalert;": the verdict stands without an alert (Suricata's IPS idiom).
+        out.verdict = stronger(
+            out.verdict, extras.silent_reject ? PacketVerdict::kReject : PacketVerdict::kDrop);
+        if (f != nullptr && f->action == 0) {
+            f->action = flow::kFlowDrop;
+        }
+    }
+    return out;
+}
+
+PacketVerdict Engine::apply_actions(WorkerContext& w, flow::Flow* f, uint32_t n) {
+    PacketVerdict verdict = PacketVerdict::kNone;
+    if (!config_.ips()) {
+        return verdict;  // IDS: drop and reject rules only alert ("allowed")
+    }
+    for (uint32_t i = 0; i < n; ++i) {
+        detect::AlertRecord& a = w.alert_buf[i];
+        if (!a.drop_rule) {
+            continue;
+        }
+        a.action = detect::AlertAction::kBlocked;
+        verdict = stronger(verdict, a.rule != nullptr && a.rule->action == detect::Action::kReject
+                                        ? PacketVerdict::kReject
+                                        : PacketVerdict::kDrop);
+    }
+    // The rest of the flow is dropped too, uninspected (the first of drop / pass wins).
+    if (verdict != PacketVerdict::kNone && f != nullptr && f->action == 0) {
+        f->action = flow::kFlowDrop;
+    }
+    return verdict;
+}
+
+PacketVerdict Engine::inspect_stream_chunk(WorkerContext& w, const decode::Packet& p, flow::Flow& f,
+                                           flow::Direction d, const stream::StreamChunk& c,
+                                           uint32_t link_len, PacketVerdict verdict) {
+    const detect::StreamView sv = view_of(c);
+    detect::InspectExtras extras;
+    extras.app = w.app ? w.app->proto(f) : detect::AppProto::kUnknown;
+    extras.stream = &sv;
+    extras.stream_only = true;
+    const auto cap = static_cast<uint32_t>(w.alert_buf.size());
+    const uint32_t n = w.active->detect->inspect(p, &f, d, w.alert_buf.data(), cap, &extras);
+    if (extras.passed) {
+        if (f.action == 0) {
+            f.action = flow::kFlowPass;
+        }
+        return verdict;
+    }
+    // Only what matched on the stream: a header-only rule must not fire on a pseudo packet,
+    // nor a second time on the packet.
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+        if (w.alert_buf[i].from_stream) {
+            w.alert_buf[kept++] = w.alert_buf[i];
+        }
+    }
+    if (kept != 0) {
+        verdict = stronger(verdict, apply_actions(w, &f, kept));
+        emit_alerts(w, p, &f, d, kept, link_len, verdict, &sv);
+    }
+    return verdict;
+}
+
+const decode::Packet& Engine::pseudo_packet(WorkerContext& w, const flow::Flow& f,
+                                            flow::Direction d) {
+    decode::Packet& p = w.pseudo;
+    p = decode::Packet{};
+    const bool to_server = d == flow::Direction::kToServer;
+    p.ts_ns = f.last_ts_ns;
+    p.src = to_server ? f.client_addr : f.server_addr;
+    p.dst = to_server ? f.server_addr : f.client_addr;
+    p.sport = to_server ? f.client_port : f.server_port;
+    p.dport = to_server ? f.server_port : f.client_port;
+    p.proto = f.proto;
+    p.ip_version = f.key.ip_version;
+    p.flags = (p.ip_version == 6 ? decode::kFlagIpv6 : decode::kFlagIpv4) |
+              (f.proto == IPPROTO_TCP ? decode::kFlagTcp : decode::kFlagUdp);
+    p.linktype = f.linktype;
+    p.vlan_id[0] = f.key.vlan;
+    p.vlan_count = f.key.vlan != 0 ? 1 : 0;
+    return p;
+}
+
+void Engine::finish_flows(WorkerContext& w) {
+    if (!w.stream && !w.app) {
+        return;
+    }
+    if (w.flow_state) {
+        w.adopt_generation();
+    }
+    w.end_hook_on = false;  // from here on, flows end here, not when the table frees them
+    w.flows.for_each_active([&](flow::Flow& f) { end_flow(w, f, true); });
+}
+
+void Engine::end_flow(WorkerContext& w, flow::Flow& f, bool release_app) {
+    applayer::TxUpdate* txs = w.tx_buf.data();
+    const uint32_t tx_cap = static_cast<uint32_t>(w.tx_buf.size());
+    const auto cap = static_cast<uint32_t>(w.alert_buf.size());
+    // Detection on what one direction of f delivered at its end: the stream window (only
+    // alerts that matched on the stream: the pseudo packet has no headers or payload of its
+    // own, so a header-only rule must not fire on it) and the transactions that changed.
+    // tx_data: the stream bytes the transactions' raw content options see (the app layer's
+    // chunk when the raw stream had already been inspected).
+    auto inspect_end = [&](flow::Flow& f, flow::Direction d, const stream::StreamChunk* c,
+                           uint32_t ntx, const stream::StreamChunk* tx_data = nullptr) {
+        if (!w.active || (c == nullptr && ntx == 0)) {
+            return;
+        }
+        // Not w.pkt: a flow evicted by the flow table ends while a packet is being looked up.
+        const decode::Packet& p = pseudo_packet(w, f, d);
+        PacketVerdict verdict = PacketVerdict::kNone;  // the pseudo packet's own
+        f.pkt_established = true;                      // as Suricata's pseudo packets are
+        if (c != nullptr) {
+            verdict = inspect_stream_chunk(w, p, f, d, *c, 0, verdict);
+        }
+        detect::InspectExtras extras;
+        extras.app = w.app ? w.app->proto(f) : detect::AppProto::kUnknown;
+        // The transactions' raw content options see this direction's stream chunk, else the
+        // app layer's (when the raw stream had already been inspected).
+        detect::StreamView tv;
+        if (const stream::StreamChunk* raw = c != nullptr ? c : tx_data; raw != nullptr) {
+            tv = view_of(*raw);
+            extras.stream = &tv;
+        }
+        for (uint32_t i = 0; i < ntx; ++i) {
+            uint32_t n = w.active->detect->inspect_tx(p, &f, d, txs[i].view, w.app->alert_log(f),
+                                                      w.alert_buf.data(), cap, &extras);
+            if (n != 0) {
+                verdict = stronger(verdict, apply_actions(w, &f, n));
+                emit_alerts(w, p, &f, d, n, 0, verdict, extras.stream, true);
+            }
+        }
+    };
+    {
+        // A dropped or passed flow is not inspected any more; its app state still ends.
+        const bool inspect = f.action != flow::kFlowDrop && f.action != flow::kFlowPass;
+        if (inspect && w.stream && f.proto == IPPROTO_TCP) {
+            // Held data (out of order behind a hole, or not yet acknowledged) is delivered,
+            // holes as gaps; each direction is inspected at once (its views last until the
+            // next call on the flow).
+            stream::StreamUpdate u = w.stream->flush(f);
+            for (;;) {
+                for (flow::Direction d : {flow::Direction::kToServer, flow::Direction::kToClient}) {
+                    const stream::StreamChunk& c = u.data(d);
+                    const stream::StreamChunk& a = u.app_data(d);
+                    const uint32_t ntx = w.feed_app(f, d, a, txs, tx_cap);
+                    inspect_end(f, d, c.new_len() != 0 ? &c : nullptr, ntx,
+                                a.new_len() != 0 ? &a : nullptr);
+                }
+                if (!u.more) {
+                    break;
+                }
+                u = w.stream->next(f);
+            }
+        }
+        if (w.app) {
+            if (inspect && f.proto == IPPROTO_TCP && w.defer_tx) {
+                // Transactions still waiting for a packet of their direction, and the others
+                // once more on the end-of-flow pseudo packets (which are "established").
+                w.app->defer_all(f);
+                for (flow::Direction d : {flow::Direction::kToServer, flow::Direction::kToClient}) {
+                    inspect_end(f, d, nullptr, w.app->take_deferred(f, d, txs, tx_cap));
+                }
+            }
+            if (inspect && f.proto == IPPROTO_TCP) {
+                // End of stream for both directions (a second on_eof after a FIN is a no-op):
+                // a body that runs until the close completes.
+                for (flow::Direction d : {flow::Direction::kToServer, flow::Direction::kToClient}) {
+                    inspect_end(f, d, nullptr, w.app->on_eof(f, d, txs, tx_cap));
+                }
+            }
+            if (release_app) {
+                // The parsers' finish(): TLS and DNS count a message the end cut short.
+                w.app->release_flow(f);
+            }
+        }
+    }
+}
+
+void Engine::emit_alerts(WorkerContext& w, const decode::Packet& p, const flow::Flow* f,
+                         flow::Direction dir, uint32_t n, uint32_t link_len, PacketVerdict verdict,
+                         const detect::StreamView* stream, bool tx) {
+    const uint8_t* packet = p.data;
+    uint32_t packet_len = p.caplen;
+    if (p.has(decode::kFlagReassembled)) {
+        // Link header of the last fragment + the whole datagram. The buffer was sized at
+        // start-up for the largest datagram, so this does not allocate.
+        w.alert_packet.resize(link_len + p.l3_len);
+        std::memcpy(w.alert_packet.data(), p.data, link_len);
+        std::memcpy(w.alert_packet.data() + link_len, p.l3, p.l3_len);
+        packet = w.alert_packet.data();
+        packet_len = static_cast<uint32_t>(w.alert_packet.size());
+    }
+    for (uint32_t i = 0; i < n; ++i) {
+        const detect::AlertRecord& a = w.alert_buf[i];
+        output::AlertEvent ev;
+        ev.ts_ns = p.ts_ns;
+        ev.flow_id = f != nullptr ? f->flow_id : 0;
+        ev.pcap_cnt = p.pcap_cnt;
+        ev.meta = &w.active->metas[a.rule_index];
+        ev.src = p.src;
+        ev.dst = p.dst;
+        ev.linktype = p.linktype;
+        ev.sport = p.sport;
+        ev.dport = p.dport;
+        ev.vlan_count = p.vlan_count;
+        ev.vlan_id[0] = p.vlan_id[0];
+        ev.vlan_id[1] = p.vlan_id[1];
+        ev.in_iface = config_.iface.empty() ? output::kNoInterface : 0;
+        ev.ip_version = p.ip_version;
+        ev.proto = p.proto;
+        ev.icmp_type = p.icmp_type;
+        ev.icmp_code = p.icmp_code;
+        if (f != nullptr) {
+            ev.has_flow = true;
+            for (int d = 0; d < 2; ++d) {
+                ev.flow_pkts[d] = f->pkts[d];
+                ev.flow_bytes[d] = f->bytes[d];
+            }
+            ev.flow_start_ns = f->first_ts_ns;
+        }
+        ev.direction = f == nullptr                        ? output::AlertDirection::kUnknown
+                       : dir == flow::Direction::kToServer ? output::AlertDirection::kToServer
+                                                           : output::AlertDirection::kToClient;
+        ev.action = a.action == detect::AlertAction::kBlocked ? output::AlertAction::kBlocked
+                                                              : output::AlertAction::kAllowed;
+        ev.origin = p.has(decode::kFlagReassembled) ? output::PacketOrigin::kDefrag
+                                                    : output::PacketOrigin::kWire;
+        ev.drop_rule = a.drop_rule;
+        if (config_.alert_verdict) {
+            ev.verdict = verdict >= PacketVerdict::kDrop   ? output::AlertVerdict::kDrop
+                         : verdict == PacketVerdict::kPass ? output::AlertVerdict::kPass
+                                                           : output::AlertVerdict::kAlert;
+            ev.reject = verdict == PacketVerdict::kReject;
+        }
+        const uint8_t* payload = p.payload;
+        uint32_t payload_len = p.payload_len;
+        if (a.from_stream && stream != nullptr) {
+            // Suricata logs the reassembled data that matched, flagged "stream": 1.
+            payload = stream->data;
+            payload_len = stream->len;
+            ev.stream = true;
+        }
+        const uint8_t* app_json = nullptr;
+        uint32_t app_json_len = 0;
+        if (f != nullptr && w.app) {
+            ev.app_proto = w.app->proto_name(*f);
+            uint64_t tx_id = a.tx_id;
+            const bool with_tx = tx || (config_.guess_applayer_tx && w.app->guess_tx(*f, &tx_id));
+            if (with_tx) {
+                ev.has_tx_id = true;
+                ev.tx_id = tx_id;
+                w.app_json.clear();
+                w.app->render_metadata(*f, tx_id, &w.app_json);
+                app_json = reinterpret_cast<const uint8_t*>(w.app_json.data());
+                app_json_len = static_cast<uint32_t>(w.app_json.size());
+            }
+            if (config_.alert_xff.enabled) {
+                // Suricata: the alert's transaction, else the first one that has the header.
+                const std::string* v = w.app->http_request_header(
+                    *f, tx ? a.tx_id : applayer::AppLayer::kAnyTx, config_.alert_xff.header);
+                if (v != nullptr) {
+                    ev.xff_len = static_cast<uint8_t>(
+                        output::xff_client_ip(*v, config_.alert_xff.reverse, ev.xff));
+                }
+            }
+        }
+        if (!w.alerts->push(ev, packet, packet_len, payload, payload_len, app_json, app_json_len)) {
+            ++w.flow_state->counters().alerts_dropped;
+        }
+    }
+}
+
+capture::Verdict Engine::process_packet(WorkerContext& w, const capture::RawPacket& raw,
+                                        int64_t now_ns) {
+    using capture::Verdict;
+    const Stage stages = config_.stages;
+    decode::Packet& p = w.pkt;
+    FlowVerdict fv;  // what the rules decided, the stream memcap
+    if (w.user_bpf != nullptr) {
+        auto it = w.user_bpf->find(raw.linktype);
+        if (it != w.user_bpf->end() && !it->second.matches(raw)) {
+            ++w.bpf_filtered;
+            return Verdict::kAccept;
+        }
+    }
+    if (stages == Stage::kRead) {
+        return Verdict::kAccept;
+    }
+    p.pcap_cnt = raw.pcap_cnt;
+    decode::DecodeResult dr = decode::decode_packet(w.decode, raw.linktype, raw.data, raw.caplen,
+                                                    raw.wirelen, raw.ts_ns, p);
+    bool malformed = false;
+    flow::Flow* f = nullptr;
+    bool no_flow = false;
+    if (dr == decode::DecodeResult::kInvalid) {
+        // A packet whose IP layer decoded still meets the IP-level rules (as in Suricata); it
+        // gets no flow, since its transport header is unusable.
+        if (w.active && p.ip_version != 0 && !p.has(decode::kFlagFragment)) {
+            uint32_t n = w.active->detect->inspect(p, nullptr, flow::Direction::kToServer,
+                                                   w.alert_buf.data(),
+                                                   static_cast<uint32_t>(w.alert_buf.size()));
+            if (n != 0) {
+                fv.verdict = apply_actions(w, nullptr, n);
+                emit_alerts(w, p, nullptr, flow::Direction::kToServer, n, 0, fv.verdict);
+            }
+        }
+        malformed = true;
+    } else {
+        uint32_t link_len = 0;
+        bool inspect = true;
+        if (dr == decode::DecodeResult::kFragment) {
+            // The link header of the last fragment fronts the rebuilt datagram in alert
+            // output, as Suricata's reassembled pseudo-packet does. Inline, the fragments
+            // before the last pass; the verdict on the datagram falls on its last fragment
+            // (dropping it leaves the receiver unable to reassemble the rest).
+            link_len = static_cast<uint32_t>(p.l3 - p.data);
+            const uint8_t* dgram = nullptr;
+            uint32_t dgram_len = 0;
+            if (w.defrag.process(p, &dgram, &dgram_len) != defrag::DefragResult::kReassembled) {
+                inspect = false;
+            } else if (decode::decode_reassembled(w.decode, dgram, dgram_len, p) ==
+                       decode::DecodeResult::kInvalid) {
+                inspect = false;
+                malformed = true;
+            } else {
+                ++w.reassembled_inspected;
+            }
+        }
+        if (inspect && p.ip_version != 0 && stages != Stage::kDecode) {
+            flow::Direction dir = flow::Direction::kToServer;
+            f = w.flows.lookup(p, &dir);
+            if (f == nullptr) {
+                ++w.no_flow;
+                no_flow = true;
+            }
+            if (f != nullptr && f->action == flow::kFlowDrop) {
+                // Only IPS mode sets the mark: the flow is dropped, uninspected.
+                ++w.drop_flow;
+                return Verdict::kDrop;
+            }
+            if (f == nullptr || f->action != flow::kFlowPass) {
+                fv = inspect_flow_packet(w, p, f, dir, link_len, now_ns);
+            }
+        }
+    }
+    if (!config_.ips()) {
+        return Verdict::kAccept;
+    }
+    // One reason per drop, the rules first.
+    if (fv.verdict >= PacketVerdict::kDrop) {
+        ++w.drop_rules;
+        if (fv.verdict == PacketVerdict::kReject) {
+            ++w.ips_rejected;
+            if (w.responder) {
+                // The packet itself is dropped: the RST toward its receiver carries its seq.
+                w.responder->reject(p, RejectTarget::kBoth, /*original_dropped=*/true);
+            }
+        }
+        return Verdict::kDrop;
+    }
+    if (malformed && config_.malformed_drop) {
+        ++w.drop_decode;
+        return Verdict::kDrop;
+    }
+    if (!config_.fail_open) {
+        if (fv.stream_memcap) {
+            ++w.drop_stream_memcap;
+            return Verdict::kDrop;
+        }
+        if (no_flow) {
+            ++w.drop_flow_memcap;
+            return Verdict::kDrop;
+        }
+    }
+    return Verdict::kAccept;
+}
+
+}  // namespace picket::sensor::engine
