@@ -9,7 +9,7 @@
 - kubectl kustomize renders deploy/k8s; the DaemonSet, StatefulSet, Services and ConfigMaps
   agree with each other and with deploy/manager.yaml / deploy/sensor.yaml.
 - systemd-analyze verify accepts the units (ExecStart binaries replaced by stubs, since
-  they are not installed here); every flag they pass exists in sensor/main.cc or
+  they are not installed here); every flag they pass exists in sensor/engine/sensor_options.cc or
   manager/main.cc.
 - every key of deploy/sensor.yaml is read by the sensor and every key of deploy/manager.yaml
   by the manager, so the examples cannot drift; with --build, picket-sensor loads
@@ -483,7 +483,7 @@ class Kustomize(unittest.TestCase):
 
         argv = c["command"] + c["args"]
         self.assertEqual(argv[0], "picket-sensor")
-        self.assertEqual(set(flags_in(argv[1:])) - cli_flags("sensor/main.cc"), set())
+        self.assertEqual(set(flags_in(argv[1:])) - cli_flags("sensor/engine/sensor_options.cc"), set())
         self.assertEqual(option_value(argv, "-c"), "/etc/picket/sensor.yaml")
         self.assertEqual(option_value(argv, "--capture"), "afpacket")
         self.mounted_config(spec, c, "sensor.yaml")
@@ -568,7 +568,7 @@ def unit_values(sections, section, key):
 class Systemd(unittest.TestCase):
     UNITS = {
         "picket-manager.service": ("picket-manager", "manager/main.cc"),
-        "picket-sensor@.service": ("picket-sensor", "sensor/main.cc"),
+        "picket-sensor@.service": ("picket-sensor", "sensor/engine/sensor_options.cc"),
     }
 
     def test_structure_and_flags(self):
@@ -623,7 +623,7 @@ class Systemd(unittest.TestCase):
                 env[k] = v
         self.assertEqual(port_of(env["PICKET_MANAGER"]), MANAGER_GRPC_PORT)
         args = shlex.split(env["PICKET_SENSOR_ARGS"])
-        self.assertEqual(set(flags_in(args)) - cli_flags("sensor/main.cc"), set())
+        self.assertEqual(set(flags_in(args)) - cli_flags("sensor/engine/sensor_options.cc"), set())
         self.assertEqual(port_of(option_value(args, "--metrics-listen")), SENSOR_METRICS_PORT)
 
     def test_systemd_analyze_verify(self):
