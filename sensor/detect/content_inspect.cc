@@ -48,7 +48,7 @@ PayloadScratchPtr make_payload_scratch() {
 // Compiler view of a content.
 
 bool get_content_info(const PayloadOption& opt, ContentInfo* out) {
-    const auto* c = dynamic_cast<const payload::ContentOption*>(&opt);
+    const auto* c = payload::option_as<payload::ContentOption>(&opt);
     if (c == nullptr) {
         return false;
     }
@@ -78,31 +78,6 @@ bool get_content_info(const PayloadOption& opt, ContentInfo* out) {
 // Inspection.
 
 namespace {
-
-struct NextRelation {
-    bool relative = false;  // Suricata's *_RELATIVE_NEXT
-    bool bounds = false;    // DETECT_CONTENT_WITHIN_NEXT
-};
-
-// How the options after index i depend on option i (a content or pcre): the options up to
-// and including the next content/pcre take i as their "previous match".
-NextRelation next_relation(const BufferMatch& m, size_t i) {
-    NextRelation r;
-    for (size_t j = i + 1; j < m.options.size(); ++j) {
-        const auto* op = dynamic_cast<const PayloadOp*>(m.options[j].get());
-        if (op == nullptr) {
-            continue;
-        }
-        if (op->relative()) {
-            r.relative = true;
-            r.bounds = r.bounds || op->bounds_previous();
-        }
-        if (op->kind() == Kind::kContent || op->kind() == Kind::kPcre) {
-            break;
-        }
-    }
-    return r;
-}
 
 class Inspector {
 public:
@@ -137,7 +112,7 @@ int Inspector::content(size_t i, const payload::ContentOption& c, uint32_t curso
     const bool rel = p.has_distance || p.has_within;
     const uint32_t prev_cursor = cursor;
     int64_t retry = 0;  // absolute restart position after a failed chain (0 = first search)
-    const NextRelation nr = next_relation(m_, i);
+    const NextRelation& nr = c.next_relation();
     const bool single = !rel && !nr.relative && !p.has_depth && !p.has_offset;
     while (true) {
         int64_t start = 0;
@@ -212,7 +187,7 @@ int Inspector::content(size_t i, const payload::ContentOption& c, uint32_t curso
 int Inspector::pcre(size_t i, const payload::PcreOption& pc, uint32_t cursor) {
     const uint32_t from = pc.relative_ ? cursor : 0;
     uint32_t retry = 0;
-    const NextRelation nr = next_relation(m_, i);
+    const NextRelation& nr = pc.next_relation();
     while (true) {
         uint32_t ms = 0, me = 0;
         bool hit = false;
@@ -247,10 +222,7 @@ int Inspector::run(size_t i, uint32_t cursor) {
         limit_hit_ = true;
         return -1;
     }
-    const auto* op = dynamic_cast<const PayloadOp*>(m_.options[i].get());
-    if (op == nullptr) {
-        return -1;  // an option this engine does not know never matches
-    }
+    const PayloadOption* op = m_.options[i].get();
     switch (op->kind()) {
         case Kind::kContent:
             return content(i, static_cast<const payload::ContentOption&>(*op), cursor);
@@ -287,7 +259,7 @@ int Inspector::run(size_t i, uint32_t cursor) {
             return r == 1 ? next(i, cursor) : r;
         }
         case Kind::kBsize:
-            if (!static_cast<const payload::BsizeOption&>(*op).cmp.match(in_.len)) {
+            if (!static_cast<const payload::BsizeOption&>(*op).p.match(in_.len)) {
                 return -1;
             }
             return next(i, cursor);
@@ -296,6 +268,24 @@ int Inspector::run(size_t i, uint32_t cursor) {
 }
 
 }  // namespace
+
+void link_payload_options(BufferMatch& m) {
+    const size_t n = m.options.size();
+    for (size_t i = 0; i < n; ++i) {
+        NextRelation r;
+        for (size_t j = i + 1; j < n; ++j) {
+            const PayloadOption& op = *m.options[j];
+            if (op.relative()) {
+                r.relative = true;
+                r.bounds = r.bounds || op.bounds_previous();
+            }
+            if (op.kind() == Kind::kContent || op.kind() == Kind::kPcre) {
+                break;
+            }
+        }
+        m.options[i]->set_next_relation(r);
+    }
+}
 
 bool inspect_buffer(const BufferMatch& m, const uint8_t* data, uint32_t len,
                     const PacketContext& /*pc*/, PayloadScratch& scratch) {

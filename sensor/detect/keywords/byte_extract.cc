@@ -29,11 +29,6 @@ uint64_t ByteExtractOption::hash() const {
     return h.h;
 }
 
-bool ByteExtractOption::equals(const PayloadOption& other) const {
-    const auto* o = dynamic_cast<const ByteExtractOption*>(&other);
-    return o != nullptr && o->p == p;
-}
-
 bool valid_var_name(std::string_view s) {
     if (s.empty() ||
         !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') || s[0] == '_')) {

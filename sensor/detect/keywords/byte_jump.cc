@@ -56,11 +56,6 @@ uint64_t ByteJumpOption::hash() const {
     return h.h;
 }
 
-bool ByteJumpOption::equals(const PayloadOption& other) const {
-    const auto* o = dynamic_cast<const ByteJumpOption*>(&other);
-    return o != nullptr && o->p == p;
-}
-
 }  // namespace payload
 
 namespace keywords {

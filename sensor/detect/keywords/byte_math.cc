@@ -51,11 +51,6 @@ uint64_t ByteMathOption::hash() const {
     return h.h;
 }
 
-bool ByteMathOption::equals(const PayloadOption& other) const {
-    const auto* o = dynamic_cast<const ByteMathOption*>(&other);
-    return o != nullptr && o->p == p;
-}
-
 }  // namespace payload
 
 namespace keywords {

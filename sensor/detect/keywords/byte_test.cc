@@ -153,11 +153,6 @@ uint64_t ByteTestOption::hash() const {
     return h.h;
 }
 
-bool ByteTestOption::equals(const PayloadOption& other) const {
-    const auto* o = dynamic_cast<const ByteTestOption*>(&other);
-    return o != nullptr && o->p == p;
-}
-
 // Parses the trailing flags shared by byte_test / byte_jump / byte_extract. Returns the
 // tokens it did not understand through *rest.
 bool parse_common_flags(const char* kw, std::vector<std::string_view>& toks, Extract* ex,

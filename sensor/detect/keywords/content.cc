@@ -79,11 +79,6 @@ uint64_t ContentOption::hash() const {
     return h.h;
 }
 
-bool ContentOption::equals(const PayloadOption& other) const {
-    const auto* o = dynamic_cast<const ContentOption*>(&other);
-    return o != nullptr && o->p == p;
-}
-
 }  // namespace payload
 
 namespace keywords {
@@ -205,7 +200,7 @@ bool add_content(ParseState& st, std::string_view kw, std::string_view value, bo
 
 // The content a modifier applies to, or an error.
 ContentOption* modifier_target(ParseState& st, const char* kw, std::string* error) {
-    auto* c = dynamic_cast<ContentOption*>(st.last_content);
+    auto* c = payload::option_as<ContentOption>(st.last_content);
     if (c == nullptr) {
         *error = std::string(kw) + ": needs a preceding content";
     }
@@ -450,7 +445,7 @@ bool parse_fast_pattern(ParseState& st, std::string_view value, bool has_value,
     }
     for (const BufferMatch& b : st.rule->buffers) {
         for (const auto& o : b.options) {
-            const auto* other = dynamic_cast<const ContentOption*>(o.get());
+            const auto* other = payload::option_as<ContentOption>(o.get());
             if (other != nullptr && other != c && other->p.fast_pattern) {
                 *error = "fast_pattern: can be used on only one content in a rule";
                 return false;

@@ -34,11 +34,6 @@ uint64_t IsdataatOption::hash() const {
     return h.h;
 }
 
-bool IsdataatOption::equals(const PayloadOption& other) const {
-    const auto* o = dynamic_cast<const IsdataatOption*>(&other);
-    return o != nullptr && o->p == p;
-}
-
 }  // namespace payload
 
 namespace keywords {

@@ -45,11 +45,6 @@ uint64_t PcreOption::hash() const {
     return h.h;
 }
 
-bool PcreOption::equals(const PayloadOption& other) const {
-    const auto* o = dynamic_cast<const PcreOption*>(&other);
-    return o != nullptr && o->source == source && o->jit == jit;
-}
-
 }  // namespace payload
 
 namespace keywords {

@@ -25,7 +25,9 @@ protected:
     void ok(KeywordParseFn fn, std::string_view value, bool has_value = true) {
         ASSERT_TRUE(add(fn, value, has_value)) << value << ": " << err;
     }
+    // Links the options as the end of parse_rule does, then inspects.
     bool match(std::string_view data, size_t list = 0) {
+        link_payload_options(rule.buffers.at(list));
         return inspect_buffer(rule.buffers.at(list), reinterpret_cast<const uint8_t*>(data.data()),
                               static_cast<uint32_t>(data.size()), pc, *scratch);
     }
