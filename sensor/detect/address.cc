@@ -10,6 +10,8 @@
 #include <cstring>
 #include <utility>
 
+#include "common/strings.h"
+
 namespace picket::sensor::detect {
 unsigned __int128 address_to_u128(const decode::Address& a) {
     unsigned __int128 v = 0;
@@ -208,20 +210,11 @@ struct SpecParser {
     }
 
     static bool parse_uint(std::string_view s, uint32_t max_value, uint32_t* out) {
-        if (s.empty() || s.size() > 10) {
+        const auto n = strings::parse_u32(s);
+        if (!n || *n > max_value) {
             return false;
         }
-        uint64_t v = 0;
-        for (char c : s) {
-            if (c < '0' || c > '9') {
-                return false;
-            }
-            v = v * 10 + static_cast<uint64_t>(c - '0');
-        }
-        if (v > max_value) {
-            return false;
-        }
-        *out = static_cast<uint32_t>(v);
+        *out = *n;
         return true;
     }
 

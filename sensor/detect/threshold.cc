@@ -1,5 +1,6 @@
 #include "sensor/detect/threshold.h"
 
+#include "common/strings.h"
 #include "sensor/detect/parser.h"
 
 #include <arpa/inet.h>
@@ -28,20 +29,11 @@ std::string_view trim(std::string_view s) {
 }
 
 bool parse_u32(std::string_view s, uint32_t* out) {
-    if (s.empty() || s.size() > 10) {
+    const auto n = strings::parse_u32(s);
+    if (!n) {
         return false;
     }
-    uint64_t v = 0;
-    for (char c : s) {
-        if (c < '0' || c > '9') {
-            return false;
-        }
-        v = v * 10 + static_cast<uint64_t>(c - '0');
-    }
-    if (v > UINT32_MAX) {
-        return false;
-    }
-    *out = static_cast<uint32_t>(v);
+    *out = *n;
     return true;
 }
 

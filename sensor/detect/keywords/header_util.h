@@ -82,6 +82,31 @@ inline bool icmp_has_id_seq(const decode::Packet& p) {
     return false;
 }
 
+// Which packets carry a header keyword's field.
+inline bool has_ip(const decode::Packet& p) {
+    return p.ip_version == 4 || p.ip_version == 6;
+}
+inline bool has_ipv4(const decode::Packet& p) {
+    return p.ip_version == 4;
+}
+inline bool has_tcp(const decode::Packet& p) {
+    return p.has(decode::kFlagTcp);
+}
+inline bool has_icmp(const decode::Packet& p) {
+    return p.has(decode::kFlagIcmpv4) || p.has(decode::kFlagIcmpv6);
+}
+
+// The getter of a header keyword: the packet's field Member, when Has(p) says the packet
+// carries it (ttl: packet_field<has_ip, &decode::Packet::ttl>).
+template <bool (*Has)(const decode::Packet&), auto Member>
+bool packet_field(const decode::Packet& p, uint64_t* out) {
+    if (!Has(p)) {
+        return false;
+    }
+    *out = p.*Member;
+    return true;
+}
+
 enum class UintMode : uint8_t { kEq, kNe, kLt, kLte, kGt, kGte, kRange, kNotRange };
 
 // A comparison in Suricata 7's unsigned grammar: N, =N, !N, !=N, <N, <=N, >N, >=N, N-M or

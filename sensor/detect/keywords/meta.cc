@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "common/strings.h"
+
 namespace picket::sensor::detect::keywords {
 namespace {
 
@@ -49,24 +51,11 @@ bool unquote(std::string_view v, std::string* out, std::string* error, const cha
 }
 
 bool parse_u32(std::string_view v, uint32_t* out) {
-    v = trim(v);
-    if (!v.empty() && v.front() == '"' && v.back() == '"' && v.size() >= 2) {
-        v = trim(v.substr(1, v.size() - 2));
-    }
-    if (v.empty() || v.size() > 10) {
+    const auto n = strings::parse_u32(strings::unquote(trim(v)));
+    if (!n) {
         return false;
     }
-    uint64_t n = 0;
-    for (char c : v) {
-        if (c < '0' || c > '9') {
-            return false;
-        }
-        n = n * 10 + static_cast<uint64_t>(c - '0');
-    }
-    if (n > UINT32_MAX) {
-        return false;
-    }
-    *out = static_cast<uint32_t>(n);
+    *out = *n;
     return true;
 }
 
