@@ -81,7 +81,8 @@ struct DetectWorker::Scratch {
     std::vector<uint32_t> acl_matches;  // match_all() output (AclRule indices)
     // Per rule index: its fast pattern ended in the new bytes of the stream window.
     std::vector<uint8_t> stream_hit;
-    std::string xform;  // a transformed buffer (reused)
+    std::string xform;      // a transformed buffer (reused)
+    std::string xform_tmp;  // the transforms' second buffer (reused)
     // profiling.rules: per rule index; empty when off. Written by this worker only.
     std::vector<RuleCounters> profile;
     uint64_t profile_start_ticks = 0;  // when this worker was built, for the calibration
@@ -310,7 +311,7 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
             if (buf.data() == nullptr) {
                 continue;
             }
-            buf = apply_transforms(adb.transforms, buf, &s.xform);
+            buf = apply_transforms(adb.transforms, buf, &s.xform, &s.xform_tmp);
             if (buf.empty()) {
                 continue;
             }
@@ -354,7 +355,7 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
             if (buf.data() == nullptr) {
                 return false;  // the transaction has no such buffer (yet)
             }
-            buf = apply_transforms(bm.transforms, buf, &s.xform);
+            buf = apply_transforms(bm.transforms, buf, &s.xform, &s.xform_tmp);
             if (!inspect_buffer(bm, reinterpret_cast<const uint8_t*>(buf.data()),
                                 static_cast<uint32_t>(buf.size()), pc, *s.payload)) {
                 return false;

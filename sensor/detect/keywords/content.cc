@@ -2,6 +2,7 @@
 // detect-offset.c, detect-distance.c, detect-within.c, detect-fast-pattern.c).
 #include <cstring>
 
+#include "common/strings.h"
 #include "sensor/detect/keywords/keywords.h"
 #include "sensor/detect/keywords/payload.h"
 
@@ -88,19 +89,6 @@ using payload::VarValue;
 
 namespace {
 
-int hexval(char c) {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
 // "abc|41 42|d\"e" -> bytes. The value still carries its quotes and optional '!'.
 bool parse_content_string(std::string_view kw, std::string_view v, std::string* out, bool* negated,
                           std::string* error) {
@@ -133,7 +121,7 @@ bool parse_content_string(std::string_view kw, std::string_view v, std::string* 
                     return false;
                 }
             } else {
-                const int h = hexval(c);
+                const int h = strings::hex_value(c);
                 if (h < 0) {
                     *error = std::string(kw) + ": invalid hex character '" + c + "'";
                     return false;
