@@ -64,21 +64,6 @@ std::string where(const std::string& file, uint32_t line) {
     return w;
 }
 
-bool parse_track(std::string_view v, TrackBy* out) {
-    if (v == "by_src") {
-        *out = TrackBy::kSrc;
-    } else if (v == "by_dst") {
-        *out = TrackBy::kDst;
-    } else if (v == "by_rule") {
-        *out = TrackBy::kRule;
-    } else if (v == "by_both") {
-        *out = TrackBy::kBoth;
-    } else {
-        return false;
-    }
-    return true;
-}
-
 // One logical line (continuations joined, comment stripped). Returns "" on success.
 std::string parse_line(std::string_view line, const AddressVars* vars, const std::string& file,
                        uint32_t lineno, ThresholdConfig* out) {
@@ -167,17 +152,10 @@ std::string parse_line(std::string_view line, const AddressVars* vars, const std
             return std::string(kind) + " needs " + need;
         }
     }
-    const std::string& type = kv["type"];
-    if (type == "limit") {
-        e.spec.type = ThresholdType::kLimit;
-    } else if (type == "threshold") {
-        e.spec.type = ThresholdType::kThreshold;
-    } else if (type == "both") {
-        e.spec.type = ThresholdType::kBoth;
-    } else {
-        return "invalid type '" + type + "' (expected limit, threshold or both)";
+    if (!parse_threshold_type(kv["type"], &e.spec.type)) {
+        return "invalid type '" + kv["type"] + "' (expected limit, threshold or both)";
     }
-    if (!parse_track(kv["track"], &e.spec.track)) {
+    if (!parse_track_by(kv["track"], &e.spec.track)) {
         return "invalid track '" + kv["track"] + "' (expected by_src, by_dst, by_rule or by_both)";
     }
     if (!parse_u32(kv["count"], &e.spec.count) || e.spec.count == 0) {
@@ -191,6 +169,34 @@ std::string parse_line(std::string_view line, const AddressVars* vars, const std
 }
 
 }  // namespace
+
+bool parse_threshold_type(std::string_view v, ThresholdType* out) {
+    if (v == "limit") {
+        *out = ThresholdType::kLimit;
+    } else if (v == "threshold") {
+        *out = ThresholdType::kThreshold;
+    } else if (v == "both") {
+        *out = ThresholdType::kBoth;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+bool parse_track_by(std::string_view v, TrackBy* out) {
+    if (v == "by_src") {
+        *out = TrackBy::kSrc;
+    } else if (v == "by_dst") {
+        *out = TrackBy::kDst;
+    } else if (v == "by_rule") {
+        *out = TrackBy::kRule;
+    } else if (v == "by_both") {
+        *out = TrackBy::kBoth;
+    } else {
+        return false;
+    }
+    return true;
+}
 
 bool SuppressEntry::contains(const decode::Address& a) const {
     return addrs.contains(a);

@@ -5,6 +5,7 @@
 #include "sensor/detect/keywords/keywords.h"
 
 #include "sensor/detect/keywords/header_util.h"
+#include "sensor/detect/threshold.h"
 
 namespace picket::sensor::detect::keywords {
 
@@ -30,28 +31,14 @@ bool parse_spec(const char* kw, std::string_view value, bool has_value, bool wan
         bool* seen = nullptr;
         if (name == "type" && want_type) {
             seen = &have_type;
-            if (arg == "limit") {
-                spec.type = ThresholdType::kLimit;
-            } else if (arg == "threshold") {
-                spec.type = ThresholdType::kThreshold;
-            } else if (arg == "both") {
-                spec.type = ThresholdType::kBoth;
-            } else {
+            if (!parse_threshold_type(arg, &spec.type)) {
                 *error = k + ": invalid type '" + std::string(arg) +
                          "' (expected limit, threshold or both)";
                 return false;
             }
         } else if (name == "track") {
             seen = &have_track;
-            if (arg == "by_src") {
-                spec.track = TrackBy::kSrc;
-            } else if (arg == "by_dst") {
-                spec.track = TrackBy::kDst;
-            } else if (arg == "by_rule") {
-                spec.track = TrackBy::kRule;
-            } else if (arg == "by_both") {
-                spec.track = TrackBy::kBoth;
-            } else {
+            if (!parse_track_by(arg, &spec.track)) {
                 *error = k + ": invalid track '" + std::string(arg) +
                          "' (expected by_src, by_dst, by_rule or by_both)";
                 return false;
