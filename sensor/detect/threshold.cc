@@ -1,6 +1,7 @@
 #include "sensor/detect/threshold.h"
 
 #include "common/strings.h"
+#include "sensor/detect/name_table.h"
 #include "sensor/detect/parser.h"
 
 #include <arpa/inet.h>
@@ -124,13 +125,11 @@ std::string parse_line(std::string_view line, const AddressVars* vars, const std
         }
         if (has_track) {
             const std::string& t = kv["track"];
-            if (t == "by_src") {
-                e.track = SuppressTrack::kSrc;
-            } else if (t == "by_dst") {
-                e.track = SuppressTrack::kDst;
-            } else if (t == "by_either") {
-                e.track = SuppressTrack::kEither;
-            } else {
+            static constexpr Named<SuppressTrack> kSuppressTracks[] = {
+                {"by_src", SuppressTrack::kSrc},
+                {"by_dst", SuppressTrack::kDst},
+                {"by_either", SuppressTrack::kEither}};
+            if (!find_named(kSuppressTracks, t, &e.track)) {
                 return "invalid track '" + t + "' for suppress (expected by_src, by_dst or " +
                        "by_either)";
             }
@@ -171,31 +170,18 @@ std::string parse_line(std::string_view line, const AddressVars* vars, const std
 }  // namespace
 
 bool parse_threshold_type(std::string_view v, ThresholdType* out) {
-    if (v == "limit") {
-        *out = ThresholdType::kLimit;
-    } else if (v == "threshold") {
-        *out = ThresholdType::kThreshold;
-    } else if (v == "both") {
-        *out = ThresholdType::kBoth;
-    } else {
-        return false;
-    }
-    return true;
+    static constexpr Named<ThresholdType> kTypes[] = {{"limit", ThresholdType::kLimit},
+                                                      {"threshold", ThresholdType::kThreshold},
+                                                      {"both", ThresholdType::kBoth}};
+    return find_named(kTypes, v, out);
 }
 
 bool parse_track_by(std::string_view v, TrackBy* out) {
-    if (v == "by_src") {
-        *out = TrackBy::kSrc;
-    } else if (v == "by_dst") {
-        *out = TrackBy::kDst;
-    } else if (v == "by_rule") {
-        *out = TrackBy::kRule;
-    } else if (v == "by_both") {
-        *out = TrackBy::kBoth;
-    } else {
-        return false;
-    }
-    return true;
+    static constexpr Named<TrackBy> kTracks[] = {{"by_src", TrackBy::kSrc},
+                                                 {"by_dst", TrackBy::kDst},
+                                                 {"by_rule", TrackBy::kRule},
+                                                 {"by_both", TrackBy::kBoth}};
+    return find_named(kTracks, v, out);
 }
 
 bool SuppressEntry::contains(const decode::Address& a) const {

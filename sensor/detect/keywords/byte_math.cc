@@ -2,6 +2,7 @@
 // NAME [, relative] [, endian big|little] [, string hex|dec|oct] [, bitmask N].
 #include "sensor/detect/keywords/keywords.h"
 #include "sensor/detect/keywords/payload.h"
+#include "sensor/detect/name_table.h"
 
 namespace picket::sensor::detect {
 
@@ -86,19 +87,10 @@ bool parse_byte_math(ParseState& st, std::string_view value, bool has_value, std
             p.ex.offset = payload::VarValue{n, -1};
             have_offset = true;
         } else if (key == "oper") {
-            if (arg == "+") {
-                p.op = Op::kAdd;
-            } else if (arg == "-") {
-                p.op = Op::kSub;
-            } else if (arg == "*") {
-                p.op = Op::kMul;
-            } else if (arg == "/") {
-                p.op = Op::kDiv;
-            } else if (arg == "<<") {
-                p.op = Op::kShl;
-            } else if (arg == ">>") {
-                p.op = Op::kShr;
-            } else {
+            static constexpr Named<Op> kOpers[] = {{"+", Op::kAdd},  {"-", Op::kSub},
+                                                   {"*", Op::kMul},  {"/", Op::kDiv},
+                                                   {"<<", Op::kShl}, {">>", Op::kShr}};
+            if (!find_named(kOpers, arg, &p.op)) {
                 *error = "byte_math: invalid oper '" + std::string(arg) + "'";
                 return false;
             }

@@ -6,6 +6,7 @@
 
 #include "sensor/detect/keywords/keywords.h"
 #include "sensor/detect/keywords/payload.h"
+#include "sensor/detect/name_table.h"
 
 namespace picket::sensor::detect {
 
@@ -249,21 +250,12 @@ bool parse_byte_test(ParseState& st, std::string_view value, bool has_value, std
         op = payload::trim(op.substr(1));
     }
     using Op = ByteTestOption::Op;
-    if (op == "<") {
-        p.op = Op::kLt;
-    } else if (op == ">") {
-        p.op = Op::kGt;
-    } else if (op == "=" || (p.negated && op.empty())) {
+    static constexpr Named<Op> kOps[] = {{"<", Op::kLt},  {">", Op::kGt},  {"=", Op::kEq},
+                                         {"<=", Op::kLe}, {">=", Op::kGe}, {"&", Op::kAnd},
+                                         {"^", Op::kXor}};
+    if (p.negated && op.empty()) {
         p.op = Op::kEq;  // "!" alone is "not equal", as in Snort
-    } else if (op == "<=") {
-        p.op = Op::kLe;
-    } else if (op == ">=") {
-        p.op = Op::kGe;
-    } else if (op == "&") {
-        p.op = Op::kAnd;
-    } else if (op == "^") {
-        p.op = Op::kXor;
-    } else {
+    } else if (!find_named(kOps, op, &p.op)) {
         *error = "byte_test: invalid operator '" + std::string(toks[1]) + "'";
         return false;
     }

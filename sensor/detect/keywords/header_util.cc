@@ -1,4 +1,5 @@
 #include "sensor/detect/keywords/header_util.h"
+#include "sensor/detect/name_table.h"
 
 #include <memory>
 
@@ -83,17 +84,11 @@ bool parse_uint_spec(const char* kw, std::string_view text, uint64_t max, UintSp
     if (!parse_value(kw, text, s, max, &r.a, error)) {
         return false;
     }
-    if (op.empty() || op == "=") {
-        r.mode = UintMode::kEq;
-    } else if (op == "!" || op == "!=") {
-        r.mode = UintMode::kNe;
-    } else if (op == "<") {
-        r.mode = UintMode::kLt;
-    } else if (op == "<=") {
-        r.mode = UintMode::kLte;
-    } else if (op == ">") {
-        r.mode = UintMode::kGt;
-    } else {
+    // The operators the grammar lets through; anything else here is ">=".
+    static constexpr Named<UintMode> kModes[] = {
+        {"", UintMode::kEq},  {"=", UintMode::kEq},   {"!", UintMode::kNe}, {"!=", UintMode::kNe},
+        {"<", UintMode::kLt}, {"<=", UintMode::kLte}, {">", UintMode::kGt}};
+    if (!find_named(kModes, op, &r.mode)) {
         r.mode = UintMode::kGte;
     }
     // Suricata rejects comparisons that can never match or always match.
