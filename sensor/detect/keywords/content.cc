@@ -236,7 +236,66 @@ bool parse_number_modifier(ParseState& st, const char* kw, std::string_view valu
     return true;
 }
 
+// offset, depth, distance, within: a number (or byte variable) on the previous content.
+struct Positional {
+    const char* kw;
+    bool relative;          // distance/within; offset/depth are absolute
+    bool at_least_pattern;  // depth/within: not below the content length
+    bool ContentOption::Params::*has;
+    VarValue ContentOption::Params::*value;
+};
+
+bool set_positional(ParseState& st, const Positional& m, std::string_view value, bool has_value,
+                    std::string* error) {
+    ContentOption* c = modifier_target(st, m.kw, error);
+    if (c == nullptr || !positional_checks(*c, m.kw, m.relative, error)) {
+        return false;
+    }
+    auto& p = c->p;
+    if (!m.relative && p.startswith) {
+        *error = std::string(m.kw) + ": cannot be used with startswith";
+        return false;
+    }
+    if (p.*m.has) {
+        *error = std::string(m.kw) + ": already set on this content";
+        return false;
+    }
+    VarValue& v = p.*m.value;
+    if (!parse_number_modifier(st, m.kw, value, has_value, m.relative ? -65535 : 0, 65535, &v,
+                               error)) {
+        return false;
+    }
+    if (m.at_least_pattern && !v.is_var() && v.value < static_cast<int64_t>(p.pattern.size())) {
+        *error = std::string(m.kw) + ": " + std::to_string(v.value) +
+                 " is smaller than the content length " + std::to_string(p.pattern.size());
+        return false;
+    }
+    p.*m.has = true;
+    return true;
+}
+
+// nocase, rawbytes, startswith, endswith: a flag without value on the previous content, set
+// once. Returns the content, or nullptr with *error set.
+ContentOption* flag_target(ParseState& st, const char* kw, bool has_value,
+                           bool ContentOption::Params::*flag, std::string* error) {
+    ContentOption* c = modifier_target(st, kw, error);
+    if (c == nullptr) {
+        return nullptr;
+    }
+    if (has_value) {
+        *error = std::string(kw) + ": takes no value";
+        return nullptr;
+    }
+    if (c->p.*flag) {
+        *error = std::string(kw) + ": already set on this content";
+        return nullptr;
+    }
+    return c;
+}
+
 }  // namespace
+
+using P = ContentOption::Params;
 
 bool parse_content(ParseState& st, std::string_view value, bool has_value, std::string* error) {
     return add_content(st, "content", value, has_value, false, error);
@@ -247,16 +306,8 @@ bool parse_uricontent(ParseState& st, std::string_view value, bool has_value, st
 }
 
 bool parse_nocase(ParseState& st, std::string_view, bool has_value, std::string* error) {
-    ContentOption* c = modifier_target(st, "nocase", error);
+    ContentOption* c = flag_target(st, "nocase", has_value, &P::nocase, error);
     if (c == nullptr) {
-        return false;
-    }
-    if (has_value) {
-        *error = "nocase: takes no value";
-        return false;
-    }
-    if (c->p.nocase) {
-        *error = "nocase: already set on this content";
         return false;
     }
     c->p.nocase = true;
@@ -267,12 +318,10 @@ bool parse_nocase(ParseState& st, std::string_view, bool has_value, std::string*
 // Snort 2's "match the undecoded packet" modifier; Suricata accepts it on packet contents only,
 // where it has no effect (pkt_data is already the raw payload), once, without a value.
 bool parse_rawbytes(ParseState& st, std::string_view, bool has_value, std::string* error) {
-    ContentOption* c = modifier_target(st, "rawbytes", error);
+    // A content inside a sticky buffer is never the last content once the buffer changed, so
+    // checking "already set" first cannot hide the sticky-buffer error.
+    ContentOption* c = flag_target(st, "rawbytes", has_value, &P::rawbytes, error);
     if (c == nullptr) {
-        return false;
-    }
-    if (has_value) {
-        *error = "rawbytes: takes no value";
         return false;
     }
     if (st.sticky != BufferId::kPacket) {
@@ -281,109 +330,33 @@ bool parse_rawbytes(ParseState& st, std::string_view, bool has_value, std::strin
             "payload only)";
         return false;
     }
-    if (c->p.rawbytes) {
-        *error = "rawbytes: already set on this content";
-        return false;
-    }
     c->p.rawbytes = true;
     return true;
 }
 
 bool parse_offset(ParseState& st, std::string_view value, bool has_value, std::string* error) {
-    ContentOption* c = modifier_target(st, "offset", error);
-    if (c == nullptr || !positional_checks(*c, "offset", false, error)) {
-        return false;
-    }
-    if (c->p.startswith) {
-        *error = "offset: cannot be used with startswith";
-        return false;
-    }
-    if (c->p.has_offset) {
-        *error = "offset: already set on this content";
-        return false;
-    }
-    if (!parse_number_modifier(st, "offset", value, has_value, 0, 65535, &c->p.offset, error)) {
-        return false;
-    }
-    c->p.has_offset = true;
-    return true;
+    return set_positional(st, {"offset", false, false, &P::has_offset, &P::offset}, value,
+                          has_value, error);
 }
 
 bool parse_depth(ParseState& st, std::string_view value, bool has_value, std::string* error) {
-    ContentOption* c = modifier_target(st, "depth", error);
-    if (c == nullptr || !positional_checks(*c, "depth", false, error)) {
-        return false;
-    }
-    if (c->p.startswith) {
-        *error = "depth: cannot be used with startswith";
-        return false;
-    }
-    if (c->p.has_depth) {
-        *error = "depth: already set on this content";
-        return false;
-    }
-    if (!parse_number_modifier(st, "depth", value, has_value, 0, 65535, &c->p.depth, error)) {
-        return false;
-    }
-    if (!c->p.depth.is_var() && c->p.depth.value < static_cast<int64_t>(c->p.pattern.size())) {
-        *error = "depth: " + std::to_string(c->p.depth.value) +
-                 " is smaller than the content length " + std::to_string(c->p.pattern.size());
-        return false;
-    }
-    c->p.has_depth = true;
-    return true;
+    return set_positional(st, {"depth", false, true, &P::has_depth, &P::depth}, value, has_value,
+                          error);
 }
 
 bool parse_distance(ParseState& st, std::string_view value, bool has_value, std::string* error) {
-    ContentOption* c = modifier_target(st, "distance", error);
-    if (c == nullptr || !positional_checks(*c, "distance", true, error)) {
-        return false;
-    }
-    if (c->p.has_distance) {
-        *error = "distance: already set on this content";
-        return false;
-    }
-    if (!parse_number_modifier(st, "distance", value, has_value, -65535, 65535, &c->p.distance,
-                               error)) {
-        return false;
-    }
-    c->p.has_distance = true;
-    return true;
+    return set_positional(st, {"distance", true, false, &P::has_distance, &P::distance}, value,
+                          has_value, error);
 }
 
 bool parse_within(ParseState& st, std::string_view value, bool has_value, std::string* error) {
-    ContentOption* c = modifier_target(st, "within", error);
-    if (c == nullptr || !positional_checks(*c, "within", true, error)) {
-        return false;
-    }
-    if (c->p.has_within) {
-        *error = "within: already set on this content";
-        return false;
-    }
-    if (!parse_number_modifier(st, "within", value, has_value, -65535, 65535, &c->p.within,
-                               error)) {
-        return false;
-    }
-    if (!c->p.within.is_var() && c->p.within.value < static_cast<int64_t>(c->p.pattern.size())) {
-        *error = "within: " + std::to_string(c->p.within.value) +
-                 " is smaller than the content length " + std::to_string(c->p.pattern.size());
-        return false;
-    }
-    c->p.has_within = true;
-    return true;
+    return set_positional(st, {"within", true, true, &P::has_within, &P::within}, value, has_value,
+                          error);
 }
 
 bool parse_startswith(ParseState& st, std::string_view, bool has_value, std::string* error) {
-    ContentOption* c = modifier_target(st, "startswith", error);
+    ContentOption* c = flag_target(st, "startswith", has_value, &P::startswith, error);
     if (c == nullptr) {
-        return false;
-    }
-    if (has_value) {
-        *error = "startswith: takes no value";
-        return false;
-    }
-    if (c->p.startswith) {
-        *error = "startswith: already set on this content";
         return false;
     }
     if (c->p.has_depth || c->p.has_offset) {
@@ -400,16 +373,8 @@ bool parse_startswith(ParseState& st, std::string_view, bool has_value, std::str
 }
 
 bool parse_endswith(ParseState& st, std::string_view, bool has_value, std::string* error) {
-    ContentOption* c = modifier_target(st, "endswith", error);
+    ContentOption* c = flag_target(st, "endswith", has_value, &P::endswith, error);
     if (c == nullptr) {
-        return false;
-    }
-    if (has_value) {
-        *error = "endswith: takes no value";
-        return false;
-    }
-    if (c->p.endswith) {
-        *error = "endswith: already set on this content";
         return false;
     }
     if (c->p.fast_pattern_only) {
