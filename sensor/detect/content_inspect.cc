@@ -93,6 +93,16 @@ private:
     int next(size_t i, uint32_t cursor) { return i + 1 == n_ ? 1 : run(i + 1, cursor); }
     int content(size_t i, const payload::ContentOption& c, uint32_t cursor);
     int pcre(size_t i, const payload::PcreOption& pc, uint32_t cursor);
+    // byte_jump / byte_extract / byte_math: on success the options after i continue from
+    // the cursor the option moved to.
+    template <class T>
+    int advance(size_t i, const PayloadOption& op, uint32_t cursor) {
+        uint32_t nc = 0;
+        if (!static_cast<const T&>(op).eval(in_, cursor, &nc)) {
+            return 0;
+        }
+        return next(i, nc);
+    }
 
     const BufferMatch& m_;
     payload::EvalInput in_;
@@ -233,27 +243,12 @@ int Inspector::run(size_t i, uint32_t cursor) {
                 return 0;
             }
             return next(i, cursor);
-        case Kind::kByteJump: {
-            uint32_t nc = 0;
-            if (!static_cast<const payload::ByteJumpOption&>(*op).eval(in_, cursor, &nc)) {
-                return 0;
-            }
-            return next(i, nc);
-        }
-        case Kind::kByteExtract: {
-            uint32_t nc = 0;
-            if (!static_cast<const payload::ByteExtractOption&>(*op).eval(in_, cursor, &nc)) {
-                return 0;
-            }
-            return next(i, nc);
-        }
-        case Kind::kByteMath: {
-            uint32_t nc = 0;
-            if (!static_cast<const payload::ByteMathOption&>(*op).eval(in_, cursor, &nc)) {
-                return 0;
-            }
-            return next(i, nc);
-        }
+        case Kind::kByteJump:
+            return advance<payload::ByteJumpOption>(i, *op, cursor);
+        case Kind::kByteExtract:
+            return advance<payload::ByteExtractOption>(i, *op, cursor);
+        case Kind::kByteMath:
+            return advance<payload::ByteMathOption>(i, *op, cursor);
         case Kind::kIsdataat: {
             int r = static_cast<const payload::IsdataatOption&>(*op).eval(in_, cursor);
             return r == 1 ? next(i, cursor) : r;

@@ -152,15 +152,7 @@ bool parse_byte_math(ParseState& st, std::string_view value, bool has_value, std
         return false;
     }
     (void)is_string;
-    if (!payload::check_nbytes("byte_math", p.ex, 4, error)) {
-        return false;
-    }
-    if (!payload::declare_byte_var(st, p.name, &p.var)) {
-        *error = "byte_math: too many byte variables in one rule";
-        return false;
-    }
-    payload::append_option(st, std::move(opt));
-    return true;
+    return payload::append_with_var(st, "byte_math", 4, std::move(opt), error);
 }
 
 }  // namespace keywords

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -293,5 +294,22 @@ bool declare_byte_var(ParseState& st, std::string_view name, int16_t* index);
 PayloadOp* append_option(ParseState& st, std::unique_ptr<PayloadOp> opt);
 // Appends to the list of another buffer without changing st.current.
 PayloadOp* append_option_to(ParseState& st, BufferId id, std::unique_ptr<PayloadOp> opt);
+
+// The end of byte_extract / byte_math: checks the byte count, declares the option's result
+// variable (p.name -> p.var) and appends it.
+template <class T>
+bool append_with_var(ParseState& st, const char* kw, uint32_t max_binary, std::unique_ptr<T> opt,
+                     std::string* error) {
+    auto& p = opt->p;
+    if (!check_nbytes(kw, p.ex, max_binary, error)) {
+        return false;
+    }
+    if (!declare_byte_var(st, p.name, &p.var)) {
+        *error = std::string(kw) + ": too many byte variables in one rule";
+        return false;
+    }
+    append_option(st, std::move(opt));
+    return true;
+}
 
 }  // namespace picket::sensor::detect::payload
