@@ -302,21 +302,11 @@ bool inspect_buffer(const BufferMatch& m, const uint8_t* data, uint32_t len,
 
 namespace payload {
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-        s.remove_prefix(1);
-    }
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
-        s.remove_suffix(1);
-    }
-    return s;
-}
-
 std::vector<std::string_view> split_args(std::string_view s) {
     std::vector<std::string_view> out;
     while (true) {
         size_t c = s.find(',');
-        out.push_back(trim(s.substr(0, c)));
+        out.push_back(trim_blanks(s.substr(0, c)));
         if (c == std::string_view::npos) {
             break;
         }
@@ -326,7 +316,7 @@ std::vector<std::string_view> split_args(std::string_view s) {
 }
 
 bool parse_int(std::string_view s, int64_t* out) {
-    s = trim(s);
+    s = trim_blanks(s);
     if (!s.empty() && s.front() == '+') {
         s.remove_prefix(1);
     }
@@ -363,7 +353,7 @@ int find_byte_var(const ParseState& st, std::string_view name) {
 
 bool parse_var_value(const ParseState& st, std::string_view s, int64_t lo, int64_t hi,
                      VarValue* out) {
-    s = trim(s);
+    s = trim_blanks(s);
     int64_t v = 0;
     if (parse_int(s, &v)) {
         if (v < lo || v > hi) {

@@ -17,6 +17,18 @@
 
 namespace picket::sensor::detect {
 
+// Spaces and tabs trimmed off both ends: the blanks of the rule grammar, for the keyword
+// parsers (strings::trim also drops CR, LF, VT and FF, which option values keep).
+inline std::string_view trim_blanks(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+        s.remove_prefix(1);
+    }
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
+        s.remove_suffix(1);
+    }
+    return s;
+}
+
 struct BufferDef {
     BufferId id;
     const char* name;      // canonical sticky name, e.g. "http.uri"

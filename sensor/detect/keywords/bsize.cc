@@ -41,7 +41,7 @@ bool parse_u(std::string_view s, uint64_t max, uint64_t* out) {
 }  // namespace
 
 bool parse_uint_cmp(std::string_view s, uint64_t max, UintCmp* out) {
-    s = trim(s);
+    s = trim_blanks(s);
     UintCmp c;
     using Op = UintCmp::Op;
     struct Prefix {
@@ -101,7 +101,7 @@ namespace keywords {
 bool parse_bsize(ParseState& st, std::string_view value, bool has_value, std::string* error) {
     auto opt = std::make_unique<payload::BsizeOption>();
     if (!has_value || !payload::parse_uint_cmp(value, UINT32_MAX, &opt->p)) {
-        *error = "bsize: invalid value '" + std::string(payload::trim(value)) +
+        *error = "bsize: invalid value '" + std::string(trim_blanks(value)) +
                  "' (expected N, <N, <=N, >N, >=N, !N or N<>M)";
         return false;
     }

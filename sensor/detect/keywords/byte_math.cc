@@ -71,7 +71,7 @@ bool parse_byte_math(ParseState& st, std::string_view value, bool has_value, std
         const size_t sp = t.find_first_of(" \t");
         const std::string_view key = t.substr(0, sp);
         const std::string_view arg =
-            sp == std::string_view::npos ? std::string_view() : payload::trim(t.substr(sp));
+            sp == std::string_view::npos ? std::string_view() : trim_blanks(t.substr(sp));
         int64_t n = 0;
         if (key == "bytes") {
             if (!payload::parse_var_value(st, arg, 1, 10, &p.ex.nbytes)) {

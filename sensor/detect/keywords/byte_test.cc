@@ -247,7 +247,7 @@ bool parse_byte_test(ParseState& st, std::string_view value, bool has_value, std
     std::string_view op = toks[1];
     if (!op.empty() && op.front() == '!') {
         p.negated = true;
-        op = payload::trim(op.substr(1));
+        op = trim_blanks(op.substr(1));
     }
     using Op = ByteTestOption::Op;
     static constexpr Named<Op> kOps[] = {{"<", Op::kLt},  {">", Op::kGt},  {"=", Op::kEq},

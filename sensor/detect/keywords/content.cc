@@ -92,11 +92,11 @@ namespace {
 // "abc|41 42|d\"e" -> bytes. The value still carries its quotes and optional '!'.
 bool parse_content_string(std::string_view kw, std::string_view v, std::string* out, bool* negated,
                           std::string* error) {
-    v = payload::trim(v);
+    v = trim_blanks(v);
     *negated = false;
     if (!v.empty() && v.front() == '!') {
         *negated = true;
-        v = payload::trim(v.substr(1));
+        v = trim_blanks(v.substr(1));
     }
     if (v.size() < 2 || v.front() != '"' || v.back() != '"') {
         *error = std::string(kw) + ": pattern must be enclosed in double quotes";
@@ -224,7 +224,7 @@ bool positional_checks(const ContentOption& c, const char* kw, bool relative, st
 
 bool parse_number_modifier(ParseState& st, const char* kw, std::string_view value, bool has_value,
                            int64_t lo, int64_t hi, VarValue* out, std::string* error) {
-    value = payload::trim(value);
+    value = trim_blanks(value);
     if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
         value = value.substr(1, value.size() - 2);
     }
@@ -406,7 +406,7 @@ bool parse_fast_pattern(ParseState& st, std::string_view value, bool has_value,
         }
     }
     const bool relative = p.has_distance || p.has_within;
-    value = payload::trim(value);
+    value = trim_blanks(value);
     if (has_value && value == "only") {
         if (p.negated) {
             *error = "fast_pattern: only cannot be used on a negated content";

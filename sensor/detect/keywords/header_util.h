@@ -15,21 +15,11 @@
 
 namespace picket::sensor::detect::keywords {
 
-inline std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-        s.remove_prefix(1);
-    }
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
-        s.remove_suffix(1);
-    }
-    return s;
-}
-
 // Removes one pair of surrounding double quotes ("80" -> 80), as Suricata accepts for numbers.
 inline std::string_view unquote(std::string_view s) {
-    s = trim(s);
+    s = trim_blanks(s);
     if (s.size() >= 2 && s.front() == '"' && s.back() == '"') {
-        s = trim(s.substr(1, s.size() - 2));
+        s = trim_blanks(s.substr(1, s.size() - 2));
     }
     return s;
 }

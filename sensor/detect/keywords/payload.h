@@ -279,7 +279,6 @@ public:
 // ---------------------------------------------------------------------------------------
 // Parse helpers shared by the keyword files.
 
-std::string_view trim(std::string_view s);
 // Splits on ',' (no quoting), trimming each part.
 std::vector<std::string_view> split_args(std::string_view s);
 bool parse_int(std::string_view s, int64_t* out);

@@ -50,7 +50,7 @@ uint64_t PcreOption::hash() const {
 namespace keywords {
 
 bool parse_pcre(ParseState& st, std::string_view value, bool has_value, std::string* error) {
-    std::string_view v = payload::trim(value);
+    std::string_view v = trim_blanks(value);
     if (!has_value || v.empty()) {
         *error = "pcre: needs a pattern";
         return false;
@@ -59,7 +59,7 @@ bool parse_pcre(ParseState& st, std::string_view value, bool has_value, std::str
     opt->source = std::string(v);
     if (v.front() == '!') {
         opt->negated = true;
-        v = payload::trim(v.substr(1));
+        v = trim_blanks(v.substr(1));
     }
     if (v.size() >= 2 && v.front() == '"' && v.back() == '"') {
         v = v.substr(1, v.size() - 2);

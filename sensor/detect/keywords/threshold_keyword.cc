@@ -23,11 +23,11 @@ bool parse_spec(const char* kw, std::string_view value, bool has_value, bool wan
     bool have_type = false, have_track = false, have_count = false, have_seconds = false;
     while (true) {
         size_t comma = s.find(',');
-        std::string_view item = trim(s.substr(0, comma));
+        std::string_view item = trim_blanks(s.substr(0, comma));
         size_t sp = item.find_first_of(" \t");
         std::string_view name = item.substr(0, sp);
         std::string_view arg =
-            sp == std::string_view::npos ? std::string_view() : trim(item.substr(sp));
+            sp == std::string_view::npos ? std::string_view() : trim_blanks(item.substr(sp));
         bool* seen = nullptr;
         if (name == "type" && want_type) {
             seen = &have_type;
