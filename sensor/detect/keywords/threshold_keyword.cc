@@ -82,43 +82,40 @@ bool parse_spec(const char* kw, std::string_view value, bool has_value, bool wan
     return true;
 }
 
-}  // namespace
-
-bool parse_threshold(ParseState& st, std::string_view value, bool has_value, std::string* error) {
-    if (st.rule->has_threshold) {
-        *error = "threshold: only one threshold per rule";
+// threshold / detection_filter: at most one of each per rule, and never both.
+bool set_spec(const char* kw, const char* other_kw, bool want_type, bool* has, ThresholdSpec* out,
+              bool other_has, std::string_view value, bool has_value, std::string* error) {
+    const std::string k(kw);
+    if (*has) {
+        *error = k + ": only one " + k + " per rule";
         return false;
     }
-    if (st.rule->has_detection_filter) {
-        *error = "threshold: cannot be combined with detection_filter";
+    if (other_has) {
+        *error = k + ": cannot be combined with " + other_kw;
         return false;
     }
     ThresholdSpec spec;
-    if (!parse_spec("threshold", value, has_value, true, &spec, error)) {
+    if (!parse_spec(kw, value, has_value, want_type, &spec, error)) {
         return false;
     }
-    st.rule->threshold = spec;
-    st.rule->has_threshold = true;
+    *out = spec;
+    *has = true;
     return true;
+}
+
+}  // namespace
+
+bool parse_threshold(ParseState& st, std::string_view value, bool has_value, std::string* error) {
+    Rule& r = *st.rule;
+    return set_spec("threshold", "detection_filter", true, &r.has_threshold, &r.threshold,
+                    r.has_detection_filter, value, has_value, error);
 }
 
 bool parse_detection_filter(ParseState& st, std::string_view value, bool has_value,
                             std::string* error) {
-    if (st.rule->has_detection_filter) {
-        *error = "detection_filter: only one detection_filter per rule";
-        return false;
-    }
-    if (st.rule->has_threshold) {
-        *error = "detection_filter: cannot be combined with threshold";
-        return false;
-    }
-    ThresholdSpec spec;
-    if (!parse_spec("detection_filter", value, has_value, false, &spec, error)) {
-        return false;
-    }
-    st.rule->detection_filter = spec;
-    st.rule->has_detection_filter = true;
-    return true;
+    Rule& r = *st.rule;
+    return set_spec("detection_filter", "threshold", false, &r.has_detection_filter,
+                    &r.detection_filter, r.has_threshold, value, has_value, error);
 }
 
 }  // namespace picket::sensor::detect::keywords
