@@ -487,6 +487,24 @@ ThresholdResult ThresholdTable::check(const Rule& r, const decode::Address& src,
     return ThresholdResult::kAlert;
 }
 
+namespace {
+
+// The result of the first hit of a new (or restarted) window.
+inline ThresholdResult first_in_window(const ThresholdSpec& td) {
+    switch (td.type) {
+        case ThresholdType::kLimit:
+            return ThresholdResult::kAlert;
+        case ThresholdType::kBoth:
+            return td.count == 1 ? ThresholdResult::kAlert : ThresholdResult::kNone;
+        case ThresholdType::kThreshold:
+        case ThresholdType::kDetectionFilter:
+            return ThresholdResult::kNone;
+    }
+    return ThresholdResult::kNone;
+}
+
+}  // namespace
+
 ThresholdResult ThresholdTable::run(const Rule& r, const Item& item, uint8_t slot,
                                     const decode::Address& src, const decode::Address& dst,
                                     int64_t ts_ns) {
@@ -544,16 +562,7 @@ ThresholdResult ThresholdTable::run(const Rule& r, const Item& item, uint8_t slo
         Entry& e = st.entries[idx];
         e.tv1 = ts_ns;
         e.count = 1;
-        switch (td.type) {
-            case ThresholdType::kLimit:
-                return ThresholdResult::kAlert;
-            case ThresholdType::kBoth:
-                return td.count == 1 ? ThresholdResult::kAlert : ThresholdResult::kNone;
-            case ThresholdType::kThreshold:
-            case ThresholdType::kDetectionFilter:
-                return ThresholdResult::kNone;
-        }
-        return ThresholdResult::kNone;
+        return first_in_window(td);
     }
     st.lru_unlink(idx);
     st.lru_push_front(idx);
@@ -562,16 +571,7 @@ ThresholdResult ThresholdTable::run(const Rule& r, const Item& item, uint8_t slo
     if (!within) {
         e.tv1 = ts_ns;
         e.count = 1;
-        switch (td.type) {
-            case ThresholdType::kLimit:
-                return ThresholdResult::kAlert;
-            case ThresholdType::kBoth:
-                return td.count == 1 ? ThresholdResult::kAlert : ThresholdResult::kNone;
-            case ThresholdType::kThreshold:
-            case ThresholdType::kDetectionFilter:
-                return ThresholdResult::kNone;
-        }
-        return ThresholdResult::kNone;
+        return first_in_window(td);
     }
     ++e.count;
     switch (td.type) {

@@ -289,12 +289,7 @@ bool parse_byte_test(ParseState& st, std::string_view value, bool has_value, std
         *error = "byte_test: unknown option '" + std::string(rest[0]) + "'";
         return false;
     }
-    const bool zero = !p.ex.nbytes.is_var() && p.ex.nbytes.value == 0;
-    if (!zero && !payload::check_nbytes("byte_test", p.ex, 8, error)) {
-        return false;
-    }
-    payload::append_option(st, std::move(opt));
-    return true;
+    return payload::append_with_nbytes(st, "byte_test", std::move(opt), error);
 }
 
 }  // namespace keywords

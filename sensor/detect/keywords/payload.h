@@ -294,6 +294,20 @@ PayloadOp* append_option(ParseState& st, std::unique_ptr<PayloadOp> opt);
 // Appends to the list of another buffer without changing st.current.
 PayloadOp* append_option_to(ParseState& st, BufferId id, std::unique_ptr<PayloadOp> opt);
 
+// The end of byte_test / byte_jump: checks the byte count (0 is accepted as written, as by
+// Suricata 7; such an option never matches) and appends the option.
+template <class T>
+bool append_with_nbytes(ParseState& st, const char* kw, std::unique_ptr<T> opt,
+                        std::string* error) {
+    const Extract& ex = opt->p.ex;
+    const bool zero = !ex.nbytes.is_var() && ex.nbytes.value == 0;
+    if (!zero && !check_nbytes(kw, ex, 8, error)) {
+        return false;
+    }
+    append_option(st, std::move(opt));
+    return true;
+}
+
 // The end of byte_extract / byte_math: checks the byte count, declares the option's result
 // variable (p.name -> p.var) and appends it.
 template <class T>

@@ -4,6 +4,8 @@
 // directly follow stickybuffers").
 #include "sensor/detect/transform.h"
 
+#include <iterator>
+
 #include "common/strings.h"
 #include "sensor/detect/keywords/keywords.h"
 
@@ -20,23 +22,13 @@ bool push_transform(uint32_t* chain, Transform t) {
 }
 
 const char* transform_name(Transform t) {
-    switch (t) {
-        case Transform::kNone:
-            return "none";
-        case Transform::kDotPrefix:
-            return "dotprefix";
-        case Transform::kToLowercase:
-            return "to_lowercase";
-        case Transform::kToUppercase:
-            return "to_uppercase";
-        case Transform::kStripWhitespace:
-            return "strip_whitespace";
-        case Transform::kCompressWhitespace:
-            return "compress_whitespace";
-        case Transform::kUrlDecode:
-            return "url_decode";
-    }
-    return "none";
+    // Indexed by Transform.
+    static constexpr const char* kNames[] = {
+        "none",         "dotprefix",        "to_lowercase",
+        "to_uppercase", "strip_whitespace", "compress_whitespace",
+        "url_decode"};
+    const auto i = static_cast<size_t>(t);
+    return i < std::size(kNames) ? kNames[i] : "none";
 }
 
 namespace {
