@@ -683,5 +683,28 @@ TEST_F(Payload, RecursionLimitStops) {
     EXPECT_TRUE(match("a a a ab"));
 }
 
+// ----------------------------------------------------------------------------- linking
+
+TEST_F(Payload, NextRelationIsDecidedWhenLinked) {
+    ok(kw::parse_content, "\"a\"");
+    ok(kw::parse_content, "\"b\"");
+    ok(kw::parse_distance, "0");
+    ok(kw::parse_pcre, "\"/c/R\"");
+    ok(kw::parse_content, "\"d\"");
+    ok(kw::parse_within, "5");
+    BufferMatch& m = rule.buffers.at(0);
+    link_payload_options(m);
+    ASSERT_EQ(m.options.size(), 4u);
+    // a: the next option up to the next content is b, relative through distance only.
+    EXPECT_EQ(m.options[0]->next_relation(), (NextRelation{true, false}));
+    // b: followed by a relative pcre, which bounds the window.
+    EXPECT_EQ(m.options[1]->next_relation(), (NextRelation{true, true}));
+    // the pcre: followed by a content with within.
+    EXPECT_EQ(m.options[2]->next_relation(), (NextRelation{true, true}));
+    EXPECT_EQ(m.options[3]->next_relation(), (NextRelation{false, false}));
+    EXPECT_EQ(m.options[0]->kind(), PayloadKind::kContent);
+    EXPECT_EQ(m.options[2]->kind(), PayloadKind::kPcre);
+}
+
 }  // namespace
 }  // namespace picket::sensor::detect
