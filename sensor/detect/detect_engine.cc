@@ -1,4 +1,6 @@
-// DetectEngine (compile) and DetectWorker (match).
+// DetectWorker: the per-packet and per-transaction match loop (worker threads). The engine it
+// reads (engine_impl.h) is built by engine_build.cc and engine_prefilter.cc; the overview of
+// both halves stays here, next to the loop that depends on it.
 //
 // Compilation: rules are grouped by transport (tcp, udp, icmp, other IP) and destination
 // port. A group is the set of rules that can match a packet to that port: the rules whose

@@ -1,6 +1,7 @@
 // Prefilter databases, built on the control thread by DetectEngine::load (engine_build.cc):
 // the Hyperscan literal database of each part and app-layer set, the address index of the
 // rules without a fast pattern, and the IP-only classifier.
+//
 // Compilation: rules are grouped by transport (tcp, udp, icmp, other IP) and destination
 // port. A group is the set of rules that can match a packet to that port: the rules whose
 // destination ports contain it (for `<>` rules, also their source ports) plus every rule with
