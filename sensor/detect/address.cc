@@ -10,6 +10,8 @@
 #include <cstring>
 #include <utility>
 
+#include "common/strings.h"
+
 namespace picket::sensor::detect {
 unsigned __int128 address_to_u128(const decode::Address& a) {
     unsigned __int128 v = 0;
@@ -104,18 +106,8 @@ struct SpecParser {
         return fail(std::string("bad ") + what() + " '" + std::string(part) + "'");
     }
 
-    static std::string_view trim(std::string_view s) {
-        while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-            s.remove_prefix(1);
-        }
-        while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
-            s.remove_suffix(1);
-        }
-        return s;
-    }
-
     bool parse(std::string_view text, RangeList* out) {
-        text = trim(text);
+        text = trim_blanks(text);
         if (text.empty()) {
             return fail(std::string("empty ") + what());
         }
@@ -158,7 +150,7 @@ struct SpecParser {
                     return fail(std::string("bad ") + what() + " list '" + std::string(text) + "'");
                 }
             } else if (c == ',' && depth == 0) {
-                std::string_view item = trim(body.substr(start, i - start));
+                std::string_view item = trim_blanks(body.substr(start, i - start));
                 start = i + 1;
                 if (item.empty()) {
                     return fail(std::string("empty item in ") + what() + " list '" +
@@ -208,20 +200,11 @@ struct SpecParser {
     }
 
     static bool parse_uint(std::string_view s, uint32_t max_value, uint32_t* out) {
-        if (s.empty() || s.size() > 10) {
+        const auto n = strings::parse_u32(s);
+        if (!n || *n > max_value) {
             return false;
         }
-        uint64_t v = 0;
-        for (char c : s) {
-            if (c < '0' || c > '9') {
-                return false;
-            }
-            v = v * 10 + static_cast<uint64_t>(c - '0');
-        }
-        if (v > max_value) {
-            return false;
-        }
-        *out = static_cast<uint32_t>(v);
+        *out = *n;
         return true;
     }
 
@@ -254,8 +237,8 @@ struct SpecParser {
         if (const size_t dash = text.find('-'); dash != std::string_view::npos) {
             U128 lo, hi;
             bool v4a, v4b;
-            if (!parse_ip(trim(text.substr(0, dash)), &lo, &v4a) ||
-                !parse_ip(trim(text.substr(dash + 1)), &hi, &v4b) || v4a != v4b || lo > hi) {
+            if (!parse_ip(trim_blanks(text.substr(0, dash)), &lo, &v4a) ||
+                !parse_ip(trim_blanks(text.substr(dash + 1)), &hi, &v4b) || v4a != v4b || lo > hi) {
                 return bad(text);
             }
             *out = {{lo, hi}};
@@ -304,8 +287,8 @@ struct SpecParser {
             }
             hi = lo;
         } else {
-            std::string_view a = trim(text.substr(0, colon));
-            std::string_view b = trim(text.substr(colon + 1));
+            std::string_view a = trim_blanks(text.substr(0, colon));
+            std::string_view b = trim_blanks(text.substr(colon + 1));
             if ((a.empty() && b.empty()) || (!a.empty() && !parse_uint(a, 65535, &lo)) ||
                 (!b.empty() && !parse_uint(b, 65535, &hi)) || lo > hi) {
                 return bad(text);
@@ -326,8 +309,8 @@ bool run(SpecParser& p, std::string_view text, RangeList* out, std::string* erro
     }
     *out = normalise(std::move(r));
     if (out->empty()) {
-        *error = std::string(p.what()) + " '" + std::string(SpecParser::trim(text)) +
-                 "' matches nothing";
+        *error =
+            std::string(p.what()) + " '" + std::string(trim_blanks(text)) + "' matches nothing";
         return false;
     }
     return true;

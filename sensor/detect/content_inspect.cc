@@ -48,7 +48,7 @@ PayloadScratchPtr make_payload_scratch() {
 // Compiler view of a content.
 
 bool get_content_info(const PayloadOption& opt, ContentInfo* out) {
-    const auto* c = dynamic_cast<const payload::ContentOption*>(&opt);
+    const auto* c = payload::option_as<payload::ContentOption>(&opt);
     if (c == nullptr) {
         return false;
     }
@@ -79,31 +79,6 @@ bool get_content_info(const PayloadOption& opt, ContentInfo* out) {
 
 namespace {
 
-struct NextRelation {
-    bool relative = false;  // Suricata's *_RELATIVE_NEXT
-    bool bounds = false;    // DETECT_CONTENT_WITHIN_NEXT
-};
-
-// How the options after index i depend on option i (a content or pcre): the options up to
-// and including the next content/pcre take i as their "previous match".
-NextRelation next_relation(const BufferMatch& m, size_t i) {
-    NextRelation r;
-    for (size_t j = i + 1; j < m.options.size(); ++j) {
-        const auto* op = dynamic_cast<const PayloadOp*>(m.options[j].get());
-        if (op == nullptr) {
-            continue;
-        }
-        if (op->relative()) {
-            r.relative = true;
-            r.bounds = r.bounds || op->bounds_previous();
-        }
-        if (op->kind() == Kind::kContent || op->kind() == Kind::kPcre) {
-            break;
-        }
-    }
-    return r;
-}
-
 class Inspector {
 public:
     Inspector(const BufferMatch& m, const uint8_t* data, uint32_t len, PayloadScratch& s)
@@ -118,6 +93,16 @@ private:
     int next(size_t i, uint32_t cursor) { return i + 1 == n_ ? 1 : run(i + 1, cursor); }
     int content(size_t i, const payload::ContentOption& c, uint32_t cursor);
     int pcre(size_t i, const payload::PcreOption& pc, uint32_t cursor);
+    // byte_jump / byte_extract / byte_math: on success the options after i continue from
+    // the cursor the option moved to.
+    template <class T>
+    int advance(size_t i, const PayloadOption& op, uint32_t cursor) {
+        uint32_t nc = 0;
+        if (!static_cast<const T&>(op).eval(in_, cursor, &nc)) {
+            return 0;
+        }
+        return next(i, nc);
+    }
 
     const BufferMatch& m_;
     payload::EvalInput in_;
@@ -137,7 +122,7 @@ int Inspector::content(size_t i, const payload::ContentOption& c, uint32_t curso
     const bool rel = p.has_distance || p.has_within;
     const uint32_t prev_cursor = cursor;
     int64_t retry = 0;  // absolute restart position after a failed chain (0 = first search)
-    const NextRelation nr = next_relation(m_, i);
+    const NextRelation& nr = c.next_relation();
     const bool single = !rel && !nr.relative && !p.has_depth && !p.has_offset;
     while (true) {
         int64_t start = 0;
@@ -212,7 +197,7 @@ int Inspector::content(size_t i, const payload::ContentOption& c, uint32_t curso
 int Inspector::pcre(size_t i, const payload::PcreOption& pc, uint32_t cursor) {
     const uint32_t from = pc.relative_ ? cursor : 0;
     uint32_t retry = 0;
-    const NextRelation nr = next_relation(m_, i);
+    const NextRelation& nr = pc.next_relation();
     while (true) {
         uint32_t ms = 0, me = 0;
         bool hit = false;
@@ -247,10 +232,7 @@ int Inspector::run(size_t i, uint32_t cursor) {
         limit_hit_ = true;
         return -1;
     }
-    const auto* op = dynamic_cast<const PayloadOp*>(m_.options[i].get());
-    if (op == nullptr) {
-        return -1;  // an option this engine does not know never matches
-    }
+    const PayloadOption* op = m_.options[i].get();
     switch (op->kind()) {
         case Kind::kContent:
             return content(i, static_cast<const payload::ContentOption&>(*op), cursor);
@@ -261,33 +243,18 @@ int Inspector::run(size_t i, uint32_t cursor) {
                 return 0;
             }
             return next(i, cursor);
-        case Kind::kByteJump: {
-            uint32_t nc = 0;
-            if (!static_cast<const payload::ByteJumpOption&>(*op).eval(in_, cursor, &nc)) {
-                return 0;
-            }
-            return next(i, nc);
-        }
-        case Kind::kByteExtract: {
-            uint32_t nc = 0;
-            if (!static_cast<const payload::ByteExtractOption&>(*op).eval(in_, cursor, &nc)) {
-                return 0;
-            }
-            return next(i, nc);
-        }
-        case Kind::kByteMath: {
-            uint32_t nc = 0;
-            if (!static_cast<const payload::ByteMathOption&>(*op).eval(in_, cursor, &nc)) {
-                return 0;
-            }
-            return next(i, nc);
-        }
+        case Kind::kByteJump:
+            return advance<payload::ByteJumpOption>(i, *op, cursor);
+        case Kind::kByteExtract:
+            return advance<payload::ByteExtractOption>(i, *op, cursor);
+        case Kind::kByteMath:
+            return advance<payload::ByteMathOption>(i, *op, cursor);
         case Kind::kIsdataat: {
             int r = static_cast<const payload::IsdataatOption&>(*op).eval(in_, cursor);
             return r == 1 ? next(i, cursor) : r;
         }
         case Kind::kBsize:
-            if (!static_cast<const payload::BsizeOption&>(*op).cmp.match(in_.len)) {
+            if (!static_cast<const payload::BsizeOption&>(*op).p.match(in_.len)) {
                 return -1;
             }
             return next(i, cursor);
@@ -296,6 +263,24 @@ int Inspector::run(size_t i, uint32_t cursor) {
 }
 
 }  // namespace
+
+void link_payload_options(BufferMatch& m) {
+    const size_t n = m.options.size();
+    for (size_t i = 0; i < n; ++i) {
+        NextRelation r;
+        for (size_t j = i + 1; j < n; ++j) {
+            const PayloadOption& op = *m.options[j];
+            if (op.relative()) {
+                r.relative = true;
+                r.bounds = r.bounds || op.bounds_previous();
+            }
+            if (op.kind() == Kind::kContent || op.kind() == Kind::kPcre) {
+                break;
+            }
+        }
+        m.options[i]->set_next_relation(r);
+    }
+}
 
 bool inspect_buffer(const BufferMatch& m, const uint8_t* data, uint32_t len,
                     const PacketContext& /*pc*/, PayloadScratch& scratch) {
@@ -317,21 +302,11 @@ bool inspect_buffer(const BufferMatch& m, const uint8_t* data, uint32_t len,
 
 namespace payload {
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-        s.remove_prefix(1);
-    }
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
-        s.remove_suffix(1);
-    }
-    return s;
-}
-
 std::vector<std::string_view> split_args(std::string_view s) {
     std::vector<std::string_view> out;
     while (true) {
         size_t c = s.find(',');
-        out.push_back(trim(s.substr(0, c)));
+        out.push_back(trim_blanks(s.substr(0, c)));
         if (c == std::string_view::npos) {
             break;
         }
@@ -341,7 +316,7 @@ std::vector<std::string_view> split_args(std::string_view s) {
 }
 
 bool parse_int(std::string_view s, int64_t* out) {
-    s = trim(s);
+    s = trim_blanks(s);
     if (!s.empty() && s.front() == '+') {
         s.remove_prefix(1);
     }
@@ -378,7 +353,7 @@ int find_byte_var(const ParseState& st, std::string_view name) {
 
 bool parse_var_value(const ParseState& st, std::string_view s, int64_t lo, int64_t hi,
                      VarValue* out) {
-    s = trim(s);
+    s = trim_blanks(s);
     int64_t v = 0;
     if (parse_int(s, &v)) {
         if (v < lo || v > hi) {

@@ -9,9 +9,9 @@
 //   recursively from cursor 0; a content (or pcre) that matched but whose following options
 //   failed is retried at its next occurrence (search restarts at match start + 1) only when a
 //   following option bounds the window (within, or any relative pcre/byte_*/isdataat; for a
-//   pcre also distance). Whether a later option depends on an earlier one is computed at
-//   inspection time from the final option list, so modifiers that move a content to another
-//   buffer after the fact (http_uri) cannot leave stale flags.
+//   pcre also distance). Whether a later option depends on an earlier one is decided once
+//   from the final option list (link_payload_options, at the end of parse_rule), so modifiers
+//   that move a content to another buffer after the fact (http_uri) cannot leave stale flags.
 // - Each evaluation is limited to PayloadScratch::recursion_limit steps (Suricata's
 //   inspection_recursion_limit, 3000); hitting it fails the buffer and bumps
 //   recursion_limit_hits.
@@ -59,6 +59,10 @@ PayloadScratchPtr make_payload_scratch();
 // True for content options; fills *out (bytes, nocase, negation, fast_pattern, and the
 // absolute offset/depth window when the content is not relative and uses no variable).
 bool get_content_info(const PayloadOption& opt, ContentInfo* out);
+
+// Decides each option's next relation from the final option list (parse time, after
+// modifiers such as http_uri have moved contents between lists). inspect_buffer relies on it.
+void link_payload_options(BufferMatch& m);
 
 // True when every option of m matches data[0, len). No allocation.
 bool inspect_buffer(const BufferMatch& m, const uint8_t* data, uint32_t len,

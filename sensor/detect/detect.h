@@ -17,6 +17,7 @@
 #include "common/counter.h"
 #include "common/stats.h"
 #include "sensor/decode/decode.h"
+#include "sensor/detect/action.h"
 #include "sensor/detect/buffer_id.h"
 #include "sensor/flow/flow.h"
 
@@ -111,8 +112,9 @@ struct AlertRecord {
     const Rule* rule = nullptr;
     uint32_t rule_index = 0;  // into DetectEngine::rule_infos()
     AlertAction action = AlertAction::kAllowed;
-    bool drop_rule = false;    // the rule's action is drop or reject
-    bool from_stream = false;  // matched on reassembled stream data
+    bool drop_rule = false;               // the rule's action is drop or reject
+    Action rule_action = Action::kAlert;  // the action in the rule's header
+    bool from_stream = false;             // matched on reassembled stream data
     uint64_t tx_id = 0;
 };
 

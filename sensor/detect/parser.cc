@@ -2,6 +2,8 @@
 // loader with its diagnostics and summary. Control thread only.
 #include "sensor/detect/parser.h"
 
+#include "sensor/detect/content_inspect.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -587,6 +589,9 @@ std::unique_ptr<Rule> parse_rule(std::string_view text, const ParseEnv& env, Rul
     // sticky buffer with nothing after it) would make the rule require a buffer it never
     // inspects.
     std::erase_if(rule->buffers, [](const BufferMatch& m) { return m.options.empty(); });
+    for (BufferMatch& m : rule->buffers) {
+        link_payload_options(m);
+    }
     return rule;
 }
 

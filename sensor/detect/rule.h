@@ -11,10 +11,23 @@
 #include <vector>
 
 #include "sensor/decode/decode.h"
+#include "sensor/detect/action.h"
 #include "sensor/detect/buffer_id.h"
 #include "sensor/flow/flow.h"
 
 namespace picket::sensor::detect {
+
+// Spaces and tabs trimmed off both ends: the blanks of the rule grammar, for the keyword
+// parsers (strings::trim also drops CR, LF, VT and FF, which option values keep).
+inline std::string_view trim_blanks(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+        s.remove_prefix(1);
+    }
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
+        s.remove_suffix(1);
+    }
+    return s;
+}
 
 struct BufferDef {
     BufferId id;
@@ -54,8 +67,6 @@ struct PortSet {
     std::vector<PortRange> exclude;
     bool contains(uint16_t port) const;
 };
-
-enum class Action : uint8_t { kAlert, kDrop, kReject, kPass };
 
 // Rule protocol as written in the header. ip matches every IP packet; tcp/udp/icmp by L4
 // (icmp matches ICMPv4 and ICMPv6, as in Suricata); app-layer names imply their transport
@@ -103,13 +114,50 @@ public:
 };
 
 // Payload options are evaluated in order on one buffer by the content inspection engine
-// (content_inspect.h); their concrete interface lives there.
+// (content_inspect.h); the concrete classes live in keywords/payload.h. The kind is fixed by
+// the concrete class and the next relation is decided once the rule's lists are final
+// (link_payload_options, end of parsing), so that inspection dispatches with a switch and
+// never rescans the list or asks RTTI.
+enum class PayloadKind : uint8_t {
+    kContent,
+    kPcre,
+    kByteTest,
+    kByteJump,
+    kByteExtract,
+    kByteMath,
+    kIsdataat,
+    kBsize
+};
+
+// How the options after a content or pcre depend on it: the options up to and including the
+// next content/pcre take it as their "previous match".
+struct NextRelation {
+    bool relative = false;  // Suricata's *_RELATIVE_NEXT: one of them is relative
+    bool bounds = false;    // DETECT_CONTENT_WITHIN_NEXT: one of them bounds the window
+    bool operator==(const NextRelation&) const = default;
+};
+
 class PayloadOption {
 public:
+    explicit PayloadOption(PayloadKind k) : kind_(k) {}
     virtual ~PayloadOption() = default;
+    PayloadKind kind() const { return kind_; }
     virtual const char* keyword() const = 0;
     virtual uint64_t hash() const = 0;
     virtual bool equals(const PayloadOption& other) const = 0;
+    // Relative to the previous match (distance/within, R, relative).
+    virtual bool relative() const = 0;
+    // A relative option that bounds the window after the previous match, so that a later
+    // occurrence of the previous content may succeed where the first failed (Suricata's
+    // DETECT_CONTENT_WITHIN_NEXT): every relative option except a content with only distance.
+    virtual bool bounds_previous() const { return relative(); }
+
+    const NextRelation& next_relation() const { return next_; }
+    void set_next_relation(NextRelation r) { next_ = r; }
+
+private:
+    PayloadKind kind_;
+    NextRelation next_;
 };
 
 // The payload options of one buffer, in rule order.

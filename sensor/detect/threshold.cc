@@ -1,5 +1,7 @@
 #include "sensor/detect/threshold.h"
 
+#include "common/strings.h"
+#include "sensor/detect/name_table.h"
 #include "sensor/detect/parser.h"
 
 #include <arpa/inet.h>
@@ -28,20 +30,11 @@ std::string_view trim(std::string_view s) {
 }
 
 bool parse_u32(std::string_view s, uint32_t* out) {
-    if (s.empty() || s.size() > 10) {
+    const auto n = strings::parse_u32(s);
+    if (!n) {
         return false;
     }
-    uint64_t v = 0;
-    for (char c : s) {
-        if (c < '0' || c > '9') {
-            return false;
-        }
-        v = v * 10 + static_cast<uint64_t>(c - '0');
-    }
-    if (v > UINT32_MAX) {
-        return false;
-    }
-    *out = static_cast<uint32_t>(v);
+    *out = *n;
     return true;
 }
 
@@ -70,21 +63,6 @@ std::string where(const std::string& file, uint32_t line) {
     w += std::to_string(line);
     w += ": ";
     return w;
-}
-
-bool parse_track(std::string_view v, TrackBy* out) {
-    if (v == "by_src") {
-        *out = TrackBy::kSrc;
-    } else if (v == "by_dst") {
-        *out = TrackBy::kDst;
-    } else if (v == "by_rule") {
-        *out = TrackBy::kRule;
-    } else if (v == "by_both") {
-        *out = TrackBy::kBoth;
-    } else {
-        return false;
-    }
-    return true;
 }
 
 // One logical line (continuations joined, comment stripped). Returns "" on success.
@@ -147,13 +125,11 @@ std::string parse_line(std::string_view line, const AddressVars* vars, const std
         }
         if (has_track) {
             const std::string& t = kv["track"];
-            if (t == "by_src") {
-                e.track = SuppressTrack::kSrc;
-            } else if (t == "by_dst") {
-                e.track = SuppressTrack::kDst;
-            } else if (t == "by_either") {
-                e.track = SuppressTrack::kEither;
-            } else {
+            static constexpr Named<SuppressTrack> kSuppressTracks[] = {
+                {"by_src", SuppressTrack::kSrc},
+                {"by_dst", SuppressTrack::kDst},
+                {"by_either", SuppressTrack::kEither}};
+            if (!find_named(kSuppressTracks, t, &e.track)) {
                 return "invalid track '" + t + "' for suppress (expected by_src, by_dst or " +
                        "by_either)";
             }
@@ -175,17 +151,10 @@ std::string parse_line(std::string_view line, const AddressVars* vars, const std
             return std::string(kind) + " needs " + need;
         }
     }
-    const std::string& type = kv["type"];
-    if (type == "limit") {
-        e.spec.type = ThresholdType::kLimit;
-    } else if (type == "threshold") {
-        e.spec.type = ThresholdType::kThreshold;
-    } else if (type == "both") {
-        e.spec.type = ThresholdType::kBoth;
-    } else {
-        return "invalid type '" + type + "' (expected limit, threshold or both)";
+    if (!parse_threshold_type(kv["type"], &e.spec.type)) {
+        return "invalid type '" + kv["type"] + "' (expected limit, threshold or both)";
     }
-    if (!parse_track(kv["track"], &e.spec.track)) {
+    if (!parse_track_by(kv["track"], &e.spec.track)) {
         return "invalid track '" + kv["track"] + "' (expected by_src, by_dst, by_rule or by_both)";
     }
     if (!parse_u32(kv["count"], &e.spec.count) || e.spec.count == 0) {
@@ -199,6 +168,21 @@ std::string parse_line(std::string_view line, const AddressVars* vars, const std
 }
 
 }  // namespace
+
+bool parse_threshold_type(std::string_view v, ThresholdType* out) {
+    static constexpr Named<ThresholdType> kTypes[] = {{"limit", ThresholdType::kLimit},
+                                                      {"threshold", ThresholdType::kThreshold},
+                                                      {"both", ThresholdType::kBoth}};
+    return find_named(kTypes, v, out);
+}
+
+bool parse_track_by(std::string_view v, TrackBy* out) {
+    static constexpr Named<TrackBy> kTracks[] = {{"by_src", TrackBy::kSrc},
+                                                 {"by_dst", TrackBy::kDst},
+                                                 {"by_rule", TrackBy::kRule},
+                                                 {"by_both", TrackBy::kBoth}};
+    return find_named(kTracks, v, out);
+}
 
 bool SuppressEntry::contains(const decode::Address& a) const {
     return addrs.contains(a);
@@ -503,6 +487,24 @@ ThresholdResult ThresholdTable::check(const Rule& r, const decode::Address& src,
     return ThresholdResult::kAlert;
 }
 
+namespace {
+
+// The result of the first hit of a new (or restarted) window.
+inline ThresholdResult first_in_window(const ThresholdSpec& td) {
+    switch (td.type) {
+        case ThresholdType::kLimit:
+            return ThresholdResult::kAlert;
+        case ThresholdType::kBoth:
+            return td.count == 1 ? ThresholdResult::kAlert : ThresholdResult::kNone;
+        case ThresholdType::kThreshold:
+        case ThresholdType::kDetectionFilter:
+            return ThresholdResult::kNone;
+    }
+    return ThresholdResult::kNone;
+}
+
+}  // namespace
+
 ThresholdResult ThresholdTable::run(const Rule& r, const Item& item, uint8_t slot,
                                     const decode::Address& src, const decode::Address& dst,
                                     int64_t ts_ns) {
@@ -560,16 +562,7 @@ ThresholdResult ThresholdTable::run(const Rule& r, const Item& item, uint8_t slo
         Entry& e = st.entries[idx];
         e.tv1 = ts_ns;
         e.count = 1;
-        switch (td.type) {
-            case ThresholdType::kLimit:
-                return ThresholdResult::kAlert;
-            case ThresholdType::kBoth:
-                return td.count == 1 ? ThresholdResult::kAlert : ThresholdResult::kNone;
-            case ThresholdType::kThreshold:
-            case ThresholdType::kDetectionFilter:
-                return ThresholdResult::kNone;
-        }
-        return ThresholdResult::kNone;
+        return first_in_window(td);
     }
     st.lru_unlink(idx);
     st.lru_push_front(idx);
@@ -578,16 +571,7 @@ ThresholdResult ThresholdTable::run(const Rule& r, const Item& item, uint8_t slo
     if (!within) {
         e.tv1 = ts_ns;
         e.count = 1;
-        switch (td.type) {
-            case ThresholdType::kLimit:
-                return ThresholdResult::kAlert;
-            case ThresholdType::kBoth:
-                return td.count == 1 ? ThresholdResult::kAlert : ThresholdResult::kNone;
-            case ThresholdType::kThreshold:
-            case ThresholdType::kDetectionFilter:
-                return ThresholdResult::kNone;
-        }
-        return ThresholdResult::kNone;
+        return first_in_window(td);
     }
     ++e.count;
     switch (td.type) {

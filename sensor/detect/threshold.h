@@ -52,6 +52,11 @@ struct ThresholdConfig {
     std::vector<ThresholdEntry> thresholds;  // threshold and event_filter lines
 };
 
+// The values threshold.config and the threshold / detection_filter keywords share:
+// limit|threshold|both and by_src|by_dst|by_rule|by_both. False on anything else.
+bool parse_threshold_type(std::string_view v, ThresholdType* out);
+bool parse_track_by(std::string_view v, TrackBy* out);
+
 // Parses threshold.config text. Lines:
 //   suppress gen_id G, sig_id S[, track by_src|by_dst|by_either, ip ADDR|CIDR|[..]|$VAR]
 //   threshold|event_filter gen_id G, sig_id S, type T, track by_src|by_dst|by_rule|by_both,

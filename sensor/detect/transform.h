@@ -25,8 +25,10 @@ inline constexpr uint32_t kMaxTransforms = 7;
 bool push_transform(uint32_t* chain, Transform t);
 // The keyword's name ("dotprefix"), for diagnostics and the rule profile.
 const char* transform_name(Transform t);
-// Applies the chain to `in`, writing the result to *out (reused: no allocation once its
-// capacity suffices). Returns the transformed bytes.
-std::string_view apply_transforms(uint32_t chain, std::string_view in, std::string* out);
+// Applies the chain to `in`, writing the result to *out; the steps alternate between *out and
+// *tmp. Both belong to the caller's (worker's) scratch and are reused: no allocation once
+// their capacity suffices. Returns the transformed bytes.
+std::string_view apply_transforms(uint32_t chain, std::string_view in, std::string* out,
+                                  std::string* tmp);
 
 }  // namespace picket::sensor::detect

@@ -97,17 +97,17 @@ namespace keywords {
 // urilen:[<|>|<=|>=|!]N[<>M][,raw|,norm] — the length of http.uri (norm, the default) or of
 // http.uri.raw.
 bool parse_urilen(ParseState& st, std::string_view value, bool has_value, std::string* error) {
-    std::string_view v = payload::trim(value);
+    std::string_view v = trim_blanks(value);
     bool raw = false;
     if (size_t comma = v.find(','); comma != std::string_view::npos) {
-        std::string_view kind = payload::trim(v.substr(comma + 1));
+        std::string_view kind = trim_blanks(v.substr(comma + 1));
         if (kind == "raw") {
             raw = true;
         } else if (kind != "norm") {
             *error = "urilen: unknown buffer '" + std::string(kind) + "' (expected raw or norm)";
             return false;
         }
-        v = payload::trim(v.substr(0, comma));
+        v = trim_blanks(v.substr(0, comma));
     }
     payload::UintCmp cmp;
     if (!has_value || !payload::parse_uint_cmp(v, 65535, &cmp)) {
@@ -125,7 +125,7 @@ bool parse_urilen(ParseState& st, std::string_view value, bool has_value, std::s
 // tls.version:1.0 | 1.1 | 1.2 | 1.3 | ssl3 | 0xNNNN — the negotiated (server) version, or the
 // client's when no ServerHello was seen.
 bool parse_tls_version(ParseState& st, std::string_view value, bool has_value, std::string* error) {
-    std::string v(payload::trim(value));
+    std::string v(trim_blanks(value));
     uint16_t ver = 0;
     if (v == "1.0") {
         ver = 0x0301;
@@ -155,8 +155,8 @@ bool parse_tls_version(ParseState& st, std::string_view value, bool has_value, s
 // dns.opcode:[!]N (0..15).
 bool parse_dns_opcode(ParseState& st, std::string_view value, bool has_value, std::string* error) {
     payload::UintCmp cmp;
-    if (!has_value || !payload::parse_uint_cmp(payload::trim(value), 15, &cmp)) {
-        *error = "dns.opcode: invalid value '" + std::string(payload::trim(value)) +
+    if (!has_value || !payload::parse_uint_cmp(trim_blanks(value), 15, &cmp)) {
+        *error = "dns.opcode: invalid value '" + std::string(trim_blanks(value)) +
                  "' (expected [!]N, 0 to 15)";
         return false;
     }

@@ -41,7 +41,7 @@ bool parse_u(std::string_view s, uint64_t max, uint64_t* out) {
 }  // namespace
 
 bool parse_uint_cmp(std::string_view s, uint64_t max, UintCmp* out) {
-    s = trim(s);
+    s = trim_blanks(s);
     UintCmp c;
     using Op = UintCmp::Op;
     struct Prefix {
@@ -90,13 +90,8 @@ bool parse_uint_cmp(std::string_view s, uint64_t max, UintCmp* out) {
 
 uint64_t BsizeOption::hash() const {
     Hasher h;
-    h.add(static_cast<uint64_t>(cmp.op)).add(cmp.a).add(cmp.b);
+    h.add(static_cast<uint64_t>(p.op)).add(p.a).add(p.b);
     return h.h;
-}
-
-bool BsizeOption::equals(const PayloadOption& other) const {
-    const auto* o = dynamic_cast<const BsizeOption*>(&other);
-    return o != nullptr && o->cmp == cmp;
 }
 
 }  // namespace payload
@@ -105,8 +100,8 @@ namespace keywords {
 
 bool parse_bsize(ParseState& st, std::string_view value, bool has_value, std::string* error) {
     auto opt = std::make_unique<payload::BsizeOption>();
-    if (!has_value || !payload::parse_uint_cmp(value, UINT32_MAX, &opt->cmp)) {
-        *error = "bsize: invalid value '" + std::string(payload::trim(value)) +
+    if (!has_value || !payload::parse_uint_cmp(value, UINT32_MAX, &opt->p)) {
+        *error = "bsize: invalid value '" + std::string(trim_blanks(value)) +
                  "' (expected N, <N, <=N, >N, >=N, !N or N<>M)";
         return false;
     }

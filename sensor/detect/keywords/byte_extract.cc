@@ -29,11 +29,6 @@ uint64_t ByteExtractOption::hash() const {
     return h.h;
 }
 
-bool ByteExtractOption::equals(const PayloadOption& other) const {
-    const auto* o = dynamic_cast<const ByteExtractOption*>(&other);
-    return o != nullptr && o->p == p;
-}
-
 bool valid_var_name(std::string_view s) {
     if (s.empty() ||
         !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') || s[0] == '_')) {
@@ -105,15 +100,7 @@ bool parse_byte_extract(ParseState& st, std::string_view value, bool has_value,
             return false;
         }
     }
-    if (!payload::check_nbytes("byte_extract", p.ex, 8, error)) {
-        return false;
-    }
-    if (!payload::declare_byte_var(st, p.name, &p.var)) {
-        *error = "byte_extract: too many byte variables in one rule";
-        return false;
-    }
-    payload::append_option(st, std::move(opt));
-    return true;
+    return payload::append_with_var(st, "byte_extract", 8, std::move(opt), error);
 }
 
 }  // namespace keywords

@@ -56,11 +56,6 @@ uint64_t ByteJumpOption::hash() const {
     return h.h;
 }
 
-bool ByteJumpOption::equals(const PayloadOption& other) const {
-    const auto* o = dynamic_cast<const ByteJumpOption*>(&other);
-    return o != nullptr && o->p == p;
-}
-
 }  // namespace payload
 
 namespace keywords {
@@ -116,12 +111,7 @@ bool parse_byte_jump(ParseState& st, std::string_view value, bool has_value, std
         *error = "byte_jump: from_beginning and from_end cannot be combined";
         return false;
     }
-    const bool zero_bytes = !p.ex.nbytes.is_var() && p.ex.nbytes.value == 0;
-    if (!zero_bytes && !payload::check_nbytes("byte_jump", p.ex, 8, error)) {
-        return false;
-    }
-    payload::append_option(st, std::move(opt));
-    return true;
+    return payload::append_with_nbytes(st, "byte_jump", std::move(opt), error);
 }
 
 }  // namespace keywords

@@ -2,6 +2,7 @@
 // NAME [, relative] [, endian big|little] [, string hex|dec|oct] [, bitmask N].
 #include "sensor/detect/keywords/keywords.h"
 #include "sensor/detect/keywords/payload.h"
+#include "sensor/detect/name_table.h"
 
 namespace picket::sensor::detect {
 
@@ -51,11 +52,6 @@ uint64_t ByteMathOption::hash() const {
     return h.h;
 }
 
-bool ByteMathOption::equals(const PayloadOption& other) const {
-    const auto* o = dynamic_cast<const ByteMathOption*>(&other);
-    return o != nullptr && o->p == p;
-}
-
 }  // namespace payload
 
 namespace keywords {
@@ -75,7 +71,7 @@ bool parse_byte_math(ParseState& st, std::string_view value, bool has_value, std
         const size_t sp = t.find_first_of(" \t");
         const std::string_view key = t.substr(0, sp);
         const std::string_view arg =
-            sp == std::string_view::npos ? std::string_view() : payload::trim(t.substr(sp));
+            sp == std::string_view::npos ? std::string_view() : trim_blanks(t.substr(sp));
         int64_t n = 0;
         if (key == "bytes") {
             if (!payload::parse_var_value(st, arg, 1, 10, &p.ex.nbytes)) {
@@ -91,19 +87,10 @@ bool parse_byte_math(ParseState& st, std::string_view value, bool has_value, std
             p.ex.offset = payload::VarValue{n, -1};
             have_offset = true;
         } else if (key == "oper") {
-            if (arg == "+") {
-                p.op = Op::kAdd;
-            } else if (arg == "-") {
-                p.op = Op::kSub;
-            } else if (arg == "*") {
-                p.op = Op::kMul;
-            } else if (arg == "/") {
-                p.op = Op::kDiv;
-            } else if (arg == "<<") {
-                p.op = Op::kShl;
-            } else if (arg == ">>") {
-                p.op = Op::kShr;
-            } else {
+            static constexpr Named<Op> kOpers[] = {{"+", Op::kAdd},  {"-", Op::kSub},
+                                                   {"*", Op::kMul},  {"/", Op::kDiv},
+                                                   {"<<", Op::kShl}, {">>", Op::kShr}};
+            if (!find_named(kOpers, arg, &p.op)) {
                 *error = "byte_math: invalid oper '" + std::string(arg) + "'";
                 return false;
             }
@@ -165,15 +152,7 @@ bool parse_byte_math(ParseState& st, std::string_view value, bool has_value, std
         return false;
     }
     (void)is_string;
-    if (!payload::check_nbytes("byte_math", p.ex, 4, error)) {
-        return false;
-    }
-    if (!payload::declare_byte_var(st, p.name, &p.var)) {
-        *error = "byte_math: too many byte variables in one rule";
-        return false;
-    }
-    payload::append_option(st, std::move(opt));
-    return true;
+    return payload::append_with_var(st, "byte_math", 4, std::move(opt), error);
 }
 
 }  // namespace keywords

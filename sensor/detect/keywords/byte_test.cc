@@ -6,6 +6,7 @@
 
 #include "sensor/detect/keywords/keywords.h"
 #include "sensor/detect/keywords/payload.h"
+#include "sensor/detect/name_table.h"
 
 namespace picket::sensor::detect {
 
@@ -153,11 +154,6 @@ uint64_t ByteTestOption::hash() const {
     return h.h;
 }
 
-bool ByteTestOption::equals(const PayloadOption& other) const {
-    const auto* o = dynamic_cast<const ByteTestOption*>(&other);
-    return o != nullptr && o->p == p;
-}
-
 // Parses the trailing flags shared by byte_test / byte_jump / byte_extract. Returns the
 // tokens it did not understand through *rest.
 bool parse_common_flags(const char* kw, std::vector<std::string_view>& toks, Extract* ex,
@@ -251,24 +247,15 @@ bool parse_byte_test(ParseState& st, std::string_view value, bool has_value, std
     std::string_view op = toks[1];
     if (!op.empty() && op.front() == '!') {
         p.negated = true;
-        op = payload::trim(op.substr(1));
+        op = trim_blanks(op.substr(1));
     }
     using Op = ByteTestOption::Op;
-    if (op == "<") {
-        p.op = Op::kLt;
-    } else if (op == ">") {
-        p.op = Op::kGt;
-    } else if (op == "=" || (p.negated && op.empty())) {
+    static constexpr Named<Op> kOps[] = {{"<", Op::kLt},  {">", Op::kGt},  {"=", Op::kEq},
+                                         {"<=", Op::kLe}, {">=", Op::kGe}, {"&", Op::kAnd},
+                                         {"^", Op::kXor}};
+    if (p.negated && op.empty()) {
         p.op = Op::kEq;  // "!" alone is "not equal", as in Snort
-    } else if (op == "<=") {
-        p.op = Op::kLe;
-    } else if (op == ">=") {
-        p.op = Op::kGe;
-    } else if (op == "&") {
-        p.op = Op::kAnd;
-    } else if (op == "^") {
-        p.op = Op::kXor;
-    } else {
+    } else if (!find_named(kOps, op, &p.op)) {
         *error = "byte_test: invalid operator '" + std::string(toks[1]) + "'";
         return false;
     }
@@ -302,12 +289,7 @@ bool parse_byte_test(ParseState& st, std::string_view value, bool has_value, std
         *error = "byte_test: unknown option '" + std::string(rest[0]) + "'";
         return false;
     }
-    const bool zero = !p.ex.nbytes.is_var() && p.ex.nbytes.value == 0;
-    if (!zero && !payload::check_nbytes("byte_test", p.ex, 8, error)) {
-        return false;
-    }
-    payload::append_option(st, std::move(opt));
-    return true;
+    return payload::append_with_nbytes(st, "byte_test", std::move(opt), error);
 }
 
 }  // namespace keywords

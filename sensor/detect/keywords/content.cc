@@ -2,6 +2,7 @@
 // detect-offset.c, detect-distance.c, detect-within.c, detect-fast-pattern.c).
 #include <cstring>
 
+#include "common/strings.h"
 #include "sensor/detect/keywords/keywords.h"
 #include "sensor/detect/keywords/payload.h"
 
@@ -79,11 +80,6 @@ uint64_t ContentOption::hash() const {
     return h.h;
 }
 
-bool ContentOption::equals(const PayloadOption& other) const {
-    const auto* o = dynamic_cast<const ContentOption*>(&other);
-    return o != nullptr && o->p == p;
-}
-
 }  // namespace payload
 
 namespace keywords {
@@ -93,27 +89,14 @@ using payload::VarValue;
 
 namespace {
 
-int hexval(char c) {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
 // "abc|41 42|d\"e" -> bytes. The value still carries its quotes and optional '!'.
 bool parse_content_string(std::string_view kw, std::string_view v, std::string* out, bool* negated,
                           std::string* error) {
-    v = payload::trim(v);
+    v = trim_blanks(v);
     *negated = false;
     if (!v.empty() && v.front() == '!') {
         *negated = true;
-        v = payload::trim(v.substr(1));
+        v = trim_blanks(v.substr(1));
     }
     if (v.size() < 2 || v.front() != '"' || v.back() != '"') {
         *error = std::string(kw) + ": pattern must be enclosed in double quotes";
@@ -138,7 +121,7 @@ bool parse_content_string(std::string_view kw, std::string_view v, std::string* 
                     return false;
                 }
             } else {
-                const int h = hexval(c);
+                const int h = strings::hex_value(c);
                 if (h < 0) {
                     *error = std::string(kw) + ": invalid hex character '" + c + "'";
                     return false;
@@ -205,7 +188,7 @@ bool add_content(ParseState& st, std::string_view kw, std::string_view value, bo
 
 // The content a modifier applies to, or an error.
 ContentOption* modifier_target(ParseState& st, const char* kw, std::string* error) {
-    auto* c = dynamic_cast<ContentOption*>(st.last_content);
+    auto* c = payload::option_as<ContentOption>(st.last_content);
     if (c == nullptr) {
         *error = std::string(kw) + ": needs a preceding content";
     }
@@ -241,7 +224,7 @@ bool positional_checks(const ContentOption& c, const char* kw, bool relative, st
 
 bool parse_number_modifier(ParseState& st, const char* kw, std::string_view value, bool has_value,
                            int64_t lo, int64_t hi, VarValue* out, std::string* error) {
-    value = payload::trim(value);
+    value = trim_blanks(value);
     if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
         value = value.substr(1, value.size() - 2);
     }
@@ -253,7 +236,66 @@ bool parse_number_modifier(ParseState& st, const char* kw, std::string_view valu
     return true;
 }
 
+// offset, depth, distance, within: a number (or byte variable) on the previous content.
+struct Positional {
+    const char* kw;
+    bool relative;          // distance/within; offset/depth are absolute
+    bool at_least_pattern;  // depth/within: not below the content length
+    bool ContentOption::Params::*has;
+    VarValue ContentOption::Params::*value;
+};
+
+bool set_positional(ParseState& st, const Positional& m, std::string_view value, bool has_value,
+                    std::string* error) {
+    ContentOption* c = modifier_target(st, m.kw, error);
+    if (c == nullptr || !positional_checks(*c, m.kw, m.relative, error)) {
+        return false;
+    }
+    auto& p = c->p;
+    if (!m.relative && p.startswith) {
+        *error = std::string(m.kw) + ": cannot be used with startswith";
+        return false;
+    }
+    if (p.*m.has) {
+        *error = std::string(m.kw) + ": already set on this content";
+        return false;
+    }
+    VarValue& v = p.*m.value;
+    if (!parse_number_modifier(st, m.kw, value, has_value, m.relative ? -65535 : 0, 65535, &v,
+                               error)) {
+        return false;
+    }
+    if (m.at_least_pattern && !v.is_var() && v.value < static_cast<int64_t>(p.pattern.size())) {
+        *error = std::string(m.kw) + ": " + std::to_string(v.value) +
+                 " is smaller than the content length " + std::to_string(p.pattern.size());
+        return false;
+    }
+    p.*m.has = true;
+    return true;
+}
+
+// nocase, rawbytes, startswith, endswith: a flag without value on the previous content, set
+// once. Returns the content, or nullptr with *error set.
+ContentOption* flag_target(ParseState& st, const char* kw, bool has_value,
+                           bool ContentOption::Params::*flag, std::string* error) {
+    ContentOption* c = modifier_target(st, kw, error);
+    if (c == nullptr) {
+        return nullptr;
+    }
+    if (has_value) {
+        *error = std::string(kw) + ": takes no value";
+        return nullptr;
+    }
+    if (c->p.*flag) {
+        *error = std::string(kw) + ": already set on this content";
+        return nullptr;
+    }
+    return c;
+}
+
 }  // namespace
+
+using P = ContentOption::Params;
 
 bool parse_content(ParseState& st, std::string_view value, bool has_value, std::string* error) {
     return add_content(st, "content", value, has_value, false, error);
@@ -264,16 +306,8 @@ bool parse_uricontent(ParseState& st, std::string_view value, bool has_value, st
 }
 
 bool parse_nocase(ParseState& st, std::string_view, bool has_value, std::string* error) {
-    ContentOption* c = modifier_target(st, "nocase", error);
+    ContentOption* c = flag_target(st, "nocase", has_value, &P::nocase, error);
     if (c == nullptr) {
-        return false;
-    }
-    if (has_value) {
-        *error = "nocase: takes no value";
-        return false;
-    }
-    if (c->p.nocase) {
-        *error = "nocase: already set on this content";
         return false;
     }
     c->p.nocase = true;
@@ -284,12 +318,10 @@ bool parse_nocase(ParseState& st, std::string_view, bool has_value, std::string*
 // Snort 2's "match the undecoded packet" modifier; Suricata accepts it on packet contents only,
 // where it has no effect (pkt_data is already the raw payload), once, without a value.
 bool parse_rawbytes(ParseState& st, std::string_view, bool has_value, std::string* error) {
-    ContentOption* c = modifier_target(st, "rawbytes", error);
+    // A content inside a sticky buffer is never the last content once the buffer changed, so
+    // checking "already set" first cannot hide the sticky-buffer error.
+    ContentOption* c = flag_target(st, "rawbytes", has_value, &P::rawbytes, error);
     if (c == nullptr) {
-        return false;
-    }
-    if (has_value) {
-        *error = "rawbytes: takes no value";
         return false;
     }
     if (st.sticky != BufferId::kPacket) {
@@ -298,109 +330,33 @@ bool parse_rawbytes(ParseState& st, std::string_view, bool has_value, std::strin
             "payload only)";
         return false;
     }
-    if (c->p.rawbytes) {
-        *error = "rawbytes: already set on this content";
-        return false;
-    }
     c->p.rawbytes = true;
     return true;
 }
 
 bool parse_offset(ParseState& st, std::string_view value, bool has_value, std::string* error) {
-    ContentOption* c = modifier_target(st, "offset", error);
-    if (c == nullptr || !positional_checks(*c, "offset", false, error)) {
-        return false;
-    }
-    if (c->p.startswith) {
-        *error = "offset: cannot be used with startswith";
-        return false;
-    }
-    if (c->p.has_offset) {
-        *error = "offset: already set on this content";
-        return false;
-    }
-    if (!parse_number_modifier(st, "offset", value, has_value, 0, 65535, &c->p.offset, error)) {
-        return false;
-    }
-    c->p.has_offset = true;
-    return true;
+    return set_positional(st, {"offset", false, false, &P::has_offset, &P::offset}, value,
+                          has_value, error);
 }
 
 bool parse_depth(ParseState& st, std::string_view value, bool has_value, std::string* error) {
-    ContentOption* c = modifier_target(st, "depth", error);
-    if (c == nullptr || !positional_checks(*c, "depth", false, error)) {
-        return false;
-    }
-    if (c->p.startswith) {
-        *error = "depth: cannot be used with startswith";
-        return false;
-    }
-    if (c->p.has_depth) {
-        *error = "depth: already set on this content";
-        return false;
-    }
-    if (!parse_number_modifier(st, "depth", value, has_value, 0, 65535, &c->p.depth, error)) {
-        return false;
-    }
-    if (!c->p.depth.is_var() && c->p.depth.value < static_cast<int64_t>(c->p.pattern.size())) {
-        *error = "depth: " + std::to_string(c->p.depth.value) +
-                 " is smaller than the content length " + std::to_string(c->p.pattern.size());
-        return false;
-    }
-    c->p.has_depth = true;
-    return true;
+    return set_positional(st, {"depth", false, true, &P::has_depth, &P::depth}, value, has_value,
+                          error);
 }
 
 bool parse_distance(ParseState& st, std::string_view value, bool has_value, std::string* error) {
-    ContentOption* c = modifier_target(st, "distance", error);
-    if (c == nullptr || !positional_checks(*c, "distance", true, error)) {
-        return false;
-    }
-    if (c->p.has_distance) {
-        *error = "distance: already set on this content";
-        return false;
-    }
-    if (!parse_number_modifier(st, "distance", value, has_value, -65535, 65535, &c->p.distance,
-                               error)) {
-        return false;
-    }
-    c->p.has_distance = true;
-    return true;
+    return set_positional(st, {"distance", true, false, &P::has_distance, &P::distance}, value,
+                          has_value, error);
 }
 
 bool parse_within(ParseState& st, std::string_view value, bool has_value, std::string* error) {
-    ContentOption* c = modifier_target(st, "within", error);
-    if (c == nullptr || !positional_checks(*c, "within", true, error)) {
-        return false;
-    }
-    if (c->p.has_within) {
-        *error = "within: already set on this content";
-        return false;
-    }
-    if (!parse_number_modifier(st, "within", value, has_value, -65535, 65535, &c->p.within,
-                               error)) {
-        return false;
-    }
-    if (!c->p.within.is_var() && c->p.within.value < static_cast<int64_t>(c->p.pattern.size())) {
-        *error = "within: " + std::to_string(c->p.within.value) +
-                 " is smaller than the content length " + std::to_string(c->p.pattern.size());
-        return false;
-    }
-    c->p.has_within = true;
-    return true;
+    return set_positional(st, {"within", true, true, &P::has_within, &P::within}, value, has_value,
+                          error);
 }
 
 bool parse_startswith(ParseState& st, std::string_view, bool has_value, std::string* error) {
-    ContentOption* c = modifier_target(st, "startswith", error);
+    ContentOption* c = flag_target(st, "startswith", has_value, &P::startswith, error);
     if (c == nullptr) {
-        return false;
-    }
-    if (has_value) {
-        *error = "startswith: takes no value";
-        return false;
-    }
-    if (c->p.startswith) {
-        *error = "startswith: already set on this content";
         return false;
     }
     if (c->p.has_depth || c->p.has_offset) {
@@ -417,16 +373,8 @@ bool parse_startswith(ParseState& st, std::string_view, bool has_value, std::str
 }
 
 bool parse_endswith(ParseState& st, std::string_view, bool has_value, std::string* error) {
-    ContentOption* c = modifier_target(st, "endswith", error);
+    ContentOption* c = flag_target(st, "endswith", has_value, &P::endswith, error);
     if (c == nullptr) {
-        return false;
-    }
-    if (has_value) {
-        *error = "endswith: takes no value";
-        return false;
-    }
-    if (c->p.endswith) {
-        *error = "endswith: already set on this content";
         return false;
     }
     if (c->p.fast_pattern_only) {
@@ -450,7 +398,7 @@ bool parse_fast_pattern(ParseState& st, std::string_view value, bool has_value,
     }
     for (const BufferMatch& b : st.rule->buffers) {
         for (const auto& o : b.options) {
-            const auto* other = dynamic_cast<const ContentOption*>(o.get());
+            const auto* other = payload::option_as<ContentOption>(o.get());
             if (other != nullptr && other != c && other->p.fast_pattern) {
                 *error = "fast_pattern: can be used on only one content in a rule";
                 return false;
@@ -458,7 +406,7 @@ bool parse_fast_pattern(ParseState& st, std::string_view value, bool has_value,
         }
     }
     const bool relative = p.has_distance || p.has_within;
-    value = payload::trim(value);
+    value = trim_blanks(value);
     if (has_value && value == "only") {
         if (p.negated) {
             *error = "fast_pattern: only cannot be used on a negated content";

@@ -45,7 +45,7 @@ namespace keywords {
 bool parse_dsize(ParseState& st, std::string_view value, bool has_value, std::string* error) {
     payload::UintCmp cmp;
     if (!has_value || !payload::parse_uint_cmp(value, 65535, &cmp)) {
-        *error = "dsize: invalid value '" + std::string(payload::trim(value)) +
+        *error = "dsize: invalid value '" + std::string(trim_blanks(value)) +
                  "' (expected N, <N, <=N, >N, >=N, !N or N<>M, at most 65535)";
         return false;
     }

@@ -104,8 +104,8 @@ bool parse_flags(ParseState& st, std::string_view value, bool has_value, std::st
     std::string_view mask;
     size_t comma = s.find(',');
     if (comma != std::string_view::npos) {
-        mask = trim(s.substr(comma + 1));
-        s = trim(s.substr(0, comma));
+        mask = trim_blanks(s.substr(comma + 1));
+        s = trim_blanks(s.substr(0, comma));
         if (mask.empty()) {
             *error = "flags: empty mask in '" + std::string(text) + "'";
             return false;

@@ -100,7 +100,7 @@ bool parse_flow(ParseState& st, std::string_view value, bool has_value, std::str
     uint16_t flags = 0;
     while (true) {
         size_t comma = s.find(',');
-        std::string_view tok = trim(s.substr(0, comma));
+        std::string_view tok = trim_blanks(s.substr(0, comma));
         uint16_t flag = 0;
         for (const FlowName& n : kFlowNames) {
             if (tok == n.name) {

@@ -59,9 +59,9 @@ bool parse_flowbits(ParseState& st, std::string_view value, bool has_value, std:
         return false;
     }
     size_t comma = s.find(',');
-    std::string_view cmd_text = trim(s.substr(0, comma));
+    std::string_view cmd_text = trim_blanks(s.substr(0, comma));
     std::string_view names =
-        comma == std::string_view::npos ? std::string_view() : trim(s.substr(comma + 1));
+        comma == std::string_view::npos ? std::string_view() : trim_blanks(s.substr(comma + 1));
     FlowbitCmd cmd;
     if (cmd_text == "set") {
         cmd = FlowbitCmd::kSet;
@@ -110,7 +110,7 @@ bool parse_flowbits(ParseState& st, std::string_view value, bool has_value, std:
     std::vector<std::string_view> parts;
     while (true) {
         size_t cut = names.find(sep);
-        std::string_view n = trim(names.substr(0, cut));
+        std::string_view n = trim_blanks(names.substr(0, cut));
         if (!valid_name(n)) {
             *error = "flowbits: invalid flowbit name '" + std::string(n) + "'";
             return false;

@@ -1,4 +1,5 @@
 #include "sensor/detect/keywords/header_util.h"
+#include "sensor/detect/name_table.h"
 
 #include <memory>
 
@@ -17,7 +18,7 @@ std::string quote(std::string_view s) {
 
 bool parse_value(const char* kw, std::string_view text, std::string_view digits, uint64_t max,
                  uint64_t* out, std::string* error) {
-    digits = trim(digits);
+    digits = trim_blanks(digits);
     if (digits.empty()) {
         *error = std::string(kw) + ": invalid value " + quote(text);
         return false;
@@ -55,7 +56,7 @@ bool parse_uint_spec(const char* kw, std::string_view text, uint64_t max, UintSp
         op = s.substr(0, 1);
         s.remove_prefix(1);
     }
-    s = trim(s);
+    s = trim_blanks(s);
     // A range: N-M or N<>M (optionally negated by a leading '!').
     size_t dash = s.find('-');
     size_t diamond = s.find("<>");
@@ -83,17 +84,11 @@ bool parse_uint_spec(const char* kw, std::string_view text, uint64_t max, UintSp
     if (!parse_value(kw, text, s, max, &r.a, error)) {
         return false;
     }
-    if (op.empty() || op == "=") {
-        r.mode = UintMode::kEq;
-    } else if (op == "!" || op == "!=") {
-        r.mode = UintMode::kNe;
-    } else if (op == "<") {
-        r.mode = UintMode::kLt;
-    } else if (op == "<=") {
-        r.mode = UintMode::kLte;
-    } else if (op == ">") {
-        r.mode = UintMode::kGt;
-    } else {
+    // The operators the grammar lets through; anything else here is ">=".
+    static constexpr Named<UintMode> kModes[] = {
+        {"", UintMode::kEq},  {"=", UintMode::kEq},   {"!", UintMode::kNe}, {"!=", UintMode::kNe},
+        {"<", UintMode::kLt}, {"<=", UintMode::kLte}, {">", UintMode::kGt}};
+    if (!find_named(kModes, op, &r.mode)) {
         r.mode = UintMode::kGte;
     }
     // Suricata rejects comparisons that can never match or always match.
@@ -117,7 +112,7 @@ bool parse_exact_spec(const char* kw, std::string_view text, uint64_t max, bool 
     r.mode = UintMode::kEq;
     if (allow_not && !s.empty() && s[0] == '!') {
         r.mode = UintMode::kNe;
-        s = trim(s.substr(1));
+        s = trim_blanks(s.substr(1));
     }
     if (allow_hex &&
         (s.starts_with("0x") || s.starts_with("0X") || s.starts_with("x") || s.starts_with("X"))) {
@@ -156,7 +151,7 @@ bool parse_exact_spec(const char* kw, std::string_view text, uint64_t max, bool 
 
 bool add_uint_option(ParseState& st, const char* kw, std::string_view value, bool has_value,
                      uint64_t max, FieldGetter get, std::string* error) {
-    if (!has_value || trim(value).empty()) {
+    if (!has_value || trim_blanks(value).empty()) {
         *error = std::string(kw) + ": a value is required";
         return false;
     }
@@ -171,7 +166,7 @@ bool add_uint_option(ParseState& st, const char* kw, std::string_view value, boo
 bool add_exact_option(ParseState& st, const char* kw, std::string_view value, bool has_value,
                       uint64_t max, bool allow_not, bool allow_hex, FieldGetter get,
                       std::string* error) {
-    if (!has_value || trim(value).empty()) {
+    if (!has_value || trim_blanks(value).empty()) {
         *error = std::string(kw) + ": a value is required";
         return false;
     }

@@ -15,21 +15,11 @@
 
 namespace picket::sensor::detect::keywords {
 
-inline std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-        s.remove_prefix(1);
-    }
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
-        s.remove_suffix(1);
-    }
-    return s;
-}
-
 // Removes one pair of surrounding double quotes ("80" -> 80), as Suricata accepts for numbers.
 inline std::string_view unquote(std::string_view s) {
-    s = trim(s);
+    s = trim_blanks(s);
     if (s.size() >= 2 && s.front() == '"' && s.back() == '"') {
-        s = trim(s.substr(1, s.size() - 2));
+        s = trim_blanks(s.substr(1, s.size() - 2));
     }
     return s;
 }
@@ -80,6 +70,31 @@ inline bool icmp_has_id_seq(const decode::Packet& p) {
         return p.icmp_type == 128 || p.icmp_type == 129;
     }
     return false;
+}
+
+// Which packets carry a header keyword's field.
+inline bool has_ip(const decode::Packet& p) {
+    return p.ip_version == 4 || p.ip_version == 6;
+}
+inline bool has_ipv4(const decode::Packet& p) {
+    return p.ip_version == 4;
+}
+inline bool has_tcp(const decode::Packet& p) {
+    return p.has(decode::kFlagTcp);
+}
+inline bool has_icmp(const decode::Packet& p) {
+    return p.has(decode::kFlagIcmpv4) || p.has(decode::kFlagIcmpv6);
+}
+
+// The getter of a header keyword: the packet's field Member, when Has(p) says the packet
+// carries it (ttl: packet_field<has_ip, &decode::Packet::ttl>).
+template <bool (*Has)(const decode::Packet&), auto Member>
+bool packet_field(const decode::Packet& p, uint64_t* out) {
+    if (!Has(p)) {
+        return false;
+    }
+    *out = p.*Member;
+    return true;
 }
 
 enum class UintMode : uint8_t { kEq, kNe, kLt, kLte, kGt, kGte, kRange, kNotRange };

@@ -5,21 +5,9 @@
 
 namespace picket::sensor::detect::keywords {
 
-namespace {
-
-bool get_icmp_seq(const decode::Packet& p, uint64_t* out) {
-    if (!icmp_has_id_seq(p)) {
-        return false;
-    }
-    *out = p.icmp_seq;
-    return true;
-}
-
-}  // namespace
-
 bool parse_icmp_seq(ParseState& st, std::string_view value, bool has_value, std::string* error) {
-    return add_exact_option(st, "icmp_seq", value, has_value, 65535, false, false, get_icmp_seq,
-                            error);
+    return add_exact_option(st, "icmp_seq", value, has_value, 65535, false, false,
+                            packet_field<icmp_has_id_seq, &decode::Packet::icmp_seq>, error);
 }
 
 }  // namespace picket::sensor::detect::keywords

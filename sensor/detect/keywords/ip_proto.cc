@@ -82,7 +82,7 @@ bool parse_ip_proto(ParseState& st, std::string_view value, bool has_value, std:
     ProtoOp op = ProtoOp::kEq;
     if (s[0] == '!' || s[0] == '<' || s[0] == '>') {
         op = s[0] == '!' ? ProtoOp::kNot : s[0] == '<' ? ProtoOp::kLt : ProtoOp::kGt;
-        s = trim(s.substr(1));
+        s = trim_blanks(s.substr(1));
     }
     uint64_t number = 0;
     bool found = false;

@@ -34,11 +34,6 @@ uint64_t IsdataatOption::hash() const {
     return h.h;
 }
 
-bool IsdataatOption::equals(const PayloadOption& other) const {
-    const auto* o = dynamic_cast<const IsdataatOption*>(&other);
-    return o != nullptr && o->p == p;
-}
-
 }  // namespace payload
 
 namespace keywords {
@@ -54,7 +49,7 @@ bool parse_isdataat(ParseState& st, std::string_view value, bool has_value, std:
     std::string_view n = toks[0];
     if (n.front() == '!') {
         p.negated = true;
-        n = payload::trim(n.substr(1));
+        n = trim_blanks(n.substr(1));
     }
     if (!payload::parse_var_value(st, n, 0, 65535, &p.n)) {
         *error = "isdataat: invalid value '" + std::string(toks[0]) + "'";

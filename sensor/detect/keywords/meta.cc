@@ -6,18 +6,10 @@
 #include <cstdint>
 #include <string>
 
+#include "common/strings.h"
+
 namespace picket::sensor::detect::keywords {
 namespace {
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-        s.remove_prefix(1);
-    }
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
-        s.remove_suffix(1);
-    }
-    return s;
-}
 
 // Strips one pair of surrounding quotes (if present) and resolves backslash escapes (\" \\ \;
 // and any other \x as x, like Suricata's msg).
@@ -49,29 +41,16 @@ bool unquote(std::string_view v, std::string* out, std::string* error, const cha
 }
 
 bool parse_u32(std::string_view v, uint32_t* out) {
-    v = trim(v);
-    if (!v.empty() && v.front() == '"' && v.back() == '"' && v.size() >= 2) {
-        v = trim(v.substr(1, v.size() - 2));
-    }
-    if (v.empty() || v.size() > 10) {
+    const auto n = strings::parse_u32(strings::unquote(trim_blanks(v)));
+    if (!n) {
         return false;
     }
-    uint64_t n = 0;
-    for (char c : v) {
-        if (c < '0' || c > '9') {
-            return false;
-        }
-        n = n * 10 + static_cast<uint64_t>(c - '0');
-    }
-    if (n > UINT32_MAX) {
-        return false;
-    }
-    *out = static_cast<uint32_t>(n);
+    *out = *n;
     return true;
 }
 
 bool need_value(const char* kw, std::string_view value, bool has_value, std::string* error) {
-    if (!has_value || trim(value).empty()) {
+    if (!has_value || trim_blanks(value).empty()) {
         *error = std::string(kw) + ": needs a value";
         return false;
     }
@@ -98,7 +77,7 @@ bool parse_msg(ParseState& st, std::string_view value, bool has_value, std::stri
         *error = "msg: needs a value";
         return false;
     }
-    return unquote(trim(value), &st.rule->msg, error, "msg");
+    return unquote(trim_blanks(value), &st.rule->msg, error, "msg");
 }
 
 bool parse_sid(ParseState& st, std::string_view value, bool has_value, std::string* error) {
@@ -131,10 +110,10 @@ bool parse_classtype(ParseState& st, std::string_view value, bool has_value, std
         return false;
     }
     std::string name;
-    if (!unquote(trim(value), &name, error, "classtype")) {
+    if (!unquote(trim_blanks(value), &name, error, "classtype")) {
         return false;
     }
-    st.rule->classtype = std::string(trim(name));
+    st.rule->classtype = std::string(trim_blanks(name));
     return true;
 }
 
@@ -144,7 +123,7 @@ bool parse_priority(ParseState& st, std::string_view value, bool has_value, std:
         return false;
     }
     if (p > 255) {
-        *error = "priority: must be 1..255, got '" + std::string(trim(value)) + "'";
+        *error = "priority: must be 1..255, got '" + std::string(trim_blanks(value)) + "'";
         return false;
     }
     st.rule->priority = static_cast<int>(p);
@@ -157,18 +136,18 @@ bool parse_reference(ParseState& st, std::string_view value, bool has_value, std
         return false;
     }
     std::string text;
-    if (!unquote(trim(value), &text, error, "reference")) {
+    if (!unquote(trim_blanks(value), &text, error, "reference")) {
         return false;
     }
     const size_t comma = text.find(',');
     if (comma == std::string::npos) {
-        *error = "reference: expected 'system,id', got '" + std::string(trim(value)) + "'";
+        *error = "reference: expected 'system,id', got '" + std::string(trim_blanks(value)) + "'";
         return false;
     }
-    std::string_view sys = trim(std::string_view(text).substr(0, comma));
-    std::string_view id = trim(std::string_view(text).substr(comma + 1));
+    std::string_view sys = trim_blanks(std::string_view(text).substr(0, comma));
+    std::string_view id = trim_blanks(std::string_view(text).substr(comma + 1));
     if (sys.empty() || id.empty()) {
-        *error = "reference: expected 'system,id', got '" + std::string(trim(value)) + "'";
+        *error = "reference: expected 'system,id', got '" + std::string(trim_blanks(value)) + "'";
         return false;
     }
     st.rule->references.emplace_back(std::string(sys), std::string(id));
@@ -179,11 +158,11 @@ bool parse_metadata(ParseState& st, std::string_view value, bool has_value, std:
     if (!need_value("metadata", value, has_value, error)) {
         return false;
     }
-    std::string_view v = trim(value);
+    std::string_view v = trim_blanks(value);
     size_t start = 0;
     for (size_t i = 0; i <= v.size(); ++i) {
         if (i == v.size() || v[i] == ',') {
-            std::string_view item = trim(v.substr(start, i - start));
+            std::string_view item = trim_blanks(v.substr(start, i - start));
             start = i + 1;
             if (!item.empty()) {
                 st.rule->metadata.emplace_back(item);
@@ -197,7 +176,7 @@ bool parse_target(ParseState& st, std::string_view value, bool has_value, std::s
     if (!need_value("target", value, has_value, error)) {
         return false;
     }
-    std::string_view v = trim(value);
+    std::string_view v = trim_blanks(value);
     if (v == "src_ip") {
         st.rule->target = Rule::Target::kSrc;
     } else if (v == "dest_ip") {

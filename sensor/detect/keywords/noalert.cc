@@ -6,7 +6,7 @@
 namespace picket::sensor::detect::keywords {
 
 bool parse_noalert(ParseState& st, std::string_view value, bool has_value, std::string* error) {
-    if (has_value && !trim(value).empty()) {
+    if (has_value && !trim_blanks(value).empty()) {
         *error = "noalert: takes no value";
         return false;
     }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,16 +17,8 @@ struct pcre2_real_code_8;
 
 namespace picket::sensor::detect::payload {
 
-enum class Kind : uint8_t {
-    kContent,
-    kPcre,
-    kByteTest,
-    kByteJump,
-    kByteExtract,
-    kByteMath,
-    kIsdataat,
-    kBsize
-};
+using Kind = PayloadKind;
+using PayloadOp = PayloadOption;
 
 // FNV-1a style combiner for hash().
 struct Hasher {
@@ -64,29 +57,39 @@ struct EvalInput {
     PayloadScratch& scratch;
 };
 
-class PayloadOp : public PayloadOption {
+// The boilerplate every payload option shares, decided by the concrete class D: its kind, its
+// keyword (D::kKeyword) and equality on its parsed parameters (D::p). equals() checks the
+// kind, so no RTTI is needed.
+template <class D, Kind K>
+class OptionOf : public PayloadOption {
 public:
-    explicit PayloadOp(Kind k) : kind_(k) {}
-    Kind kind() const { return kind_; }
-    // Relative to the previous match (distance/within, R, relative).
-    virtual bool relative() const = 0;
-    // A relative option that bounds the window after the previous match, so that a later
-    // occurrence of the previous content may succeed where the first failed (Suricata's
-    // DETECT_CONTENT_WITHIN_NEXT): every relative option except a content with only distance.
-    virtual bool bounds_previous() const { return relative(); }
-
-private:
-    Kind kind_;
+    static constexpr Kind kKind = K;
+    OptionOf() : PayloadOption(K) {}
+    const char* keyword() const override { return D::kKeyword; }
+    bool equals(const PayloadOption& other) const override {
+        return other.kind() == K &&
+               static_cast<const D&>(*this).same_params(static_cast<const D&>(other));
+    }
+    // D may hide this when its parameters are not one member p.
+    bool same_params(const D& o) const { return static_cast<const D&>(*this).p == o.p; }
 };
+
+// The option as its concrete class when it is one, else nullptr (kind check, no RTTI).
+template <class T>
+const T* option_as(const PayloadOption* o) {
+    return o != nullptr && o->kind() == T::kKind ? static_cast<const T*>(o) : nullptr;
+}
+template <class T>
+T* option_as(PayloadOption* o) {
+    return o != nullptr && o->kind() == T::kKind ? static_cast<T*>(o) : nullptr;
+}
 
 // ---------------------------------------------------------------------------------------
 // content / uricontent (content.cc)
-class ContentOption final : public PayloadOp {
+class ContentOption final : public OptionOf<ContentOption, Kind::kContent> {
 public:
-    ContentOption() : PayloadOp(Kind::kContent) {}
-    const char* keyword() const override { return "content"; }
+    static constexpr const char* kKeyword = "content";
     uint64_t hash() const override;
-    bool equals(const PayloadOption& other) const override;
     bool relative() const override { return p.has_distance || p.has_within; }
     bool bounds_previous() const override { return p.has_within; }
 
@@ -118,13 +121,12 @@ private:
 
 // ---------------------------------------------------------------------------------------
 // pcre (pcre.cc)
-class PcreOption final : public PayloadOp {
+class PcreOption final : public OptionOf<PcreOption, Kind::kPcre> {
 public:
-    PcreOption() : PayloadOp(Kind::kPcre) {}
+    static constexpr const char* kKeyword = "pcre";
     ~PcreOption() override;
-    const char* keyword() const override { return "pcre"; }
     uint64_t hash() const override;
-    bool equals(const PayloadOption& other) const override;
+    bool same_params(const PcreOption& o) const { return o.source == source && o.jit == jit; }
     bool relative() const override { return relative_; }
 
     // Runs the regex on data[0,len) from `from` (absolute), starting the search at
@@ -170,13 +172,17 @@ bool parse_common_flags(const char* kw, std::vector<std::string_view>& toks, Ext
                         bool* is_string, std::vector<std::string_view>* rest, std::string* error);
 bool check_nbytes(const char* kw, const Extract& ex, uint32_t max_binary, std::string* error);
 
-class ByteTestOption final : public PayloadOp {
+// byte_test / byte_jump / byte_extract / byte_math: relative through their Extract.
+template <class D, Kind K>
+class ExtractOptionOf : public OptionOf<D, K> {
 public:
-    ByteTestOption() : PayloadOp(Kind::kByteTest) {}
-    const char* keyword() const override { return "byte_test"; }
+    bool relative() const override { return static_cast<const D&>(*this).p.ex.relative; }
+};
+
+class ByteTestOption final : public ExtractOptionOf<ByteTestOption, Kind::kByteTest> {
+public:
+    static constexpr const char* kKeyword = "byte_test";
     uint64_t hash() const override;
-    bool equals(const PayloadOption& other) const override;
-    bool relative() const override { return p.ex.relative; }
     bool eval(const EvalInput& in, uint32_t cursor) const;
     enum class Op : uint8_t { kLt, kGt, kEq, kLe, kGe, kAnd, kXor };
     struct Params {
@@ -188,13 +194,10 @@ public:
     } p;
 };
 
-class ByteJumpOption final : public PayloadOp {
+class ByteJumpOption final : public ExtractOptionOf<ByteJumpOption, Kind::kByteJump> {
 public:
-    ByteJumpOption() : PayloadOp(Kind::kByteJump) {}
-    const char* keyword() const override { return "byte_jump"; }
+    static constexpr const char* kKeyword = "byte_jump";
     uint64_t hash() const override;
-    bool equals(const PayloadOption& other) const override;
-    bool relative() const override { return p.ex.relative; }
     // On success sets *new_cursor.
     bool eval(const EvalInput& in, uint32_t cursor, uint32_t* new_cursor) const;
     struct Params {
@@ -208,13 +211,10 @@ public:
     } p;
 };
 
-class ByteExtractOption final : public PayloadOp {
+class ByteExtractOption final : public ExtractOptionOf<ByteExtractOption, Kind::kByteExtract> {
 public:
-    ByteExtractOption() : PayloadOp(Kind::kByteExtract) {}
-    const char* keyword() const override { return "byte_extract"; }
+    static constexpr const char* kKeyword = "byte_extract";
     uint64_t hash() const override;
-    bool equals(const PayloadOption& other) const override;
-    bool relative() const override { return p.ex.relative; }
     bool eval(const EvalInput& in, uint32_t cursor, uint32_t* new_cursor) const;
     struct Params {
         Extract ex;
@@ -226,13 +226,10 @@ public:
     } p;
 };
 
-class ByteMathOption final : public PayloadOp {
+class ByteMathOption final : public ExtractOptionOf<ByteMathOption, Kind::kByteMath> {
 public:
-    ByteMathOption() : PayloadOp(Kind::kByteMath) {}
-    const char* keyword() const override { return "byte_math"; }
+    static constexpr const char* kKeyword = "byte_math";
     uint64_t hash() const override;
-    bool equals(const PayloadOption& other) const override;
-    bool relative() const override { return p.ex.relative; }
     bool eval(const EvalInput& in, uint32_t cursor, uint32_t* new_cursor) const;
     enum class Op : uint8_t { kAdd, kSub, kMul, kDiv, kShl, kShr };
     struct Params {
@@ -246,12 +243,10 @@ public:
 };
 
 // isdataat (isdataat.cc): returns 1 match, 0 no match, -1 no match and stop.
-class IsdataatOption final : public PayloadOp {
+class IsdataatOption final : public OptionOf<IsdataatOption, Kind::kIsdataat> {
 public:
-    IsdataatOption() : PayloadOp(Kind::kIsdataat) {}
-    const char* keyword() const override { return "isdataat"; }
+    static constexpr const char* kKeyword = "isdataat";
     uint64_t hash() const override;
-    bool equals(const PayloadOption& other) const override;
     bool relative() const override { return p.relative; }
     int eval(const EvalInput& in, uint32_t cursor) const;
     struct Params {
@@ -273,20 +268,17 @@ struct UintCmp {
 bool parse_uint_cmp(std::string_view s, uint64_t max, UintCmp* out);
 bool valid_var_name(std::string_view s);
 
-class BsizeOption final : public PayloadOp {
+class BsizeOption final : public OptionOf<BsizeOption, Kind::kBsize> {
 public:
-    BsizeOption() : PayloadOp(Kind::kBsize) {}
-    const char* keyword() const override { return "bsize"; }
+    static constexpr const char* kKeyword = "bsize";
     uint64_t hash() const override;
-    bool equals(const PayloadOption& other) const override;
     bool relative() const override { return false; }
-    UintCmp cmp;
+    UintCmp p;
 };
 
 // ---------------------------------------------------------------------------------------
 // Parse helpers shared by the keyword files.
 
-std::string_view trim(std::string_view s);
 // Splits on ',' (no quoting), trimming each part.
 std::vector<std::string_view> split_args(std::string_view s);
 bool parse_int(std::string_view s, int64_t* out);
@@ -301,5 +293,36 @@ bool declare_byte_var(ParseState& st, std::string_view name, int16_t* index);
 PayloadOp* append_option(ParseState& st, std::unique_ptr<PayloadOp> opt);
 // Appends to the list of another buffer without changing st.current.
 PayloadOp* append_option_to(ParseState& st, BufferId id, std::unique_ptr<PayloadOp> opt);
+
+// The end of byte_test / byte_jump: checks the byte count (0 is accepted as written, as by
+// Suricata 7; such an option never matches) and appends the option.
+template <class T>
+bool append_with_nbytes(ParseState& st, const char* kw, std::unique_ptr<T> opt,
+                        std::string* error) {
+    const Extract& ex = opt->p.ex;
+    const bool zero = !ex.nbytes.is_var() && ex.nbytes.value == 0;
+    if (!zero && !check_nbytes(kw, ex, 8, error)) {
+        return false;
+    }
+    append_option(st, std::move(opt));
+    return true;
+}
+
+// The end of byte_extract / byte_math: checks the byte count, declares the option's result
+// variable (p.name -> p.var) and appends it.
+template <class T>
+bool append_with_var(ParseState& st, const char* kw, uint32_t max_binary, std::unique_ptr<T> opt,
+                     std::string* error) {
+    auto& p = opt->p;
+    if (!check_nbytes(kw, p.ex, max_binary, error)) {
+        return false;
+    }
+    if (!declare_byte_var(st, p.name, &p.var)) {
+        *error = std::string(kw) + ": too many byte variables in one rule";
+        return false;
+    }
+    append_option(st, std::move(opt));
+    return true;
+}
 
 }  // namespace picket::sensor::detect::payload

@@ -45,17 +45,12 @@ uint64_t PcreOption::hash() const {
     return h.h;
 }
 
-bool PcreOption::equals(const PayloadOption& other) const {
-    const auto* o = dynamic_cast<const PcreOption*>(&other);
-    return o != nullptr && o->source == source && o->jit == jit;
-}
-
 }  // namespace payload
 
 namespace keywords {
 
 bool parse_pcre(ParseState& st, std::string_view value, bool has_value, std::string* error) {
-    std::string_view v = payload::trim(value);
+    std::string_view v = trim_blanks(value);
     if (!has_value || v.empty()) {
         *error = "pcre: needs a pattern";
         return false;
@@ -64,7 +59,7 @@ bool parse_pcre(ParseState& st, std::string_view value, bool has_value, std::str
     opt->source = std::string(v);
     if (v.front() == '!') {
         opt->negated = true;
-        v = payload::trim(v.substr(1));
+        v = trim_blanks(v.substr(1));
     }
     if (v.size() >= 2 && v.front() == '"' && v.back() == '"') {
         v = v.substr(1, v.size() - 2);

@@ -24,7 +24,7 @@ public:
 }  // namespace
 
 bool parse_sameip(ParseState& st, std::string_view value, bool has_value, std::string* error) {
-    if (has_value && !trim(value).empty()) {
+    if (has_value && !trim_blanks(value).empty()) {
         *error = "sameip: takes no value";
         return false;
     }

@@ -5,20 +5,9 @@
 
 namespace picket::sensor::detect::keywords {
 
-namespace {
-
-bool get_seq(const decode::Packet& p, uint64_t* out) {
-    if (!p.has(decode::kFlagTcp)) {
-        return false;
-    }
-    *out = p.tcp_seq;
-    return true;
-}
-
-}  // namespace
-
 bool parse_seq(ParseState& st, std::string_view value, bool has_value, std::string* error) {
-    return add_exact_option(st, "seq", value, has_value, UINT32_MAX, false, false, get_seq, error);
+    return add_exact_option(st, "seq", value, has_value, UINT32_MAX, false, false,
+                            packet_field<has_tcp, &decode::Packet::tcp_seq>, error);
 }
 
 }  // namespace picket::sensor::detect::keywords

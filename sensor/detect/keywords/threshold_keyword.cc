@@ -5,6 +5,7 @@
 #include "sensor/detect/keywords/keywords.h"
 
 #include "sensor/detect/keywords/header_util.h"
+#include "sensor/detect/threshold.h"
 
 namespace picket::sensor::detect::keywords {
 
@@ -22,36 +23,22 @@ bool parse_spec(const char* kw, std::string_view value, bool has_value, bool wan
     bool have_type = false, have_track = false, have_count = false, have_seconds = false;
     while (true) {
         size_t comma = s.find(',');
-        std::string_view item = trim(s.substr(0, comma));
+        std::string_view item = trim_blanks(s.substr(0, comma));
         size_t sp = item.find_first_of(" \t");
         std::string_view name = item.substr(0, sp);
         std::string_view arg =
-            sp == std::string_view::npos ? std::string_view() : trim(item.substr(sp));
+            sp == std::string_view::npos ? std::string_view() : trim_blanks(item.substr(sp));
         bool* seen = nullptr;
         if (name == "type" && want_type) {
             seen = &have_type;
-            if (arg == "limit") {
-                spec.type = ThresholdType::kLimit;
-            } else if (arg == "threshold") {
-                spec.type = ThresholdType::kThreshold;
-            } else if (arg == "both") {
-                spec.type = ThresholdType::kBoth;
-            } else {
+            if (!parse_threshold_type(arg, &spec.type)) {
                 *error = k + ": invalid type '" + std::string(arg) +
                          "' (expected limit, threshold or both)";
                 return false;
             }
         } else if (name == "track") {
             seen = &have_track;
-            if (arg == "by_src") {
-                spec.track = TrackBy::kSrc;
-            } else if (arg == "by_dst") {
-                spec.track = TrackBy::kDst;
-            } else if (arg == "by_rule") {
-                spec.track = TrackBy::kRule;
-            } else if (arg == "by_both") {
-                spec.track = TrackBy::kBoth;
-            } else {
+            if (!parse_track_by(arg, &spec.track)) {
                 *error = k + ": invalid track '" + std::string(arg) +
                          "' (expected by_src, by_dst, by_rule or by_both)";
                 return false;
@@ -95,43 +82,40 @@ bool parse_spec(const char* kw, std::string_view value, bool has_value, bool wan
     return true;
 }
 
-}  // namespace
-
-bool parse_threshold(ParseState& st, std::string_view value, bool has_value, std::string* error) {
-    if (st.rule->has_threshold) {
-        *error = "threshold: only one threshold per rule";
+// threshold / detection_filter: at most one of each per rule, and never both.
+bool set_spec(const char* kw, const char* other_kw, bool want_type, bool* has, ThresholdSpec* out,
+              bool other_has, std::string_view value, bool has_value, std::string* error) {
+    const std::string k(kw);
+    if (*has) {
+        *error = k + ": only one " + k + " per rule";
         return false;
     }
-    if (st.rule->has_detection_filter) {
-        *error = "threshold: cannot be combined with detection_filter";
+    if (other_has) {
+        *error = k + ": cannot be combined with " + other_kw;
         return false;
     }
     ThresholdSpec spec;
-    if (!parse_spec("threshold", value, has_value, true, &spec, error)) {
+    if (!parse_spec(kw, value, has_value, want_type, &spec, error)) {
         return false;
     }
-    st.rule->threshold = spec;
-    st.rule->has_threshold = true;
+    *out = spec;
+    *has = true;
     return true;
+}
+
+}  // namespace
+
+bool parse_threshold(ParseState& st, std::string_view value, bool has_value, std::string* error) {
+    Rule& r = *st.rule;
+    return set_spec("threshold", "detection_filter", true, &r.has_threshold, &r.threshold,
+                    r.has_detection_filter, value, has_value, error);
 }
 
 bool parse_detection_filter(ParseState& st, std::string_view value, bool has_value,
                             std::string* error) {
-    if (st.rule->has_detection_filter) {
-        *error = "detection_filter: only one detection_filter per rule";
-        return false;
-    }
-    if (st.rule->has_threshold) {
-        *error = "detection_filter: cannot be combined with threshold";
-        return false;
-    }
-    ThresholdSpec spec;
-    if (!parse_spec("detection_filter", value, has_value, false, &spec, error)) {
-        return false;
-    }
-    st.rule->detection_filter = spec;
-    st.rule->has_detection_filter = true;
-    return true;
+    Rule& r = *st.rule;
+    return set_spec("detection_filter", "threshold", false, &r.has_detection_filter,
+                    &r.detection_filter, r.has_threshold, value, has_value, error);
 }
 
 }  // namespace picket::sensor::detect::keywords

@@ -5,20 +5,9 @@
 
 namespace picket::sensor::detect::keywords {
 
-namespace {
-
-bool get_tos(const decode::Packet& p, uint64_t* out) {
-    if (p.ip_version != 4) {
-        return false;
-    }
-    *out = p.tos;
-    return true;
-}
-
-}  // namespace
-
 bool parse_tos(ParseState& st, std::string_view value, bool has_value, std::string* error) {
-    return add_exact_option(st, "tos", value, has_value, 255, true, true, get_tos, error);
+    return add_exact_option(st, "tos", value, has_value, 255, true, true,
+                            packet_field<has_ipv4, &decode::Packet::tos>, error);
 }
 
 }  // namespace picket::sensor::detect::keywords

@@ -4,6 +4,9 @@
 // directly follow stickybuffers").
 #include "sensor/detect/transform.h"
 
+#include <iterator>
+
+#include "common/strings.h"
 #include "sensor/detect/keywords/keywords.h"
 
 namespace picket::sensor::detect {
@@ -19,43 +22,16 @@ bool push_transform(uint32_t* chain, Transform t) {
 }
 
 const char* transform_name(Transform t) {
-    switch (t) {
-        case Transform::kNone:
-            return "none";
-        case Transform::kDotPrefix:
-            return "dotprefix";
-        case Transform::kToLowercase:
-            return "to_lowercase";
-        case Transform::kToUppercase:
-            return "to_uppercase";
-        case Transform::kStripWhitespace:
-            return "strip_whitespace";
-        case Transform::kCompressWhitespace:
-            return "compress_whitespace";
-        case Transform::kUrlDecode:
-            return "url_decode";
-    }
-    return "none";
+    // Indexed by Transform.
+    static constexpr const char* kNames[] = {
+        "none",         "dotprefix",        "to_lowercase",
+        "to_uppercase", "strip_whitespace", "compress_whitespace",
+        "url_decode"};
+    const auto i = static_cast<size_t>(t);
+    return i < std::size(kNames) ? kNames[i] : "none";
 }
 
 namespace {
-
-bool is_space(char c) {
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
-}
-
-int hex_value(char c) {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
 
 void apply_one(Transform t, std::string_view in, std::string* out) {
     out->clear();
@@ -80,16 +56,16 @@ void apply_one(Transform t, std::string_view in, std::string* out) {
             return;
         case Transform::kStripWhitespace:
             for (char c : in) {
-                if (!is_space(c)) {
+                if (!strings::is_space(c)) {
                     out->push_back(c);
                 }
             }
             return;
         case Transform::kCompressWhitespace:
             for (size_t i = 0; i < in.size(); ++i) {
-                if (is_space(in[i])) {
+                if (strings::is_space(in[i])) {
                     out->push_back(' ');
-                    while (i + 1 < in.size() && is_space(in[i + 1])) {
+                    while (i + 1 < in.size() && strings::is_space(in[i + 1])) {
                         ++i;
                     }
                 } else {
@@ -99,10 +75,10 @@ void apply_one(Transform t, std::string_view in, std::string* out) {
             return;
         case Transform::kUrlDecode:
             for (size_t i = 0; i < in.size(); ++i) {
-                if (in[i] == '%' && i + 2 < in.size() && hex_value(in[i + 1]) >= 0 &&
-                    hex_value(in[i + 2]) >= 0) {
-                    out->push_back(
-                        static_cast<char>(hex_value(in[i + 1]) * 16 + hex_value(in[i + 2])));
+                if (in[i] == '%' && i + 2 < in.size() && strings::hex_value(in[i + 1]) >= 0 &&
+                    strings::hex_value(in[i + 2]) >= 0) {
+                    out->push_back(static_cast<char>(strings::hex_value(in[i + 1]) * 16 +
+                                                     strings::hex_value(in[i + 2])));
                     i += 2;
                 } else if (in[i] == '+') {
                     out->push_back(' ');
@@ -116,12 +92,11 @@ void apply_one(Transform t, std::string_view in, std::string* out) {
 
 }  // namespace
 
-std::string_view apply_transforms(uint32_t chain, std::string_view in, std::string* out) {
+std::string_view apply_transforms(uint32_t chain, std::string_view in, std::string* out,
+                                  std::string* tmp) {
     if (chain == 0) {
         return in;
     }
-    // Two buffers alternate between steps; thread_local keeps them allocation-free once grown.
-    thread_local std::string tmp;
     std::string_view cur = in;
     bool into_out = true;
     for (uint32_t i = 0; i < kMaxTransforms; ++i) {
@@ -129,7 +104,7 @@ std::string_view apply_transforms(uint32_t chain, std::string_view in, std::stri
         if (t == Transform::kNone) {
             break;
         }
-        std::string* dst = into_out ? out : &tmp;
+        std::string* dst = into_out ? out : tmp;
         apply_one(t, cur, dst);
         cur = *dst;
         into_out = !into_out;

@@ -5,20 +5,9 @@
 
 namespace picket::sensor::detect::keywords {
 
-namespace {
-
-bool get_ttl(const decode::Packet& p, uint64_t* out) {
-    if (p.ip_version != 4 && p.ip_version != 6) {
-        return false;
-    }
-    *out = p.ttl;
-    return true;
-}
-
-}  // namespace
-
 bool parse_ttl(ParseState& st, std::string_view value, bool has_value, std::string* error) {
-    return add_uint_option(st, "ttl", value, has_value, 255, get_ttl, error);
+    return add_uint_option(st, "ttl", value, has_value, 255,
+                           packet_field<has_ip, &decode::Packet::ttl>, error);
 }
 
 }  // namespace picket::sensor::detect::keywords

@@ -24,8 +24,8 @@ class DetectEngineTest : public testing::EngineTest {
 protected:
     DetectEngineTest() : EngineTest("detect") {}
 
-    // Decodes the frame, finds its flow, inspects it; returns the sids alerted, in order.
-    std::vector<uint32_t> run(const tb::Bytes& frame, int64_t ts = 1000000000) {
+    // Decodes the frame, finds its flow, inspects it; returns the alerts, in order.
+    std::vector<AlertRecord> inspect(const tb::Bytes& frame, int64_t ts) {
         decode::Packet p;
         decode::decode_packet(dctx_, 1, frame.data(), static_cast<uint32_t>(frame.size()),
                               static_cast<uint32_t>(frame.size()), ts, p);
@@ -33,11 +33,23 @@ protected:
         flow::Flow* f = flows_->lookup(p, &dir);
         AlertRecord out[16];
         uint32_t n = worker_->inspect(p, f, dir, out, 16);
+        return std::vector<AlertRecord>(out, out + n);
+    }
+    // The sids alerted, in order.
+    std::vector<uint32_t> run(const tb::Bytes& frame, int64_t ts = 1000000000) {
         std::vector<uint32_t> sids;
-        for (uint32_t i = 0; i < n; ++i) {
-            sids.push_back(out[i].rule->sid);
+        for (const AlertRecord& a : inspect(frame, ts)) {
+            sids.push_back(a.rule->sid);
         }
         return sids;
+    }
+    // The rule action each alert carries, in order.
+    std::vector<Action> run_actions(const tb::Bytes& frame, int64_t ts = 1000000000) {
+        std::vector<Action> actions;
+        for (const AlertRecord& a : inspect(frame, ts)) {
+            actions.push_back(a.rule_action);
+        }
+        return actions;
     }
 
     static tb::Bytes tcp_frame(uint16_t sport, uint16_t dport, const std::string& payload,
@@ -99,6 +111,15 @@ TEST_F(DetectEngineTest, AlertOrderIsActionThenSid) {
         "drop tcp any any -> any any (msg:\"d\"; content:\"q\"; sid:40;)\n"
         "alert tcp any any -> any any (msg:\"b\"; content:\"q\"; sid:10;)\n");
     EXPECT_EQ(run(tcp_frame(1, 2, "q")), (std::vector<uint32_t>{40, 10, 30}));
+}
+
+TEST_F(DetectEngineTest, AlertsCarryTheRuleAction) {
+    load(
+        "alert tcp any any -> any any (msg:\"a\"; content:\"q\"; sid:30;)\n"
+        "drop tcp any any -> any any (msg:\"d\"; content:\"q\"; sid:40;)\n"
+        "reject tcp any any -> any any (msg:\"r\"; content:\"q\"; sid:20;)\n");
+    EXPECT_EQ(run_actions(tcp_frame(1, 2, "q")),
+              (std::vector<Action>{Action::kDrop, Action::kReject, Action::kAlert}));
 }
 
 TEST_F(DetectEngineTest, PassRuleSilencesThePacket) {

@@ -25,7 +25,9 @@ protected:
     void ok(KeywordParseFn fn, std::string_view value, bool has_value = true) {
         ASSERT_TRUE(add(fn, value, has_value)) << value << ": " << err;
     }
+    // Links the options as the end of parse_rule does, then inspects.
     bool match(std::string_view data, size_t list = 0) {
+        link_payload_options(rule.buffers.at(list));
         return inspect_buffer(rule.buffers.at(list), reinterpret_cast<const uint8_t*>(data.data()),
                               static_cast<uint32_t>(data.size()), pc, *scratch);
     }
@@ -679,6 +681,29 @@ TEST_F(Payload, RecursionLimitStops) {
     EXPECT_EQ(scratch->recursion_limit_hits.get(), 2u);
     scratch->recursion_limit = 3000;
     EXPECT_TRUE(match("a a a ab"));
+}
+
+// ----------------------------------------------------------------------------- linking
+
+TEST_F(Payload, NextRelationIsDecidedWhenLinked) {
+    ok(kw::parse_content, "\"a\"");
+    ok(kw::parse_content, "\"b\"");
+    ok(kw::parse_distance, "0");
+    ok(kw::parse_pcre, "\"/c/R\"");
+    ok(kw::parse_content, "\"d\"");
+    ok(kw::parse_within, "5");
+    BufferMatch& m = rule.buffers.at(0);
+    link_payload_options(m);
+    ASSERT_EQ(m.options.size(), 4u);
+    // a: the next option up to the next content is b, relative through distance only.
+    EXPECT_EQ(m.options[0]->next_relation(), (NextRelation{true, false}));
+    // b: followed by a relative pcre, which bounds the window.
+    EXPECT_EQ(m.options[1]->next_relation(), (NextRelation{true, true}));
+    // the pcre: followed by a content with within.
+    EXPECT_EQ(m.options[2]->next_relation(), (NextRelation{true, true}));
+    EXPECT_EQ(m.options[3]->next_relation(), (NextRelation{false, false}));
+    EXPECT_EQ(m.options[0]->kind(), PayloadKind::kContent);
+    EXPECT_EQ(m.options[2]->kind(), PayloadKind::kPcre);
 }
 
 }  // namespace

@@ -31,7 +31,8 @@ namespace kw = keywords;
 
 std::string run_chain(uint32_t chain, std::string_view in) {
     std::string out;
-    return std::string(apply_transforms(chain, in, &out));
+    std::string tmp;
+    return std::string(apply_transforms(chain, in, &out, &tmp));
 }
 
 uint32_t chain_of(std::initializer_list<Transform> ts) {
@@ -122,12 +123,13 @@ TEST(TransformApply, ChainsRunInRuleOrder) {
 }
 
 TEST(TransformApply, OutputStringIsReused) {
-    // The same output string serves successive calls with inputs of other sizes.
+    // The same output and scratch strings serve successive calls with inputs of other sizes.
     std::string out;
+    std::string tmp;
     const uint32_t c = chain_of({Transform::kUrlDecode, Transform::kToUppercase});
-    EXPECT_EQ(apply_transforms(c, "a%20very%20long%20input", &out), "A VERY LONG INPUT");
-    EXPECT_EQ(apply_transforms(c, "x", &out), "X");
-    EXPECT_EQ(apply_transforms(c, "", &out), "");
+    EXPECT_EQ(apply_transforms(c, "a%20very%20long%20input", &out, &tmp), "A VERY LONG INPUT");
+    EXPECT_EQ(apply_transforms(c, "x", &out, &tmp), "X");
+    EXPECT_EQ(apply_transforms(c, "", &out, &tmp), "");
 }
 
 TEST(TransformApply, Names) {
@@ -250,13 +252,14 @@ protected:
     // The rule's only buffer set to `data`, transformed and inspected.
     bool match(std::string_view data) {
         const BufferMatch& bm = rule_->buffers[0];
-        std::string_view buf = apply_transforms(bm.transforms, data, &xform_);
+        std::string_view buf = apply_transforms(bm.transforms, data, &xform_, &xform_tmp_);
         return inspect_buffer(bm, reinterpret_cast<const uint8_t*>(buf.data()),
                               static_cast<uint32_t>(buf.size()), pc_, *scratch_);
     }
 
     std::unique_ptr<Rule> rule_;
     std::string xform_;
+    std::string xform_tmp_;
     PacketContext pc_;
     PayloadScratchPtr scratch_ = make_payload_scratch();
 };

@@ -1,0 +1,371 @@
+// DetectEngine::load (control thread): loads and orders the rules, places them in transport
+// and destination-port groups, has the prefilter databases built (engine_prefilter.cc) and
+// sums up the load.
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <stdexcept>
+
+#include "sensor/detect/engine_impl.h"
+#include "sensor/detect/parser.h"
+
+namespace picket::sensor::detect {
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Which transport classes a rule can apply to.
+uint8_t class_mask(const Rule& r) {
+    switch (r.proto.l4) {
+        case ProtoSpec::kTcp:
+            return 1u << kClassTcp;
+        case ProtoSpec::kUdp:
+            return 1u << kClassUdp;
+        case ProtoSpec::kIcmp:
+            return 1u << kClassIcmp;
+        case ProtoSpec::kIp:
+            break;
+    }
+    if (r.proto.app == AppProto::kDns) {
+        return (1u << kClassTcp) | (1u << kClassUdp);
+    }
+    return 0x0f;
+}
+
+// "any" with exclusions (e.g. !80) is still port-specific: it misses some ports.
+bool ports_are_specific(const PortSet& s) {
+    return !s.any || !s.exclude.empty();
+}
+
+// Ports are only meaningful for TCP and UDP; for ICMP and other IP one group holds all.
+}  // namespace
+
+// Picks the rule's fast pattern: an explicit fast_pattern wins; otherwise the longest
+// non-negated content (ties: the first). Returns false when the rule has no usable content.
+bool choose_fast_pattern(const Rule& r, FastPattern* out, bool app_only) {
+    bool found = false;
+    bool found_explicit = false;
+    size_t best_len = 0;
+    for (const auto& bm : r.buffers) {
+        if (app_only && bm.buffer == BufferId::kPacket) {
+            continue;
+        }
+        for (const auto& opt : bm.options) {
+            ContentInfo ci;
+            if (!get_content_info(*opt, &ci) || ci.negated || ci.bytes.empty()) {
+                continue;
+            }
+            std::string bytes = ci.bytes;
+            if (ci.has_chop && ci.chop_offset < bytes.size()) {
+                bytes = bytes.substr(ci.chop_offset, ci.chop_length);
+            }
+            if (found_explicit && !ci.fast_pattern) {
+                continue;
+            }
+            bool take = !found || (ci.fast_pattern && !found_explicit) || bytes.size() > best_len;
+            if (take) {
+                out->buffer = bm.buffer;
+                out->transforms = bm.transforms;
+                out->bytes = bytes;
+                out->nocase = ci.nocase;
+                best_len = bytes.size();
+                found = true;
+                found_explicit = found_explicit || ci.fast_pattern;
+            }
+        }
+    }
+    return found;
+}
+
+namespace {
+
+// The app-layer protocol a rule inspects (its buffers', or what a keyword such as urilen
+// needs); kUnknown for packet rules, which may still name a protocol in their header
+// (`alert http ... content:"x";` matches packets of HTTP flows).
+AppProto rule_app(const Rule& r) {
+    for (const auto& bm : r.buffers) {
+        if (bm.buffer != BufferId::kPacket) {
+            return buffer_def(bm.buffer).app;
+        }
+    }
+    return r.app_needed;
+}
+
+// A rule whose payload is matched by pcre alone: no content gives it a fast pattern, so the
+// prefilter cannot skip it and the regex runs on every packet of its group (of its address
+// range, when the address index takes it).
+bool pcre_without_content(const Rule& r) {
+    FastPattern fp;
+    if (choose_fast_pattern(r, &fp)) {
+        return false;
+    }
+    for (const auto& bm : r.buffers) {
+        for (const auto& opt : bm.options) {
+            if (std::string_view(opt->keyword()) == "pcre") {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+bool rule_sets_flowbits(const Rule& r) {
+    for (const auto& op : r.flowbits) {
+        if (op.cmd == FlowbitCmd::kSet || op.cmd == FlowbitCmd::kUnset ||
+            op.cmd == FlowbitCmd::kToggle) {
+            return true;
+        }
+    }
+    return false;
+}
+
+}  // namespace
+
+DetectEngine::DetectEngine() : impl_(new Impl) {}
+DetectEngine::~DetectEngine() = default;
+uint32_t DetectEngine::rule_count() const {
+    return static_cast<uint32_t>(impl_->rules.size());
+}
+const DetectConfig& DetectEngine::config() const {
+    return impl_->config;
+}
+
+std::vector<RuleInfo> DetectEngine::rule_infos() const {
+    std::vector<RuleInfo> out(impl_->rules.size());
+    for (const auto& r : impl_->rules) {
+        RuleInfo& i = out[r->index];
+        i.gid = r->gid;
+        i.sid = r->sid;
+        i.rev = r->rev;
+        i.msg = r->msg;
+        i.category = r->category;
+        i.priority = r->priority;
+        i.metadata = r->metadata;
+    }
+    return out;
+}
+
+std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& config,
+                                                       std::shared_ptr<FlowbitRegistry> flowbits,
+                                                       LoadSummary* summary) {
+    std::shared_ptr<DetectEngine> engine(new DetectEngine());
+    Impl& d = *engine->impl_;
+    d.config = config;
+    d.flowbits = flowbits ? std::move(flowbits) : std::make_shared<FlowbitRegistry>();
+
+    VarTable vars = VarTable::suricata_defaults();
+    for (const auto& [k, v] : config.address_vars) {
+        vars.address[k] = v;
+    }
+    for (const auto& [k, v] : config.port_vars) {
+        vars.port[k] = v;
+    }
+    ClassificationTable classes;
+    if (!config.classification_file.empty()) {
+        classes = ClassificationTable::load(config.classification_file);
+    }
+    ParseEnv env;
+    env.vars = &vars;
+    env.classifications = &classes;
+    env.flowbits = d.flowbits.get();
+    env.pcre_jit = config.pcre_jit;
+    LoadedRules loaded = load_rule_files(config.rule_files, env);
+    LoadSummary sum = std::move(loaded.summary);
+    sum.mpm_algo = config.mpm_algo;
+    // In file order, before the evaluation order moves flowbit setters first.
+    for (const auto& r : loaded.rules) {
+        if (pcre_without_content(*r)) {
+            ++sum.pcre_without_content_rules;
+            sum.warnings.push_back(r->file + ":" + std::to_string(r->line) + " sid " +
+                                   std::to_string(r->sid) +
+                                   ": pcre without content anchor: every packet of its port "
+                                   "group runs the regex");
+        }
+    }
+
+    // Evaluation order: flowbit setters first (so a bit set by one rule is visible to a
+    // checker on the same packet), then file order. Stable.
+    std::stable_partition(loaded.rules.begin(), loaded.rules.end(),
+                          [](const std::unique_ptr<Rule>& r) { return rule_sets_flowbits(*r); });
+    d.rules = std::move(loaded.rules);
+    for (size_t i = 0; i < d.rules.size(); ++i) {
+        Rule& r = *d.rules[i];
+        r.index = static_cast<uint32_t>(i);
+        // Only the header (addresses, ports, protocol) decides whether it can match.
+        r.ip_only = r.buffers.empty() && r.header_options.empty() && r.flow_flags == 0 &&
+                    r.app_needed == AppProto::kUnknown && r.proto.app == AppProto::kUnknown;
+        r.packet_buffer = false;
+        for (const BufferMatch& b : r.buffers) {
+            r.packet_buffer = r.packet_buffer || b.buffer == BufferId::kPacket;
+        }
+        bool dsize = false;
+        for (const auto& h : r.header_options) {
+            dsize = dsize || std::string_view(h->keyword()) == "dsize";
+        }
+        r.stream_capable = r.packet_buffer && !r.proto.tcp_pkt_only &&
+                           (r.flow_flags & kFlowNoStream) == 0 && !dsize;
+    }
+
+    auto t0 = std::chrono::steady_clock::now();
+    const size_t n = d.rules.size();
+    std::vector<FastPattern> fps(n);
+    std::vector<bool> has_fp(n, false);
+    for (size_t i = 0; i < n; ++i) {
+        has_fp[i] = choose_fast_pattern(*d.rules[i], &fps[i]);
+        d.rules[i]->stream_prefiltered =
+            has_fp[i] && fps[i].buffer == BufferId::kPacket && fps[i].transforms == 0;
+        if (config.mpm_algo == MpmAlgo::kNone) {
+            d.ref_stream_fps.resize(n);
+            if (d.rules[i]->stream_prefiltered) {
+                d.ref_stream_fps[i] = fps[i];
+            }
+        }
+        if (!has_fp[i]) {
+            ++sum.no_fast_pattern_rules;
+        }
+    }
+
+    // Parts: each distinct rule set compiled once. Rules that need an app-layer protocol wait
+    // for the app layer (no flow has one yet) and join no part.
+    std::map<std::pair<std::vector<uint32_t>, bool>, uint32_t> part_ids;
+    std::string hs_error;
+    auto part_of = [&](std::vector<uint32_t> members, bool tcp) {
+        if (members.empty()) {
+            return kNoGroup;
+        }
+        std::sort(members.begin(), members.end());
+        auto key = std::make_pair(std::move(members), tcp);
+        auto it = part_ids.find(key);
+        if (it != part_ids.end()) {
+            return it->second;
+        }
+        uint32_t id = static_cast<uint32_t>(d.parts.size());
+        d.parts.emplace_back();
+        build_part(d.rules, fps, has_fp, key.first, config.mpm_algo, tcp, config.ip_only_acl,
+                   d.parts.back(), &d.memory, &hs_error);
+        if (tcp) {
+            d.max_stream_pattern = std::max(d.max_stream_pattern, d.parts.back().max_pattern);
+        }
+        part_ids.emplace(std::move(key), id);
+        return id;
+    };
+    std::vector<AppProto> apps(n);
+    uint32_t app_rules = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+        apps[i] = rule_app(*d.rules[i]);
+        app_rules += apps[i] != AppProto::kUnknown ? 1 : 0;
+    }
+    sum.app_layer_rules = app_rules;
+    for (int c = 0; c < kNumClasses; ++c) {
+        std::vector<uint32_t> any_port;
+        std::vector<std::vector<uint32_t>> by_port;
+        if (class_has_ports(c)) {
+            by_port.resize(65536);
+        }
+        for (uint32_t i = 0; i < n; ++i) {
+            const Rule& r = *d.rules[i];
+            if ((class_mask(r) & (1u << c)) == 0 || apps[i] != AppProto::kUnknown) {
+                continue;
+            }
+            if (!class_has_ports(c) || (!ports_are_specific(r.dport) &&
+                                        !(r.bidirectional && ports_are_specific(r.sport)))) {
+                any_port.push_back(i);
+                continue;
+            }
+            if (r.bidirectional && (!ports_are_specific(r.dport) || !ports_are_specific(r.sport))) {
+                any_port.push_back(i);
+                continue;
+            }
+            auto add_port = [&](uint32_t port) {
+                if (by_port[port].empty() || by_port[port].back() != i) {
+                    by_port[port].push_back(i);
+                }
+            };
+            auto add_ports = [&](const PortSet& ps) {
+                if (!ps.any && ps.exclude.empty()) {
+                    for (const auto& rg : ps.include) {
+                        for (uint32_t port = rg.lo; port <= rg.hi; ++port) {
+                            add_port(port);
+                        }
+                    }
+                    return;
+                }
+                for (uint32_t port = 0; port < 65536; ++port) {
+                    if (ps.contains(static_cast<uint16_t>(port))) {
+                        add_port(port);
+                    }
+                }
+            };
+            add_ports(r.dport);
+            if (r.bidirectional) {
+                add_ports(r.sport);
+            }
+        }
+        const bool tcp = c == kClassTcp;
+        const uint32_t any_part = part_of(any_port, tcp);
+        size_t any_count = any_port.size();
+        if (!class_has_ports(c)) {
+            d.class_group[c] = Group{any_part, kNoGroup};
+            d.max_candidates = std::max(d.max_candidates, any_count);
+            continue;
+        }
+        d.port_group[c].assign(65536, Group{any_part, kNoGroup});
+        std::map<std::vector<uint32_t>, uint32_t> local;  // port-specific list -> part
+        for (uint32_t port = 0; port < 65536; ++port) {
+            if (by_port[port].empty()) {
+                continue;
+            }
+            auto it = local.find(by_port[port]);
+            if (it == local.end()) {
+                it = local.emplace(by_port[port], part_of(by_port[port], tcp)).first;
+                d.max_candidates = std::max(d.max_candidates, any_count + by_port[port].size());
+            }
+            d.port_group[c][port].port_part = it->second;
+        }
+        d.max_candidates = std::max(d.max_candidates, any_count);
+    }
+    build_app_sets(d, apps, config.mpm_algo, &hs_error);
+    if (!hs_error.empty()) {
+        throw std::runtime_error(hs_error);
+    }
+
+    std::vector<const Rule*> rule_ptrs;
+    for (const auto& r : d.rules) {
+        rule_ptrs.push_back(r.get());
+    }
+    d.thresholds = std::make_unique<ThresholdTable>();
+    if (!config.threshold_file.empty()) {
+        std::vector<std::string> errors;
+        d.thresholds->load_config(config.threshold_file, vars, &errors);
+        sum.warnings.insert(sum.warnings.end(), errors.begin(), errors.end());
+    }
+    for (auto& w : d.thresholds->bind(rule_ptrs)) {
+        sum.warnings.push_back(std::move(w));
+    }
+    for (auto& w : flowbit_warnings(rule_ptrs, d.flowbits.get())) {
+        sum.warnings.push_back(std::move(w));
+    }
+
+    sum.compile_ms = ms_since(t0);
+    sum.groups = static_cast<uint32_t>(d.parts.size());
+    for (const auto& part : d.parts) {
+        sum.hs_databases += part.db != nullptr ? 1 : 0;
+    }
+    for (const auto& set : d.app_sets) {
+        sum.groups += set.rule_count != 0 ? 1 : 0;
+        sum.hs_databases += static_cast<uint32_t>(set.dbs.size());
+    }
+    d.memory += n * sizeof(Rule);
+    for (int c = 0; c < kNumClasses; ++c) {
+        d.memory += d.port_group[c].size() * sizeof(Group);
+    }
+    sum.memory_bytes = d.memory;
+    if (summary != nullptr) {
+        *summary = std::move(sum);
+    }
+    return engine;
+}
+
+}  // namespace picket::sensor::detect

@@ -1,0 +1,178 @@
+// Private to sensor/detect: the compiled engine (DetectEngine::Impl) and its parts, shared by
+// the engine build (engine_build.cc, engine_prefilter.cc; control thread) and the per-packet
+// match path (detect_engine.cc; worker threads, read-only).
+#pragma once
+
+#include <hs/hs.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sensor/detect/content_inspect.h"
+#include "sensor/detect/detect.h"
+#include "sensor/detect/flowbits.h"
+#include "sensor/detect/rule.h"
+#include "sensor/detect/threshold.h"
+#include "sensor/filter/filter.h"
+
+namespace picket::sensor::detect {
+
+enum ProtoClass : uint8_t { kClassTcp, kClassUdp, kClassIcmp, kClassOther, kNumClasses };
+
+constexpr uint32_t kNoGroup = UINT32_MAX;
+
+// Ports are only meaningful for TCP and UDP; for ICMP and other IP one group holds all.
+inline bool class_has_ports(int c) {
+    return c == kClassTcp || c == kClassUdp;
+}
+
+// Rank of an action in Suricata's default action order (pass, drop, reject, alert).
+inline int action_rank(Action a) {
+    switch (a) {
+        case Action::kPass:
+            return 0;
+        case Action::kDrop:
+            return 1;
+        case Action::kReject:
+            return 2;
+        case Action::kAlert:
+            return 3;
+    }
+    return 3;
+}
+
+struct FastPattern {
+    BufferId buffer = BufferId::kPacket;
+    uint32_t transforms = 0;
+    std::string bytes;
+    bool nocase = false;
+};
+
+// Picks the rule's fast pattern: an explicit fast_pattern wins; otherwise the longest
+// non-negated content (ties: the first). Returns false when the rule has no usable content.
+bool choose_fast_pattern(const Rule& r, FastPattern* out, bool app_only = false);
+
+struct PatternKey {
+    std::string bytes;
+    bool nocase;
+    bool operator==(const PatternKey& o) const { return nocase == o.nocase && bytes == o.bytes; }
+};
+struct PatternKeyHash {
+    size_t operator()(const PatternKey& k) const {
+        return std::hash<std::string>()(k.bytes) ^ (k.nocase ? 0x9e3779b97f4a7c15ULL : 0);
+    }
+};
+
+// Candidate lookup by address for rules without a fast pattern: elementary intervals of the
+// 16-byte address space, each with the rules whose (more selective) address set covers it.
+struct AddrIndex {
+    std::vector<decode::Address> starts;       // sorted; interval i = [starts[i], starts[i+1])
+    std::vector<std::vector<uint32_t>> rules;  // per interval
+
+    const std::vector<uint32_t>* find(const decode::Address& a) const {
+        auto it = std::upper_bound(starts.begin(), starts.end(), a);
+        if (it == starts.begin()) {
+            return nullptr;
+        }
+        const auto& r = rules[static_cast<size_t>(it - starts.begin()) - 1];
+        return r.empty() ? nullptr : &r;
+    }
+};
+
+// A compiled set of rules: the packet-buffer prefilter and the rules checked without one.
+struct Part {
+    hs_database_t* db = nullptr;                       // may be null
+    std::vector<std::vector<uint32_t>> pattern_rules;  // pattern id -> rule indices
+    std::vector<uint32_t> always;                      // checked on every packet
+    AddrIndex by_src, by_dst;                          // checked when the address is in range
+    // IP-only rules: their candidates come from match_all() (AclRule::id = rule index).
+    std::shared_ptr<const filter::AclClassifier> ip_only;
+    std::vector<uint32_t> ip_only_rules;  // sorted: every IP-only rule of the classifier
+    uint32_t rule_count = 0;
+    uint32_t max_pattern = 0;  // longest fast pattern (bytes of stream tail worth keeping)
+};
+
+// The rules of one app-layer protocol that inspect its buffers: one Hyperscan database per
+// (buffer, transform chain) holding the fast patterns found in that buffer, and the rules
+// with no app-buffer fast pattern, checked on every transaction.
+struct AppDb {
+    BufferId buffer = BufferId::kPacket;
+    uint32_t transforms = 0;
+    hs_database_t* db = nullptr;
+    std::vector<std::vector<uint32_t>> pattern_rules;
+};
+struct AppSet {
+    std::vector<AppDb> dbs;
+    std::vector<uint32_t> always;
+    uint32_t rule_count = 0;
+};
+
+// A group = the rules that can match a packet of one transport class and destination port:
+// the class's any-port part (shared by every port of the class) plus that port's own part.
+struct Group {
+    uint32_t any_part = kNoGroup;
+    uint32_t port_part = kNoGroup;
+};
+
+struct DetectEngine::Impl {
+    DetectConfig config;
+    std::shared_ptr<FlowbitRegistry> flowbits;
+    std::vector<std::unique_ptr<Rule>> rules;  // in evaluation order
+    std::vector<Part> parts;
+    // Per transport class: the group of each destination port (TCP/UDP), or one group.
+    std::vector<Group> port_group[kNumClasses];
+    Group class_group[kNumClasses];
+    AppSet app_sets[kNumAppProtos];
+    mutable std::unique_ptr<ThresholdTable> thresholds;  // shared, locked on the match path
+    size_t max_candidates = 0;
+    uint32_t max_stream_pattern = 0;  // longest fast pattern of the TCP parts
+    uint64_t memory = 0;
+    // mpm-algo none: each rule's pkt_data fast pattern (empty: none), looked for in a stream
+    // view's new bytes as the Hyperscan prefilter would, so the reference matches streams alike.
+    std::vector<FastPattern> ref_stream_fps;
+
+    ~Impl() {
+        for (auto& part : parts) {
+            if (part.db != nullptr) {
+                hs_free_database(part.db);
+            }
+        }
+        for (auto& set : app_sets) {
+            for (auto& adb : set.dbs) {
+                if (adb.db != nullptr) {
+                    hs_free_database(adb.db);
+                }
+            }
+        }
+    }
+
+    const Group& group_for(const decode::Packet& p) const {
+        int c = kClassOther;
+        if (p.has(decode::kFlagTcp)) {
+            c = kClassTcp;
+        } else if (p.has(decode::kFlagUdp)) {
+            c = kClassUdp;
+        } else if (p.has(decode::kFlagIcmpv4) || p.has(decode::kFlagIcmpv6)) {
+            c = kClassIcmp;
+        }
+        if (class_has_ports(c)) {
+            return port_group[c][p.dport];
+        }
+        return class_group[c];
+    }
+};
+
+// Prefilter databases (engine_prefilter.cc).
+// Builds a part from a sorted set of rule indices.
+void build_part(const std::vector<std::unique_ptr<Rule>>& rules,
+                const std::vector<FastPattern>& fps, const std::vector<bool>& has_fp,
+                const std::vector<uint32_t>& members, MpmAlgo mpm, bool all_matches,
+                bool ip_only_acl, Part& part, uint64_t* memory, std::string* error);
+// App-layer rules, per protocol: fast patterns from app buffers only (a rule's packet content
+// cannot prefilter a transaction), one database per (buffer, transform chain).
+void build_app_sets(DetectEngine::Impl& d, const std::vector<AppProto>& apps, MpmAlgo mpm,
+                    std::string* error);
+
+}  // namespace picket::sensor::detect
