@@ -66,7 +66,7 @@ AppLayer::~AppLayer() {
     // Flows normally give their state back (release_flow) first; free what is left.
     while (lru_head_ != nullptr) {
         FlowState* s = lru_head_;
-        s->flow->user[kAppUserSlot] = nullptr;
+        AppSlot::set(*s->flow, nullptr);
         unlink(s);
         delete s;
     }
@@ -99,7 +99,7 @@ void AppLayer::touch(FlowState* s) {
 void AppLayer::evict(FlowState* s) {
     flow::Flow* f = s->flow;
     unlink(s);
-    f->user[kAppUserSlot] = marker(s->proto, s->failed);
+    AppSlot::set(*f, marker(s->proto, s->failed));
     delete s;  // the parsers give back their memuse
     ++memcap_evicted_;
 }
@@ -118,7 +118,7 @@ bool AppLayer::make_room(size_t need, const FlowState* keep) {
 
 void AppLayer::retire_failed(flow::Flow& f, FlowState* s) {
     unlink(s);
-    f.user[kAppUserSlot] = marker(AppProto::kUnknown, true);
+    AppSlot::set(f, marker(AppProto::kUnknown, true));
     delete s;
 }
 
@@ -151,7 +151,7 @@ void AppLayer::account(FlowState* s) {
 }
 
 AppLayer::FlowState* AppLayer::state(flow::Flow& f) {
-    auto* s = static_cast<FlowState*>(f.user[kAppUserSlot]);
+    auto* s = AppSlot::get(f);
     if (s != nullptr) {
         return s;
     }
@@ -160,8 +160,8 @@ AppLayer::FlowState* AppLayer::state(flow::Flow& f) {
         // Even an empty app layer has no room for it: the flow goes without (counted once,
         // the marker stops later packets from trying again).
         ++memcap_drop_;
-        f.user[kAppUserSlot] = marker(AppProto::kUnknown, true);
-        return static_cast<FlowState*>(f.user[kAppUserSlot]);
+        AppSlot::set(f, marker(AppProto::kUnknown, true));
+        return AppSlot::get(f);
     }
     s = new FlowState();
     s->flow = &f;
@@ -171,12 +171,12 @@ AppLayer::FlowState* AppLayer::state(flow::Flow& f) {
     s->lru_prev = lru_tail_;
     (lru_tail_ != nullptr ? lru_tail_->lru_next : lru_head_) = s;
     lru_tail_ = s;
-    f.user[kAppUserSlot] = s;
+    AppSlot::set(f, s);
     return s;
 }
 
 void AppLayer::release_flow(flow::Flow& f) {
-    auto* s = static_cast<FlowState*>(f.user[kAppUserSlot]);
+    auto* s = AppSlot::get(f);
     if (s != nullptr) {
         if (!s->marker) {
             if (s->dns) {
@@ -188,17 +188,17 @@ void AppLayer::release_flow(flow::Flow& f) {
             unlink(s);
             delete s;
         }
-        f.user[kAppUserSlot] = nullptr;
+        AppSlot::set(f, nullptr);
     }
 }
 
 AppProto AppLayer::proto(const flow::Flow& f) const {
-    const auto* s = static_cast<const FlowState*>(f.user[kAppUserSlot]);
+    const auto* s = AppSlot::get(f);
     return s == nullptr || s->failed ? AppProto::kUnknown : s->proto;
 }
 
 const char* AppLayer::proto_name(const flow::Flow& f) const {
-    const auto* s = static_cast<const FlowState*>(f.user[kAppUserSlot]);
+    const auto* s = AppSlot::get(f);
     if (s == nullptr) {
         return nullptr;
     }
@@ -209,7 +209,7 @@ const char* AppLayer::proto_name(const flow::Flow& f) const {
 }
 
 inspect::TxAlertLog* AppLayer::alert_log(flow::Flow& f) {
-    auto* s = static_cast<FlowState*>(f.user[kAppUserSlot]);
+    auto* s = AppSlot::get(f);
     if (s == nullptr || s->marker) {
         return nullptr;
     }
@@ -596,7 +596,7 @@ uint32_t AppLayer::on_data(flow::Flow& f, flow::Direction dir, const uint8_t* da
 }
 
 void AppLayer::on_gap(flow::Flow& f, flow::Direction dir) {
-    auto* s = static_cast<FlowState*>(f.user[kAppUserSlot]);
+    auto* s = AppSlot::get(f);
     if (s == nullptr || s->failed || s->marker) {
         return;
     }
@@ -612,7 +612,7 @@ void AppLayer::on_gap(flow::Flow& f, flow::Direction dir) {
 }
 
 uint32_t AppLayer::on_eof(flow::Flow& f, flow::Direction dir, TxUpdate* out, uint32_t cap) {
-    auto* s = static_cast<FlowState*>(f.user[kAppUserSlot]);
+    auto* s = AppSlot::get(f);
     if (s == nullptr || s->failed || s->marker || !s->http) {
         return 0;
     }
@@ -625,7 +625,7 @@ uint32_t AppLayer::on_eof(flow::Flow& f, flow::Direction dir, TxUpdate* out, uin
 }
 
 void AppLayer::defer_tx(flow::Flow& f, flow::Direction dir, uint64_t tx_id) {
-    auto* s = static_cast<FlowState*>(f.user[kAppUserSlot]);
+    auto* s = AppSlot::get(f);
     if (s == nullptr || s->marker) {
         return;
     }
@@ -642,7 +642,7 @@ void AppLayer::defer_tx(flow::Flow& f, flow::Direction dir, uint64_t tx_id) {
 }
 
 void AppLayer::defer_all(flow::Flow& f) {
-    auto* s = static_cast<FlowState*>(f.user[kAppUserSlot]);
+    auto* s = AppSlot::get(f);
     if (s == nullptr || s->marker || s->failed) {
         return;
     }
@@ -660,12 +660,12 @@ void AppLayer::defer_all(flow::Flow& f) {
 }
 
 bool AppLayer::failed(const flow::Flow& f) const {
-    const auto* s = static_cast<const FlowState*>(f.user[kAppUserSlot]);
+    const auto* s = AppSlot::get(f);
     return s != nullptr && s->failed;
 }
 
 bool AppLayer::guess_tx(const flow::Flow& f, uint64_t* tx_id) const {
-    const auto* s = static_cast<const FlowState*>(f.user[kAppUserSlot]);
+    const auto* s = AppSlot::get(f);
     if (s == nullptr || s->failed || s->marker) {
         return false;
     }
@@ -681,7 +681,7 @@ bool AppLayer::guess_tx(const flow::Flow& f, uint64_t* tx_id) const {
 }
 
 bool AppLayer::take_raw_trigger(flow::Flow& f, flow::Direction dir) {
-    auto* s = static_cast<FlowState*>(f.user[kAppUserSlot]);
+    auto* s = AppSlot::get(f);
     const auto bit = static_cast<uint8_t>(1u << static_cast<int>(dir));
     if (s == nullptr || s->marker || (s->raw_trigger & bit) == 0) {
         return false;
@@ -691,12 +691,12 @@ bool AppLayer::take_raw_trigger(flow::Flow& f, flow::Direction dir) {
 }
 
 bool AppLayer::has_deferred(const flow::Flow& f, flow::Direction dir) const {
-    const auto* s = static_cast<const FlowState*>(f.user[kAppUserSlot]);
+    const auto* s = AppSlot::get(f);
     return s != nullptr && s->has_defer(static_cast<int>(dir));
 }
 
 uint32_t AppLayer::take_deferred(flow::Flow& f, flow::Direction dir, TxUpdate* out, uint32_t cap) {
-    auto* s = static_cast<FlowState*>(f.user[kAppUserSlot]);
+    auto* s = AppSlot::get(f);
     const int d = static_cast<int>(dir);
     if (s == nullptr || !s->has_defer(d)) {
         return 0;

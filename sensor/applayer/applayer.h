@@ -22,8 +22,6 @@
 
 namespace picket::sensor::applayer {
 
-inline constexpr size_t kAppUserSlot = 2;  // Flow::user[] slot (0 flowbits, 1 stream)
-
 struct AppLayerConfig {
     bool http = true;  // app-layer.protocols.http.enabled
     bool dns = true;   // app-layer.protocols.dns.enabled (UDP and TCP)

@@ -87,4 +87,7 @@ struct AppLayer::FlowState {
     FlowState* lru_next = nullptr;
 };
 
+// The flow's app-layer state (or one of the shared markers): the app layer's flow slot.
+using AppSlot = flow::FlowStorage<AppLayer::FlowState, flow::FlowSlot::kAppLayer>;
+
 }  // namespace picket::sensor::applayer

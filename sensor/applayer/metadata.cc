@@ -56,7 +56,7 @@ void fingerprint(std::string* out, bool* first, const char* name, std::string_vi
 
 const std::string* AppLayer::http_request_header(const flow::Flow& f, uint64_t tx_id,
                                                  std::string_view name) const {
-    const auto* s = static_cast<const FlowState*>(f.user[kAppUserSlot]);
+    const auto* s = AppSlot::get(f);
     if (s == nullptr || s->proto != AppProto::kHttp || !s->http) {
         return nullptr;
     }
@@ -85,7 +85,7 @@ const std::string* AppLayer::http_request_header(const flow::Flow& f, uint64_t t
 }
 
 void AppLayer::render_metadata(const flow::Flow& f, uint64_t tx_id, std::string* out) const {
-    const auto* s = static_cast<const FlowState*>(f.user[kAppUserSlot]);
+    const auto* s = AppSlot::get(f);
     if (s == nullptr || s->failed) {
         return;
     }

@@ -126,19 +126,19 @@ void FlowbitPool::grow_bits(uint32_t nbits) {
 }
 
 FlowbitStore* flowbits_acquire(flow::Flow& f, FlowbitPool& pool) {
-    auto* s = static_cast<FlowbitStore*>(f.user[kFlowbitsUserSlot]);
+    auto* s = FlowbitsSlot::get(f);
     if (s == nullptr) {
         s = pool.acquire();
-        f.user[kFlowbitsUserSlot] = s;
+        FlowbitsSlot::set(f, s);
     }
     return s;
 }
 
 void flowbits_release(flow::Flow& f, FlowbitPool& pool) {
-    auto* s = static_cast<FlowbitStore*>(f.user[kFlowbitsUserSlot]);
+    auto* s = FlowbitsSlot::get(f);
     if (s != nullptr) {
         pool.release(s);
-        f.user[kFlowbitsUserSlot] = nullptr;
+        FlowbitsSlot::set(f, nullptr);
     }
 }
 

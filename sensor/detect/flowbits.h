@@ -1,6 +1,6 @@
 // Flowbits: names interned once into dense ids (FlowbitRegistry, shared by every engine
 // generation so that flow state survives a reload), a per-flow bitset (FlowbitStore) handed
-// out by a per-worker pool (FlowbitPool) and hung on Flow::user[kFlowbitsUserSlot], and the
+// out by a per-worker pool (FlowbitPool) and hung on its flow slot (FlowbitsSlot), and the
 // rule-side helpers: applying a matched rule's set/unset/toggle, and load-time warnings.
 // Threads: the registry is used by the control thread (rule loading; it locks); a pool and the
 // stores it handed out belong to one worker and are never shared.
@@ -125,11 +125,11 @@ private:
 // The name detect_engine.cc's first draft uses.
 using FlowbitStorePool = FlowbitPool;
 
-// Flow::user slot that holds the flow's FlowbitStore* (nullptr = no bit ever set).
-inline constexpr size_t kFlowbitsUserSlot = 0;
+// The flow's FlowbitStore (nullptr = no bit ever set): detection's flow slot.
+using FlowbitsSlot = flow::FlowStorage<FlowbitStore, flow::FlowSlot::kFlowbits>;
 
 inline FlowbitStore* flowbits_of(const flow::Flow* f) {
-    return f == nullptr ? nullptr : static_cast<FlowbitStore*>(f->user[kFlowbitsUserSlot]);
+    return f == nullptr ? nullptr : FlowbitsSlot::get(*f);
 }
 // The flow's store, acquiring one from pool on first use; nullptr if the pool is exhausted.
 FlowbitStore* flowbits_acquire(flow::Flow& f, FlowbitPool& pool);

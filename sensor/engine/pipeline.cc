@@ -5,7 +5,6 @@
 
 #include <cstring>
 
-#include "sensor/detect/rule.h"
 #include "sensor/engine/engine_internal.h"
 
 namespace picket::sensor::engine {
@@ -28,8 +27,8 @@ FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& 
         } else if (v.action == filter::AclAction::kBypass) {
             ++w.acl_bypass;
             // The flow pass mark: process_packet() sends no later packet of the flow here.
-            if (f != nullptr && f->action == 0) {
-                f->action = flow::kFlowPass;
+            if (f != nullptr && f->action == flow::FlowAction::kNone) {
+                f->action = flow::FlowAction::kPass;
             }
             return out;
         } else {
@@ -139,8 +138,8 @@ FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& 
         // A pass rule: no alert for this packet, and (Suricata's flow pass) none of the rest
         // of its flow is inspected. Its transactions are not inspected either.
         out.verdict = stronger(out.verdict, PacketVerdict::kPass);
-        if (f != nullptr && f->action == 0) {
-            f->action = flow::kFlowPass;
+        if (f != nullptr && f->action == flow::FlowAction::kNone) {
+            f->action = flow::FlowAction::kPass;
         }
         return out;
     }
@@ -160,8 +159,8 @@ FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& 
         // "drop ... noalert;": the verdict stands without an alert (Suricata's IPS idiom).
         out.verdict = stronger(
             out.verdict, extras.silent_reject ? PacketVerdict::kReject : PacketVerdict::kDrop);
-        if (f != nullptr && f->action == 0) {
-            f->action = flow::kFlowDrop;
+        if (f != nullptr && f->action == flow::FlowAction::kNone) {
+            f->action = flow::FlowAction::kDrop;
         }
     }
     return out;
@@ -178,13 +177,13 @@ PacketVerdict Engine::apply_actions(WorkerContext& w, flow::Flow* f, uint32_t n)
             continue;
         }
         a.action = detect::AlertAction::kBlocked;
-        verdict = stronger(verdict, a.rule != nullptr && a.rule->action == detect::Action::kReject
-                                        ? PacketVerdict::kReject
-                                        : PacketVerdict::kDrop);
+        verdict =
+            stronger(verdict, a.rule_action == detect::Action::kReject ? PacketVerdict::kReject
+                                                                       : PacketVerdict::kDrop);
     }
     // The rest of the flow is dropped too, uninspected (the first of drop / pass wins).
-    if (verdict != PacketVerdict::kNone && f != nullptr && f->action == 0) {
-        f->action = flow::kFlowDrop;
+    if (verdict != PacketVerdict::kNone && f != nullptr && f->action == flow::FlowAction::kNone) {
+        f->action = flow::FlowAction::kDrop;
     }
     return verdict;
 }
@@ -200,8 +199,8 @@ PacketVerdict Engine::inspect_stream_chunk(WorkerContext& w, const decode::Packe
     const auto cap = static_cast<uint32_t>(w.alert_buf.size());
     const uint32_t n = w.active->detect->inspect(p, &f, d, w.alert_buf.data(), cap, &extras);
     if (extras.passed) {
-        if (f.action == 0) {
-            f.action = flow::kFlowPass;
+        if (f.action == flow::FlowAction::kNone) {
+            f.action = flow::FlowAction::kPass;
         }
         return verdict;
     }
@@ -292,7 +291,8 @@ void Engine::end_flow(WorkerContext& w, flow::Flow& f, bool release_app) {
     };
     {
         // A dropped or passed flow is not inspected any more; its app state still ends.
-        const bool inspect = f.action != flow::kFlowDrop && f.action != flow::kFlowPass;
+        const bool inspect =
+            f.action != flow::FlowAction::kDrop && f.action != flow::FlowAction::kPass;
         if (inspect && w.stream && f.proto == IPPROTO_TCP) {
             // Held data (out of order behind a hole, or not yet acknowledged) is delivered,
             // holes as gaps; each direction is inspected at once (its views last until the
@@ -493,12 +493,12 @@ capture::Verdict Engine::process_packet(WorkerContext& w, const capture::RawPack
                 ++w.no_flow;
                 no_flow = true;
             }
-            if (f != nullptr && f->action == flow::kFlowDrop) {
+            if (f != nullptr && f->action == flow::FlowAction::kDrop) {
                 // Only IPS mode sets the mark: the flow is dropped, uninspected.
                 ++w.drop_flow;
                 return Verdict::kDrop;
             }
-            if (f == nullptr || f->action != flow::kFlowPass) {
+            if (f == nullptr || f->action != flow::FlowAction::kPass) {
                 fv = inspect_flow_packet(w, p, f, dir, link_len, now_ns);
             }
         }

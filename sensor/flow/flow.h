@@ -36,6 +36,31 @@ enum class Direction : uint8_t { kToServer = 0, kToClient = 1 };
 
 enum class FlowState : uint8_t { kNew, kEstablished, kClosed };
 
+// What the engine decided for the whole flow (Suricata's flow pass / drop): kDrop once a drop
+// or reject rule matched in IPS mode (every later packet is dropped uninspected), kPass once a
+// pass rule or an ACL bypass matched (no more inspection). The first decision wins.
+enum class FlowAction : uint8_t { kNone, kDrop, kPass };
+
+// The slots later layers hang their per-flow state on. Each module that keeps state on a flow
+// has exactly one, declared here so that the numbers are decided in one place, and reaches it
+// only through its typed key, a FlowStorage<T, slot> alias of its own (e.g.
+// stream::SessionSlot); the flow table clears the slots when it recycles a flow, after
+// calling on_free(flow) so that their owners can release what they hold.
+enum class FlowSlot : uint8_t { kFlowbits, kStream, kAppLayer, kCount };
+inline constexpr size_t kNumFlowSlots = static_cast<size_t>(FlowSlot::kCount);
+
+struct Flow;
+
+// The typed key of one flow slot: the only way to read or write it. No cost over a plain
+// array access (the slot index is a template argument).
+template <typename T, FlowSlot S>
+struct FlowStorage {
+    static T* get(const Flow& f);
+    static void set(Flow& f, T* value);
+    // The value, and the slot cleared.
+    static T* take(Flow& f);
+};
+
 struct Flow {
     FlowKey key;
     uint64_t flow_id = 0;
@@ -54,9 +79,6 @@ struct Flow {
     int64_t last_ts_ns = 0;
     uint64_t pkts[2] = {0, 0};   // indexed by Direction
     uint64_t bytes[2] = {0, 0};  // wire bytes per direction
-    // Later layers (stream, app-layer, detect) hang their per-flow state here; the table
-    // calls on_free(flow) before recycling a flow.
-    void* user[4] = {nullptr, nullptr, nullptr, nullptr};
 
     // Internal to the table (hash chain, LRU list); not for users.
     Flow* hnext = nullptr;
@@ -65,14 +87,29 @@ struct Flow {
     uint32_t bucket = 0;
     uint8_t lru_class = 0;        // which timeout list (protocol group x state) holds it
     bool client_is_first = true;  // client_addr == key.addr[0] (direction without compares)
-    // Set by the engine (flow table untouched): kFlowDrop once a drop / reject rule matched
-    // in IPS mode (every later packet is dropped uninspected), kFlowPass once a pass rule
-    // matched (no more inspection). The first to be set wins, as in Suricata.
-    uint8_t action = 0;
+    // Set by the engine (the flow table leaves it alone); see FlowAction.
+    FlowAction action = FlowAction::kNone;
+
+private:
+    template <typename T, FlowSlot S>
+    friend struct FlowStorage;
+    void* slots_[kNumFlowSlots] = {};
 };
 
-inline constexpr uint8_t kFlowDrop = 1;
-inline constexpr uint8_t kFlowPass = 2;
+template <typename T, FlowSlot S>
+inline T* FlowStorage<T, S>::get(const Flow& f) {
+    return static_cast<T*>(f.slots_[static_cast<size_t>(S)]);
+}
+template <typename T, FlowSlot S>
+inline void FlowStorage<T, S>::set(Flow& f, T* value) {
+    f.slots_[static_cast<size_t>(S)] = value;
+}
+template <typename T, FlowSlot S>
+inline T* FlowStorage<T, S>::take(Flow& f) {
+    T* v = get(f);
+    set(f, nullptr);
+    return v;
+}
 
 struct FlowTimeouts {
     // Seconds, Suricata's defaults (flow-timeouts: new / established / closed, and the

@@ -37,10 +37,6 @@ inline constexpr uint32_t kShrinkAbove = 256 * 1024;
 inline constexpr uint8_t kMaxWscale = 14;  // RFC 7323 2.3
 inline constexpr size_t kScratchBytes = 65536 + 64;
 
-// The tag stored in Flow::user for flows that are deliberately not tracked (seen mid-stream
-// with midstream off): no memory, and later packets skip session creation cheaply.
-extern char g_untracked_tag;
-
 inline int idx(flow::Direction d) {
     return static_cast<int>(d);
 }
@@ -164,6 +160,14 @@ struct Session {
 // and freeing under the reassembly memcap) and session.cc (session creation, the half-open
 // list at the session memcap, the public API's cold parts); the small per-packet helpers are
 // defined here.
+// The flow's session: the stream's flow slot.
+using SessionSlot = flow::FlowStorage<Session, flow::FlowSlot::kStream>;
+
+// The session stored in the slot of flows that are deliberately not tracked (seen mid-stream
+// with midstream off): never used, no memory per flow, and later packets skip session
+// creation cheaply.
+extern Session g_untracked;
+
 struct StreamTracker::Impl {
     StreamConfig cfg;
     StreamCounters& c;

@@ -16,7 +16,7 @@ Splitter::~Splitter() = default;
 
 // The tag stored in Flow::user for flows that are deliberately not tracked (seen mid-stream
 // with midstream off): no memory, and later packets skip session creation cheaply.
-char g_untracked_tag;
+Session g_untracked;
 
 Policy StreamTracker::Impl::policy_for(const decode::Address& a) const {
     int best = -1;
@@ -53,7 +53,7 @@ bool StreamTracker::Impl::reclaim_half_open() {
         if (s->state != SessionState::kSynSent) {
             continue;  // established or closing: never reclaimed, no longer listed
         }
-        s->flow->user[kStreamUserSlot] = &g_untracked_tag;
+        SessionSlot::set(*s->flow, &g_untracked);
         free_buffers(s->half[0]);
         free_buffers(s->half[1]);
         delete s;
@@ -73,7 +73,7 @@ Session* StreamTracker::Impl::create(const decode::Packet& p, flow::Flow& f, flo
     const bool pure_syn = syn && !ack;
     if (!pure_syn && (!cfg.midstream || (fl & kRst) != 0)) {
         if (!cfg.midstream) {
-            f.user[kStreamUserSlot] = &g_untracked_tag;
+            SessionSlot::set(f, &g_untracked);
         }
         u.events |= kEventNotTracked;
         return nullptr;
@@ -94,7 +94,7 @@ Session* StreamTracker::Impl::create(const decode::Packet& p, flow::Flow& f, flo
     memuse += sizeof(Session);
     c.memuse.set(memuse);
     ++c.sessions;
-    f.user[kStreamUserSlot] = s;
+    SessionSlot::set(f, s);
     s->flow = &f;
     list_append(s);
     const int d = idx(dir);
@@ -142,9 +142,9 @@ StreamTracker::StreamTracker(const StreamConfig& config)
 StreamTracker::~StreamTracker() = default;
 
 void StreamTracker::release_flow(flow::Flow& f) {
-    void* slot = f.user[kStreamUserSlot];
-    f.user[kStreamUserSlot] = nullptr;
-    if (slot == nullptr || slot == &g_untracked_tag) {
+    Session* slot = SessionSlot::get(f);
+    SessionSlot::set(f, nullptr);
+    if (slot == nullptr || slot == &g_untracked) {
         return;
     }
     auto* s = static_cast<Session*>(slot);
@@ -159,8 +159,8 @@ void StreamTracker::release_flow(flow::Flow& f) {
 }
 
 bool StreamTracker::set_splitter(flow::Flow& f, Splitter* sp) {
-    void* slot = f.user[kStreamUserSlot];
-    if (slot == nullptr || slot == &g_untracked_tag) {
+    Session* slot = SessionSlot::get(f);
+    if (slot == nullptr || slot == &g_untracked) {
         return false;
     }
     auto* s = static_cast<Session*>(slot);
@@ -171,8 +171,8 @@ bool StreamTracker::set_splitter(flow::Flow& f, Splitter* sp) {
 }
 
 void StreamTracker::trigger_raw(flow::Flow& f, flow::Direction dir) {
-    void* slot = f.user[kStreamUserSlot];
-    if (slot == nullptr || slot == &g_untracked_tag) {
+    Session* slot = SessionSlot::get(f);
+    if (slot == nullptr || slot == &g_untracked) {
         return;
     }
     static_cast<Session*>(slot)->half[static_cast<int>(dir)].raw_trigger = true;
@@ -187,8 +187,8 @@ uint32_t StreamTracker::keep_tail() const {
 }
 
 SessionState StreamTracker::state(const flow::Flow& f) const {
-    void* slot = f.user[kStreamUserSlot];
-    if (slot == nullptr || slot == &g_untracked_tag) {
+    Session* slot = SessionSlot::get(f);
+    if (slot == nullptr || slot == &g_untracked) {
         return SessionState::kNone;
     }
     return static_cast<const Session*>(slot)->state;

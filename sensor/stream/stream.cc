@@ -305,22 +305,22 @@ StreamUpdate StreamTracker::Impl::process(const decode::Packet& p, flow::Flow& f
         u.events |= kEventNotTracked;
         return u;
     }
-    void* slot = f.user[kStreamUserSlot];
+    Session* slot = SessionSlot::get(f);
     if (cfg.checksum_validation && p.has(decode::kFlagBadChecksum) && !tcp_checksum_ok(p)) {
         ++c.invalid_checksum;
         u.events |= kEventBadChecksum;
-        if (slot != nullptr && slot != &g_untracked_tag) {
+        if (slot != nullptr && slot != &g_untracked) {
             u.state = static_cast<Session*>(slot)->state;
         }
         return u;
     }
     Session* s = nullptr;
-    if (slot == &g_untracked_tag) {
+    if (slot == &g_untracked) {
         if ((p.tcp_flags & (kSyn | kAck)) != kSyn) {
             u.events |= kEventNotTracked;
             return u;
         }
-        f.user[kStreamUserSlot] = nullptr;
+        SessionSlot::set(f, nullptr);
     } else {
         s = static_cast<Session*>(slot);
     }
@@ -731,8 +731,8 @@ void StreamTracker::Impl::deliver_both(Session& s, StreamUpdate& u) {
 
 StreamUpdate StreamTracker::next(flow::Flow& f) {
     StreamUpdate u;
-    void* slot = f.user[kStreamUserSlot];
-    if (slot == nullptr || slot == &g_untracked_tag) {
+    Session* slot = SessionSlot::get(f);
+    if (slot == nullptr || slot == &g_untracked) {
         u.events |= kEventNotTracked;
         return u;
     }
@@ -743,8 +743,8 @@ StreamUpdate StreamTracker::next(flow::Flow& f) {
 }
 
 StreamUpdate StreamTracker::flush(flow::Flow& f) {
-    void* slot = f.user[kStreamUserSlot];
-    if (slot != nullptr && slot != &g_untracked_tag) {
+    Session* slot = SessionSlot::get(f);
+    if (slot != nullptr && slot != &g_untracked) {
         auto* s = static_cast<Session*>(slot);
         s->half[0].flush_all = true;
         s->half[1].flush_all = true;
@@ -755,8 +755,8 @@ StreamUpdate StreamTracker::flush(flow::Flow& f) {
 }
 
 void StreamTracker::raw_per_packet(flow::Flow& f) {
-    void* slot = f.user[kStreamUserSlot];
-    if (slot == nullptr || slot == &g_untracked_tag || !impl_->cfg.raw_on_ack) {
+    Session* slot = SessionSlot::get(f);
+    if (slot == nullptr || slot == &g_untracked || !impl_->cfg.raw_on_ack) {
         return;
     }
     for (Half& h : static_cast<Session*>(slot)->half) {
@@ -771,8 +771,8 @@ void StreamTracker::raw_per_packet(flow::Flow& f) {
 }
 
 bool StreamTracker::raw_on_ack(const flow::Flow& f, flow::Direction dir) const {
-    void* slot = f.user[kStreamUserSlot];
-    if (slot == nullptr || slot == &g_untracked_tag) {
+    Session* slot = SessionSlot::get(f);
+    if (slot == nullptr || slot == &g_untracked) {
         return false;
     }
     return impl_->raw_ack(static_cast<const Session*>(slot)->half[static_cast<int>(dir)]);

@@ -20,9 +20,6 @@
 
 namespace picket::sensor::stream {
 
-// flow::Flow::user[] slot holding the session (slot 0 is flowbits).
-inline constexpr size_t kStreamUserSlot = 1;
-
 // Overlap policies, named as Suricata's stream.reassembly / host-os-policy.
 enum class Policy : uint8_t {
     kFirst,

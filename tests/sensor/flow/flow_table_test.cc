@@ -680,15 +680,15 @@ TEST(FlowTable, ForEachActiveVisitsEveryLiveFlowOnceAndRemovesNone) {
     std::map<uint64_t, int> seen;
     t.for_each_active([&](Flow& f) {
         ++seen[f.flow_id];
-        f.action = kFlowPass;  // the callback may change a flow's contents
+        f.action = FlowAction::kPass;  // the callback may change a flow's contents
     });
     EXPECT_EQ(seen.size(), 3u);
     EXPECT_EQ(seen[tcp_flow->flow_id], 1);
     EXPECT_EQ(seen[udp_flow->flow_id], 1);
     EXPECT_EQ(seen[icmp_flow->flow_id], 1);
     EXPECT_EQ(seen.count(old_id), 0u);
-    EXPECT_EQ(tcp_flow->action, kFlowPass);
-    EXPECT_EQ(icmp_flow->action, kFlowPass);
+    EXPECT_EQ(tcp_flow->action, FlowAction::kPass);
+    EXPECT_EQ(icmp_flow->action, FlowAction::kPass);
     // Nothing removed: flow.active at the end stays what it was.
     EXPECT_EQ(t.active(), 3u);
     EXPECT_EQ(t.counters().active.get(), 3u);
