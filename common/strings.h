@@ -86,6 +86,15 @@ std::string_view unquote(std::string_view s);
 // spaces, no quotes). Callers that accept `"10"` unquote and trim first.
 std::optional<uint32_t> parse_u32(std::string_view s);
 
+// The same into *out; false, and *out untouched, when `s` is not such a number.
+inline bool parse_u32(std::string_view s, uint32_t* out) {
+    const std::optional<uint32_t> v = parse_u32(s);
+    if (v) {
+        *out = *v;
+    }
+    return v.has_value();
+}
+
 // The same for 64 bits (1..20 digits).
 std::optional<uint64_t> parse_u64(std::string_view s);
 

@@ -29,15 +29,6 @@ std::string_view trim(std::string_view s) {
     return s;
 }
 
-bool parse_u32(std::string_view s, uint32_t* out) {
-    const auto n = strings::parse_u32(s);
-    if (!n) {
-        return false;
-    }
-    *out = *n;
-    return true;
-}
-
 // Splits "a, b c, [x,y]" at top-level commas (brackets nest).
 std::vector<std::string_view> split_top(std::string_view s) {
     std::vector<std::string_view> out;
@@ -104,10 +95,10 @@ std::string parse_line(std::string_view line, const AddressVars* vars, const std
     if (kv.count("gen_id") == 0 || kv.count("sig_id") == 0) {
         return std::string(kind) + " needs gen_id and sig_id";
     }
-    if (!parse_u32(kv["gen_id"], &gid)) {
+    if (!strings::parse_u32(kv["gen_id"], &gid)) {
         return "invalid gen_id '" + kv["gen_id"] + "'";
     }
-    if (!parse_u32(kv["sig_id"], &sid)) {
+    if (!strings::parse_u32(kv["sig_id"], &sid)) {
         return "invalid sig_id '" + kv["sig_id"] + "'";
     }
     if (sid != 0 && gid == 0) {
@@ -157,10 +148,10 @@ std::string parse_line(std::string_view line, const AddressVars* vars, const std
     if (!parse_track_by(kv["track"], &e.spec.track)) {
         return "invalid track '" + kv["track"] + "' (expected by_src, by_dst, by_rule or by_both)";
     }
-    if (!parse_u32(kv["count"], &e.spec.count) || e.spec.count == 0) {
+    if (!strings::parse_u32(kv["count"], &e.spec.count) || e.spec.count == 0) {
         return "invalid count '" + kv["count"] + "'";
     }
-    if (!parse_u32(kv["seconds"], &e.spec.seconds)) {
+    if (!strings::parse_u32(kv["seconds"], &e.spec.seconds)) {
         return "invalid seconds '" + kv["seconds"] + "'";
     }
     out->thresholds.push_back(std::move(e));

@@ -40,6 +40,11 @@ TEST(StringsTest, ParseU32AcceptsOnlyDecimalDigitsThatFit) {
     EXPECT_EQ(parse_u32("+1"), std::nullopt);
     EXPECT_EQ(parse_u32(" 1"), std::nullopt);
     EXPECT_EQ(parse_u32("1x"), std::nullopt);
+    uint32_t out = 7;
+    EXPECT_TRUE(parse_u32("42", &out));
+    EXPECT_EQ(out, 42u);
+    EXPECT_FALSE(parse_u32("4x", &out));
+    EXPECT_EQ(out, 42u);  // untouched on failure
     EXPECT_EQ(parse_u64("18446744073709551615"), 18446744073709551615u);
     EXPECT_EQ(parse_u64("18446744073709551616"), std::nullopt);
 }

@@ -40,15 +40,6 @@ bool unquote(std::string_view v, std::string* out, std::string* error, const cha
     return true;
 }
 
-bool parse_u32(std::string_view v, uint32_t* out) {
-    const auto n = strings::parse_u32(strings::unquote(trim_blanks(v)));
-    if (!n) {
-        return false;
-    }
-    *out = *n;
-    return true;
-}
-
 bool need_value(const char* kw, std::string_view value, bool has_value, std::string* error) {
     if (!has_value || trim_blanks(value).empty()) {
         *error = std::string(kw) + ": needs a value";
@@ -62,7 +53,7 @@ bool number(const char* kw, std::string_view value, bool has_value, bool positiv
     if (!need_value(kw, value, has_value, error)) {
         return false;
     }
-    if (!parse_u32(value, out) || (positive && *out == 0)) {
+    if (!strings::parse_u32(strings::unquote(trim_blanks(value)), out) || (positive && *out == 0)) {
         *error = std::string(kw) + ": must be a " + (positive ? "positive " : "") +
                  "number, got '" + std::string(value) + "'";
         return false;
