@@ -175,6 +175,10 @@ AppLayer::FlowState* AppLayer::state(flow::Flow& f) {
     return s;
 }
 
+void AppLayer::finish_records(flow::Flow& f) {
+    (void)f;
+}
+
 void AppLayer::release_flow(flow::Flow& f) {
     auto* s = AppSlot::get(f);
     if (s != nullptr) {

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/counter.h"
 #include "common/stats.h"
@@ -21,6 +22,53 @@
 #include "sensor/inspect/inspect.h"
 
 namespace picket::sensor::applayer {
+
+// Which protocol records the app layer writes for EVE (outputs eve-log types http, dns, tls,
+// files, anomaly) and their options; all off unless the sensor's output asks.
+struct AppLogConfig {
+    bool http = false;
+    bool dns = false;
+    bool tls = false;
+    bool files = false;    // fileinfo for HTTP bodies
+    bool anomaly = false;  // app-layer parser events as "anomaly" records
+    // http: extended fields; dump-all-headers.
+    bool http_extended = true;
+    bool http_request_headers = false;
+    bool http_response_headers = false;
+    // dns: version 2 (a record per query and per answer) or 3 (one record per transaction);
+    // requests/responses; formats detailed / grouped.
+    int dns_version = 2;
+    bool dns_requests = true;
+    bool dns_responses = true;
+    bool dns_detailed = true;
+    bool dns_grouped = true;
+    // tls: extended fields, ja3 / ja3s objects.
+    bool tls_extended = true;
+    bool tls_ja3 = true;
+    bool tls_ja3s = true;
+    // files: force-magic (libmagic), force-hash.
+    bool file_magic = false;
+    bool file_md5 = false;
+    bool file_sha1 = false;
+    bool file_sha256 = false;
+};
+
+// One EVE record the app layer finished (a logged transaction, a file, a parser event). The
+// worker adds the envelope (timestamp, flow_id, addresses, ...) and hands it to the output.
+struct AppRecord {
+    // "http", "dns", "tls", "fileinfo", "anomaly": EVE's event_type (a static string).
+    const char* event_type = nullptr;
+    // Whose addresses are src_*: kToServer = the client's (Suricata's flow direction for
+    // http and tls; the packet's direction for dns and fileinfo).
+    flow::Direction dir = flow::Direction::kToServer;
+    bool has_tx_id = false;
+    uint64_t tx_id = 0;
+    // The record's members after the envelope, as JSON members without braces, e.g.
+    // `"http":{"hostname":"a",...}` or `"app_proto":"http","fileinfo":{...}`: bytes
+    // [offset, offset + len) of AppLayer::records_json().
+    uint32_t offset = 0;
+    uint32_t len = 0;
+};
 
 struct AppLayerConfig {
     bool http = true;  // app-layer.protocols.http.enabled
@@ -35,6 +83,7 @@ struct AppLayerConfig {
     // Bytes of per-flow app state this AppLayer may hold (app-layer.memcap is the sensor's
     // total; the engine gives each worker memcap / workers). See "Memcap" in README.md.
     uint64_t memcap = 64ULL << 20;
+    AppLogConfig log;  // EVE records to write
 };
 
 // One transaction that changed, as detection sees it from the packet's direction.
@@ -96,6 +145,18 @@ public:
     const std::string* http_request_header(const flow::Flow& f, uint64_t tx_id,
                                            std::string_view name) const;
 
+    // EVE records finished by on_data/on_eof/on_gap/finish_records since clear_records(),
+    // oldest first (see AppRecord). The worker takes them after each call and clears them.
+    const std::vector<AppRecord>& records() const { return records_; }
+    const std::string& records_json() const { return records_json_; }
+    void clear_records() {
+        records_.clear();
+        records_json_.clear();
+    }
+    // At the flow's end, before release_flow(): records every transaction and file not yet
+    // logged (Suricata logs unfinished transactions when the flow ends).
+    void finish_records(flow::Flow& f);
+
     // Frees what hangs on the flow (the flow table's on_free).
     void release_flow(flow::Flow& f);
     // app_layer.flow.<proto>, app_layer.tx.<proto>, app_layer.memcap_evicted,
@@ -126,6 +187,8 @@ private:
                       size_t len, bool is_tcp);
 
     AppLayerConfig config_;
+    std::vector<AppRecord> records_;
+    std::string records_json_;
     http::HttpCounters http_counters_;
     dns::DnsCounters dns_counters_;
     tls::TlsCounters tls_counters_;

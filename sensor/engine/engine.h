@@ -26,6 +26,7 @@
 #include "sensor/defrag/defrag.h"
 #include "sensor/detect/detect.h"
 #include "sensor/flow/flow.h"
+#include "sensor/output/eve_config.h"
 #include "sensor/output/output.h"
 #include "sensor/stream/stream.h"
 
@@ -67,6 +68,8 @@ struct SensorConfig {
     std::string log_dir = ".";
     bool eve_enabled = true;
     std::string eve_filename = "eve.json";
+    // outputs: - eve-log: (Suricata's layout; see sensor/output/eve_config.h).
+    output::EveConfig eve;
     double stats_interval_sec = 8;
     uint32_t snaplen = 262144;
     bool promisc = true;
