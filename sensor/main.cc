@@ -29,10 +29,17 @@ void on_signal(int) {
     }
 }
 
-// SIGHUP: reload the configured rules without stopping (as Suricata does).
-void on_hup(int) {
+// SIGUSR2: reload the configured rules without stopping (as Suricata does).
+void on_usr2(int) {
     if (g_engine != nullptr) {
         g_engine->request_reload();
+    }
+}
+
+// SIGHUP: reopen every output file (what logrotate's postrotate sends; Suricata does the same).
+void on_hup(int) {
+    if (g_engine != nullptr) {
+        g_engine->request_reopen();
     }
 }
 
@@ -114,6 +121,7 @@ int main(int argc, char** argv) {
         std::signal(SIGINT, on_signal);
         std::signal(SIGTERM, on_signal);
         std::signal(SIGHUP, on_hup);
+        std::signal(SIGUSR2, on_usr2);
         // Declared after the engine and the agent: destroyed (and so stopped) before them.
         metrics::Registry registry;
         std::unique_ptr<metrics::HttpExporter> exporter;

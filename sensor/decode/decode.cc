@@ -58,7 +58,12 @@ public:
     }
 
 private:
-    void event(DecodeEvent e) { ++c_.events[static_cast<size_t>(e)]; }
+    void event(DecodeEvent e) {
+        ++c_.events[static_cast<size_t>(e)];
+        if (p_.event_count < Packet::kMaxPacketEvents) {
+            p_.events[p_.event_count++] = static_cast<uint16_t>(e);
+        }
+    }
     DecodeResult invalid(DecodeEvent e) {
         event(e);
         return DecodeResult::kInvalid;

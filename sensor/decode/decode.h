@@ -117,6 +117,11 @@ struct Packet {
     uint8_t ttl = 0;     // IPv4 TTL / IPv6 hop limit
     uint8_t tos = 0;     // IPv4 TOS / IPv6 traffic class
     uint16_t ip_id = 0;  // IPv4 identification
+    // Decoder events this packet raised (DecodeEvent values), first kMaxPacketEvents of them:
+    // EVE's decode anomaly records.
+    static constexpr uint8_t kMaxPacketEvents = 4;
+    uint8_t event_count = 0;
+    uint16_t events[kMaxPacketEvents] = {};
 
     // Fragments (kFlagFragment). For IPv6, frag_prev_nh_offset is the offset from l3 of the
     // byte holding the Next Header value that named the Fragment header, and

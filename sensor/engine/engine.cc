@@ -41,9 +41,49 @@ capture::SourceOptions source_options(const SensorConfig& c) {
     return o;
 }
 
+// Which records the app layer writes follows the EVE configuration.
+void apply_eve_config(SensorConfig& c) {
+    const output::EveConfig& e = c.eve;
+    const bool on = c.eve_enabled && e.enabled;
+    applayer::AppLogConfig& l = c.app_layer.log;
+    l.http = on && e.types.http;
+    l.dns = on && e.types.dns;
+    l.tls = on && e.types.tls;
+    l.files = on && e.types.files;
+    l.anomaly = on && e.types.anomaly && e.anomaly.applayer;
+    l.http_extended = e.http.extended;
+    l.http_request_headers = e.http.dump_request_headers;
+    l.http_response_headers = e.http.dump_response_headers;
+    l.dns_version = e.dns.version;
+    l.dns_requests = e.dns.requests;
+    l.dns_responses = e.dns.responses;
+    l.dns_detailed = e.dns.detailed;
+    l.dns_grouped = e.dns.grouped;
+    l.tls_extended = e.tls.extended;
+    l.tls_ja3 = e.tls.ja3;
+    l.tls_ja3s = e.tls.ja3s;
+    l.file_magic = e.files.magic;
+    l.file_md5 = e.files.md5;
+    l.file_sha1 = e.files.sha1;
+    l.file_sha256 = e.files.sha256;
+}
+
+// Whether any record beyond alert and stats is on: the workers then get record queues.
+bool wants_records(const SensorConfig& c) {
+    const output::EveConfig& e = c.eve;
+    if (!c.eve_enabled || !e.enabled) {
+        return false;
+    }
+    const applayer::AppLogConfig& l = c.app_layer.log;
+    return l.http || l.dns || l.tls || l.files || l.anomaly || e.types.flow ||
+           (e.types.drop && c.ips()) ||
+           (e.types.anomaly && (e.anomaly.decode || e.anomaly.stream));
+}
+
 }  // namespace
 
 Engine::Engine(SensorConfig config) : config_(std::move(config)), output_(new Output) {
+    apply_eve_config(config_);
     const auto& c = config_;
     // Before the workers: DPDK's ports decide how many get packets.
     sources_ = capture::open_sources(source_options(c));
@@ -65,8 +105,23 @@ Engine::Engine(SensorConfig config) : config_(std::move(config)), output_(new Ou
         if (!sources_->user_filters().empty()) {
             w->user_bpf = &sources_->user_filters();
         }
+        w->iface_index = c.iface.empty() ? output::kNoInterface : 0;
+        if (wants_records(c)) {
+            w->records = std::make_unique<output::RecordQueue>(c.eve.record_queue_bytes);
+            WorkerContext* wp = w.get();
+            w->flow_log_hook = [this, wp](flow::Flow& f) { log_flow_end(*wp, f, f.end_reason); };
+            w->flow_log_on = true;
+            output_->record_queues.push_back(w->records.get());
+        }
         workers_.push_back(std::move(w));
     }
+    if (!c.iface.empty()) {
+        output_->interfaces.push_back(c.iface);
+    }
+    output_->record_options.community_id = c.eve.community_id;
+    output_->record_options.community_id_seed = c.eve.community_id_seed;
+    output_->record_options.ethernet = c.eve.ethernet;
+    output_->record_options.interfaces = &output_->interfaces;
 
     if (c.eve_enabled) {
         output_->eve = std::make_unique<output::EveWriter>(c.log_dir + "/" + c.eve_filename);

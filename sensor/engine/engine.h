@@ -198,8 +198,11 @@ public:
     // failure the running rules stay and *error says why. Not on a worker thread.
     bool reload(const detect::DetectConfig& config, detect::LoadSummary* summary,
                 std::string* error);
-    // Async-signal-safe (SIGHUP): the engine's control thread reloads the configured rules.
+    // Async-signal-safe (SIGUSR2): the engine's control thread reloads the configured rules.
     void request_reload();
+    // Async-signal-safe (SIGHUP): the output thread closes and reopens eve.json and fast.log
+    // (logrotate moved them away) before it writes its next record.
+    void request_reopen() { reopen_requested_.store(true, std::memory_order_relaxed); }
     // Called on the output thread with every alert it writes (the fleet agent forwards them).
     // Set before run(); must not block.
     using AlertTap = std::function<void(const output::AlertEvent&)>;
@@ -252,7 +255,7 @@ private:
     // Alerts w.alert_buf[0, n) of packet p, whose verdict so far is `verdict`. stream: the
     // stream window alerts that matched on the stream report as their payload; tx: they come
     // from a transaction of f.
-    void emit_alerts(WorkerContext& w, const decode::Packet& p, const flow::Flow* f,
+    void emit_alerts(WorkerContext& w, const decode::Packet& p, flow::Flow* f,
                      flow::Direction dir, uint32_t n, uint32_t link_len, PacketVerdict verdict,
                      const detect::StreamView* stream = nullptr, bool tx = false);
     // End of input (offline files, an idle DPDK replay): every active flow's held stream data
@@ -263,6 +266,20 @@ private:
     // The end of one flow: the stream flushed, the app layer's last data, every transaction
     // inspected on pseudo packets; release_app also frees its app state.
     void end_flow(WorkerContext& w, flow::Flow& f, bool release_app);
+
+    // EVE records (records.cc), pushed to w.records; nothing when the type is off.
+    // The app layer's finished records (http, dns, tls, fileinfo, app-layer anomaly) of f.
+    void emit_app_records(WorkerContext& w, const flow::Flow& f, int64_t ts_ns, uint64_t pcap_cnt);
+    // The end of f: its unlogged transactions, then its flow record; once per flow.
+    void log_flow_end(WorkerContext& w, flow::Flow& f, flow::FlowEndReason reason);
+    // Decoder anomalies of p, and the stream anomalies of its update (stream::UpdateEvent bits).
+    void log_packet_anomalies(WorkerContext& w, const decode::Packet& p, const flow::Flow* f,
+                              uint32_t stream_events);
+    // A packet the IPS dropped, with Suricata's drop reason.
+    void log_drop(WorkerContext& w, const decode::Packet& p, const flow::Flow* f,
+                  const char* reason);
+    // The output thread: writes every record the workers queued; returns how many.
+    size_t drain_records();
 
     SensorConfig config_;
     // Every capture source (capture::open_sources). Declared before workers_: the workers'
@@ -305,6 +322,7 @@ private:
     std::atomic<uint64_t> reloads_{0};     // successful, after start-up
     std::atomic<uint64_t> reload_failures_{0};
     std::atomic<bool> reload_requested_{false};
+    std::atomic<bool> reopen_requested_{false};
     std::atomic<uint64_t> drain_epoch_{0};  // bumped by the output thread after each drain
     std::atomic<bool> output_running_{false};
 };

@@ -24,6 +24,13 @@ struct Engine::Output {
     std::unique_ptr<output::FastLogWriter> fast;
     std::unique_ptr<output::AlertSink> sink;
     std::vector<output::AlertQueue*> queues;
+    std::vector<output::RecordQueue*> record_queues;
+    output::RecordOptions record_options;
+    std::vector<std::string> interfaces;
+    std::string line;
+    // Records written per output::RecordType (read by collect_stats on the output thread and
+    // at the end of the run).
+    Counter records_written[output::kRecordTypes];
     int64_t last_ns = 0;
     std::vector<uint64_t> last_pkts, last_bytes;
     uint64_t last_total_pkts = 0, last_total_bytes = 0;

@@ -60,6 +60,9 @@ FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& 
                                  before == stream::SessionState::kClosed;
         }
         stream::StreamUpdate u = w.stream->process(p, *f, dir, now_ns);
+        if (w.records && u.events != 0 && config_.eve.anomaly.stream) {
+            log_packet_anomalies(w, p, f, u.events);
+        }
         if (config_.stream_async_oneside && f->state == flow::FlowState::kNew &&
             (u.state == stream::SessionState::kEstablished ||
              u.state == stream::SessionState::kClosing)) {
@@ -328,7 +331,10 @@ void Engine::end_flow(WorkerContext& w, flow::Flow& f, bool release_app) {
                     inspect_end(f, d, nullptr, w.app->on_eof(f, d, txs, tx_cap));
                 }
             }
+            emit_app_records(w, f, f.last_ts_ns, 0);
             if (release_app) {
+                // Its records first, while the app state is there (the run ends here).
+                log_flow_end(w, f, flow::FlowEndReason::kShutdown);
                 // The parsers' finish(): TLS and DNS count a message the end cut short.
                 w.app->release_flow(f);
             }
@@ -336,7 +342,7 @@ void Engine::end_flow(WorkerContext& w, flow::Flow& f, bool release_app) {
     }
 }
 
-void Engine::emit_alerts(WorkerContext& w, const decode::Packet& p, const flow::Flow* f,
+void Engine::emit_alerts(WorkerContext& w, const decode::Packet& p, flow::Flow* f,
                          flow::Direction dir, uint32_t n, uint32_t link_len, PacketVerdict verdict,
                          const detect::StreamView* stream, bool tx) {
     const uint8_t* packet = p.data;
@@ -349,6 +355,9 @@ void Engine::emit_alerts(WorkerContext& w, const decode::Packet& p, const flow::
         std::memcpy(w.alert_packet.data() + link_len, p.l3, p.l3_len);
         packet = w.alert_packet.data();
         packet_len = static_cast<uint32_t>(w.alert_packet.size());
+    }
+    if (f != nullptr && n != 0) {
+        f->alerted = true;
     }
     for (uint32_t i = 0; i < n; ++i) {
         const detect::AlertRecord& a = w.alert_buf[i];
@@ -449,6 +458,9 @@ capture::Verdict Engine::process_packet(WorkerContext& w, const capture::RawPack
     p.pcap_cnt = raw.pcap_cnt;
     decode::DecodeResult dr = decode::decode_packet(w.decode, raw.linktype, raw.data, raw.caplen,
                                                     raw.wirelen, raw.ts_ns, p);
+    if (p.event_count != 0 && w.records && config_.eve.anomaly.decode) {
+        log_packet_anomalies(w, p, nullptr, 0);
+    }
     bool malformed = false;
     flow::Flow* f = nullptr;
     bool no_flow = false;
@@ -496,10 +508,16 @@ capture::Verdict Engine::process_packet(WorkerContext& w, const capture::RawPack
             if (f != nullptr && f->action == flow::FlowAction::kDrop) {
                 // Only IPS mode sets the mark: the flow is dropped, uninspected.
                 ++w.drop_flow;
+                if (config_.eve.drop.flows_all) {
+                    log_drop(w, p, f, "flow drop");
+                }
                 return Verdict::kDrop;
             }
             if (f == nullptr || f->action != flow::FlowAction::kPass) {
                 fv = inspect_flow_packet(w, p, f, dir, link_len, now_ns);
+            }
+            if (f != nullptr && w.app && !w.app->records().empty()) {
+                emit_app_records(w, *f, p.ts_ns, p.pcap_cnt);
             }
         }
     }
@@ -516,19 +534,23 @@ capture::Verdict Engine::process_packet(WorkerContext& w, const capture::RawPack
                 w.responder->reject(p, RejectTarget::kBoth, /*original_dropped=*/true);
             }
         }
+        log_drop(w, p, f, "rules");
         return Verdict::kDrop;
     }
     if (malformed && config_.malformed_drop) {
         ++w.drop_decode;
+        log_drop(w, p, f, "decode error");
         return Verdict::kDrop;
     }
     if (!config_.fail_open) {
         if (fv.stream_memcap) {
             ++w.drop_stream_memcap;
+            log_drop(w, p, f, "stream memcap");
             return Verdict::kDrop;
         }
         if (no_flow) {
             ++w.drop_flow_memcap;
+            log_drop(w, p, f, "flow memcap");
             return Verdict::kDrop;
         }
     }

@@ -153,6 +153,20 @@ StatsSnapshot Engine::collect_stats(std::vector<WorkerTotals>* totals) const {
             s.set("filter.acl.rules", acl_rules_);
         }
     }
+    if (!output_->record_queues.empty()) {
+        // eve.records.<type>: written by the output thread; eve.dropped.<type>: a worker's
+        // record queue was full.
+        for (size_t t = 0; t < output::kRecordTypes; ++t) {
+            const auto type = static_cast<output::RecordType>(t);
+            uint64_t dropped = 0;
+            for (const output::RecordQueue* q : output_->record_queues) {
+                dropped += q->dropped(type);
+            }
+            const std::string name = output::record_type_name(type);
+            s.set("eve.records." + name, output_->records_written[t].get());
+            s.set("eve.dropped." + name, dropped);
+        }
+    }
     return s;
 }
 
@@ -192,7 +206,8 @@ void Engine::write_stats_event(bool final_event) {
         drain_alerts();
         drain_epoch_.fetch_add(1, std::memory_order_release);
     }
-    if (o.eve) {
+    drain_records();
+    if (o.eve && config_.eve.types.stats) {
         StatsSnapshot s = collect_stats();
         nlohmann::json ev =
             output::make_stats_event(wall_clock_ns(), (now - start_ns_) / 1000000000, s, rates);
@@ -208,6 +223,8 @@ void Engine::write_stats_event(bool final_event) {
             ev["stats"]["detect"]["last_reload_ms"] = static_cast<double>(last_reload_us_) / 1e3;
         }
         o.eve->write(ev);
+    }
+    if (o.eve) {
         o.eve->flush();
     }
     if (o.fast) {
@@ -220,12 +237,16 @@ void Engine::stats_main() {
     const int64_t interval_ns = static_cast<int64_t>(config_.stats_interval_sec * 1e9);
     int64_t next = monotonic_ns() + interval_ns;
     // The output thread: drains alert queues every few milliseconds, writes stats events.
-    const int64_t slice_ns = output_->sink ? 5000000 : 50000000;
+    const bool drains = output_->sink || !output_->record_queues.empty();
+    const int64_t slice_ns = drains ? 5000000 : 50000000;
     std::unique_lock<std::mutex> lock(done_mu_);
     while (!stop_.load(std::memory_order_relaxed) && workers_done_.load() < workers_.size()) {
-        if (output_->sink) {
+        if (drains) {
             lock.unlock();
-            drain_alerts();
+            if (output_->sink) {
+                drain_alerts();
+            }
+            drain_records();
             drain_epoch_.fetch_add(1, std::memory_order_release);
             lock.lock();
         }

@@ -84,6 +84,13 @@ void Engine::worker_main(WorkerContext& w) {
     if (input_ended && !stop_.load(std::memory_order_relaxed)) {
         finish_flows(w);
     }
+    if (w.records) {
+        // Flows still active end with the run (Suricata's "shutdown"); the table's own clear()
+        // at destruction logs nothing more.
+        w.flows.for_each_active(
+            [&](flow::Flow& f) { log_flow_end(w, f, flow::FlowEndReason::kShutdown); });
+        w.flow_log_on = false;
+    }
     w.copy_source_stats();
     w.finished.store(true, std::memory_order_release);
     {

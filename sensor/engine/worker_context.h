@@ -19,6 +19,7 @@
 #include "sensor/engine/respond.h"
 #include "sensor/filter/filter.h"
 #include "sensor/output/output.h"
+#include "sensor/output/record.h"
 
 namespace picket::sensor::engine {
 
@@ -155,6 +156,9 @@ struct WorkerContext {
             if (end_hook_on && end_hook) {
                 end_hook(f);
             }
+            if (flow_log_on && flow_log_hook) {
+                flow_log_hook(f);
+            }
             if (flow_state) {
                 flow_state->release_flow(f);
             }
@@ -280,6 +284,13 @@ struct WorkerContext {
     // packets: a flow the table frees while the sensor runs (timeout, eviction) ends with
     // Engine::end_flow first, as Suricata's flow-timeout pseudo packets do.
     std::function<void(flow::Flow&)> end_hook;
+    // EVE records (outputs eve-log types other than alert and stats): null when none is on.
+    // flow_log_hook writes a removed flow's record (on) until the worker has logged every
+    // flow left at its end (off).
+    std::unique_ptr<output::RecordQueue> records;
+    std::function<void(flow::Flow&)> flow_log_hook;
+    bool flow_log_on = false;
+    uint16_t iface_index = output::kNoInterface;
     bool end_hook_on = false;
     std::string error;
     uint64_t busy_ns = 0;  // sum of the batch times; read after join

@@ -247,6 +247,9 @@ struct FlowTable::Impl {
     void remove(Flow* f, Removal why) {
         hash_unlink(f);
         lru_unlink(f);
+        f->end_reason = why == Removal::kEvict   ? FlowEndReason::kForced
+                        : why == Removal::kClear ? FlowEndReason::kShutdown
+                                                 : FlowEndReason::kTimeout;
         if (on_free) {
             on_free(*f);
         }

@@ -51,6 +51,10 @@ inline constexpr size_t kNumFlowSlots = static_cast<size_t>(FlowSlot::kCount);
 
 struct Flow;
 
+// Suricata's flow end reasons: timed out (or a closed flow's slot reused), evicted by the
+// table to make room, or removed at the end of the run.
+enum class FlowEndReason : uint8_t { kTimeout, kForced, kShutdown };
+
 // The typed key of one flow slot: the only way to read or write it. No cost over a plain
 // array access (the slot index is a template argument).
 template <typename T, FlowSlot S>
@@ -89,6 +93,11 @@ struct Flow {
     bool client_is_first = true;  // client_addr == key.addr[0] (direction without compares)
     // Set by the engine (the flow table leaves it alone); see FlowAction.
     FlowAction action = FlowAction::kNone;
+    // Set by the engine when a rule alerted on the flow (EVE flow records' "alerted").
+    bool alerted = false;
+    // Why the table removed the flow; set before on_free (EVE flow records' "reason").
+    FlowEndReason end_reason = FlowEndReason::kTimeout;
+    bool eve_logged = false;  // the engine wrote its EVE flow record
 
 private:
     template <typename T, FlowSlot S>

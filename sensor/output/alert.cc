@@ -10,95 +10,16 @@
 
 #include "common/strings.h"
 #include "common/time_util.h"
+#include "sensor/output/json_util.h"
 
 namespace picket::sensor::output {
 
 namespace {
 
 using strings::append_json_string;
+using namespace json_util;
 
 constexpr char kHex[] = "0123456789abcdef";
-constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-void append_uint(std::string& out, uint64_t v) {
-    char buf[24];
-    size_t n = 0;
-    do {
-        buf[n++] = static_cast<char>('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    while (n != 0) {
-        out.push_back(buf[--n]);
-    }
-}
-
-void append_key(std::string& out, const char* key) {
-    out.push_back(',');
-    out.push_back('"');
-    out += key;
-    out += "\":";
-}
-
-// RFC 4648 base64 with padding: each group of up to 3 bytes becomes 4 characters, those past
-// the group's bytes '='.
-void append_base64(std::string& out, const uint8_t* p, size_t n) {
-    out.push_back('"');
-    for (size_t i = 0; i < n; i += 3) {
-        const size_t k = std::min<size_t>(3, n - i);
-        uint32_t v = uint32_t{p[i]} << 16;
-        if (k > 1) {
-            v |= uint32_t{p[i + 1]} << 8;
-        }
-        if (k > 2) {
-            v |= p[i + 2];
-        }
-        for (size_t j = 0; j < 4; ++j) {
-            out.push_back(j <= k ? kBase64[(v >> (18 - 6 * j)) & 63] : '=');
-        }
-    }
-    out.push_back('"');
-}
-
-// Suricata's PrintStringsToBuffer: printable ASCII, CR and LF are kept, the rest is '.'.
-void append_printable(std::string& out, const uint8_t* p, size_t n) {
-    out.push_back('"');
-    for (size_t i = 0; i < n; ++i) {
-        const uint8_t c = p[i];
-        switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            default:
-                out.push_back(c >= 0x20 && c < 0x7f ? static_cast<char>(c) : '.');
-        }
-    }
-    out.push_back('"');
-}
-
-void append_timestamp(std::string& out, int64_t ts_ns) {
-    const UtcTime u = split_utc(ts_ns);
-    char buf[48];
-    const int n = std::snprintf(buf, sizeof(buf), "\"%04d-%02d-%02dT%02d:%02d:%02d.%06d+0000\"",
-                                u.year, u.month, u.day, u.hour, u.minute, u.second, u.usec);
-    out.append(buf, static_cast<size_t>(n));
-}
-
-bool has_ports(uint8_t proto) {
-    return proto == 6 || proto == 17 || proto == 132;
-}
-
-bool is_icmp(uint8_t proto) {
-    return proto == 1 || proto == 58;
-}
 
 const char* pkt_src_name(PacketOrigin o) {
     // In PacketOrigin's order.

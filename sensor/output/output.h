@@ -22,6 +22,7 @@
 #include "common/counter.h"
 #include "common/stats.h"
 #include "sensor/decode/decode.h"
+#include "sensor/output/ring.h"
 
 namespace picket::sensor::output {
 
@@ -177,7 +178,6 @@ public:
     // ring_bytes is rounded down to 64 and must hold at least two records of the largest size
     // (bytes_max packet + bytes_max payload); throws std::invalid_argument otherwise.
     explicit AlertQueue(size_t ring_bytes = 4u << 20, uint32_t bytes_max = kDefaultAlertBytesMax);
-    ~AlertQueue();
     AlertQueue(const AlertQueue&) = delete;
     AlertQueue& operator=(const AlertQueue&) = delete;
 
@@ -197,64 +197,33 @@ public:
     // Bytes one record takes in the ring (header + event + data, padded).
     static size_t record_bytes(uint32_t packet_len, uint32_t payload_len,
                                uint32_t app_json_len = 0);
-    size_t capacity() const { return size_; }
+    size_t capacity() const { return ring_.capacity(); }
     uint32_t bytes_max() const { return bytes_max_; }
     uint64_t pushed() const { return pushed_.get(); }
     uint64_t overflows() const { return overflows_.get(); }
 
 private:
-    struct RecordHeader {
-        uint32_t size;  // whole record, multiple of kAlign; kind kPad = filler up to the end
-        uint32_t kind;
-        uint64_t reserved;
-    };
-    static constexpr size_t kAlign = 16;
     static constexpr uint32_t kEvent = 1;
-    static constexpr uint32_t kPad = 2;
-    static_assert(sizeof(RecordHeader) == 16);
 
-    const size_t size_;
+    ByteRing ring_;
     const uint32_t bytes_max_;
-    uint8_t* const buf_;
-
-    // Positions are byte counts since construction; offset = position % size_.
-    alignas(64) std::atomic<uint64_t> head_{0};  // written by the producer only
-    uint64_t cached_tail_ = 0;
     Counter pushed_;
     Counter overflows_;
-
-    alignas(64) std::atomic<uint64_t> tail_{0};  // written by the consumer only
-    uint64_t cached_head_ = 0;
 };
 
 template <typename F>
 size_t AlertQueue::drain(F&& f, size_t max) {
-    uint64_t pos = tail_.load(std::memory_order_relaxed);
-    if (pos == cached_head_) {
-        cached_head_ = head_.load(std::memory_order_acquire);
-    }
-    size_t n = 0;
-    while (pos != cached_head_ && n < max) {
-        const uint8_t* at = buf_ + pos % size_;
-        RecordHeader h;
-        std::memcpy(&h, at, sizeof(h));
-        if (h.kind == kEvent) {
+    return ring_.drain(
+        [&](uint32_t, const uint8_t* at) {
             AlertEvent ev;
-            std::memcpy(&ev, at + sizeof(RecordHeader), sizeof(AlertEvent));
-            const uint8_t* data = at + sizeof(RecordHeader) + sizeof(AlertEvent);
+            std::memcpy(&ev, at, sizeof(AlertEvent));
+            const uint8_t* data = at + sizeof(AlertEvent);
             ev.packet = ev.packet_len != 0 ? data : nullptr;
             ev.payload = ev.payload_len != 0 ? data + ev.packet_len : nullptr;
             ev.app_json = ev.app_json_len != 0 ? data + ev.packet_len + ev.payload_len : nullptr;
             f(static_cast<const AlertEvent&>(ev));
-            ++n;
-        }
-        pos += h.size;
-        if (pos == cached_head_) {
-            cached_head_ = head_.load(std::memory_order_acquire);
-        }
-    }
-    tail_.store(pos, std::memory_order_release);
-    return n;
+        },
+        max);
 }
 
 // Suricata's outputs.eve-log.types.alert.xff: the client address an HTTP proxy put in a

@@ -135,7 +135,7 @@ class LiveCapture(unittest.TestCase):
 
 @unittest.skipUnless(have_netns(), "needs root and network namespaces")
 class LiveReload(unittest.TestCase):
-    """SIGHUP reloads the rules of a running live sensor: alerts follow the new rules at once,
+    """SIGUSR2 reloads the rules of a running live sensor: alerts follow the new rules at once,
     exactly, and the sensor keeps running."""
 
     @classmethod
@@ -197,7 +197,7 @@ class LiveReload(unittest.TestCase):
             self.wait_for(eve, lambda s: s["detect"]["alert"] >= self.passwd, "phase 1 alerts")
             with open(rules, "w") as f:
                 f.write('alert tcp any any -> any any (msg:"cmd"; content:"cmd.exe"; sid:2;)\n')
-            sensor.send_signal(signal.SIGHUP)
+            sensor.send_signal(signal.SIGUSR2)
             self.wait_for(eve, lambda s: s["detect"]["reloads"] == 1, "the reload")
             self.send()
             self.wait_for(eve, lambda s: s["detect"]["alert"] >= self.passwd + self.cmd,

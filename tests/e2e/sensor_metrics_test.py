@@ -6,7 +6,7 @@ over HTTP.
 Checks the exposition (Content-Type, HELP/TYPE of every family of
 common/metrics/sensor_series.h, `promtool check metrics` when /usr/bin/promtool exists), the
 values (up, exact rules loaded/failed, packets growing between scrapes, per-worker series summing
-to the totals within one scrape, reloads after SIGHUP), queue drops with a tiny worker queue,
+to the totals within one scrape, reloads after SIGUSR2), queue drops with a tiny worker queue,
 the sensor and label identity with --manager (refused, then a real picket-manager pushing a
 bundle: its version and sha on the sensor's own endpoint, the same as the manager's), bad and
 busy listen addresses, and a clean exit (status 0) on SIGINT.
@@ -262,14 +262,14 @@ class SensorMetrics(unittest.TestCase):
         self.assertLess(abs(value(fam, "picket_sensor_last_report_timestamp_seconds") -
                             time.time()), 60)
 
-        # SIGHUP reloads the rules: reloads_total{result="ok"} becomes 1, the counts stay.
-        s.signal(signal.SIGHUP)
+        # SIGUSR2 reloads the rules: reloads_total{result="ok"} becomes 1, the counts stay.
+        s.signal(signal.SIGUSR2)
         deadline = time.time() + 20
         while True:
             _, body, fam = s.scrape()
             if value(fam, "picket_sensor_reloads_total", result="ok") == 1:
                 break
-            self.assertLess(time.time(), deadline, "no reload seen after SIGHUP")
+            self.assertLess(time.time(), deadline, "no reload seen after SIGUSR2")
             time.sleep(0.1)
         self.assertEqual(value(fam, "picket_sensor_rules_loaded"), RULES_LOADED)
         self.assertEqual(value(fam, "picket_sensor_reloads_total", result="failed"), 0)

@@ -1,0 +1,107 @@
+// Small JSON writers the EVE renderers share (alerts, records): numbers, keys, base64,
+// printable payloads, timestamps. Internal to sensor/output.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "common/time_util.h"
+
+namespace picket::sensor::output::json_util {
+
+constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+inline void append_uint(std::string& out, uint64_t v) {
+    char buf[24];
+    size_t n = 0;
+    do {
+        buf[n++] = static_cast<char>('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    while (n != 0) {
+        out.push_back(buf[--n]);
+    }
+}
+
+inline void append_key(std::string& out, const char* key) {
+    out.push_back(',');
+    out.push_back('"');
+    out += key;
+    out += "\":";
+}
+
+// RFC 4648 base64 with padding: each group of up to 3 bytes becomes 4 characters, those past
+// the group's bytes '='.
+inline void append_base64(std::string& out, const uint8_t* p, size_t n) {
+    out.push_back('"');
+    for (size_t i = 0; i < n; i += 3) {
+        const size_t k = std::min<size_t>(3, n - i);
+        uint32_t v = uint32_t{p[i]} << 16;
+        if (k > 1) {
+            v |= uint32_t{p[i + 1]} << 8;
+        }
+        if (k > 2) {
+            v |= p[i + 2];
+        }
+        for (size_t j = 0; j < 4; ++j) {
+            out.push_back(j <= k ? kBase64[(v >> (18 - 6 * j)) & 63] : '=');
+        }
+    }
+    out.push_back('"');
+}
+
+// Suricata's PrintStringsToBuffer: printable ASCII, CR and LF are kept, the rest is '.'.
+inline void append_printable(std::string& out, const uint8_t* p, size_t n) {
+    out.push_back('"');
+    for (size_t i = 0; i < n; ++i) {
+        const uint8_t c = p[i];
+        switch (c) {
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            default:
+                out.push_back(c >= 0x20 && c < 0x7f ? static_cast<char>(c) : '.');
+        }
+    }
+    out.push_back('"');
+}
+
+inline void append_timestamp(std::string& out, int64_t ts_ns) {
+    const UtcTime u = split_utc(ts_ns);
+    char buf[48];
+    const int n = std::snprintf(buf, sizeof(buf), "\"%04d-%02d-%02dT%02d:%02d:%02d.%06d+0000\"",
+                                u.year, u.month, u.day, u.hour, u.minute, u.second, u.usec);
+    out.append(buf, static_cast<size_t>(n));
+}
+
+inline bool has_ports(uint8_t proto) {
+    return proto == 6 || proto == 17 || proto == 132;
+}
+
+inline bool is_icmp(uint8_t proto) {
+    return proto == 1 || proto == 58;
+}
+
+// The "proto" member's value: Suricata's name, or the number as a string.
+inline void append_proto(std::string& out, uint8_t proto, const char* name) {
+    out.push_back('"');
+    if (name != nullptr) {
+        out += name;
+    } else {
+        append_uint(out, proto);
+    }
+    out.push_back('"');
+}
+
+}  // namespace picket::sensor::output::json_util
