@@ -63,7 +63,7 @@ public:
         connect_now();
     }
     ~RedisSink() override {
-        if (ctx_ != nullptr) {
+        if (ctx_ != nullptr && pending_ > 0) {
             pump(Clock::now() + kIoBudget);
         }
         if (ctx_ != nullptr) {
