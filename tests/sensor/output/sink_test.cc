@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -324,6 +325,54 @@ TEST(UnixStreamSink, MissingSocketDropsThenDeliversOnceBound) {
     EXPECT_EQ(sink->dropped(), 2u);
     ::close(conn2);
     ::close(listener2);
+}
+
+// A reader that stops reading: records that find the socket full are dropped, one half out
+// is finished before anything else, so the reader sees only whole lines, in order.
+TEST(UnixStreamSink, SlowReaderSeesOnlyWholeLines) {
+    TempDir dir("picket-sink");
+    const std::string path = dir.file("eve.sock");
+    const int listener = bind_unix(path, SOCK_STREAM);
+    auto sink = make_sink(socket_options(EveFiletype::kUnixStream, path));
+    const int conn = ::accept(listener, nullptr, nullptr);
+    ASSERT_GE(conn, 0);
+    const auto record = [](int i) {
+        char head[16];
+        std::snprintf(head, sizeof(head), "{\"i\":%03d", i);
+        return head + std::string(10000, ' ') + "}";
+    };
+    constexpr int kRecords = 300;  // 3 MB: far beyond the socket's buffers
+    for (int i = 0; i < kRecords; ++i) {
+        sink->write(record(i));
+    }
+    EXPECT_GT(sink->dropped(), 0u);
+    EXPECT_FALSE(sink->healthy());
+    std::string got;
+    ASSERT_TRUE(wait_until(
+        [&] {
+            char buf[65536];
+            ssize_t n;
+            while ((n = ::recv(conn, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+                got.append(buf, static_cast<size_t>(n));
+            }
+            sink->flush();
+            return sink->written() + sink->dropped() == kRecords &&
+                   got.size() == sink->written() * (record(0).size() + 1);
+        },
+        5s, "every record sent or dropped and read"));
+    int lines = 0;
+    size_t pos = 0;
+    for (int i = 0; i < kRecords && pos < got.size(); ++i) {
+        const std::string line = record(i) + "\n";
+        if (got.compare(pos, line.size(), line) == 0) {
+            pos += line.size();
+            ++lines;
+        }
+    }
+    EXPECT_EQ(pos, got.size());  // nothing but whole records, in order
+    EXPECT_EQ(static_cast<uint64_t>(lines), sink->written());
+    ::close(conn);
+    ::close(listener);
 }
 
 TEST(UnixDgramSink, SendsOneDatagramPerRecord) {
