@@ -11,6 +11,8 @@ PACKAGES=(
     libpcre2-dev libhyperscan-dev libpcap-dev libsqlite3-dev libyaml-cpp-dev nlohmann-json3-dev
     libcli11-dev libspdlog-dev libcivetweb-dev civetweb libnetfilter-queue-dev libmnl-dev
     libbpf-dev libssl-dev zlib1g-dev liblzma-dev
+    # the EVE redis sink (hiredis) and a real Redis server for its tests
+    libhiredis-dev redis-server
     # DPDK 22.11 for the optional DPDK capture (picket_capture_dpdk); pulls in the net_pcap,
     # net_ring and net_af_packet PMDs and the ring mempool that the virtual-device tests use
     libdpdk-dev
@@ -50,8 +52,9 @@ fi
 
 echo "install-deps: installing ${#missing[@]} packages: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-# Packages with a service (prometheus) must not start it: Picket starts its own Prometheus on
-# loopback when it needs one. A policy-rc.d that refuses every start, only while installing.
+# Packages with a service (prometheus, redis-server) must not start it: Picket's tests start
+# their own Prometheus and Redis on loopback when they need one. A policy-rc.d that refuses
+# every start, only while installing.
 POLICY=/usr/sbin/policy-rc.d
 if [ ! -e "$POLICY" ]; then
     printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$POLICY" >/dev/null
