@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sensor/applayer/applayer.h"
+#include "sensor/applayer/records.h"
 
 namespace picket::sensor::applayer {
 
@@ -71,6 +72,11 @@ struct AppLayer::FlowState {
         std::string rrname;
     };
     std::vector<DnsMeta> dns_meta;  // oldest first, at most kDnsMetaKept
+    // EVE records: the HTTP bodies being logged as files (config log.files), whether the TLS
+    // session was logged, and the TLS events already written as anomaly records.
+    std::unique_ptr<FileTracker> files;
+    bool tls_logged = false;
+    uint32_t tls_events_logged = 0;
     uint64_t dns_next_tx = 0;
     // Transactions to inspect on the next packet of each (flow) direction: ids
     // [defer_lo, defer_lo + defer_span] unless defer_span is kNoDefer (see defer_tx()). Kept
