@@ -139,8 +139,8 @@ void AppLayer::account(FlowState* s) {
     if (s->http) {
         n += s->http->memory();
     }
-    if (s->files) {
-        n += s->files->memory();
+    if (const FileTracker* ft = files(*s)) {
+        n += ft->memory();
     }
     if (s->dns) {
         n += s->dns->memory();
@@ -181,10 +181,6 @@ AppLayer::FlowState* AppLayer::state(flow::Flow& f) {
     lru_tail_ = s;
     AppSlot::set(f, s);
     return s;
-}
-
-void AppLayer::finish_records(flow::Flow& f) {
-    (void)f;
 }
 
 void AppLayer::release_flow(flow::Flow& f) {
@@ -310,8 +306,7 @@ void AppLayer::detect_proto(FlowState& s, flow::Flow& f, flow::Direction dir, co
         case AppProto::kHttp:
             s.http = std::make_unique<http::HttpParser>(&config_.http_config, &http_counters_);
             if (config_.log.files) {
-                s.files = std::make_unique<FileTracker>(&config_.log);
-                s.http->set_body_observer(s.files.get());
+                s.http->set_body_observer(std::make_unique<FileTracker>(&config_.log));
             }
             ++flows_http_;
             return;
@@ -634,8 +629,8 @@ void AppLayer::on_gap(flow::Flow& f, flow::Direction dir) {
     if (s->http) {
         const auto pd = static_cast<http::Dir>(s->reversed ? flip(dir) : dir);
         s->http->on_gap(pd);
-        if (s->files) {
-            for (auto& file : s->files->open()) {
+        if (FileTracker* ft = files(*s)) {
+            for (auto& file : ft->open()) {
                 file->gaps = file->gaps || file->dir == pd;
             }
         }

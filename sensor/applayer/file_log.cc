@@ -128,7 +128,7 @@ size_t FileTracker::memory() const {
 }
 
 void AppLayer::log_files(FlowState& s, bool all) {
-    auto& open = s.files->open();
+    auto& open = files(s)->open();
     for (size_t i = 0; i < open.size();) {
         FileLog& fl = *open[i];
         const http::HttpTx* tx = s.http->find_tx(fl.tx_id);

@@ -468,7 +468,7 @@ void AppLayer::log_http(FlowState& s, http::Dir pd, const http::FeedResult& r, b
             }
         }
     }
-    if (l.files && s.files) {
+    if (l.files && files(s) != nullptr) {
         log_files(s, all);
     }
 }
@@ -564,15 +564,15 @@ void AppLayer::log_tls(FlowState& s, uint32_t update, flow::Direction dir, bool 
         return;
     }
     if (l.anomaly) {
-        const uint32_t fresh = s.tls->events() & ~s.tls_events_logged;
-        s.tls_events_logged |= fresh;
+        const uint32_t fresh = s.tls->events() & ~s.tls->eve_events_logged;
+        s.tls->eve_events_logged |= fresh;
         for (size_t i = 0; i < tls::kEventCount; ++i) {
             if (((fresh >> i) & 1) != 0) {
                 log_anomaly("tls", tls_event_name(static_cast<tls::Event>(i)), dir, true, 0);
             }
         }
     }
-    if (!l.tls || s.tls_logged) {
+    if (!l.tls || s.tls->eve_logged) {
         return;
     }
     const bool done = (update & (tls::kCertificate | tls::kAppData)) != 0;
@@ -580,7 +580,7 @@ void AppLayer::log_tls(FlowState& s, uint32_t update, flow::Direction dir, bool 
     if (!(done || force) || !something) {
         return;
     }
-    s.tls_logged = true;
+    s.tls->eve_logged = true;
     record_begin("tls", flow::Direction::kToServer, false, 0);
     render_tls(*s.tls, l.tls_extended, l.tls_ja3, l.tls_ja3s, &records_json_);
     record_end();

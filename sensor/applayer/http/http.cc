@@ -275,7 +275,7 @@ void ParserAccess::body(const uint8_t* data, size_t n) {
 // Appends to the kept body; returns false once the body is full (nothing more wanted).
 bool ParserAccess::keep(const uint8_t* data, size_t n) {
     HttpTx* t = d.tx;
-    if (p.observer_ != nullptr && n > 0) {
+    if (p.observer_ && n > 0) {
         p.observer_->on_body(*t, dir, data, n);
     }
     std::string& body = request() ? t->request_body : t->response_body;
@@ -291,7 +291,7 @@ bool ParserAccess::keep(const uint8_t* data, size_t n) {
         mark(t);
     }
     // An observer wants the rest of the body even when the kept part is full.
-    return !trunc || p.observer_ != nullptr;
+    return !trunc || p.observer_;
 }
 
 void ParserAccess::body_part_done() {

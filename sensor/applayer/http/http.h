@@ -222,9 +222,11 @@ public:
     // The same, writable: only the EVE bookkeeping fields (eve_*) are the caller's to change.
     HttpTx* find_tx(uint64_t id) { return find_tx_mut(id); }
     HttpTx& tx_at(size_t i) { return *txs_[i]; }
-    // Body bytes go to `o` too (null: none). With an observer, a compressed body is
-    // decompressed past the kept-body limit (up to decompress_limit) so that it sees it all.
-    void set_body_observer(BodyObserver* o) { observer_ = o; }
+    // Body bytes go to `o` too (null: none), which the parser owns from then on (it costs a
+    // flow without one nothing). With an observer, a compressed body is decompressed past the
+    // kept-body limit (up to decompress_limit) so that it sees it all.
+    void set_body_observer(std::unique_ptr<BodyObserver> o) { observer_ = std::move(o); }
+    BodyObserver* body_observer() const { return observer_.get(); }
     // Frees the transactions at the front that are complete in both directions. Call after
     // detection has seen the FeedResult that completed them. Returns how many were freed.
     size_t release_completed();
@@ -256,7 +258,7 @@ private:
     size_t reported_mem_ = 0;
     bool failed_ = false;
     bool tunnel_ = false;
-    BodyObserver* observer_ = nullptr;
+    std::unique_ptr<BodyObserver> observer_;
 
     friend struct ParserAccess;
 };

@@ -67,7 +67,8 @@ TEST_F(AppLayerTest, HttpIsFoundByContentOnAnyPortAndSplitAcrossCalls) {
     std::string json;
     app_.render_metadata(flow_, 0, &json);
     EXPECT_EQ(json,
-              "\"http\":{\"hostname\":\"example.com\",\"url\":\"/a/../admin%2fx\","
+              "\"http\":{\"hostname\":\"example.com\",\"http_port\":8081,"
+              "\"url\":\"/a/../admin%2fx\","
               "\"http_user_agent\":\"curl/8\",\"http_content_type\":\"text/html\","
               "\"http_method\":\"GET\",\"protocol\":\"HTTP/1.1\",\"status\":404,\"length\":5}");
 }
