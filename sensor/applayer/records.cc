@@ -214,9 +214,8 @@ void render_http(const http::HttpTx& tx, bool extended, bool request_headers, bo
             member_num(out, &first, "status", tx.status);
         }
         member_if(out, &first, "redirect", tx.location);
-        if (tx.response_progress >= http::HttpTx::kResponseHeaders) {
-            member_num(out, &first, "length", tx.response_body_bytes);
-        }
+        // Always, as Suricata (0 before a response body).
+        member_num(out, &first, "length", tx.response_body_bytes);
     }
     if (request_headers) {
         header_array(tx.request_header_list, "request_headers", out, &first);

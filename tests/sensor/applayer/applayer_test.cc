@@ -84,7 +84,7 @@ TEST_F(AppLayerTest, MetadataKeepsValidUtf8AndEscapesTheRest) {
     EXPECT_EQ(json,
               "\"http\":{\"hostname\":\"x\",\"url\":\"/\","
               "\"http_user_agent\":\"caf\xc3\xa9 \\u0001\\u00ff\x7f\",\"http_method\":\"GET\","
-              "\"protocol\":\"HTTP/1.1\"}");
+              "\"protocol\":\"HTTP/1.1\",\"length\":0}");
 }
 
 TEST_F(AppLayerTest, HttpRequestHeaderForXff) {

@@ -185,7 +185,7 @@ TEST(HttpRecords, UnfinishedRequestLoggedAtFlowEnd) {
     EXPECT_EQ(h.recs[0].tx, 0u);
     EXPECT_EQ(h.recs[0].json,
               "\"http\":{\"hostname\":\"u.example\",\"url\":\"/up\",\"http_method\":\"POST\","
-              "\"protocol\":\"HTTP/1.1\"}");
+              "\"protocol\":\"HTTP/1.1\",\"length\":0}");
     h.finish();
     EXPECT_EQ(h.recs.size(), 1u);  // once
     keep(h);
@@ -267,7 +267,7 @@ TEST(FileRecords, CutBodyIsTruncatedAtFlowEndWithMagic) {
     // TRUNCATED: no md5 (Suricata gives md5/sha1 of closed files only), sha256 of what came.
     EXPECT_EQ(h.recs[0].json,
               "\"http\":{\"hostname\":\"f\",\"url\":\"/upload?x\",\"http_method\":\"POST\","
-              "\"protocol\":\"HTTP/1.1\"},\"app_proto\":\"http\",\"fileinfo\":{"
+              "\"protocol\":\"HTTP/1.1\",\"length\":0},\"app_proto\":\"http\",\"fileinfo\":{"
               "\"filename\":\"report.txt\",\"magic\":\"ASCII text, with no line terminators\","
               "\"gaps\":false,\"state\":\"TRUNCATED\",\"sha256\":"
               "\"c9ecf5e54c7b3f2640ecca21f96d4c3625a2b7935104f41c5ede29935a9e52c9\","
