@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <magic.h>
+
 #include "sensor/applayer/internal.h"
 
 namespace picket::sensor::applayer {
@@ -63,6 +65,9 @@ static AppLayer::FlowState* marker(AppProto proto, bool failed) {
 AppLayer::AppLayer(const AppLayerConfig& config) : config_(config) {}
 
 AppLayer::~AppLayer() {
+    if (magic_ != nullptr) {
+        magic_close(magic_);
+    }
     // Flows normally give their state back (release_flow) first; free what is left.
     while (lru_head_ != nullptr) {
         FlowState* s = lru_head_;
@@ -134,6 +139,9 @@ void AppLayer::account(FlowState* s) {
     if (s->http) {
         n += s->http->memory();
     }
+    if (const FileTracker* ft = files(*s)) {
+        n += ft->memory();
+    }
     if (s->dns) {
         n += s->dns->memory();
     }
@@ -173,10 +181,6 @@ AppLayer::FlowState* AppLayer::state(flow::Flow& f) {
     lru_tail_ = s;
     AppSlot::set(f, s);
     return s;
-}
-
-void AppLayer::finish_records(flow::Flow& f) {
-    (void)f;
 }
 
 void AppLayer::release_flow(flow::Flow& f) {
@@ -301,6 +305,9 @@ void AppLayer::detect_proto(FlowState& s, flow::Flow& f, flow::Direction dir, co
     switch (s.proto) {
         case AppProto::kHttp:
             s.http = std::make_unique<http::HttpParser>(&config_.http_config, &http_counters_);
+            if (config_.log.files) {
+                s.http->set_body_observer(std::make_unique<FileTracker>(&config_.log));
+            }
             ++flows_http_;
             return;
         case AppProto::kTls:
@@ -503,6 +510,9 @@ uint32_t AppLayer::on_data(flow::Flow& f, flow::Direction dir, const uint8_t* da
                     s.raw_trigger |= static_cast<uint8_t>(1u << d);
                 }
             }
+            if (config_.log.http || config_.log.files || config_.log.anomaly) {
+                log_http(s, static_cast<http::Dir>(pd), r, r.failed);
+            }
             const uint32_t n = collect(s, pd, r, out, cap);
             account(&s);
             return n;
@@ -512,6 +522,9 @@ uint32_t AppLayer::on_data(flow::Flow& f, flow::Direction dir, const uint8_t* da
                 return 0;
             }
             uint32_t upd = s.tls->feed(static_cast<tls::Dir>(d), data, len);
+            if (config_.log.tls || config_.log.anomaly) {
+                log_tls(s, upd, dir, false);
+            }
             account(&s);
             if ((upd & tls::kAppData) != 0) {
                 s.raw_trigger |= static_cast<uint8_t>(1u << d);
@@ -574,6 +587,9 @@ uint32_t AppLayer::on_data(flow::Flow& f, flow::Direction dir, const uint8_t* da
                     meta->answered = true;
                     meta->rcode = msg.header.rcode;
                 }
+                if (config_.log.dns || config_.log.anomaly) {
+                    log_dns(meta->tx_id, msg, dir);
+                }
                 inspect::AppView& v = out[n].view;
                 v = inspect::AppView{};
                 v.proto = AppProto::kDns;
@@ -611,7 +627,18 @@ void AppLayer::on_gap(flow::Flow& f, flow::Direction dir) {
         return;
     }
     if (s->http) {
-        s->http->on_gap(static_cast<http::Dir>(s->reversed ? flip(dir) : dir));
+        const auto pd = static_cast<http::Dir>(s->reversed ? flip(dir) : dir);
+        s->http->on_gap(pd);
+        if (FileTracker* ft = files(*s)) {
+            for (auto& file : ft->open()) {
+                file->gaps = file->gaps || file->dir == pd;
+            }
+        }
+        if (config_.log.http || config_.log.files || config_.log.anomaly) {
+            // A gap the parser cannot skip abandons the flow: its transactions and files
+            // are logged as they are.
+            log_http(*s, pd, http::FeedResult{}, s->http->failed());
+        }
     }
 }
 
@@ -623,6 +650,9 @@ uint32_t AppLayer::on_eof(flow::Flow& f, flow::Direction dir, TxUpdate* out, uin
     touch(s);
     const flow::Direction pd = s->reversed ? flip(dir) : dir;
     http::FeedResult r = s->http->on_close(static_cast<http::Dir>(pd));
+    if (config_.log.http || config_.log.files || config_.log.anomaly) {
+        log_http(*s, static_cast<http::Dir>(pd), r, false);
+    }
     const uint32_t n = collect(*s, pd, r, out, cap);
     account(s);
     return n;

@@ -21,6 +21,8 @@
 #include "sensor/flow/flow.h"
 #include "sensor/inspect/inspect.h"
 
+struct magic_set;  // libmagic's handle (magic_t), for file records
+
 namespace picket::sensor::applayer {
 
 // Which protocol records the app layer writes for EVE (outputs eve-log types http, dns, tls,
@@ -180,6 +182,23 @@ private:
     // Recomputes s's bytes after its parser ran, then evicts others if over the memcap.
     void account(FlowState* s);
     void adopt_scratch_log();
+    // records.cc: EVE records (see "Records" in README.md). record_begin() opens one in
+    // records_ / records_json_, record_end() sets its length.
+    void record_begin(const char* event_type, flow::Direction dir, bool has_tx_id, uint64_t tx_id);
+    void record_end();
+    // HTTP after the parser ran in parser direction pd: the transactions in r (or, with all,
+    // every one held) that are complete (all: started) and not yet logged; their new events;
+    // the files whose body ended (all: every open one, truncated).
+    void log_http(FlowState& s, http::Dir pd, const http::FeedResult& r, bool all);
+    void log_http_tx(FlowState& s, http::HttpTx& tx);
+    void log_http_events(FlowState& s, http::HttpTx& tx, http::Dir pd);
+    void log_files(FlowState& s, bool all);
+    // One DNS message just parsed, of transaction tx_id.
+    void log_dns(uint64_t tx_id, const dns::Message& msg, flow::Direction dir);
+    // TLS: the session once its handshake is done (force: at the flow's end), new events.
+    void log_tls(FlowState& s, uint32_t update, flow::Direction dir, bool force);
+    void log_anomaly(const char* proto, const std::string& event, flow::Direction dir,
+                     bool has_tx_id, uint64_t tx_id);
     uint32_t collect(FlowState& s, flow::Direction dir, const http::FeedResult& r, TxUpdate* out,
                      uint32_t cap);
     static void tls_view(const FlowState& s, flow::Direction dir, inspect::AppView& v);
@@ -204,6 +223,9 @@ private:
     // recorded (see README.md).
     inspect::TxAlertLog scratch_log_;
     FlowState* scratch_owner_ = nullptr;
+    // libmagic, opened on the first file logged with file_magic (one per worker).
+    ::magic_set* magic_ = nullptr;
+    bool magic_failed_ = false;
 };
 
 }  // namespace picket::sensor::applayer

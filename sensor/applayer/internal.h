@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sensor/applayer/applayer.h"
+#include "sensor/applayer/records.h"
 
 namespace picket::sensor::applayer {
 
@@ -71,6 +72,9 @@ struct AppLayer::FlowState {
         std::string rrname;
     };
     std::vector<DnsMeta> dns_meta;  // oldest first, at most kDnsMetaKept
+    // EVE records keep their state in the parsers (HttpTx::eve_*, TlsParser::eve_*, the
+    // HttpParser's body observer: the FileTracker of log.files), not here: a UDP DNS flow
+    // stays small.
     uint64_t dns_next_tx = 0;
     // Transactions to inspect on the next packet of each (flow) direction: ids
     // [defer_lo, defer_lo + defer_span] unless defer_span is kNoDefer (see defer_tx()). Kept
@@ -86,6 +90,11 @@ struct AppLayer::FlowState {
     FlowState* lru_prev = nullptr;
     FlowState* lru_next = nullptr;
 };
+
+// The files an HTTP flow is logging (its parser's body observer), null when log.files is off.
+inline FileTracker* files(const AppLayer::FlowState& s) {
+    return s.http ? static_cast<FileTracker*>(s.http->body_observer()) : nullptr;
+}
 
 // The flow's app-layer state (or one of the shared markers): the app layer's flow slot.
 using AppSlot = flow::FlowStorage<AppLayer::FlowState, flow::FlowSlot::kAppLayer>;

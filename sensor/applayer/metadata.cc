@@ -8,43 +8,20 @@
 #include "common/strings.h"
 #include "sensor/applayer/applayer.h"
 #include "sensor/applayer/internal.h"
+#include "sensor/applayer/records.h"
 
 namespace picket::sensor::applayer {
 
+using json::member;
+using json::member_if;
+using json::member_num;
+
 namespace {
-
-// `"key":` after a comma unless it is the object's first member.
-void key(std::string* out, bool* first, const char* name) {
-    if (!*first) {
-        out->push_back(',');
-    }
-    *first = false;
-    out->push_back('"');
-    *out += name;
-    *out += "\":";
-}
-
-void member(std::string* out, bool* first, const char* name, std::string_view value) {
-    key(out, first, name);
-    strings::append_json_string(*out, value);
-}
-
-// The member only when the value is not empty.
-void member_if(std::string* out, bool* first, const char* name, std::string_view value) {
-    if (!value.empty()) {
-        member(out, first, name, value);
-    }
-}
-
-void member_num(std::string* out, bool* first, const char* name, uint64_t value) {
-    key(out, first, name);
-    *out += std::to_string(value);
-}
 
 // A JA3 / JA3S fingerprint: "name":{"hash":...,"string":...}.
 void fingerprint(std::string* out, bool* first, const char* name, std::string_view hash,
                  std::string_view full) {
-    key(out, first, name);
+    json::key(out, first, name);
     out->push_back('{');
     bool f2 = true;
     member(out, &f2, "hash", hash);
@@ -96,26 +73,8 @@ void AppLayer::render_metadata(const flow::Flow& f, uint64_t tx_id, std::string*
             if (tx == nullptr) {
                 return;
             }
-            *out += "\"http\":{";
-            member_if(out, &first, "hostname", tx->host);
-            member_if(out, &first, "url", tx->uri_raw);
-            member_if(out, &first, "http_user_agent", tx->user_agent);
-            if (!tx->content_type_resp.empty()) {
-                // The media type only, as Suricata logs it ("text/html; charset=..." ->
-                // "text/html").
-                const std::string_view ct = tx->content_type_resp;
-                member(out, &first, "http_content_type", ct.substr(0, ct.find(';')));
-            }
-            member_if(out, &first, "http_refer", tx->referer);
-            member_if(out, &first, "http_method", tx->method);
-            member_if(out, &first, "protocol", tx->protocol);
-            if (tx->status != 0) {
-                member_num(out, &first, "status", tx->status);
-            }
-            if (tx->response_progress >= http::HttpTx::kResponseHeaders) {
-                member_num(out, &first, "length", tx->response_body_bytes);
-            }
-            out->push_back('}');
+            // The same object as the EVE http record (basic + extended fields).
+            render_http(*tx, true, false, false, out);
             return;
         }
         case AppProto::kDns: {

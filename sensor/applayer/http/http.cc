@@ -275,6 +275,9 @@ void ParserAccess::body(const uint8_t* data, size_t n) {
 // Appends to the kept body; returns false once the body is full (nothing more wanted).
 bool ParserAccess::keep(const uint8_t* data, size_t n) {
     HttpTx* t = d.tx;
+    if (p.observer_ && n > 0) {
+        p.observer_->on_body(*t, dir, data, n);
+    }
     std::string& body = request() ? t->request_body : t->response_body;
     bool& trunc = request() ? t->request_body_truncated : t->response_body_truncated;
     size_t limit = request() ? cfg.request_body_limit : cfg.response_body_limit;
@@ -287,7 +290,8 @@ bool ParserAccess::keep(const uint8_t* data, size_t n) {
         body.append(reinterpret_cast<const char*>(data), n);
         mark(t);
     }
-    return !trunc;
+    // An observer wants the rest of the body even when the kept part is full.
+    return !trunc || p.observer_;
 }
 
 void ParserAccess::body_part_done() {
@@ -422,8 +426,10 @@ FeedResult HttpParser::on_close(Dir dir) {
         if (d.st != St::kBodyClose && d.st != St::kBodyHeadless) {
             if (dir == Dir::kToServer) {
                 d.tx->request_body_truncated = true;
+                d.tx->request_body_cut = true;
             } else {
                 d.tx->response_body_truncated = true;
+                d.tx->response_body_cut = true;
             }
         }
         if (d.st == St::kHeaders) {
@@ -466,8 +472,10 @@ void HttpParser::on_gap(Dir dir, uint64_t gap_len) {
         }
         if (dir == Dir::kToServer) {
             d.tx->request_body_truncated = true;
+            d.tx->request_body_cut = true;
         } else {
             d.tx->response_body_truncated = true;
+            d.tx->response_body_cut = true;
         }
         if (in_body) {
             d.remaining -= gap_len;
@@ -492,6 +500,7 @@ void HttpParser::abandon() {
     for (auto& d : dir_) {
         if (d->tx != nullptr) {
             d->tx->events.set(Event::kAbandoned);
+            (d.get() == dir_[0].get() ? d->tx->request_body_cut : d->tx->response_body_cut) = true;
         }
         d->reset_message();
         d->line.clear();

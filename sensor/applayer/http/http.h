@@ -167,10 +167,26 @@ struct HttpTx {
     uint64_t request_body_bytes = 0;   // message body bytes seen (after dechunking)
     uint64_t response_body_bytes = 0;  // before decompression
     EventSet events;                   // events raised while parsing this transaction
+    // The body of that direction was cut short (stream closed inside it, a gap, the flow
+    // abandoned): an EVE file of it is TRUNCATED, not CLOSED.
+    bool request_body_cut = false, response_body_cut = false;
+    // Kept for the app layer's EVE records: the transaction was logged, and the events
+    // already written as anomaly records (EventSet bits).
+    bool eve_logged = false;
+    uint64_t eve_events_logged = 0;
 
     bool complete() const {
         return request_progress == kRequestComplete && response_progress == kResponseComplete;
     }
+};
+
+// Sees every message body byte the parser decodes (dechunked, decompressed), before the
+// kept-body limit (request_body_limit / response_body_limit): EVE file logging hashes bodies
+// with it. Called during feed() / on_close(), for the transaction `tx` and its direction.
+class BodyObserver {
+public:
+    virtual ~BodyObserver() = default;
+    virtual void on_body(const HttpTx& tx, Dir dir, const uint8_t* data, size_t len) = 0;
 };
 
 // Transactions whose state changed during one call: ids first_id .. first_id + count - 1
@@ -203,6 +219,14 @@ public:
     size_t tx_count() const { return txs_.size(); }
     const HttpTx& tx_at(size_t i) const { return *txs_[i]; }
     const HttpTx* find_tx(uint64_t id) const;
+    // The same, writable: only the EVE bookkeeping fields (eve_*) are the caller's to change.
+    HttpTx* find_tx(uint64_t id) { return find_tx_mut(id); }
+    HttpTx& tx_at(size_t i) { return *txs_[i]; }
+    // Body bytes go to `o` too (null: none), which the parser owns from then on (it costs a
+    // flow without one nothing). With an observer, a compressed body is decompressed past the
+    // kept-body limit (up to decompress_limit) so that it sees it all.
+    void set_body_observer(std::unique_ptr<BodyObserver> o) { observer_ = std::move(o); }
+    BodyObserver* body_observer() const { return observer_.get(); }
     // Frees the transactions at the front that are complete in both directions. Call after
     // detection has seen the FeedResult that completed them. Returns how many were freed.
     size_t release_completed();
@@ -234,6 +258,7 @@ private:
     size_t reported_mem_ = 0;
     bool failed_ = false;
     bool tunnel_ = false;
+    std::unique_ptr<BodyObserver> observer_;
 
     friend struct ParserAccess;
 };

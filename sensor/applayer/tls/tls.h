@@ -146,6 +146,11 @@ public:
     bool has(Event e) const { return (events_ >> static_cast<unsigned>(e)) & 1U; }
     size_t memory() const;
 
+    // Kept for the app layer's EVE records: the session was logged, and the events already
+    // written as anomaly records (bit (1 << Event)).
+    bool eve_logged = false;
+    uint32_t eve_events_logged = 0;
+
 private:
     struct Side {
         uint8_t hdr[5] = {0, 0, 0, 0, 0};

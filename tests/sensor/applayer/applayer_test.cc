@@ -67,7 +67,8 @@ TEST_F(AppLayerTest, HttpIsFoundByContentOnAnyPortAndSplitAcrossCalls) {
     std::string json;
     app_.render_metadata(flow_, 0, &json);
     EXPECT_EQ(json,
-              "\"http\":{\"hostname\":\"example.com\",\"url\":\"/a/../admin%2fx\","
+              "\"http\":{\"hostname\":\"example.com\",\"http_port\":8081,"
+              "\"url\":\"/a/../admin%2fx\","
               "\"http_user_agent\":\"curl/8\",\"http_content_type\":\"text/html\","
               "\"http_method\":\"GET\",\"protocol\":\"HTTP/1.1\",\"status\":404,\"length\":5}");
 }
@@ -83,7 +84,7 @@ TEST_F(AppLayerTest, MetadataKeepsValidUtf8AndEscapesTheRest) {
     EXPECT_EQ(json,
               "\"http\":{\"hostname\":\"x\",\"url\":\"/\","
               "\"http_user_agent\":\"caf\xc3\xa9 \\u0001\\u00ff\x7f\",\"http_method\":\"GET\","
-              "\"protocol\":\"HTTP/1.1\"}");
+              "\"protocol\":\"HTTP/1.1\",\"length\":0}");
 }
 
 TEST_F(AppLayerTest, HttpRequestHeaderForXff) {
