@@ -123,8 +123,11 @@ Engine::Engine(SensorConfig config) : config_(std::move(config)), output_(new Ou
     output_->record_options.ethernet = c.eve.ethernet;
     output_->record_options.interfaces = &output_->interfaces;
 
-    if (c.eve_enabled) {
-        output_->eve = std::make_unique<output::EveWriter>(c.log_dir + "/" + c.eve_filename);
+    if (c.eve_enabled && c.eve.enabled) {
+        output::SinkOptions sink = c.eve.sink;
+        sink.log_dir = c.log_dir;
+        sink.filename = c.eve_filename;
+        output_->eve = std::make_unique<output::EveWriter>(output::make_sink(sink));
     }
     if (!c.detect.rule_files.empty() && c.stages >= Stage::kDetect) {
         detecting_ = true;

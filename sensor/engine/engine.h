@@ -229,6 +229,8 @@ private:
     void write_stats_event(bool final_event);
     void build_alert_output();
     void drain_alerts();
+    // The output thread: SIGHUP's reopen of eve.json and fast.log, when one was asked for.
+    void reopen_if_asked();
     AlertTap alert_tap_;
 
     // The per-packet pipeline (pipeline.cc). Each step returns what the rules decided so far

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <mutex>
 
+#include "common/log.h"
 #include "common/time_util.h"
 #include "sensor/engine/engine_internal.h"
 
@@ -26,6 +27,22 @@ void Engine::build_alert_output() {
     for (auto& w : workers_) {
         o.queues.push_back(w->alerts.get());
     }
+}
+
+void Engine::reopen_if_asked() {
+    if (!reopen_requested_.exchange(false, std::memory_order_relaxed)) {
+        return;
+    }
+    auto& o = *output_;
+    if (o.eve) {
+        o.eve->flush();
+        o.eve->reopen();
+    }
+    if (o.fast) {
+        o.fast->flush();
+        o.fast->reopen();
+    }
+    log::info("outputs reopened (SIGHUP)");
 }
 
 void Engine::drain_alerts() {
@@ -202,6 +219,7 @@ void Engine::write_stats_event(bool final_event) {
     o.last_total_pkts = total_pkts;
     o.last_total_bytes = total_bytes;
     o.last_ns = now;
+    reopen_if_asked();
     if (o.sink) {
         drain_alerts();
         drain_epoch_.fetch_add(1, std::memory_order_release);
@@ -238,18 +256,19 @@ void Engine::stats_main() {
     int64_t next = monotonic_ns() + interval_ns;
     // The output thread: drains alert queues every few milliseconds, writes stats events.
     const bool drains = output_->sink || !output_->record_queues.empty();
-    const int64_t slice_ns = drains ? 5000000 : 50000000;
+    const int64_t slice_ns = drains ? 5000000 : 50000000;  // SIGHUP is seen within a slice
     std::unique_lock<std::mutex> lock(done_mu_);
     while (!stop_.load(std::memory_order_relaxed) && workers_done_.load() < workers_.size()) {
+        lock.unlock();
+        reopen_if_asked();
         if (drains) {
-            lock.unlock();
             if (output_->sink) {
                 drain_alerts();
             }
             drain_records();
             drain_epoch_.fetch_add(1, std::memory_order_release);
-            lock.lock();
         }
+        lock.lock();
         int64_t wait_ns = std::min<int64_t>(next - monotonic_ns(), slice_ns);
         if (wait_ns > 0) {
             done_cv_.wait_for(lock, std::chrono::nanoseconds(wait_ns));

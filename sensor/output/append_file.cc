@@ -5,6 +5,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "common/log.h"
+
 namespace picket::sensor::output {
 
 AppendFile::AppendFile(const std::string& path) : path_(path) {
@@ -12,6 +14,18 @@ AppendFile::AppendFile(const std::string& path) : path_(path) {
     if (file_ == nullptr) {
         throw std::runtime_error(path + ": cannot open for writing: " + std::strerror(errno));
     }
+}
+
+void AppendFile::reopen() {
+    std::fflush(file_);
+    FILE* f = std::fopen(path_.c_str(), "a");
+    if (f == nullptr) {
+        log::warning(path_ + ": cannot reopen for writing: " + std::strerror(errno) +
+                     "; still writing to the file opened before");
+        return;
+    }
+    std::fclose(file_);
+    file_ = f;
 }
 
 AppendFile::~AppendFile() {

@@ -55,10 +55,5 @@ nlohmann::json make_stats_event(int64_t ts_ns, int64_t uptime_sec, const StatsSn
     return {{"timestamp", format_eve_timestamp(ts_ns)}, {"event_type", "stats"}, {"stats", s}};
 }
 
-void EveWriter::write(const nlohmann::json& event) {
-    std::string line = event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    line.push_back('\n');
-    file_.write(line);
-}
 
 }  // namespace picket::sensor::output

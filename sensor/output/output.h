@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -23,6 +24,7 @@
 #include "common/stats.h"
 #include "sensor/decode/decode.h"
 #include "sensor/output/ring.h"
+#include "sensor/output/sink.h"
 
 namespace picket::sensor::output {
 
@@ -62,6 +64,9 @@ public:
 
     void write(std::string_view bytes) { std::fwrite(bytes.data(), 1, bytes.size(), file_); }
     void flush() { std::fflush(file_); }
+    // Closes the file and opens the path again (logrotate moved it away). On failure the old
+    // file stays open and the error is logged.
+    void reopen();
     const std::string& path() const { return path_; }
 
 private:
@@ -69,22 +74,26 @@ private:
     FILE* file_ = nullptr;
 };
 
+// The EVE writer of the output thread: renders stats events and passes every record to its
+// sink (a file, a socket, syslog or Redis: sink.h), counting records written per event type.
 class EveWriter {
 public:
-    // Opens (appends to) path; throws std::runtime_error naming the path on failure.
-    explicit EveWriter(const std::string& path) : file_(path) {}
+    explicit EveWriter(std::unique_ptr<EveSink> sink) : sink_(std::move(sink)) {}
+    // A regular file at path (appended to; a failure to open is reported by the sink, which
+    // retries).
+    explicit EveWriter(const std::string& path);
 
     void write(const nlohmann::json& event);
-    // Appends one already-rendered JSON object (no trailing newline) and a newline.
-    void write_line(std::string_view json) {
-        file_.write(json);
-        file_.write("\n");
-    }
-    void flush() { file_.flush(); }
-    const std::string& path() const { return file_.path(); }
+    // One already-rendered JSON object (no trailing newline).
+    void write_line(std::string_view json) { sink_->write(json); }
+    void flush() { sink_->flush(); }
+    // SIGHUP: files are closed and opened again (logrotate), sockets reconnect.
+    void reopen() { sink_->reopen(); }
+    const std::string& path() const { return sink_->name(); }
+    const EveSink& sink() const { return *sink_; }
 
 private:
-    AppendFile file_;
+    std::unique_ptr<EveSink> sink_;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -282,6 +291,7 @@ public:
 
     void write(const AlertEvent& ev);
     void flush() { file_.flush(); }
+    void reopen() { file_.reopen(); }
     const std::string& path() const { return file_.path(); }
     // Appends the line for ev, with its newline, to out.
     static void format(const AlertEvent& ev, std::string& out);
