@@ -542,6 +542,37 @@ TEST(EveConfigTest, SensorConfigFailsOnAnUnknownType) {
         "drop, files, flow, http, stats, tls)");
 }
 
+// Shapes no real configuration has (found by thinking like tests/fuzz/config_fuzz): each is a
+// ConfigError, never another exception.
+TEST(EveConfigTest, OddShapesAreConfigErrors) {
+    EXPECT_EQ(error_of("outputs: [[eve-log]]"),
+              "s.yaml: outputs[0]: expected a name or a map of one name to its options, such as "
+              "- eve-log: {enabled: yes, ...}");
+    EXPECT_EQ(error_of("outputs: [{? [a, b] : c}]"),
+              "s.yaml: outputs[0]: expected a name or a map of one name to its options, such as "
+              "- eve-log: {enabled: yes, ...}");
+    EXPECT_EQ(error_of("outputs: [eve-log: [1, 2]]"),
+              "s.yaml: outputs.eve-log: expected a map of options");
+    EXPECT_EQ(error_of("outputs: [eve-log: {? [x] : y}]"),
+              "s.yaml: outputs.eve-log: unknown option '?' (known: community-id, "
+              "community-id-seed, enabled, ethernet, facility, filename, filetype, identity, "
+              "level, metadata, pcap-file, prefix, record-queue-size, redis, syslog-socket, "
+              "threaded, types, xff)");
+    EXPECT_EQ(error_of("outputs: [eve-log: {types: [[alert]]}]"),
+              "s.yaml: outputs.eve-log.types[0]: expected a name or a map of one name to its "
+              "options, such as - flow or - http: {extended: yes}");
+    EXPECT_EQ(error_of("outputs: [eve-log: {redis: yes}]"),
+              "s.yaml: outputs.eve-log.redis: expected a map of options");
+    EXPECT_EQ(error_of("outputs: [eve-log: {filename: [a]}]"),
+              "s.yaml: outputs.eve-log.filename: expected a single value");
+    EXPECT_EQ(error_of("outputs: [eve-log: {types: [dns: {version: [2]}]}]"),
+              "s.yaml: outputs.eve-log.types.dns.version: expected 2 or 3, got 'a list or map'");
+    EXPECT_EQ(error_of("outputs: [eve-log: {types: [files: {force-hash: {md5: 1}}]}]"),
+              "s.yaml: outputs.eve-log.types.files.force-hash: expected a list of md5, sha1, "
+              "sha256");
+    EXPECT_EQ(error_of("outputs: {eve: yes}"), "s.yaml: outputs.eve: expected a map of options");
+}
+
 // An excerpt of Suricata 7's shipped suricata.yaml (outputs), as a user would bring it.
 constexpr std::string_view kSuricata7Outputs = R"(%YAML 1.1
 ---
