@@ -1,6 +1,7 @@
 #include "sensor/engine/engine.h"
 
 #include "sensor/capture/inline.h"
+#include "sensor/engine/eve_config.h"
 
 #include <algorithm>
 #include <climits>
@@ -214,8 +215,6 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
     }
 
     s.log_dir = c.get_string("default-log-dir", ".");
-    s.eve_enabled = c.get_bool("outputs.eve.enabled", true);
-    s.eve_filename = c.get_string("outputs.eve.filename", "eve.json");
     s.stats_interval_sec = c.get_seconds("stats-interval", 8);
     if (s.stats_interval_sec < 0.1) {
         throw ConfigError(c.source() + ": stats-interval: must be at least 0.1 seconds");
@@ -439,22 +438,26 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
             }
         }
     }
-    s.fast_log_enabled = c.get_bool("outputs.fast.enabled", true);
-    s.fast_log_filename = c.get_string("outputs.fast.filename", "fast.log");
-    s.alert_payload = c.get_bool("outputs.eve.alert.payload", true);
-    s.alert_payload_printable = c.get_bool("outputs.eve.alert.payload-printable", true);
-    s.alert_packet = c.get_bool("outputs.eve.alert.packet", true);
+    // outputs: Suricata's list (- eve-log, - fast) or Picket's map (eve, fast).
+    const FastLogConfig fast = read_fast_log_config(c);
+    s.fast_log_enabled = fast.enabled;
+    s.fast_log_filename = fast.filename;
     s.alert_queue_bytes = c.get_size("outputs.alert-queue-size", 4ULL << 20);
-    s.alert_verdict = c.get_bool("outputs.eve.alert.verdict", s.ips());
+    s.eve = read_eve_config(c, s.ips());
+    s.eve.sink.log_dir = s.log_dir;
+    // The fields the engine reads today, until it reads s.eve itself.
+    s.eve_enabled = s.eve.enabled;
+    s.eve_filename = s.eve.sink.filename;
+    s.alert_payload = s.eve.alert.payload;
+    s.alert_payload_printable = s.eve.alert.payload_printable;
+    s.alert_packet = s.eve.alert.packet;
+    s.alert_verdict = s.eve.alert.verdict_set ? s.eve.alert.verdict : s.ips();
+    s.alert_xff.enabled = s.eve.alert.xff_enabled;
+    s.alert_xff.mode =
+        s.eve.alert.xff_overwrite ? output::XffMode::kOverwrite : output::XffMode::kExtraData;
+    s.alert_xff.reverse = s.eve.alert.xff_reverse;
+    s.alert_xff.header = s.eve.alert.xff_header;
     s.guess_applayer_tx = c.get_bool("detect.guess-applayer-tx", false);
-    s.alert_xff.enabled = c.get_bool("outputs.eve.alert.xff.enabled", false);
-    s.alert_xff.mode = c.get_choice("outputs.eve.alert.xff.mode", "extra-data",
-                                    {"extra-data", "overwrite"}) == "overwrite"
-                           ? output::XffMode::kOverwrite
-                           : output::XffMode::kExtraData;
-    s.alert_xff.reverse = c.get_choice("outputs.eve.alert.xff.deployment", "reverse",
-                                       {"reverse", "forward"}) == "reverse";
-    s.alert_xff.header = c.get_string("outputs.eve.alert.xff.header", "X-Forwarded-For");
     return s;
 }
 

@@ -128,6 +128,12 @@ struct AlertLogOptions {
     bool tagged_packets = true;  // tagged-packets
     bool verdict = false;        // verdict (default on in IPS modes; the sensor decides)
     bool verdict_set = false;    // verdict was given in the configuration
+    // xff: {enabled, mode: extra-data | overwrite, deployment: reverse | forward, header}
+    // (types.alert.xff, else eve-log.xff); output.h's XffOptions holds the same for the writer.
+    bool xff_enabled = false;
+    bool xff_overwrite = false;  // mode: overwrite (else extra-data)
+    bool xff_reverse = true;     // deployment: reverse (else forward)
+    std::string xff_header = "X-Forwarded-For";
 };
 
 struct EveConfig {

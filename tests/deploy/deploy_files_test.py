@@ -50,6 +50,9 @@ GRAFANA_PORT = 3000
 SENSOR_OPEN_MAPS = {
     "vars.address-groups": ['"vars"', '"address-groups"'],
     "vars.port-groups": ['"vars"', '"port-groups"'],
+    # outputs.eve is read as a section (sensor/engine/eve_config.cc) whose unknown keys are a
+    # config error, so the -T run of deploy/sensor.yaml below proves each of its keys is read.
+    "outputs.eve": ['"outputs.eve"', '"alert"', '"xff"', '"payload-printable"'],
 }
 
 

@@ -316,6 +316,22 @@ class Detection(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("missing.rules", r.stderr)
 
+    def test_check_mode_reports_a_bad_eve_type(self):
+        good = os.path.join(self.tmp, "eve-good.rules")
+        with open(good, "w") as f:
+            f.write('alert tcp any any -> any any (msg:"ok"; content:"a"; sid:5;)\n')
+        cfg = os.path.join(self.tmp, "eve-types.yaml")
+        with open(cfg, "w") as f:
+            f.write("outputs:\n  - fast: {enabled: yes}\n  - eve-log:\n      types: [alert, htpp]\n"
+                    "  - pcap-log: {enabled: no}\n")
+        r = run([sensor_bin(), "-T", "-c", cfg, "-S", good])
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(r.stderr.splitlines(), [
+            "picket: warning: %s: outputs: 'pcap-log' is not supported by Picket; ignored" % cfg,
+            "picket-sensor: config error: %s: outputs.eve-log.types: unknown type 'htpp' "
+            "(known: alert, anomaly, dns, drop, files, flow, http, stats, tls)" % cfg,
+        ])
+
     def test_check_mode_reads_the_acl_file(self):
         good = os.path.join(self.tmp, "acl-good.rules")
         with open(good, "w") as f:

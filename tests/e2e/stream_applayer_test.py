@@ -87,6 +87,11 @@ class Run:
         return cur
 
 
+# An alert's "stream" flag (matched on reassembled data) is printed with its payload, which is
+# off by default (as in Suricata): the runs whose tests read it turn payload-printable on.
+WITH_STREAM_FLAG = "outputs.eve.alert.payload-printable=yes"
+
+
 def run_sensor(tmp, name, writer, rules, sets=()):
     d = tempfile.mkdtemp(prefix=name + "-", dir=tmp)
     pcap = os.path.join(d, name + ".pcap")
@@ -345,11 +350,11 @@ class Stream(SensorCase):
     def setUpClass(cls):
         super().setUpClass()
         cls.w, cls.at = stream_pcap()
-        cls.default = run_sensor(cls.tmp, "stream", cls.w, STREAM_RULES)
+        cls.default = run_sensor(cls.tmp, "stream", cls.w, STREAM_RULES, [WITH_STREAM_FLAG])
         cls.depth = run_sensor(cls.tmp, "stream-depth", cls.w, STREAM_RULES,
-                               ["stream.reassembly.depth=1000"])
+                               ["stream.reassembly.depth=1000", WITH_STREAM_FLAG])
         cls.mid = run_sensor(cls.tmp, "stream-mid", cls.w, STREAM_RULES,
-                             ["stream.midstream=true"])
+                             ["stream.midstream=true", WITH_STREAM_FLAG])
 
     def test_runs_ok(self):
         for r in (self.default, self.depth, self.mid):
@@ -464,11 +469,11 @@ class Holes(SensorCase):
     def setUpClass(cls):
         super().setUpClass()
         cls.w, cls.at = holes_pcap()
-        cls.ids = run_sensor(cls.tmp, "holes", cls.w, HOLES_RULES)
+        cls.ids = run_sensor(cls.tmp, "holes", cls.w, HOLES_RULES, [WITH_STREAM_FLAG])
         cls.no_ack = run_sensor(cls.tmp, "holes-no-ack", cls.w, HOLES_RULES,
-                                ["stream.raw-on-ack=false"])
+                                ["stream.raw-on-ack=false", WITH_STREAM_FLAG])
         cls.inline = run_sensor(cls.tmp, "holes-inline", cls.w, HOLES_RULES,
-                                ["stream.inline=true"])
+                                ["stream.inline=true", WITH_STREAM_FLAG])
 
     def test_runs_ok(self):
         for r in (self.ids, self.no_ack, self.inline):
@@ -1322,10 +1327,11 @@ class RawTiming(SensorCase):
     def setUpClass(cls):
         super().setUpClass()
         cls.w, cls.at = raw_pcap()
-        cls.r = run_sensor(cls.tmp, "raw", cls.w, RAW_RULES)
+        cls.r = run_sensor(cls.tmp, "raw", cls.w, RAW_RULES, [WITH_STREAM_FLAG])
         cls.guess = run_sensor(cls.tmp, "raw-guess", cls.w, RAW_RULES,
-                               ["detect.guess-applayer-tx=true"])
-        cls.pkt = run_sensor(cls.tmp, "raw-pkt", cls.w, RAW_RULES, ["stream.raw-on-ack=false"])
+                               ["detect.guess-applayer-tx=true", WITH_STREAM_FLAG])
+        cls.pkt = run_sensor(cls.tmp, "raw-pkt", cls.w, RAW_RULES,
+                             ["stream.raw-on-ack=false", WITH_STREAM_FLAG])
 
     def test_runs_ok(self):
         for r in (self.r, self.guess, self.pkt):
