@@ -4,7 +4,7 @@
 Usage:
   run_compat.py --sensor BIN --cases DIR [--pass-list FILE] [--expected-cases FILE]
                 [--update-pass-list] [-k PATTERN | --case NAME] [-j N] [--outdir DIR]
-                [--timeout SEC] [--suricata-version V] [-v]
+                [--timeout SEC] [--suricata-version V] [--report-md FILE] [-v]
 
 A case is a directory holding test.yaml (plus a pcap, a rules file, optionally
 suricata.yaml), in the layout of OISF/suricata-verify. For each case the runner:
@@ -16,14 +16,16 @@ suricata.yaml), in the layout of OISF/suricata-verify. For each case the runner:
      "file:line sid N: reason" the sensor prints);
   3. runs BIN -r PCAP -S RULES -l OUTDIR ..., fails the case when the sensor's exit status
      is not the one test.yaml's `exit-code:` names (0 when absent, as upstream's run.py),
-     and evaluates every `filter` check on `event_type: alert` against OUTDIR/eve.json
-     (other checks are not ours to honour).
+     and evaluates every `filter` check on eve.json (alert, fileinfo, flow, http, dns, tls,
+     drop, anomaly, stats, ... records) against OUTDIR/eve.json; a case passes when all of
+     them hold (`shell` and `stats` checks are not ours to honour).
 
-A case whose alert checks all expect `count: 0` is passed by a sensor that never alerts: it
-is reported apart (PASS-COUNT0 / FAIL-COUNT0) and left out of the pass rate.
+A case whose checks all expect `count: 0` is passed by a sensor that writes nothing: it is
+reported apart (PASS-COUNT0 / FAIL-COUNT0) and left out of the pass rate.
 
 It prints one line per case (PASS name / FAIL name: why / SKIP name: why / PASS-COUNT0 name
-/ FAIL-COUNT0 name: why), then the totals and the pass rates. The exit status is 1 when a
+/ FAIL-COUNT0 name: why), then the totals, the pass rates and the checks per event type
+(--report-md writes those as a Markdown table). The exit status is 1 when a
 case named in the pass list no longer passes (a regression) or is missing from the data,
 or when the data set's cases differ from --expected-cases; new passes are reported on
 stderr and added to the pass list with --update-pass-list, which also rewrites
@@ -63,8 +65,8 @@ class Fail(Exception):
     pass
 
 
-# The outcome of a case: PASS, FAIL or SKIP, why, and whether every alert check it ran
-# expects count 0 (a sensor that never alerts passes such a case).
+# The outcome of a case: PASS, FAIL or SKIP, why, and whether every check it ran expects
+# count 0 (a sensor that writes nothing passes such a case).
 COUNT0_SUFFIX = "-COUNT0"
 
 
