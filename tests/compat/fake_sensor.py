@@ -15,6 +15,9 @@ FAKE_SENSOR_NEVER_ALERT=1
                 a sensor that never alerts: the eve.json it writes keeps only the events
                 of fake-eve.json that are not alerts (an empty file when there is none),
                 so it passes exactly the cases whose alert checks all expect count 0
+FAKE_SENSOR_ONLY_TYPES=alert,stats
+                a sensor that writes only these record types: the other events of
+                fake-eve.json are left out (applied after FAKE_SENSOR_NEVER_ALERT)
 """
 import json
 import os
@@ -56,15 +59,25 @@ def main(argv):
         json.dump(argv, f)
     src = os.path.join(os.path.dirname(rules), "fake-eve.json")
     dst = os.path.join(out, "eve.json")
-    if os.environ.get("FAKE_SENSOR_NEVER_ALERT") == "1":
+    only = os.environ.get("FAKE_SENSOR_ONLY_TYPES")
+    only = set(only.split(",")) if only else None
+    never_alert = os.environ.get("FAKE_SENSOR_NEVER_ALERT") == "1"
+    if only is None and not never_alert:
+        if os.path.exists(src):
+            shutil.copy(src, dst)
+    else:
         with open(dst, "w") as f:
             if os.path.exists(src):
                 with open(src) as events:
                     for line in events:
-                        if line.strip() and json.loads(line).get("event_type") != "alert":
-                            f.write(line)
-    elif os.path.exists(src):
-        shutil.copy(src, dst)
+                        if not line.strip():
+                            continue
+                        event_type = json.loads(line).get("event_type")
+                        if never_alert and event_type == "alert":
+                            continue
+                        if only is not None and event_type not in only:
+                            continue
+                        f.write(line)
     for line in lines:
         m = re.search(r"run-exit-(\d+)", line)
         if m:

@@ -4,7 +4,7 @@
 Usage:
   run_compat.py --sensor BIN --cases DIR [--pass-list FILE] [--expected-cases FILE]
                 [--update-pass-list] [-k PATTERN | --case NAME] [-j N] [--outdir DIR]
-                [--timeout SEC] [--suricata-version V] [-v]
+                [--timeout SEC] [--suricata-version V] [--report-md FILE] [-v]
 
 A case is a directory holding test.yaml (plus a pcap, a rules file, optionally
 suricata.yaml), in the layout of OISF/suricata-verify. For each case the runner:
@@ -16,14 +16,16 @@ suricata.yaml), in the layout of OISF/suricata-verify. For each case the runner:
      "file:line sid N: reason" the sensor prints);
   3. runs BIN -r PCAP -S RULES -l OUTDIR ..., fails the case when the sensor's exit status
      is not the one test.yaml's `exit-code:` names (0 when absent, as upstream's run.py),
-     and evaluates every `filter` check on `event_type: alert` against OUTDIR/eve.json
-     (other checks are not ours to honour).
+     and evaluates every `filter` check on eve.json (alert, fileinfo, flow, http, dns, tls,
+     drop, anomaly, stats, ... records) against OUTDIR/eve.json; a case passes when all of
+     them hold (`shell` and `stats` checks are not ours to honour).
 
-A case whose alert checks all expect `count: 0` is passed by a sensor that never alerts: it
-is reported apart (PASS-COUNT0 / FAIL-COUNT0) and left out of the pass rate.
+A case whose checks all expect `count: 0` is passed by a sensor that writes nothing: it is
+reported apart (PASS-COUNT0 / FAIL-COUNT0) and left out of the pass rate.
 
 It prints one line per case (PASS name / FAIL name: why / SKIP name: why / PASS-COUNT0 name
-/ FAIL-COUNT0 name: why), then the totals and the pass rates. The exit status is 1 when a
+/ FAIL-COUNT0 name: why), then the totals, the pass rates and the checks per event type
+(--report-md writes those as a Markdown table). The exit status is 1 when a
 case named in the pass list no longer passes (a regression) or is missing from the data,
 or when the data set's cases differ from --expected-cases; new passes are reported on
 stderr and added to the pass list with --update-pass-list, which also rewrites
@@ -63,8 +65,8 @@ class Fail(Exception):
     pass
 
 
-# The outcome of a case: PASS, FAIL or SKIP, why, and whether every alert check it ran
-# expects count 0 (a sensor that never alerts passes such a case).
+# The outcome of a case: PASS, FAIL or SKIP, why, and whether every check it ran expects
+# count 0 (a sensor that writes nothing passes such a case).
 COUNT0_SUFFIX = "-COUNT0"
 
 
@@ -204,28 +206,41 @@ def match_event(match, event):
     return True
 
 
-def is_alert_filter(flt):
-    if not isinstance(flt, dict):
-        return False
-    if flt.get("filename", "eve.json") != "eve.json":
-        return False
+# The EVE record types reported by name, in this order; a check on any other type (dcerpc,
+# smb, netflow, ...) is reported under its own name after them.
+EVENT_TYPES = ("alert", "fileinfo", "flow", "http", "dns", "tls", "drop", "anomaly", "stats")
+# What a filter without `event_type` counts as when none of its keys names a record type:
+# it matches records of every type.
+ANY_EVENT_TYPE = "any"
+
+
+def filter_event_type(flt):
+    """The EVE record type a filter check is about: its `event_type`, else the record type
+    its keys name (`alert.signature_id`, `has-key: http.hostname`, ...; alert first, since
+    an alert carries flow/http/... objects too), else "any"."""
     match = flt.get("match") or {}
     if "event_type" in match:
-        return match["event_type"] == "alert"
-    # No event type: a check on alert fields (alert.signature_id, has-key alert.xff, ...).
+        return str(match["event_type"])
     names = [str(v) for k, v in match.items() if k in ("has-key", "not-has-key")]
     names += [k for k in match if k not in ("has-key", "not-has-key")]
-    return any(n == "alert" or n.startswith(("alert.", "alert[")) for n in names)
+    heads = [re.split(r"[.\[]", n, maxsplit=1)[0] for n in names]
+    if "alert" in heads:
+        return "alert"
+    for head in heads:
+        if head in EVENT_TYPES and head != "alert":
+            return head
+    return ANY_EVENT_TYPE
 
 
-def alert_filters(checks, ours):
-    """The filter checks that count: on event_type alert, with their requires met."""
+def eve_filters(checks, ours):
+    """The filter checks that count: every `filter` on eve.json with its requires met, as
+    (check number, filter, event type)."""
     out = []
     for i, check in enumerate(checks or []):
         if not isinstance(check, dict) or "filter" not in check:
             continue
         flt = check["filter"]
-        if not is_alert_filter(flt):
+        if not isinstance(flt, dict) or flt.get("filename", "eve.json") != "eve.json":
             continue
         requires = dict(flt.get("requires") or {})
         for key in VERSION_KEYS:
@@ -233,7 +248,7 @@ def alert_filters(checks, ours):
                 requires[key] = flt[key]
         if unmet_requirement(requires, ours) is not None:
             continue
-        out.append((i + 1, flt))
+        out.append((i + 1, flt, filter_event_type(flt)))
     return out
 
 
@@ -254,19 +269,33 @@ def load_eve(path):
 
 
 def count0_only(filters):
-    """True when every alert check expects no matching event: a sensor that never alerts
-    (or writes no alert at all) passes them."""
-    return bool(filters) and all(flt.get("count") == 0 for _, flt in filters)
+    """True when every check expects no matching record: a sensor that writes nothing (or no
+    record of the types checked) passes them."""
+    return bool(filters) and all(f[1].get("count") == 0 for f in filters)
+
+
+def check_results(filters, events):
+    """[(check number, event type, passed, description of a failure or None)] for each
+    filter ((number, filter) or (number, filter, event type)) against the records."""
+    out = []
+    for f in filters:
+        number, flt = f[0], f[1]
+        event_type = f[2] if len(f) > 2 else filter_event_type(flt)
+        count = sum(1 for ev in events if match_event(flt.get("match") or {}, ev))
+        expected = flt.get("count")
+        why = None
+        if count != expected:
+            what = flt.get("comment") or json.dumps(flt.get("match"), sort_keys=True)
+            why = "check #%d %s: expected %s, got %d" % (number, what, expected, count)
+        out.append((number, event_type, why is None, why))
+    return out
 
 
 def evaluate(filters, events):
     """None when every filter holds, else the first failure's description."""
-    for number, flt in filters:
-        count = sum(1 for ev in events if match_event(flt.get("match") or {}, ev))
-        expected = flt.get("count")
-        if count != expected:
-            what = flt.get("comment") or json.dumps(flt.get("match"), sort_keys=True)
-            return "check #%d %s: expected %s, got %d" % (number, what, expected, count)
+    for _, _, ok, why in check_results(filters, events):
+        if not ok:
+            return why
     return None
 
 
@@ -411,6 +440,7 @@ class Runner:
         self.etc_dir = os.path.join(cases_dir, "_upstream-etc")
         self._help = None
         self._help_lock = threading.Lock()
+        self.checks = {}  # case name -> [(event type, passed or None)], see run_case
 
     def help_text(self):
         """BIN --help, run once and only when a case needs it: a case test runs one case,
@@ -453,8 +483,9 @@ class Runner:
             raise Fail("cannot run the sensor: %s" % e)
 
     def run_case(self, name):
-        """('PASS'|'FAIL'|'SKIP', reason, count0_only)."""
-        info = {"count0_only": False}
+        """('PASS'|'FAIL'|'SKIP', reason, count0_only). The case's checks, as (event type,
+        passed: True/False, or None when the case did not run), go to self.checks[name]."""
+        info = {"count0_only": False, "checks": []}
         try:
             status, reason = self._run_case(name, info)
         except Skip as e:
@@ -463,11 +494,19 @@ class Runner:
             status, reason = "FAIL", str(e)
         except (yaml.YAMLError, ValueError, KeyError, TypeError, AttributeError) as e:
             status, reason = "FAIL", "bad case: %s: %s" % (type(e).__name__, e)
+        checks = info["checks"]
+        if status == "SKIP":
+            checks = [(t, None) for t, _ in checks]
+        elif status == "FAIL" and "evaluated" not in info:
+            checks = [(t, False) for t, _ in checks]  # the sensor failed: none could pass
+        self.checks[name] = checks
         return (status, reason, info["count0_only"])
 
     def _run_case(self, name, info):
         case_dir = os.path.join(self.cases_dir, name)
         config = load_yaml(os.path.join(case_dir, "test.yaml"))
+        filters = eve_filters(config.get("checks"), self.version)
+        info["checks"] = [(t, None) for _, _, t in filters]
         why = unmet_requirement(config.get("requires"), self.version)
         if why:
             raise Skip(why)
@@ -483,9 +522,8 @@ class Runner:
             raise Skip("exit-code %r is not a number" % (expected_exit,))
         if "setup" in config:
             raise Skip("setup scripts")
-        filters = alert_filters(config.get("checks"), self.version)
         if not filters:
-            raise Skip("no alert checks")
+            raise Skip("no filter checks")
         info["count0_only"] = count0_only(filters)
         pcap = resolve_input(case_dir, config, "pcap", ("*.pcap", "*.pcapng"), "pcap")
         rules = resolve_input(case_dir, config, "rules", ("*.rules",), "rules")
@@ -524,7 +562,10 @@ class Runner:
                    "was killed by signal %d" % -run.returncode)
             raise Fail("sensor %s, expected exit status %d: %s" % (
                 how, expected_exit, last_line(run.stderr)))
-        failure = evaluate(filters, load_eve(os.path.join(out, "eve.json")))
+        results = check_results(filters, load_eve(os.path.join(out, "eve.json")))
+        info["checks"] = [(t, ok) for _, t, ok, _ in results]
+        info["evaluated"] = True
+        failure = next((why for _, _, ok, why in results if not ok), None)
         if failure:
             raise Fail(failure)
         return ("PASS", "")
@@ -646,8 +687,46 @@ def totals_line(results):
         c["PASS"], c["FAIL"], c["SKIP"], c["PASS0"] + c["FAIL0"], c["PASS0"], c["FAIL0"]), c)
 
 
-def summary_lines(names, results, families):
-    """The totals, per family when the data set has several, and the pass rates."""
+def per_type_counts(names, checks):
+    """[(event type, checks in the cases run, passed, checks in skipped cases)], types in
+    EVENT_TYPES order then by name."""
+    counts = {}
+    for n in names:
+        for event_type, ok in checks.get(n, []):
+            c = counts.setdefault(event_type, [0, 0, 0])
+            if ok is None:
+                c[2] += 1
+            else:
+                c[0] += 1
+                c[1] += 1 if ok else 0
+    order = [t for t in EVENT_TYPES if t in counts]
+    order += sorted(t for t in counts if t not in EVENT_TYPES)
+    return [(t, counts[t][0], counts[t][1], counts[t][2]) for t in order]
+
+
+def per_type_lines(names, checks):
+    """`event type T: C checks, P passed, pass rate P/C = x% (+S in skipped cases)`."""
+    out = []
+    for t, run, passed, skipped in per_type_counts(names, checks):
+        out.append("event type %s: %d checks, %d passed, pass rate %s%s" % (
+            t, run, passed, percent(passed, run),
+            " (+%d in skipped cases)" % skipped if skipped else ""))
+    return out
+
+
+def report_md(names, checks):
+    """The per-event-type figures as a Markdown table (--report-md)."""
+    out = ["| event type | checks | passed | pass rate | checks in skipped cases |",
+           "|---|---|---|---|---|"]
+    for t, run, passed, skipped in per_type_counts(names, checks):
+        rate = "%.1f%%" % (100.0 * passed / run) if run else "-"
+        out.append("| %s | %d | %d | %s | %d |" % (t, run, passed, rate, skipped))
+    return out
+
+
+def summary_lines(names, results, families, checks=None):
+    """The totals, per family when the data set has several, the pass rates, and the checks
+    per event type."""
     line, c = totals_line([results[n] for n in names])
     out = [line]
     by_family = {}
@@ -664,6 +743,7 @@ def summary_lines(names, results, families):
     out.append("pass rate with count-0-only: %s of the cases, %s of those run" % (
         percent(c["PASS"] + c["PASS0"], len(names)),
         percent(c["PASS"] + c["PASS0"], c["PASS"] + c["FAIL"] + c["PASS0"] + c["FAIL0"])))
+    out += per_type_lines(names, checks or {})
     return out
 
 
@@ -717,13 +797,16 @@ def main(argv=None):
                     help="version that test.yaml requires: are checked against (default %s: "
                     "the data set targets upstream's current behaviour)" %
                     DEFAULT_SURICATA_VERSION)
+    ap.add_argument("--report-md", metavar="FILE",
+                    help="write the checks per event type as a Markdown table to FILE "
+                    "(- = stdout, after the summary)")
     ap.add_argument("-v", dest="verbose", action="store_true", help="print sensor command lines")
     args = ap.parse_args(argv)
 
     if args.update_pass_list and not args.pass_list:
         ap.error("--update-pass-list needs --pass-list")
-    if args.case and (args.patterns or args.update_pass_list):
-        ap.error("--case runs one case: not with -k or --update-pass-list")
+    if args.case and (args.patterns or args.update_pass_list or args.report_md):
+        ap.error("--case runs one case: not with -k, --update-pass-list or --report-md")
     cases_dir = os.path.abspath(args.cases)
     if not os.path.isdir(cases_dir):
         ap.error("--cases %s: not a directory" % args.cases)
@@ -782,8 +865,15 @@ def run_all(args, runner, cases_dir):
         print(p)
     for n in regressions:
         print("regression: %s is in the pass list but did not pass" % n)
-    for line in summary_lines(names, results, load_families(cases_dir)):
+    for line in summary_lines(names, results, load_families(cases_dir), runner.checks):
         print(line)
+    if args.report_md:
+        table = "\n".join(report_md(names, runner.checks)) + "\n"
+        if args.report_md == "-":
+            print(table, end="")
+        else:
+            with open(args.report_md, "w") as f:
+                f.write(table)
     if problems or regressions:
         print("FAILED: %d data set problem(s), %d regression(s)" % (len(problems),
                                                                     len(regressions)))
