@@ -13,6 +13,8 @@ PACKAGES=(
     libbpf-dev libssl-dev zlib1g-dev liblzma-dev
     # the EVE redis sink (hiredis) and a real Redis server for its tests
     libhiredis-dev redis-server
+    # file magic for EVE fileinfo (force-magic); logrotate for the rotation test
+    libmagic-dev logrotate
     # DPDK 22.11 for the optional DPDK capture (picket_capture_dpdk); pulls in the net_pcap,
     # net_ring and net_af_packet PMDs and the ring mempool that the virtual-device tests use
     libdpdk-dev

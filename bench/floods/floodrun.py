@@ -178,7 +178,7 @@ def run_sensor(sensor, pcap, rules, classification, logdir, config=DEFAULT_CONFI
     peak RSS; kills it (and reports timed_out) after `timeout` seconds."""
     os.makedirs(logdir, exist_ok=True)
     cmd = [sensor, "-c", config, "-r", pcap, "-S", rules, "-l", logdir,
-           "--set", "stats-interval=1"]
+           "--set", "stats-interval=1", "--set", "stats-picket-counters=yes"]
     if classification:
         cmd += ["--set", "classification-file=" + classification]
     for s in sets:

@@ -82,7 +82,7 @@ void AppLayer::render_metadata(const flow::Flow& f, uint64_t tx_id, std::string*
                 if (m.tx_id != tx_id) {
                     continue;
                 }
-                *out += "\"dns\":{\"query\":[{";
+                *out += "\"dns\":{\"version\":2,\"query\":[{";
                 member(out, &first, "type", "query");
                 member_num(out, &first, "id", m.id);
                 member(out, &first, "rrname", m.rrname);

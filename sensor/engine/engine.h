@@ -71,6 +71,9 @@ struct SensorConfig {
     // outputs: - eve-log: (Suricata's layout; see sensor/output/eve_config.h).
     output::EveConfig eve;
     double stats_interval_sec = 8;
+    // stats-picket-counters: EVE stats records also carry Picket's own counters, which
+    // Suricata's EVE schema has no room for (off: the record validates; Prometheus has all).
+    bool stats_picket_counters = false;
     uint32_t snaplen = 262144;
     bool promisc = true;
     uint64_t pcap_buffer_bytes = 32ULL << 20;

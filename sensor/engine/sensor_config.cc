@@ -216,6 +216,7 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
 
     s.log_dir = c.get_string("default-log-dir", ".");
     s.stats_interval_sec = c.get_seconds("stats-interval", 8);
+    s.stats_picket_counters = c.get_bool("stats-picket-counters", false);
     if (s.stats_interval_sec < 0.1) {
         throw ConfigError(c.source() + ": stats-interval: must be at least 0.1 seconds");
     }

@@ -6,6 +6,7 @@
 #include "common/log.h"
 #include "common/time_util.h"
 #include "sensor/engine/engine_internal.h"
+#include "sensor/output/stats_event.h"
 
 namespace picket::sensor::engine {
 
@@ -239,6 +240,9 @@ void Engine::write_stats_event(bool final_event) {
             // detect.reloads, reload_failures, rules_* and last_reload_* come with the
             // snapshot; last_reload_ms stays for readers of earlier versions.
             ev["stats"]["detect"]["last_reload_ms"] = static_cast<double>(last_reload_us_) / 1e3;
+        }
+        if (!config_.stats_picket_counters) {
+            output::conform_stats(ev["stats"]);  // Suricata's schema, counters it knows only
         }
         o.eve->write(ev);
     }

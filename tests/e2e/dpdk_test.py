@@ -94,7 +94,8 @@ class DpdkCase(unittest.TestCase):
                     "  stop-after-idle: 2\n" % (json.dumps(eal), json.dumps(interfaces),
                                                 copy_mode))
         args = [SENSOR, "--capture", "dpdk", "-c", cfg, "-l", out, "-k", "none",
-                "--workers", "1", "-S", os.path.join(self.tmp, "drop.rules")]
+                "--workers", "1", "-S", os.path.join(self.tmp, "drop.rules"),
+                "--set", "stats-picket-counters=yes"]
         try:
             proc = subprocess.run(args, capture_output=True, text=True, timeout=120)
         finally:

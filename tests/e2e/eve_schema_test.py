@@ -37,26 +37,9 @@ PCAPS = os.path.join(SHARED, "pcaps")
 SCHEMA = os.path.join(SHARED, "eve-schema", "schema.json")
 ET_OPEN = os.path.join(SHARED, "rules", "et-open")
 
-# Record types the pcaps must produce today.
-REQUIRED_TYPES = ["alert", "stats"]
-# Record types the pcaps can produce once the sensor writes them (http-mix has HTTP and
-# files, app-mix and dns-malcolm DNS, tls-malcolm TLS, every pcap flows and decoder
-# anomalies). Checked only with PICKET_EVE_ALL_TYPES=1 until the integrator turns it on by
-# default, once those records exist.
-EXPECTED_TYPES = ["http", "dns", "tls", "flow", "fileinfo", "anomaly"]
-
-# Schema failures known today, each waiting on a change outside this test, as
-# (event_type, schema path prefix): test_every_line_validates ignores them (so that any other
-# failure shows at once) and test_known_failures_are_gone is an expected failure while one of
-# them still occurs. When they are all fixed, that test "unexpectedly succeeds", which fails
-# the suite: then empty this list and drop the decorator.
-KNOWN_FAILURES = [
-    # Engine::write_stats_event must call output::conform_stats(ev["stats"]) after its detect
-    # additions (sensor/output/stats_event.h).
-    ("stats", "stats"),
-    # The alert's dns object lacks the schema's required "version" (app-layer DNS record).
-    ("alert", "dns"),
-]
+# Record types the pcaps must produce: http-mix has HTTP and files, app-mix and dns-malcolm
+# DNS, tls-malcolm TLS, every pcap flows and app-layer anomalies.
+REQUIRED_TYPES = ["alert", "stats", "http", "dns", "tls", "flow", "fileinfo", "anomaly"]
 
 MAX_REPORTED = 20
 
@@ -83,13 +66,6 @@ outputs:
         - flow
         - stats
 """
-
-
-def is_known(event_type, path):
-    for known_type, prefix in KNOWN_FAILURES:
-        if event_type == known_type and (path == prefix or path.startswith(prefix + "/")):
-            return True
-    return False
 
 
 @unittest.skipUnless(os.path.isdir(PCAPS) and os.path.isfile(SCHEMA) and os.path.isdir(ET_OPEN),
@@ -171,25 +147,11 @@ class EveSchema(unittest.TestCase):
 
     def test_every_line_validates(self):
         self.assertGreater(self.lines, 0)
-        new = [f for f in self.failures if not is_known(f[2], f[3])]
-        self.assertEqual(new, [], self.report(new))
-
-    @unittest.expectedFailure
-    def test_known_failures_are_gone(self):
-        known = [f for f in self.failures if is_known(f[2], f[3])]
-        self.assertEqual(known, [], self.report(known))
+        self.assertEqual(self.failures, [], self.report(self.failures))
 
     def test_required_types_present(self):
         for t in REQUIRED_TYPES:
             self.assertGreater(self.per_type[t], 0, "no %s record in any pcap's eve.json" % t)
-
-    def test_expected_types_present(self):
-        missing = [t for t in EXPECTED_TYPES if self.per_type[t] == 0]
-        if os.environ.get("PICKET_EVE_ALL_TYPES") != "1":
-            # Not a skip: a skipped case would turn the whole suite into a CTest skip.
-            print("PICKET_EVE_ALL_TYPES unset; record types not written yet: %s" % missing)
-            return
-        self.assertEqual(missing, [], "record types never written: %s" % missing)
 
 
 if __name__ == "__main__":

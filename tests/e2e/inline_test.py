@@ -202,7 +202,8 @@ class Topology:
 
 def start_sensor(topo, mode, rules, outdir, extra=(), workers=1, start_timeout=60):
     sensor = sensor_bin()
-    cmd = [sensor, "-S", rules, "-l", outdir, "-k", "none", "--set", "stats-interval=1"]
+    cmd = [sensor, "-S", rules, "-l", outdir, "-k", "none", "--set", "stats-interval=1",
+           "--set", "stats-picket-counters=yes"]
     if mode == "nfqueue":
         cmd += ["--capture", "nfqueue", "--queue", "0"]
     else:

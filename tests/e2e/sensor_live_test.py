@@ -85,7 +85,8 @@ class LiveCapture(unittest.TestCase):
         sensor = subprocess.Popen(
             ["ip", "netns", "exec", self.ns, sensor_bin(),
              "-i", "pkt-b", "--capture", capture, "--workers", str(workers), "-l", logdir,
-             "--set", "stats-interval=0.5", "--set", "capture.bpf-mode=" + bpf_mode, "tcp"],
+             "--set", "stats-interval=0.5", "--set", "capture.bpf-mode=" + bpf_mode,
+             "--set", "stats-picket-counters=yes", "tcp"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             deadline = time.time() + 20
@@ -189,7 +190,7 @@ class LiveReload(unittest.TestCase):
         sensor = subprocess.Popen(
             ["ip", "netns", "exec", self.ns, sensor_bin(),
              "-i", "pkt-b", "--workers", "2", "-l", logdir, "-S", rules,
-             "--set", "stats-interval=0.3", "tcp"],
+             "--set", "stats-interval=0.3", "--set", "stats-picket-counters=yes", "tcp"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             self.wait_for(eve, lambda s: True, "the first stats event")

@@ -70,7 +70,9 @@ class Generated(unittest.TestCase):
 
     def sensor(self, *extra, expect=0):
         logdir = tempfile.mkdtemp(dir=self.tmp)
-        r = run([sensor_bin(), "-r", self.pcap, "-l", logdir, *extra])
+        # Picket's own counters (capture.bpf_filtered, flow.memcap_drops...) in EVE stats too.
+        r = run([sensor_bin(), "-r", self.pcap, "-l", logdir, "--set", "stats-picket-counters=yes",
+                 *extra])
         self.assertEqual(r.returncode, expect, r.stderr)
         return logdir, r
 
@@ -139,7 +141,8 @@ class Generated(unittest.TestCase):
         shutil.copy(self.pcap, os.path.join(d, "a.pcap"))
         shutil.copy(self.pcap, os.path.join(d, "b.pcap"))
         logdir = tempfile.mkdtemp(dir=self.tmp)
-        r = run([sensor_bin(), "-r", d, "-r", self.pcap, "-l", logdir, "--workers", "2"])
+        r = run([sensor_bin(), "-r", d, "-r", self.pcap, "-l", logdir, "--workers", "2",
+                 "--set", "stats-picket-counters=yes"])
         self.assertEqual(r.returncode, 0, r.stderr)
         s = last_stats(logdir)
         self.assertEqual(stat(s, "decoder.pkts"), 3 * self.rec["packets"])

@@ -101,7 +101,9 @@ def run_sensor(tmp, name, writer, rules, sets=()):
         f.write(rules)
     logdir = os.path.join(d, "log")
     os.makedirs(logdir)
-    args = [SENSOR, "-r", pcap, "-S", rules_path, "-l", logdir, "-k", "none"]
+    # Picket's own counters (detect.rules_*, tcp.retransmissions, app_layer.dns.*) in EVE stats.
+    args = [SENSOR, "-r", pcap, "-S", rules_path, "-l", logdir, "-k", "none",
+            "--set", "stats-picket-counters=yes"]
     for s in sets:
         args += ["--set", s]
     proc = subprocess.run(args, capture_output=True, text=True, timeout=120)
@@ -812,13 +814,15 @@ class Http(SensorCase):
         self.assertEqual(a["direction"], "to_server")
         self.assertEqual(a["tx_id"], 0)
         # At the request line the transaction has no header fields yet.
+        # "length" 0 before any response, as Suricata writes it.
         self.assertEqual(a["http"], {"url": "/index.html?q=1", "http_method": "GET",
-                                     "protocol": "HTTP/1.1"})
-        # After the headers: hostname lowercased, without the port.
+                                     "protocol": "HTTP/1.1", "length": 0})
+        # After the headers: hostname lowercased, without the port (that is http_port).
         a = self.r.sid(205)[0]
         # Inspected on the client's FIN, which acknowledged the response: as in Suricata, the
         # request's alert already carries the response's fields.
-        self.assertEqual(a["http"], {"hostname": "www.example.com", "url": "/index.html?q=1",
+        self.assertEqual(a["http"], {"hostname": "www.example.com", "http_port": 8081,
+                                     "url": "/index.html?q=1",
                                      "http_user_agent": "PicketTest/1.0", "http_method": "GET",
                                      "protocol": "HTTP/1.1", "status": 202,
                                      "http_content_type": "text/html", "length": 25})

@@ -175,7 +175,7 @@ TEST_F(AppLayerTest, DnsOverUdpQueryView) {
     std::string json;
     app_.render_metadata(flow_, v.tx_id, &json);
     EXPECT_EQ(json,
-              "\"dns\":{\"query\":[{\"type\":\"query\",\"id\":4660,\"rrname\":"
+              "\"dns\":{\"version\":2,\"query\":[{\"type\":\"query\",\"id\":4660,\"rrname\":"
               "\"www.Evil.example\",\"rrtype\":\"A\",\"tx_id\":0,\"opcode\":0}]}");
     StatsSnapshot s;
     app_.export_stats(s);
@@ -294,7 +294,7 @@ TEST_F(AppLayerMemcapTest, OldestFlowsAreEvictedFirstAndTheNewestIsParsed) {
     json.clear();
     app_->render_metadata(flows_[5], 0, &json);
     EXPECT_EQ(json,
-              "\"dns\":{\"query\":[{\"type\":\"query\",\"id\":4613,\"rrname\":"
+              "\"dns\":{\"version\":2,\"query\":[{\"type\":\"query\",\"id\":4613,\"rrname\":"
               "\"www.Evil.example\",\"rrtype\":\"A\",\"tx_id\":0,\"opcode\":0}]}");
     // Every flow gives back what it held, evicted or not.
     for (flow::Flow& f : flows_) {
