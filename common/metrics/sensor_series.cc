@@ -63,6 +63,13 @@ constexpr FamilyDef kWorkerBytes{"picket_sensor_worker_bytes_total", "Bytes proc
 constexpr FamilyDef kWorkerMaxBatch{"picket_sensor_worker_max_batch_seconds",
                                     "Longest time a worker spent on one batch of packets.",
                                     Type::kGauge};
+constexpr FamilyDef kEveRecords{"picket_sensor_eve_records_total",
+                                "EVE records written, by event type (other than alert and stats).",
+                                Type::kCounter};
+constexpr FamilyDef kEveDropped{"picket_sensor_eve_dropped_total",
+                                "EVE records lost because a worker's record queue was full, by "
+                                "event type.",
+                                Type::kCounter};
 
 constexpr const FamilyDef* kAllFamilies[] = {
     &kUp,
@@ -86,6 +93,8 @@ constexpr const FamilyDef* kAllFamilies[] = {
     &kWorkerPackets,
     &kWorkerBytes,
     &kWorkerMaxBatch,
+    &kEveRecords,
+    &kEveDropped,
 };
 
 void put(Exposition& out, const FamilyDef& f, const Labels& labels, double value) {
@@ -183,6 +192,15 @@ void append_one(Exposition& out, const SensorSeriesInput& s) {
     }
     if (s.counters != nullptr) {
         put(out, kWorkerMaxBatch, base, value_of(*s.counters, "engine.max_batch_us") / 1e6);
+        // Present only for the record types the sensor writes (eve.records.<type>).
+        for (const auto& [family, prefix] : {std::pair{&kEveRecords, std::string("eve.records.")},
+                                             std::pair{&kEveDropped, std::string("eve.dropped.")}}) {
+            for (auto it = s.counters->lower_bound(prefix);
+                 it != s.counters->end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+                put(out, *family, with(base, "type", it->first.substr(prefix.size())),
+                    static_cast<double>(it->second));
+            }
+        }
     }
 }
 

@@ -36,6 +36,9 @@
 //   picket_sensor_worker_packets_total {worker}   counter  per-worker packets
 //   picket_sensor_worker_bytes_total {worker}     counter  per-worker bytes
 //   picket_sensor_worker_max_batch_seconds        gauge    engine.max_batch_us / 1e6
+//   picket_sensor_eve_records_total {type}        counter  eve.records.<type> (absent for
+//                                                          types the sensor does not write)
+//   picket_sensor_eve_dropped_total {type}        counter  eve.dropped.<type> (likewise)
 // A counter missing from the map is exported as 0 (a sensor that predates the counter), except
 // where marked "absent"; a sensor with no report yet has only up, info, bundle_info and its
 // worker series. Label values are bounded: reasons and verdicts are fixed sets, worker ids

@@ -283,6 +283,10 @@ std::optional<bool> read_alert(Reader& r, const YAML::Node& node, const std::str
     a->http_body = r.get_bool(node, path, "http-body", a->http_body);
     a->http_body_printable = r.get_bool(node, path, "http-body-printable", a->http_body_printable);
     a->tagged_packets = r.get_bool(node, path, "tagged-packets", a->tagged_packets);
+    // Accepted for Suricata's configurations; not written yet (docs/outputs.md says so).
+    if (a->http_body || a->http_body_printable) {
+        r.warn_once(path + ".http-body: not written by Picket yet; ignored");
+    }
     if (Reader::value(node, "verdict").IsDefined()) {
         a->verdict = r.get_bool(node, path, "verdict", false);
         a->verdict_set = true;
@@ -313,6 +317,9 @@ bool read_type(Reader& r, std::string_view name, const YAML::Node& node, const s
         an.stream = r.get_bool(types, tpath, "stream", an.stream);
         an.applayer = r.get_bool(types, tpath, "applayer", an.applayer);
         an.packethdr = r.get_bool(node, path, "packethdr", an.packethdr);
+        if (an.packethdr) {
+            r.warn_once(path + ".packethdr: not written by Picket yet; ignored");
+        }
     } else if (name == "http") {
         r.check_keys(node, path, {"enabled", "extended", "dump-all-headers"}, {"custom"});
         e->http.extended = r.get_bool(node, path, "extended", e->http.extended);
@@ -368,6 +375,10 @@ bool read_type(Reader& r, std::string_view name, const YAML::Node& node, const s
         e->stats.totals = r.get_bool(node, path, "totals", e->stats.totals);
         e->stats.threads = r.get_bool(node, path, "threads", e->stats.threads);
         e->stats.deltas = r.get_bool(node, path, "deltas", e->stats.deltas);
+        if (e->stats.threads || e->stats.deltas || !e->stats.totals) {
+            r.warn_once(path + ": threads, deltas and totals: no are not supported by Picket; "
+                               "the record holds the totals");
+        }
     }
     return r.get_bool(node, path, "enabled", true);
 }

@@ -21,10 +21,16 @@ void Engine::build_alert_output() {
     opts.payload_printable = config_.alert_payload_printable;
     opts.packet = config_.alert_packet;
     opts.xff = config_.alert_xff;
+    opts.rule_metadata = config_.eve.alert.metadata;
+    opts.community_id = config_.eve.community_id;
+    opts.community_id_seed = config_.eve.community_id_seed;
+    opts.ethernet = config_.eve.ethernet;
     if (!config_.iface.empty()) {
         opts.interfaces.push_back(config_.iface);
     }
-    o.sink = std::make_unique<output::AlertSink>(o.eve.get(), o.fast.get(), opts);
+    // types: without alert: no alert records (fast.log keeps its own switch).
+    o.sink = std::make_unique<output::AlertSink>(config_.eve.types.alert ? o.eve.get() : nullptr,
+                                                 o.fast.get(), opts);
     for (auto& w : workers_) {
         o.queues.push_back(w->alerts.get());
     }
@@ -244,7 +250,12 @@ void Engine::write_stats_event(bool final_event) {
         if (!config_.stats_picket_counters) {
             output::conform_stats(ev["stats"]);  // Suricata's schema, counters it knows only
         }
-        o.eve->write(ev);
+        // Suricata's member order (a json object would sort its keys).
+        o.eve->write_line("{\"timestamp\":" + ev["timestamp"].dump() +
+                          ",\"event_type\":\"stats\",\"stats\":" +
+                          ev["stats"].dump(-1, ' ', false,
+                                           nlohmann::json::error_handler_t::replace) +
+                          "}");
     }
     if (o.eve) {
         o.eve->flush();

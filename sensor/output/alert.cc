@@ -11,6 +11,7 @@
 #include "common/strings.h"
 #include "common/time_util.h"
 #include "sensor/output/json_util.h"
+#include "sensor/output/record.h"
 
 namespace picket::sensor::output {
 
@@ -220,6 +221,23 @@ void append_alert_json(const AlertEvent& ev, const AlertOutputOptions& options, 
     if (ev.has_tx_id) {
         append_key(out, "tx_id");
         append_uint(out, ev.tx_id);
+    }
+    if (options.community_id && ev.ip_version != 0) {
+        const bool icmp = is_icmp(ev.proto);
+        append_community_id(ev.src, ev.dst, icmp ? ev.icmp_type : ev.sport,
+                            icmp ? ev.icmp_code : ev.dport, ev.proto, options.community_id_seed,
+                            out);
+    }
+    if (options.ethernet && ev.linktype == 1 && ev.packet_len >= 14) {
+        char mac[64];
+        const uint8_t* m = ev.packet;
+        std::snprintf(mac, sizeof(mac),
+                      ",\"ether\":{\"src_mac\":\"%02x:%02x:%02x:%02x:%02x:%02x\",", m[6], m[7],
+                      m[8], m[9], m[10], m[11]);
+        out += mac;
+        std::snprintf(mac, sizeof(mac), "\"dest_mac\":\"%02x:%02x:%02x:%02x:%02x:%02x\"}", m[0],
+                      m[1], m[2], m[3], m[4], m[5]);
+        out += mac;
     }
 
     append_key(out, "alert");

@@ -264,6 +264,9 @@ struct AlertOutputOptions {
     bool packet = false;             // "packet" (base64) + "packet_info": {"linktype"}
     bool rule_metadata = true;       // "alert.metadata"
     XffOptions xff;                  // outputs.eve.alert.xff.*
+    bool community_id = false;       // eve-log.community-id: "community_id"
+    uint16_t community_id_seed = 0;
+    bool ethernet = false;  // eve-log.ethernet: "ether" {src_mac, dest_mac} (Ethernet frames)
     // Names for AlertEvent::in_iface ("in_iface" is logged for live capture only).
     std::vector<std::string> interfaces;
 };

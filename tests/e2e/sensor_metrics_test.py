@@ -57,6 +57,8 @@ FAMILIES = {
     "picket_sensor_worker_packets_total": "counter",
     "picket_sensor_worker_bytes_total": "counter",
     "picket_sensor_worker_max_batch_seconds": "gauge",
+    "picket_sensor_eve_records_total": "counter",
+    "picket_sensor_eve_dropped_total": "counter",
 }
 
 # Three rules load, one is refused (unknown keyword).

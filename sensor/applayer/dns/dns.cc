@@ -487,8 +487,12 @@ std::string type_name(uint16_t type) {
             return "CNAME";
         case 6:
             return "SOA";
+        case 10:
+            return "NULL";
         case 12:
             return "PTR";
+        case 13:
+            return "HINFO";
         case 15:
             return "MX";
         case 16:
@@ -497,6 +501,8 @@ std::string type_name(uint16_t type) {
             return "AAAA";
         case 33:
             return "SRV";
+        case 35:
+            return "NAPTR";
         case 41:
             return "OPT";
         case 43:
@@ -507,12 +513,18 @@ std::string type_name(uint16_t type) {
             return "NSEC";
         case 48:
             return "DNSKEY";
+        case 52:
+            return "TLSA";
         case 64:
             return "SVCB";
         case 65:
             return "HTTPS";
+        case 252:
+            return "AXFR";
         case 255:
             return "ANY";
+        case 257:
+            return "CAA";
         default:
             return std::to_string(type);
     }

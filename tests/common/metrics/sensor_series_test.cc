@@ -66,6 +66,12 @@ const char* const kHeaders[] = {
     "# HELP picket_sensor_worker_max_batch_seconds Longest time a worker spent on one batch of "
     "packets.\n"
     "# TYPE picket_sensor_worker_max_batch_seconds gauge\n",
+    "# HELP picket_sensor_eve_records_total EVE records written, by event type (other than alert "
+    "and stats).\n"
+    "# TYPE picket_sensor_eve_records_total counter\n",
+    "# HELP picket_sensor_eve_dropped_total EVE records lost because a worker's record queue was "
+    "full, by event type.\n"
+    "# TYPE picket_sensor_eve_dropped_total counter\n",
 };
 constexpr size_t kFamilies = sizeof(kHeaders) / sizeof(kHeaders[0]);
 
