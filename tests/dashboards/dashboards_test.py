@@ -233,7 +233,7 @@ class Names(unittest.TestCase):
     def test_header_parsed(self):
         # A change of the header's layout must fail here, not silently shrink the list.
         sensor = {n: k for n, k in self.families.items() if n.startswith("picket_sensor_")}
-        self.assertEqual(len(sensor), 21, sorted(sensor))
+        self.assertEqual(len(sensor), 23, sorted(sensor))
         self.assertEqual(sensor["picket_sensor_up"], "gauge")
         self.assertEqual(sensor["picket_sensor_drops_total"], "counter")
         self.assertEqual(sensor["picket_sensor_worker_max_batch_seconds"], "gauge")
@@ -438,6 +438,9 @@ class FakeFleet:
                 add("picket_sensor_worker_bytes_total", {"sensor": s, "worker": w},
                     grow * 300000)
             add("picket_sensor_worker_max_batch_seconds", {"sensor": s}, 0.002)
+            for t in ("flow", "http", "dns"):
+                add("picket_sensor_eve_records_total", {"sensor": s, "type": t}, grow * 40)
+                add("picket_sensor_eve_dropped_total", {"sensor": s, "type": t}, 0)
         for state, count in (("connected", 2), ("disconnected", 1)):
             add("picket_sensors", {"state": state}, count)
         for state in ("pending", "sent", "applied", "rejected", "timed_out", "rolled_back"):

@@ -53,6 +53,8 @@ protected:
         Config c = testing::pcap_config({dir_ / "t.pcap"}, 2, dir_);
         c.set_value("pcap-file.loop", YAML::Node(0));
         c.set_value("pcap-file.rate", YAML::Node(2000));
+        // detect.reloads, rules_* in the EVE stats record (Picket's, not in Suricata's schema).
+        c.set_value("stats-picket-counters", YAML::Node(true));
         SensorConfig sc = load_sensor_config(c);
         sc.detect.rule_files = {(dir_ / "a.rules").string()};
         return sc;

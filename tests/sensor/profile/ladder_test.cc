@@ -248,7 +248,9 @@ TEST(DefaultLadder, ParsesAndRunsWithoutRules) {
         names.push_back(s.name);
     }
     EXPECT_EQ(names, (std::vector<std::string>{"null (read only)", "decode", "+flow", "+stream",
-                                               "+http", "+dns +tls", "+web rules", "+all rules"}));
+                                               "+http", "+dns +tls", "+web rules", "+all rules",
+                                               "+eve alerts",
+                                               "+eve (http dns tls flow fileinfo)"}));
     EXPECT_EQ(referenced_variables(*l), (std::set<std::string>{"rules", "web-rules"}));
 
     Config c;
@@ -262,6 +264,7 @@ TEST(DefaultLadder, ParsesAndRunsWithoutRules) {
         skipped.push_back(s.skipped);
     }
     EXPECT_EQ(skipped, (std::vector<std::string>{"", "", "", "", "", "", "${web-rules} is not set",
+                                                 "${rules} is not set", "${rules} is not set",
                                                  "${rules} is not set"}));
     EXPECT_EQ((*p)[0].config.stages, engine::Stage::kRead);
     EXPECT_EQ((*p)[1].config.stages, engine::Stage::kDecode);

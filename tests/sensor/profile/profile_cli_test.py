@@ -105,8 +105,8 @@ class ProfileCli(unittest.TestCase):
                                 "1", "--profile-repeat", "2", "-S", self.rules, cwd=self.dir)
         self.assertEqual(code, 0, err)
         lines = out.splitlines()
-        # title, legend, blank, header, 8 steps
-        self.assertEqual(len(lines), 12, out)
+        # title, legend, blank, header, 10 steps
+        self.assertEqual(len(lines), 14, out)
         self.assertTrue(lines[0].startswith("Configuration profile of %s: " % self.pcap), out)
         self.assertIn("1 worker; 2 runs per step.", lines[0])
         for column in ("packets/s", "Mbit/s", "Δ packets/s", "Δ %", "worker ns/packet",
@@ -114,27 +114,34 @@ class ProfileCli(unittest.TestCase):
             self.assertIn(column, lines[3])
         names = [line.split("  ")[0].strip() for line in lines[4:]]
         self.assertEqual(names, ["null (read only)", "decode", "+flow", "+stream", "+http",
-                                 "+dns +tls", "+web rules", "+all rules"])
+                                 "+dns +tls", "+web rules", "+all rules", "+eve alerts",
+                                 "+eve (http dns tls flow fileinfo)"])
         self.assertIn("skipped: ${web-rules} is not set", lines[10])
         self.assertIn("1 rules", lines[11])
         self.assertIn("steps were skipped", err)
-        # Outputs are off in every step: nothing written to the working directory.
-        self.assertFalse(os.path.exists(os.path.join(self.dir, "eve.json")))
+        # Outputs are off until the EVE steps, which write eve.json (records of every type
+        # they turn on) to the log directory (here the working directory); fast.log stays off.
+        with open(os.path.join(self.dir, "eve.json")) as f:
+            types = {json.loads(line)["event_type"] for line in f}
+        self.assertIn("flow", types)
+        self.assertIn("stats", types)
         self.assertFalse(os.path.exists(os.path.join(self.dir, "fast.log")))
 
     def test_default_ladder_json_and_markdown(self):
         code, out, err = sensor("--profile-configs", self.ladder, "-r", self.pcap, "--workers",
                                 "1", "--profile-repeat", "1", "--profile-format", "json",
-                                "--profile-var", "web-rules=" + self.rules, "-S", self.rules)
+                                "--profile-var", "web-rules=" + self.rules, "-S", self.rules,
+                                cwd=self.dir)
         self.assertEqual(code, 0, err)
         j = json.loads(out)
         self.assertEqual(j["repeat"], 1)
         self.assertEqual([s["name"] for s in j["steps"]],
                          ["null (read only)", "decode", "+flow", "+stream", "+http", "+dns +tls",
-                          "+web rules", "+all rules"])
+                          "+web rules", "+all rules", "+eve alerts",
+                          "+eve (http dns tls flow fileinfo)"])
         self.assertEqual([s["stages"] for s in j["steps"]],
                          ["read", "decode", "flow", "stream", "app-layer", "app-layer", "detect",
-                          "detect"])
+                          "detect", "detect", "detect"])
         for s in j["steps"]:
             self.assertNotIn("skipped", s)
             self.assertEqual(s["packets"], self.record["packets"])
@@ -146,10 +153,11 @@ class ProfileCli(unittest.TestCase):
         self.assertNotIn("steps were skipped", err)
 
         code, out, err = sensor("--profile-configs", self.ladder, "-r", self.pcap, "--workers",
-                                "1", "--profile-repeat", "1", "--profile-format", "markdown")
+                                "1", "--profile-repeat", "1", "--profile-format", "markdown",
+                                cwd=self.dir)
         self.assertEqual(code, 0, err)
         rows = [line for line in out.splitlines() if line.startswith("|")]
-        self.assertEqual(len(rows), 2 + 8)
+        self.assertEqual(len(rows), 2 + 10)
         self.assertEqual(rows[1], "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 
     def test_truncated_pcap_exits_1(self):
