@@ -103,6 +103,10 @@ const std::map<std::string, uint64_t> kCounters = {
     {"ips.verdict.drop", 9},
     {"ips.verdict.reject", 1},
     {"engine.max_batch_us", 250},
+    {"eve.records.flow", 345},
+    {"eve.records.http", 20},
+    {"eve.dropped.flow", 0},
+    {"eve.dropped.http", 3},
     {"decoder.ipv4", 999},  // not exported
 };
 
@@ -141,8 +145,8 @@ TEST(SensorSeries, EmptyFleetDeclaresEveryFamily) {
     EXPECT_EQ(render({}), expected);
     Exposition e;
     append_sensor_series(e, {});
-    EXPECT_EQ(e.family_count(), 21u);
-    EXPECT_EQ(kFamilies, 21u);
+    EXPECT_EQ(e.family_count(), 23u);
+    EXPECT_EQ(kFamilies, 23u);
 }
 
 TEST(SensorSeries, OneSensorWithCounters) {
@@ -177,6 +181,10 @@ TEST(SensorSeries, OneSensorWithCounters) {
         "picket_sensor_worker_bytes_total{sensor=\"s1\",worker=\"0\"} 70000\n"
         "picket_sensor_worker_bytes_total{sensor=\"s1\",worker=\"1\"} 53456\n",
         "picket_sensor_worker_max_batch_seconds{sensor=\"s1\"} 0.00025\n",
+        "picket_sensor_eve_records_total{sensor=\"s1\",type=\"flow\"} 345\n"
+        "picket_sensor_eve_records_total{sensor=\"s1\",type=\"http\"} 20\n",
+        "picket_sensor_eve_dropped_total{sensor=\"s1\",type=\"flow\"} 0\n"
+        "picket_sensor_eve_dropped_total{sensor=\"s1\",type=\"http\"} 3\n",
     };
     ASSERT_EQ(samples.size(), kFamilies);
     std::string expected;
@@ -238,6 +246,8 @@ TEST(SensorSeries, SensorNotYetReportedAndPassiveSensor) {
         "",
         "",
         "picket_sensor_worker_max_batch_seconds{sensor=\"s2\"} 0\n",
+        "",  // a sensor that writes no records has no eve series
+        "",
     };
     ASSERT_EQ(samples.size(), kFamilies);
     std::string expected;
