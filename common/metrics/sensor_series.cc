@@ -193,10 +193,12 @@ void append_one(Exposition& out, const SensorSeriesInput& s) {
     if (s.counters != nullptr) {
         put(out, kWorkerMaxBatch, base, value_of(*s.counters, "engine.max_batch_us") / 1e6);
         // Present only for the record types the sensor writes (eve.records.<type>).
-        for (const auto& [family, prefix] : {std::pair{&kEveRecords, std::string("eve.records.")},
-                                             std::pair{&kEveDropped, std::string("eve.dropped.")}}) {
+        for (const auto& [family, prefix] :
+             {std::pair{&kEveRecords, std::string("eve.records.")},
+              std::pair{&kEveDropped, std::string("eve.dropped.")}}) {
             for (auto it = s.counters->lower_bound(prefix);
-                 it != s.counters->end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+                 it != s.counters->end() && it->first.compare(0, prefix.size(), prefix) == 0;
+                 ++it) {
                 put(out, *family, with(base, "type", it->first.substr(prefix.size())),
                     static_cast<double>(it->second));
             }

@@ -76,8 +76,7 @@ bool wants_records(const SensorConfig& c) {
     }
     const applayer::AppLogConfig& l = c.app_layer.log;
     return l.http || l.dns || l.tls || l.files || l.anomaly || e.types.flow ||
-           (e.types.drop && c.ips()) ||
-           (e.types.anomaly && (e.anomaly.decode || e.anomaly.stream));
+           (e.types.drop && c.ips()) || (e.types.anomaly && (e.anomaly.decode || e.anomaly.stream));
 }
 
 }  // namespace

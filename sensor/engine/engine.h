@@ -260,8 +260,8 @@ private:
     // Alerts w.alert_buf[0, n) of packet p, whose verdict so far is `verdict`. stream: the
     // stream window alerts that matched on the stream report as their payload; tx: they come
     // from a transaction of f.
-    void emit_alerts(WorkerContext& w, const decode::Packet& p, flow::Flow* f,
-                     flow::Direction dir, uint32_t n, uint32_t link_len, PacketVerdict verdict,
+    void emit_alerts(WorkerContext& w, const decode::Packet& p, flow::Flow* f, flow::Direction dir,
+                     uint32_t n, uint32_t link_len, PacketVerdict verdict,
                      const detect::StreamView* stream = nullptr, bool tx = false);
     // End of input (offline files, an idle DPDK replay): every active flow's held stream data
     // is flushed into the app layer and detection, its directions get the app layer's end of
@@ -281,8 +281,7 @@ private:
     void log_packet_anomalies(WorkerContext& w, const decode::Packet& p, const flow::Flow* f,
                               uint32_t stream_events);
     // A packet the IPS dropped, with Suricata's drop reason.
-    void log_drop(WorkerContext& w, const decode::Packet& p, const flow::Flow* f,
-                  const char* reason);
+    void log_drop(WorkerContext& w, const decode::Packet& p, flow::Flow* f, const char* reason);
     // The output thread: writes every record the workers queued; returns how many.
     size_t drain_records();
 

@@ -376,8 +376,9 @@ bool read_type(Reader& r, std::string_view name, const YAML::Node& node, const s
         e->stats.threads = r.get_bool(node, path, "threads", e->stats.threads);
         e->stats.deltas = r.get_bool(node, path, "deltas", e->stats.deltas);
         if (e->stats.threads || e->stats.deltas || !e->stats.totals) {
-            r.warn_once(path + ": threads, deltas and totals: no are not supported by Picket; "
-                               "the record holds the totals");
+            r.warn_once(path +
+                        ": threads, deltas and totals: no are not supported by Picket; "
+                        "the record holds the totals");
         }
     }
     return r.get_bool(node, path, "enabled", true);

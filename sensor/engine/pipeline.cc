@@ -180,6 +180,9 @@ PacketVerdict Engine::apply_actions(WorkerContext& w, flow::Flow* f, uint32_t n)
             continue;
         }
         a.action = detect::AlertAction::kBlocked;
+        if (w.drop_meta == nullptr) {
+            w.drop_meta = &w.active->metas[a.rule_index];  // the drop record's "alert"
+        }
         verdict =
             stronger(verdict, a.rule_action == detect::Action::kReject ? PacketVerdict::kReject
                                                                        : PacketVerdict::kDrop);
@@ -445,6 +448,7 @@ capture::Verdict Engine::process_packet(WorkerContext& w, const capture::RawPack
     const Stage stages = config_.stages;
     decode::Packet& p = w.pkt;
     FlowVerdict fv;  // what the rules decided, the stream memcap
+    w.drop_meta = nullptr;
     if (w.user_bpf != nullptr) {
         auto it = w.user_bpf->find(raw.linktype);
         if (it != w.user_bpf->end() && !it->second.matches(raw)) {
@@ -508,9 +512,7 @@ capture::Verdict Engine::process_packet(WorkerContext& w, const capture::RawPack
             if (f != nullptr && f->action == flow::FlowAction::kDrop) {
                 // Only IPS mode sets the mark: the flow is dropped, uninspected.
                 ++w.drop_flow;
-                if (config_.eve.drop.flows_all) {
-                    log_drop(w, p, f, "flow drop");
-                }
+                log_drop(w, p, f, "flow drop");
                 return Verdict::kDrop;
             }
             if (f == nullptr || f->action != flow::FlowAction::kPass) {

@@ -18,8 +18,8 @@ const char* decode_event_name(uint16_t e) {
     static const std::array<std::string, decode::kNumDecodeEvents> kNames = [] {
         std::array<std::string, decode::kNumDecodeEvents> names;
         for (size_t i = 0; i < names.size(); ++i) {
-            names[i] = std::string("decoder.") +
-                       decode::event_name(static_cast<decode::DecodeEvent>(i));
+            names[i] =
+                std::string("decoder.") + decode::event_name(static_cast<decode::DecodeEvent>(i));
         }
         return names;
     }();
@@ -40,8 +40,8 @@ constexpr std::pair<uint32_t, const char*> kStreamAnomalies[] = {
 output::RecordType record_type_of(const char* event_type) {
     using output::RecordType;
     static constexpr std::pair<const char*, RecordType> kTypes[] = {
-        {"http", RecordType::kHttp},         {"dns", RecordType::kDns},
-        {"tls", RecordType::kTls},           {"fileinfo", RecordType::kFileinfo},
+        {"http", RecordType::kHttp},       {"dns", RecordType::kDns},
+        {"tls", RecordType::kTls},         {"fileinfo", RecordType::kFileinfo},
         {"anomaly", RecordType::kAnomaly},
     };
     for (const auto& [name, t] : kTypes) {
@@ -196,10 +196,20 @@ void Engine::log_packet_anomalies(WorkerContext& w, const decode::Packet& p, con
     }
 }
 
-void Engine::log_drop(WorkerContext& w, const decode::Packet& p, const flow::Flow* f,
+void Engine::log_drop(WorkerContext& w, const decode::Packet& p, flow::Flow* f,
                       const char* reason) {
     if (!w.records || !config_.eve.types.drop || p.ip_version == 0) {
         return;
+    }
+    if (f != nullptr) {
+        // flows: start (Suricata's default) logs the first dropped packet of each direction
+        // of a flow; flows: all every one.
+        const bool to_server = p.src == f->client_addr && p.sport == f->client_port;
+        const uint8_t bit = to_server ? 1 : 2;
+        if (!config_.eve.drop.flows_all && (f->eve_drop_logged & bit) != 0) {
+            return;
+        }
+        f->eve_drop_logged |= bit;
     }
     output::RecordEvent ev;
     ev.type = output::RecordType::kDrop;
@@ -223,6 +233,7 @@ void Engine::log_drop(WorkerContext& w, const decode::Packet& p, const flow::Flo
         d.udplen = static_cast<uint16_t>(p.l4_len);
     }
     d.reason = reason;
+    ev.rule = w.drop_meta;
     w.records->push(ev);
 }
 

@@ -251,11 +251,9 @@ void Engine::write_stats_event(bool final_event) {
             output::conform_stats(ev["stats"]);  // Suricata's schema, counters it knows only
         }
         // Suricata's member order (a json object would sort its keys).
-        o.eve->write_line("{\"timestamp\":" + ev["timestamp"].dump() +
-                          ",\"event_type\":\"stats\",\"stats\":" +
-                          ev["stats"].dump(-1, ' ', false,
-                                           nlohmann::json::error_handler_t::replace) +
-                          "}");
+        o.eve->write_line(
+            "{\"timestamp\":" + ev["timestamp"].dump() + ",\"event_type\":\"stats\",\"stats\":" +
+            ev["stats"].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "}");
     }
     if (o.eve) {
         o.eve->flush();

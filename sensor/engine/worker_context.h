@@ -291,6 +291,9 @@ struct WorkerContext {
     std::function<void(flow::Flow&)> flow_log_hook;
     bool flow_log_on = false;
     uint16_t iface_index = output::kNoInterface;
+    // The first drop rule that matched the packet being processed (its EVE drop record's
+    // "alert"); reset per packet.
+    const output::AlertMeta* drop_meta = nullptr;
     bool end_hook_on = false;
     std::string error;
     uint64_t busy_ns = 0;  // sum of the batch times; read after join

@@ -97,7 +97,8 @@ struct Flow {
     bool alerted = false;
     // Why the table removed the flow; set before on_free (EVE flow records' "reason").
     FlowEndReason end_reason = FlowEndReason::kTimeout;
-    bool eve_logged = false;  // the engine wrote its EVE flow record
+    bool eve_logged = false;      // the engine wrote its EVE flow record
+    uint8_t eve_drop_logged = 0;  // bit (1 << Direction): a drop record was written
 
 private:
     template <typename T, FlowSlot S>

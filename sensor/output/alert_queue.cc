@@ -9,8 +9,8 @@ namespace picket::sensor::output {
 static_assert(std::is_trivially_copyable_v<AlertEvent>, "AlertQueue copies events by memcpy");
 
 ByteRing::ByteRing(size_t size)
-    : size_(size), buf_(static_cast<uint8_t*>(::operator new(size_, std::align_val_t(kCacheLine)))) {
-}
+    : size_(size),
+      buf_(static_cast<uint8_t*>(::operator new(size_, std::align_val_t(kCacheLine)))) {}
 
 ByteRing::~ByteRing() {
     ::operator delete(buf_, std::align_val_t(kCacheLine));
@@ -87,7 +87,8 @@ bool AlertQueue::push(const AlertEvent& ev, const uint8_t* packet, uint32_t pack
     if (app_json == nullptr || app_json_len > bytes_max_) {
         app_json_len = 0;  // metadata is all or nothing: a cut JSON fragment is no JSON
     }
-    uint8_t* at = ring_.reserve(sizeof(AlertEvent) + packet_len + payload_len + app_json_len, kEvent);
+    uint8_t* at =
+        ring_.reserve(sizeof(AlertEvent) + packet_len + payload_len + app_json_len, kEvent);
     if (at == nullptr) {
         ++overflows_;
         return false;

@@ -55,5 +55,4 @@ nlohmann::json make_stats_event(int64_t ts_ns, int64_t uptime_sec, const StatsSn
     return {{"timestamp", format_eve_timestamp(ts_ns)}, {"event_type", "stats"}, {"stats", s}};
 }
 
-
 }  // namespace picket::sensor::output

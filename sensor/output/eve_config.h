@@ -148,8 +148,8 @@ struct EveConfig {
     AnomalyLogOptions anomaly;
     DropLogOptions drop;
     StatsLogOptions stats;
-    bool ethernet = false;          // ethernet: "ether" object {src_mac, dest_mac}
-    bool community_id = false;      // community-id
+    bool ethernet = false;           // ethernet: "ether" object {src_mac, dest_mac}
+    bool community_id = false;       // community-id
     uint16_t community_id_seed = 0;  // community-id-seed
     // Bytes of each worker's record buffer (workers -> writer thread); a full buffer drops
     // records and counts them in eve.dropped.<type>. Picket's option: record-queue-size.

@@ -298,6 +298,19 @@ void append_record_json(const RecordEvent& ev, const RecordOptions& options, std
             append_key(out, "reason");
             append_json_string(out, d.reason);
             out.push_back('}');
+            if (ev.rule != nullptr) {
+                const AlertMeta& m = *ev.rule;
+                out += ",\"alert\":{\"action\":\"blocked\",\"gid\":";
+                append_uint(out, m.gid);
+                append_num(out, "signature_id", m.sid);
+                append_num(out, "rev", m.rev);
+                append_key(out, "signature");
+                append_json_string(out, m.signature);
+                append_key(out, "category");
+                append_json_string(out, m.category);
+                append_num(out, "severity", static_cast<uint64_t>(m.severity));
+                out.push_back('}');
+            }
             break;
         }
         case RecordType::kAnomaly:

@@ -17,6 +17,8 @@
 
 namespace picket::sensor::output {
 
+struct AlertMeta;  // output.h
+
 enum class RecordType : uint8_t { kHttp, kDns, kTls, kFileinfo, kAnomaly, kFlow, kDrop, kCount };
 inline constexpr size_t kRecordTypes = static_cast<size_t>(RecordType::kCount);
 // EVE's event_type: "http", "dns", "tls", "fileinfo", "anomaly", "flow", "drop".
@@ -28,9 +30,9 @@ struct FlowEnd {
     uint64_t bytes[2] = {0, 0};  // to server, to client
     int64_t start_ns = 0;
     int64_t end_ns = 0;
-    const char* state = "new";      // new | established | closed | bypassed
-    const char* reason = "timeout";  // timeout | forced | shutdown
-    const char* action = nullptr;   // "drop" / "pass" when a rule set the flow's action
+    const char* state = "new";        // new | established | closed | bypassed
+    const char* reason = "timeout";   // timeout | forced | shutdown
+    const char* action = nullptr;     // "drop" / "pass" when a rule set the flow's action
     const char* tcp_state = nullptr;  // the TCP session's state (TCP flows only)
     bool alerted = false;
     bool emergency = false;
@@ -44,8 +46,8 @@ struct DropInfo {
     uint16_t ipid = 0;
     uint32_t tcpseq = 0, tcpack = 0;
     uint16_t tcpwin = 0, tcpurgp = 0;
-    uint8_t tcp_flags = 0;  // 0 = not TCP
-    uint16_t udplen = 0;    // UDP only
+    uint8_t tcp_flags = 0;         // 0 = not TCP
+    uint16_t udplen = 0;           // UDP only
     const char* reason = "rules";  // rules | stream memcap | decode error | flow drop ...
 };
 
@@ -65,15 +67,18 @@ struct RecordEvent {
     uint16_t vlan_id[2] = {0, 0};
     uint8_t vlan_count = 0;
     uint16_t in_iface = 0xffff;
-    bool stream_pkt = false;            // pkt_src "stream (flow timeout)"
-    const char* app_proto = nullptr;    // static string, rendered as "app_proto" (flow, anomaly)
+    bool stream_pkt = false;              // pkt_src "stream (flow timeout)"
+    const char* app_proto = nullptr;      // static string, rendered as "app_proto" (flow, anomaly)
     const char* anomaly_type = nullptr;   // decode / stream anomaly: "decode" | "stream"
     const char* anomaly_event = nullptr;  // static, e.g. "ipv4.trunc_pkt"
     bool has_ether = false;
     uint8_t src_mac[6] = {}, dst_mac[6] = {};
     FlowEnd flow;
     DropInfo drop;
-    uint32_t body_len = 0;  // bytes of members that follow (protocol records)
+    // The drop rule behind a drop record (its "alert" object); owned by the detection
+    // generation, which outlives every record pushed while it ran.
+    const AlertMeta* rule = nullptr;
+    uint32_t body_len = 0;          // bytes of members that follow (protocol records)
     const uint8_t* body = nullptr;  // set by drain
 };
 

@@ -5,8 +5,8 @@
 // split into both directions: every record's members, wrapped in braces, parse as one JSON
 // object.
 #include <cstddef>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>

@@ -247,10 +247,10 @@ TEST(DefaultLadder, ParsesAndRunsWithoutRules) {
     for (const auto& s : l->steps) {
         names.push_back(s.name);
     }
-    EXPECT_EQ(names, (std::vector<std::string>{"null (read only)", "decode", "+flow", "+stream",
-                                               "+http", "+dns +tls", "+web rules", "+all rules",
-                                               "+eve alerts",
-                                               "+eve (http dns tls flow fileinfo)"}));
+    EXPECT_EQ(names,
+              (std::vector<std::string>{"null (read only)", "decode", "+flow", "+stream", "+http",
+                                        "+dns +tls", "+web rules", "+all rules", "+eve alerts",
+                                        "+eve (http dns tls flow fileinfo)"}));
     EXPECT_EQ(referenced_variables(*l), (std::set<std::string>{"rules", "web-rules"}));
 
     Config c;
