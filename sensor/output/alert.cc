@@ -171,16 +171,7 @@ void append_alert_json(const AlertEvent& ev, const AlertOutputOptions& options, 
         append_uint(out, ev.pcap_cnt);
     }
     out += ",\"event_type\":\"alert\"";
-    if (ev.vlan_count != 0) {
-        append_key(out, "vlan");
-        out.push_back('[');
-        append_uint(out, ev.vlan_id[0]);
-        if (ev.vlan_count > 1) {
-            out.push_back(',');
-            append_uint(out, ev.vlan_id[1]);
-        }
-        out.push_back(']');
-    }
+    append_vlan(out, ev.vlan_id, ev.vlan_count);
     if (ev.ip_version != 0) {
         char ip[46];
         // xff overwrite: the client side's address is the one the proxy reported.

@@ -93,6 +93,21 @@ inline bool is_icmp(uint8_t proto) {
     return proto == 1 || proto == 58;
 }
 
+// `,"vlan":[outer, inner]` for the ids a packet carried (none: nothing).
+inline void append_vlan(std::string& out, const uint16_t* ids, uint8_t count) {
+    if (count == 0) {
+        return;
+    }
+    append_key(out, "vlan");
+    out.push_back('[');
+    append_uint(out, ids[0]);
+    if (count > 1) {
+        out.push_back(',');
+        append_uint(out, ids[1]);
+    }
+    out.push_back(']');
+}
+
 // The "proto" member's value: Suricata's name, or the number as a string.
 inline void append_proto(std::string& out, uint8_t proto, const char* name) {
     out.push_back('"');

@@ -171,16 +171,7 @@ void append_record_json(const RecordEvent& ev, const RecordOptions& options, std
     out += ",\"event_type\":\"";
     out += record_type_name(ev.type);
     out.push_back('"');
-    if (ev.vlan_count != 0) {
-        append_key(out, "vlan");
-        out.push_back('[');
-        append_uint(out, ev.vlan_id[0]);
-        if (ev.vlan_count > 1) {
-            out.push_back(',');
-            append_uint(out, ev.vlan_id[1]);
-        }
-        out.push_back(']');
-    }
+    append_vlan(out, ev.vlan_id, ev.vlan_count);
     if (ev.ip_version != 0) {
         char ip[46];
         append_key(out, "src_ip");
