@@ -98,6 +98,17 @@ void append_json_string(std::string& out, std::string_view s) {
     const auto* p = reinterpret_cast<const uint8_t*>(s.data());
     const size_t n = s.size();
     for (size_t i = 0; i < n;) {
+        // Printable ASCII other than '"' and '\\' goes out as it is, a run at a time (most of
+        // what EVE writes: host names, URLs, header values).
+        size_t run = i;
+        while (run < n && p[run] >= 0x20 && p[run] < 0x80 && p[run] != '"' && p[run] != '\\') {
+            ++run;
+        }
+        if (run != i) {
+            out.append(s.data() + i, run - i);
+            i = run;
+            continue;
+        }
         const uint8_t c = p[i];
         if (c >= 0x80) {
             const size_t len = utf8_sequence(p + i, n - i);
