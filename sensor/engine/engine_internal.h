@@ -31,6 +31,9 @@ struct Engine::Output {
     // Records written per output::RecordType (read by collect_stats on the output thread and
     // at the end of the run).
     Counter records_written[output::kRecordTypes];
+    // The sink's own count of records it could not deliver (destination away, full disk),
+    // copied after each drain (the sink is the output thread's alone).
+    Counter sink_dropped;
     int64_t last_ns = 0;
     std::vector<uint64_t> last_pkts, last_bytes;
     uint64_t last_total_pkts = 0, last_total_bytes = 0;

@@ -250,6 +250,9 @@ size_t Engine::drain_records() {
             ++o.records_written[static_cast<size_t>(ev.type)];
         });
     }
+    if (o.eve) {
+        o.sink_dropped.set(o.eve->sink().dropped());
+    }
     return n;
 }
 

@@ -191,6 +191,11 @@ StatsSnapshot Engine::collect_stats(std::vector<WorkerTotals>* totals) const {
             s.set("eve.dropped." + name, dropped);
         }
     }
+    if (output_->eve) {
+        // Records (alerts and stats too) the EVE sink could not deliver: its file, socket,
+        // syslog or Redis server was away.
+        s.set("eve.dropped.sink", output_->sink_dropped.get());
+    }
     return s;
 }
 
@@ -257,6 +262,7 @@ void Engine::write_stats_event(bool final_event) {
     }
     if (o.eve) {
         o.eve->flush();
+        o.sink_dropped.set(o.eve->sink().dropped());
     }
     if (o.fast) {
         o.fast->flush();
@@ -325,6 +331,20 @@ std::string format_summary(const RunResult& r, uint32_t workers) {
         n("defrag.memcap_drops"), n("flow.total"), n("flow.active"), n("flow.timed_out"),
         n("flow.evicted"), n("flow.memcap_drops"));
     std::string out = buf;
+    if (s.has("eve.dropped.sink")) {
+        uint64_t written = 0, dropped = 0;
+        for (size_t t = 0; t < output::kRecordTypes; ++t) {
+            const std::string name = output::record_type_name(static_cast<output::RecordType>(t));
+            written += s.get("eve.records." + name);
+            dropped += s.get("eve.dropped." + name);
+        }
+        std::snprintf(buf, sizeof(buf),
+                      "  eve: %llu records besides alerts and stats, %llu dropped (record queues "
+                      "full), %llu lines not delivered (sink away)\n",
+                      static_cast<unsigned long long>(written),
+                      static_cast<unsigned long long>(dropped), n("eve.dropped.sink"));
+        out += buf;
+    }
     if (s.has("ips.accepted")) {
         std::snprintf(buf, sizeof(buf),
                       "  ips: %llu accepted, %llu blocked (rules %llu, flow drop %llu, decode "

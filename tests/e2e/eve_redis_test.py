@@ -12,6 +12,7 @@ Usage: eve_redis_test.py --build BUILD_DIR
 """
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -151,6 +152,14 @@ class EveRedis(unittest.TestCase):
         away = [line for line in r.stderr.splitlines() if "redis" in line.lower()]
         self.assertGreaterEqual(len(away), 1, r.stderr)
         self.assertLessEqual(len(away), 2, r.stderr)  # "away" once (and nothing per record)
+        # Every line went nowhere: the records (first run's count, less its final stats
+        # record, which the summary is printed before) and the stats; none lost in the queues.
+        m = re.search(r"eve: (\d+) records besides alerts and stats, 0 dropped \(record queues "
+                      r"full\), (\d+) lines not delivered \(sink away\)", r.stdout)
+        self.assertIsNotNone(m, r.stdout)
+        records = sum(1 for t in types if t != "stats")
+        self.assertEqual(int(m.group(1)), records)
+        self.assertGreaterEqual(int(m.group(2)), records)
 
         # Back: the next run delivers again.
         self.start_redis()
