@@ -598,8 +598,10 @@ output::EveConfig read_eve_config(const Config& c, bool ips) {
             e.enabled = false;  // Suricata writes no EVE without an eve-log output
         }
     } else if (outputs.IsDefined()) {
-        const YAML::Node& map = outputs;
-        read_eve_log(r, map["eve"], "outputs.eve", true, &e);
+        // value(): an outputs map without eve (or outputs a scalar) reads as the defaults; a
+        // const operator[] would hand back an invalid node that throws YAML::InvalidNode
+        // (found by tests/fuzz/config_fuzz).
+        read_eve_log(r, Reader::value(outputs, "eve"), "outputs.eve", true, &e);
     }
     if (!e.alert.verdict_set) {
         e.alert.verdict = ips;

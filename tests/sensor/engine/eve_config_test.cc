@@ -127,6 +127,12 @@ TEST(EveConfigTest, NoOutputsSectionGivesSuricatasDefaults) {
     expect_defaults(read(""));
     expect_defaults(read("outputs:\n"));
     expect_defaults(read("outputs: {eve: {}}\n"));
+    // A map without eve reads as the defaults (found by config_fuzz: the missing key used to
+    // throw YAML::InvalidNode out of the reader); a scalar is an error that says what fits.
+    expect_defaults(read("outputs:\n  fast: {enabled: no}\n"));
+    EXPECT_EQ(error_from([] { read("outputs: 7\n"); }),
+              "s.yaml: outputs: expected Suricata's list (- eve-log: {...}, - fast: {...}) or a "
+              "map (eve: {...}, fast: {...})");
     const FastLogConfig fast = read_fast_log_config(yaml(""));
     EXPECT_TRUE(fast.enabled);
     EXPECT_EQ(fast.filename, "fast.log");
