@@ -194,7 +194,7 @@ void append_record_json(const RecordEvent& ev, const RecordOptions& options, std
     }
     if (!is_flow && ev.ip_version != 0 && ev.type != RecordType::kAnomaly) {
         append_key(out, "pkt_src");
-        append_json_string(out, ev.stream_pkt ? "stream (flow timeout)" : "wire/pcap");
+        append_json_string(out, "wire/pcap");
     }
     if (ev.has_tx_id) {
         append_num(out, "tx_id", ev.tx_id);
@@ -230,9 +230,6 @@ void append_record_json(const RecordEvent& ev, const RecordOptions& options, std
             append_timestamp(out, f.end_ns);
             const int64_t age = (f.end_ns - f.start_ns) / 1000000000;
             append_num(out, "age", static_cast<uint64_t>(age > 0 ? age : 0));
-            if (f.emergency) {
-                append_bool(out, "emergency", true);
-            }
             append_key(out, "state");
             append_json_string(out, f.state);
             append_key(out, "reason");

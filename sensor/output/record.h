@@ -35,7 +35,6 @@ struct FlowEnd {
     const char* action = nullptr;     // "drop" / "pass" when a rule set the flow's action
     const char* tcp_state = nullptr;  // the TCP session's state (TCP flows only)
     bool alerted = false;
-    bool emergency = false;
     uint8_t tcp_flags[2] = {0, 0};  // OR of the flags seen per direction (TCP only)
 };
 
@@ -67,7 +66,6 @@ struct RecordEvent {
     uint16_t vlan_id[2] = {0, 0};
     uint8_t vlan_count = 0;
     uint16_t in_iface = 0xffff;
-    bool stream_pkt = false;              // pkt_src "stream (flow timeout)"
     const char* app_proto = nullptr;      // static string, rendered as "app_proto" (flow, anomaly)
     const char* anomaly_type = nullptr;   // decode / stream anomaly: "decode" | "stream"
     const char* anomaly_event = nullptr;  // static, e.g. "ipv4.trunc_pkt"
