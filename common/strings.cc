@@ -1,5 +1,7 @@
 #include "common/strings.h"
 
+#include <algorithm>
+
 namespace picket::strings {
 
 namespace {
@@ -150,6 +152,52 @@ void append_json_string(std::string& out, std::string_view s) {
                 }
         }
         ++i;
+    }
+    out.push_back('"');
+}
+
+namespace {
+constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+}  // namespace
+
+void append_json_base64(std::string& out, const uint8_t* p, size_t n) {
+    out.push_back('"');
+    for (size_t i = 0; i < n; i += 3) {
+        const size_t k = std::min<size_t>(3, n - i);
+        uint32_t v = uint32_t{p[i]} << 16;
+        if (k > 1) {
+            v |= uint32_t{p[i + 1]} << 8;
+        }
+        if (k > 2) {
+            v |= p[i + 2];
+        }
+        for (size_t j = 0; j < 4; ++j) {
+            out.push_back(j <= k ? kBase64[(v >> (18 - 6 * j)) & 63] : '=');
+        }
+    }
+    out.push_back('"');
+}
+
+void append_json_printable(std::string& out, const uint8_t* p, size_t n) {
+    out.push_back('"');
+    for (size_t i = 0; i < n; ++i) {
+        const uint8_t c = p[i];
+        switch (c) {
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            default:
+                out.push_back(c >= 0x20 && c < 0x7f ? static_cast<char>(c) : '.');
+        }
     }
     out.push_back('"');
 }

@@ -121,6 +121,14 @@ std::string hex_encode(std::string_view bytes);
 // valid JSON whatever `s` holds.
 void append_json_string(std::string& out, std::string_view s);
 
+// Appends the bytes as a JSON string of their RFC 4648 base64 (with padding): each group of up
+// to 3 bytes becomes 4 characters, those past the group's bytes '='.
+void append_json_base64(std::string& out, const uint8_t* p, size_t n);
+
+// Appends the bytes as a JSON string the way Suricata's PrintStringsToBuffer shows a payload:
+// printable ASCII, CR and LF are kept (escaped where JSON needs it), every other byte is '.'.
+void append_json_printable(std::string& out, const uint8_t* p, size_t n);
+
 // Length of the valid UTF-8 sequence at p (1..4 bytes, of at most `avail`), or 0 when the
 // bytes there are not one (overlong forms and surrogates are not valid).
 size_t utf8_sequence(const uint8_t* p, size_t avail);

@@ -53,6 +53,12 @@ struct AppLogConfig {
     bool file_md5 = false;
     bool file_sha1 = false;
     bool file_sha256 = false;
+    // Alerts (outputs.eve.alert.http-body / http-body-printable): the transaction's kept
+    // request and response bodies in the alert's "http" object, base64 and/or printable, each
+    // body cut at alert_body_max bytes (the alert record must fit its queue's bytes-max).
+    bool alert_http_body = false;
+    bool alert_http_body_printable = false;
+    size_t alert_body_max = 8192;
 };
 
 // One EVE record the app layer finished (a logged transaction, a file, a parser event). The
@@ -139,7 +145,8 @@ public:
     // Alerts raised per transaction on this flow (nullptr when the flow has no app state).
     inspect::TxAlertLog* alert_log(flow::Flow& f);
     // Appends the EVE alert metadata of transaction tx_id ("http":{...}, "dns":{...},
-    // "tls":{...}) to *out as JSON members without braces; nothing when unknown.
+    // "tls":{...}) to *out as JSON members without braces; nothing when unknown. The http
+    // object carries the bodies when AppLogConfig::alert_http_body(_printable) asks.
     void render_metadata(const flow::Flow& f, uint64_t tx_id, std::string* out) const;
     // The value of request header `name` (case-insensitive) of HTTP transaction tx_id, or,
     // with kAnyTx, of the oldest held transaction that has one (EVE's xff); null when none.

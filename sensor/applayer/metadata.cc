@@ -29,6 +29,30 @@ void fingerprint(std::string* out, bool* first, const char* name, std::string_vi
     out->push_back('}');
 }
 
+// "http_request_body":"<base64>","http_request_body_printable":"..." and the same for the
+// response, each present when that body has bytes, appended to an http object whose '}' was
+// taken off; a body longer than l.alert_body_max is cut there.
+void append_bodies(const http::HttpTx& tx, const AppLogConfig& l, std::string* out) {
+    bool first = out->back() == '{';
+    auto body = [&](const std::string& b, const char* name, const char* printable_name) {
+        if (b.empty()) {
+            return;
+        }
+        const auto* p = reinterpret_cast<const uint8_t*>(b.data());
+        const size_t n = std::min(b.size(), l.alert_body_max);
+        if (l.alert_http_body) {
+            json::key(out, &first, name);
+            strings::append_json_base64(*out, p, n);
+        }
+        if (l.alert_http_body_printable) {
+            json::key(out, &first, printable_name);
+            strings::append_json_printable(*out, p, n);
+        }
+    };
+    body(tx.request_body, "http_request_body", "http_request_body_printable");
+    body(tx.response_body, "http_response_body", "http_response_body_printable");
+}
+
 }  // namespace
 
 const std::string* AppLayer::http_request_header(const flow::Flow& f, uint64_t tx_id,
@@ -73,8 +97,15 @@ void AppLayer::render_metadata(const flow::Flow& f, uint64_t tx_id, std::string*
             if (tx == nullptr) {
                 return;
             }
-            // The same object as the EVE http record (basic + extended fields).
+            // The same object as the EVE http record (basic + extended fields), and the bodies
+            // when asked (Suricata's http-body / http-body-printable).
             render_http(*tx, true, false, false, out);
+            const AppLogConfig& l = config_.log;
+            if (l.alert_http_body || l.alert_http_body_printable) {
+                out->pop_back();  // the object's '}'
+                append_bodies(*tx, l, out);
+                out->push_back('}');
+            }
             return;
         }
         case AppProto::kDns: {

@@ -66,6 +66,10 @@ void apply_eve_config(SensorConfig& c) {
     l.file_md5 = e.files.md5;
     l.file_sha1 = e.files.sha1;
     l.file_sha256 = e.files.sha256;
+    // Suricata: the bodies need metadata.
+    const bool alert_meta = on && e.types.alert && e.alert.metadata;
+    l.alert_http_body = alert_meta && e.alert.http_body;
+    l.alert_http_body_printable = alert_meta && e.alert.http_body_printable;
 }
 
 // Whether any record beyond alert and stats is on: the workers then get record queues.

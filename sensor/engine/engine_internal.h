@@ -15,6 +15,9 @@ struct Engine::Generation {
     std::shared_ptr<const detect::DetectEngine> engine;
     std::vector<std::unique_ptr<detect::DetectWorker>> workers;  // one per worker
     std::vector<output::AlertMeta> metas;
+    // The flowbit registry's names as of this generation, by id: what the workers write in an
+    // alert's "metadata":{"flowbits":[...]} without taking the registry's lock.
+    std::vector<std::string> flowbit_names;
     std::shared_ptr<const filter::AclClassifier> acl;  // acl-file, switched with the rules
     std::vector<GenSlot> slots;                        // one per worker
 };

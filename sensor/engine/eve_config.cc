@@ -283,10 +283,6 @@ std::optional<bool> read_alert(Reader& r, const YAML::Node& node, const std::str
     a->http_body = r.get_bool(node, path, "http-body", a->http_body);
     a->http_body_printable = r.get_bool(node, path, "http-body-printable", a->http_body_printable);
     a->tagged_packets = r.get_bool(node, path, "tagged-packets", a->tagged_packets);
-    // Accepted for Suricata's configurations; not written yet (docs/outputs.md says so).
-    if (a->http_body || a->http_body_printable) {
-        r.warn_once(path + ".http-body: not written by Picket yet; ignored");
-    }
     if (Reader::value(node, "verdict").IsDefined()) {
         a->verdict = r.get_bool(node, path, "verdict", false);
         a->verdict_set = true;

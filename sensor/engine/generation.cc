@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "common/time_util.h"
+#include "sensor/detect/flowbits.h"
 #include "sensor/engine/engine_internal.h"
 
 namespace picket::sensor::engine {
@@ -67,12 +68,17 @@ std::unique_ptr<Engine::Generation> Engine::build_generation(const detect::Detec
                                     sp == std::string::npos ? "" : entry.substr(sp + 1));
         }
     }
+    const uint32_t nbits = flowbits_->size();
+    gen->flowbit_names.reserve(nbits);
+    for (uint32_t id = 0; id < nbits; ++id) {
+        gen->flowbit_names.push_back(flowbits_->name(id));
+    }
     // Each worker's scratch (Hyperscan, PCRE2) is allocated here, off the packet path.
     for (auto& w : workers_) {
         gen->workers.push_back(
             std::make_unique<detect::DetectWorker>(gen->engine, w->flow_state.get()));
-        gen->slots.push_back(
-            GenSlot{gen->workers.back().get(), gen->metas.data(), gen->acl.get(), id});
+        gen->slots.push_back(GenSlot{gen->workers.back().get(), gen->metas.data(), gen->acl.get(),
+                                     id, &gen->flowbit_names});
     }
     return gen;
 }

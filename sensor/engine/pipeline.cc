@@ -5,9 +5,46 @@
 
 #include <cstring>
 
+#include "common/strings.h"
+#include "sensor/detect/flowbits.h"
 #include "sensor/engine/engine_internal.h"
 
 namespace picket::sensor::engine {
+
+namespace {
+
+// Suricata's alert "metadata":{"flowbits":[...]}: the names of the bits set on the flow as of
+// the alert, in id order, appended to the alert's app-layer members (out). Nothing when no bit
+// is set. Ids past the generation's name table (set by rules newer than the worker's
+// generation) are left out. Allocates only while out's capacity grows.
+void append_flowbits_metadata(const detect::FlowbitStore* bits,
+                              const std::vector<std::string>* names, std::string* out) {
+    if (bits == nullptr || names == nullptr) {
+        return;
+    }
+    bool any = false;
+    for (uint32_t i = 0; i < bits->nwords; ++i) {
+        for (uint64_t word = bits->words[i]; word != 0; word &= word - 1) {
+            const uint32_t id = i * 64 + static_cast<uint32_t>(__builtin_ctzll(word));
+            if (id >= names->size()) {
+                continue;
+            }
+            if (!any) {
+                *out +=
+                    out->empty() ? "\"metadata\":{\"flowbits\":[" : ",\"metadata\":{\"flowbits\":[";
+                any = true;
+            } else {
+                out->push_back(',');
+            }
+            strings::append_json_string(*out, (*names)[id]);
+        }
+    }
+    if (any) {
+        *out += "]}";
+    }
+}
+
+}  // namespace
 
 FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& p, flow::Flow* f,
                                         flow::Direction dir, uint32_t link_len, int64_t now_ns) {
@@ -412,8 +449,7 @@ void Engine::emit_alerts(WorkerContext& w, const decode::Packet& p, flow::Flow* 
             payload_len = stream->len;
             ev.stream = true;
         }
-        const uint8_t* app_json = nullptr;
-        uint32_t app_json_len = 0;
+        w.app_json.clear();
         if (f != nullptr && w.app) {
             ev.app_proto = w.app->proto_name(*f);
             uint64_t tx_id = a.tx_id;
@@ -421,10 +457,7 @@ void Engine::emit_alerts(WorkerContext& w, const decode::Packet& p, flow::Flow* 
             if (with_tx) {
                 ev.has_tx_id = true;
                 ev.tx_id = tx_id;
-                w.app_json.clear();
                 w.app->render_metadata(*f, tx_id, &w.app_json);
-                app_json = reinterpret_cast<const uint8_t*>(w.app_json.data());
-                app_json_len = static_cast<uint32_t>(w.app_json.size());
             }
             if (config_.alert_xff.enabled) {
                 // Suricata: the alert's transaction, else the first one that has the header.
@@ -436,6 +469,17 @@ void Engine::emit_alerts(WorkerContext& w, const decode::Packet& p, flow::Flow* 
                 }
             }
         }
+        if (f != nullptr) {
+            ev.flow_action = f->action == flow::FlowAction::kDrop   ? "drop"
+                             : f->action == flow::FlowAction::kPass ? "pass"
+                                                                    : nullptr;
+            if (config_.eve.alert.metadata) {
+                append_flowbits_metadata(detect::flowbits_of(f), w.active->flowbit_names,
+                                         &w.app_json);
+            }
+        }
+        const auto* app_json = reinterpret_cast<const uint8_t*>(w.app_json.data());
+        const auto app_json_len = static_cast<uint32_t>(w.app_json.size());
         if (!w.alerts->push(ev, packet, packet_len, payload, payload_len, app_json, app_json_len)) {
             ++w.flow_state->counters().alerts_dropped;
         }

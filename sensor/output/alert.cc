@@ -287,6 +287,25 @@ void append_alert_json(const AlertEvent& ev, const AlertOutputOptions& options, 
         append_uint(out, ev.flow_bytes[1]);
         out += ",\"start\":";
         append_timestamp(out, ev.flow_start_ns);
+        if (ev.direction != AlertDirection::kUnknown && ev.ip_version != 0) {
+            // The flow's own direction (its client as src), whichever way the packet went.
+            const bool to_server = ev.direction == AlertDirection::kToServer;
+            char addr[46];
+            append_key(out, "src_ip");
+            append_json_string(out, format_address(to_server ? ev.src : ev.dst, addr));
+            append_key(out, "dest_ip");
+            append_json_string(out, format_address(to_server ? ev.dst : ev.src, addr));
+            if (has_ports(ev.proto)) {
+                append_key(out, "src_port");
+                append_uint(out, to_server ? ev.sport : ev.dport);
+                append_key(out, "dest_port");
+                append_uint(out, to_server ? ev.dport : ev.sport);
+            }
+        }
+        if (ev.flow_action != nullptr) {
+            append_key(out, "action");
+            append_json_string(out, ev.flow_action);
+        }
         out.push_back('}');
     }
     if (options.payload || options.payload_printable) {

@@ -7,11 +7,10 @@
 #include <cstdio>
 #include <string>
 
+#include "common/strings.h"
 #include "common/time_util.h"
 
 namespace picket::sensor::output::json_util {
-
-constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 inline void append_uint(std::string& out, uint64_t v) {
     char buf[24];
@@ -32,49 +31,12 @@ inline void append_key(std::string& out, const char* key) {
     out += "\":";
 }
 
-// RFC 4648 base64 with padding: each group of up to 3 bytes becomes 4 characters, those past
-// the group's bytes '='.
+// Base64 and printable forms of raw bytes, as JSON strings: common/strings.h.
 inline void append_base64(std::string& out, const uint8_t* p, size_t n) {
-    out.push_back('"');
-    for (size_t i = 0; i < n; i += 3) {
-        const size_t k = std::min<size_t>(3, n - i);
-        uint32_t v = uint32_t{p[i]} << 16;
-        if (k > 1) {
-            v |= uint32_t{p[i + 1]} << 8;
-        }
-        if (k > 2) {
-            v |= p[i + 2];
-        }
-        for (size_t j = 0; j < 4; ++j) {
-            out.push_back(j <= k ? kBase64[(v >> (18 - 6 * j)) & 63] : '=');
-        }
-    }
-    out.push_back('"');
+    strings::append_json_base64(out, p, n);
 }
-
-// Suricata's PrintStringsToBuffer: printable ASCII, CR and LF are kept, the rest is '.'.
 inline void append_printable(std::string& out, const uint8_t* p, size_t n) {
-    out.push_back('"');
-    for (size_t i = 0; i < n; ++i) {
-        const uint8_t c = p[i];
-        switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            default:
-                out.push_back(c >= 0x20 && c < 0x7f ? static_cast<char>(c) : '.');
-        }
-    }
-    out.push_back('"');
+    strings::append_json_printable(out, p, n);
 }
 
 inline void append_timestamp(std::string& out, int64_t ts_ns) {

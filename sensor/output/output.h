@@ -177,6 +177,9 @@ struct AlertEvent {
     uint64_t flow_pkts[2] = {0, 0};   // to server, to client
     uint64_t flow_bytes[2] = {0, 0};  // to server, to client
     int64_t flow_start_ns = 0;
+    // "action" in the flow object: "drop" / "pass" when a rule set the flow's action, null
+    // when none (a static string).
+    const char* flow_action = nullptr;
 };
 
 // Per-worker alert queue: one single-producer (the worker) single-consumer (the output

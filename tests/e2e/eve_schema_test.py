@@ -89,6 +89,7 @@ class EveSchema(unittest.TestCase):
         cls.pcaps = sorted(p for p in os.listdir(PCAPS) if p.endswith((".pcap", ".pcapng")))
         cls.config_rejected = False
         cls.per_type = collections.Counter()
+        cls.alert_members = collections.Counter()
         cls.failures = []  # (pcap, line number, event_type, path, message)
         cls.lines = 0
         for name in cls.pcaps:
@@ -116,6 +117,8 @@ class EveSchema(unittest.TestCase):
         print("config: %s" % ("none (list form rejected)" if cls.config_rejected else "Suricata list form"))
         print("lines validated per event_type: %s"
               % ", ".join("%s %d" % kv for kv in sorted(cls.per_type.items())), flush=True)
+        print("alerts with: %s"
+              % ", ".join("%s %d" % kv for kv in sorted(cls.alert_members.items())), flush=True)
 
     @classmethod
     def validate(cls, pcap, eve):
@@ -129,6 +132,19 @@ class EveSchema(unittest.TestCase):
                     continue
                 event_type = record.get("event_type", "?")
                 cls.per_type[event_type] += 1
+                if event_type == "alert":
+                    # The alert members the options and the flow add, so that the schema
+                    # is seen to check them.
+                    http = record.get("http", {})
+                    for member, present in (
+                            ("metadata.flowbits", "flowbits" in record.get("metadata", {})),
+                            ("http.http_request_body", "http_request_body" in http),
+                            ("http.http_response_body_printable",
+                             "http_response_body_printable" in http),
+                            ("flow.src_ip", "src_ip" in record.get("flow", {})),
+                            ("payload", "payload" in record)):
+                        if present:
+                            cls.alert_members[member] += 1
                 for err in cls.validator.iter_errors(record):
                     path = "/".join(str(p) for p in err.absolute_path)
                     cls.failures.append((pcap, number, event_type, path, err.message[:300]))
@@ -152,6 +168,14 @@ class EveSchema(unittest.TestCase):
     def test_required_types_present(self):
         for t in REQUIRED_TYPES:
             self.assertGreater(self.per_type[t], 0, "no %s record in any pcap's eve.json" % t)
+
+    def test_alert_options_were_written(self):
+        if self.config_rejected:
+            self.skipTest("the sensor rejected the list form: no alert options were on")
+        for member in ("metadata.flowbits", "http.http_request_body",
+                       "http.http_response_body_printable", "flow.src_ip", "payload"):
+            self.assertGreater(self.alert_members[member], 0,
+                               "no alert with %s in any pcap's eve.json" % member)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 // an invalid sequence comes back as U+00XX. (2) The app layer's records with every record type
 // on, for arbitrary HTTP (first byte's low bit: TCP to port 80 traffic) or DNS (UDP) payloads
 // split into both directions: every record's members, wrapped in braces, parse as one JSON
-// object.
+// object; so does the alert metadata of the first transactions, HTTP bodies included.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -52,6 +52,7 @@ sensor::applayer::AppLayerConfig all_records() {
     l.http = l.dns = l.tls = l.files = l.anomaly = true;
     l.http_request_headers = l.http_response_headers = true;
     l.file_md5 = l.file_sha1 = l.file_sha256 = true;
+    l.alert_http_body = l.alert_http_body_printable = true;
     return c;
 }
 
@@ -64,6 +65,19 @@ void check_records(sensor::applayer::AppLayer& app) {
         }
     }
     app.clear_records();
+}
+
+// The alert metadata of the flow's first transactions (with the HTTP bodies) is JSON members.
+void check_metadata(const sensor::applayer::AppLayer& app, const sensor::flow::Flow& f) {
+    std::string meta;
+    for (uint64_t tx = 0; tx < 4; ++tx) {
+        meta.clear();
+        app.render_metadata(f, tx, &meta);
+        if (!meta.empty() && !nlohmann::json::accept("{" + meta + "}")) {
+            std::fprintf(stderr, "alert metadata is not JSON: %s\n", meta.c_str());
+            std::abort();
+        }
+    }
 }
 
 }  // namespace
@@ -85,6 +99,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     check_records(app);
     app.on_data(f, Direction::kToClient, data + split, size - split, tcp, out, 8);
     check_records(app);
+    check_metadata(app, f);
     if (tcp) {
         app.on_eof(f, Direction::kToServer, out, 8);
         app.on_eof(f, Direction::kToClient, out, 8);

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -97,9 +98,39 @@ TEST(AlertJson, FlowObjectAfterDirection) {
     const std::string line = render(ev);
     EXPECT_NE(line.find("\"direction\":\"to_server\",\"flow\":{\"pkts_toserver\":4,"
                         "\"pkts_toclient\":2,\"bytes_toserver\":379,\"bytes_toclient\":1588,"
-                        "\"start\":\"2009-10-16T16:44:16.083524+0000\"}}"),
+                        "\"start\":\"2009-10-16T16:44:16.083524+0000\",\"src_ip\":\"10.0.0.1\","
+                        "\"dest_ip\":\"192.168.1.20\",\"src_port\":49152,\"dest_port\":80}}"),
               std::string::npos)
         << line;
+}
+
+// On a to-client packet the flow object still names the flow's client as src (the packet's
+// dest), and a flow whose action a rule set says so.
+TEST(AlertJson, FlowObjectKeepsTheFlowsDirectionAndAction) {
+    const AlertMeta meta = make_meta();
+    AlertEvent ev = tcp_event(&meta);
+    std::swap(ev.src, ev.dst);
+    std::swap(ev.sport, ev.dport);
+    ev.direction = AlertDirection::kToClient;
+    ev.has_flow = true;
+    ev.flow_start_ns = 1255711456083524000;
+    ev.flow_action = "drop";
+    const json j = json::parse(render(ev));
+    EXPECT_EQ(j["src_ip"], "192.168.1.20");
+    EXPECT_EQ(j["src_port"], 80);
+    const json& f = j["flow"];
+    EXPECT_EQ(f["src_ip"], "10.0.0.1");
+    EXPECT_EQ(f["src_port"], 49152);
+    EXPECT_EQ(f["dest_ip"], "192.168.1.20");
+    EXPECT_EQ(f["dest_port"], 80);
+    EXPECT_EQ(f["action"], "drop");
+    // ICMP: addresses, no ports; no action unless set.
+    ev.proto = 1;
+    ev.flow_action = nullptr;
+    const json icmp = json::parse(render(ev))["flow"];
+    EXPECT_EQ(icmp["src_ip"], "10.0.0.1");
+    EXPECT_FALSE(icmp.contains("src_port"));
+    EXPECT_FALSE(icmp.contains("action"));
 }
 
 TEST(AlertJson, OptionalHeaderFieldsOmittedWhenUnknown) {
