@@ -206,8 +206,11 @@ if [ "$FUZZ" = 1 ]; then
     if FUZZ_PER_TARGET=1 bash tests/fuzz/run.sh "$SAN_BUILD" "$FUZZ_SECONDS"; then
         "${REPORT[@]}" result "$STATE" fuzz "fuzz smoke (tests/fuzz/run.sh)" pass
     else
+        # Which target and why, on the report's last lines (a CI log is often read from its
+        # end only).
+        why=$(paste -sd ';' "$SAN_BUILD/fuzz-smoke/failures.txt" 2>/dev/null | cut -c1-600)
         "${REPORT[@]}" result "$STATE" fuzz "fuzz smoke (tests/fuzz/run.sh)" fail \
-            "a target crashed, leaked, hung or reported (see its reproducer above)"
+            "${why:-a target crashed, leaked, hung or reported} (reproducers in $SAN_BUILD/fuzz-findings)"
     fi
     phase_done "fuzz smoke"
 fi

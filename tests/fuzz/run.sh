@@ -16,10 +16,11 @@
 # about 6 minutes on the 2-core machine (ASan + UBSan build; 1421 corpus inputs replayed).
 #
 # Fails (exit 1) on any crash, leak, sanitizer report, timeout (-timeout=10 s per input) or
-# out-of-memory (-rss_limit_mb=2048). What failed is kept in a stable place, never deleted
-# by a later run: BUILD_DIR/fuzz-findings/<target>/ holds the reproducer (crash-*, leak-*,
-# timeout-*, oom-*; for a replay failure, a copy of the corpus file) and the log, and the run
-# prints, e.g.
+# out-of-memory (-rss_limit_mb=2048). One line per failure (target, step, kind and the
+# sanitizer's SUMMARY line) goes to BUILD_DIR/fuzz-smoke/failures.txt, which tests/run.sh
+# prints last. What failed is kept in a stable place, never deleted by a later run:
+# BUILD_DIR/fuzz-findings/<target>/ holds the reproducer (crash-*, leak-*, timeout-*, oom-*;
+# for a replay failure, a copy of the corpus file) and the log, and the run prints, e.g.
 #   == FAILED defrag_fuzz (fuzz): crash, reproducer BUILD/fuzz-findings/defrag_fuzz/crash-…
 #      reproduce: BUILD/tests/fuzz/defrag_fuzz BUILD/fuzz-findings/defrag_fuzz/crash-…
 #      once fixed, keep it in the corpus: cp FILE tests/fuzz/corpus/defrag/$(sha1sum <FILE | cut -c1-40)
@@ -80,7 +81,7 @@ failed=()
 # report NAME STEP RC LOG ARTIFACT_DIR [CORPUS_FILE]: keeps the reproducer and the log under
 # fuzz-findings/NAME/ and prints how to reproduce it and, once fixed, keep it in the corpus.
 report() {
-    local name=$1 step=$2 rc=$3 log=$4 artifacts=$5 input=${6:-} repro kind keep stamp
+    local name=$1 step=$2 rc=$3 log=$4 artifacts=$5 input=${6:-} repro kind keep stamp why
     stamp=$(date +%Y%m%d-%H%M%S)
     keep="$findings/$name"
     mkdir -p "$keep"
@@ -99,6 +100,10 @@ report() {
     fi
     cp "$log" "$keep/$step-$stamp.log"
     tail -n 60 "$log"
+    # The sanitizer's or libFuzzer's one-line verdict ("SUMMARY: AddressSanitizer: ...",
+    # "==N== ERROR: libFuzzer: timeout ..."), for the summary that tests/run.sh prints last.
+    why=$(grep -a -m 1 -E '^SUMMARY: |ERROR: libFuzzer|runtime error:' "$log" | cut -c1-200)
+    echo "$name ($step): $kind${why:+: $why}" >>"$work/failures.txt"
     echo "== FAILED $name ($step): $kind, reproducer ${repro:-none} (log $keep/$step-$stamp.log)"
     [[ -n $repro ]] && echo "   reproduce: $fuzz_dir/$name $repro"
     if [[ -n $input ]]; then
