@@ -3,6 +3,7 @@
 #include "sensor/detect/parser.h"
 
 #include "sensor/detect/content_inspect.h"
+#include "sensor/detect/snort3.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -484,7 +485,10 @@ BufferMatch& ParseState::list_for(BufferId id) {
     return rule->buffers.back();
 }
 
-std::unique_ptr<Rule> parse_rule(std::string_view text, const ParseEnv& env, RuleDiagnostic* diag) {
+namespace {
+
+std::unique_ptr<Rule> parse_suricata_rule(std::string_view text, const ParseEnv& env,
+                                          RuleDiagnostic* diag) {
     text = trim(text);
     auto rule = std::make_unique<Rule>();
     rule->file = env.file;
@@ -592,6 +596,38 @@ std::unique_ptr<Rule> parse_rule(std::string_view text, const ParseEnv& env, Rul
     for (BufferMatch& m : rule->buffers) {
         link_payload_options(m);
     }
+    return rule;
+}
+
+}  // namespace
+
+// Syntax is chosen per rule: Suricata first, so a rule that parses as Suricata parses exactly
+// as before; only a rule that fails and uses Snort 3-only syntax goes through the Snort 3
+// front-end (snort3.h), whose diagnostics then replace the Suricata ones.
+std::unique_ptr<Rule> parse_rule(std::string_view text, const ParseEnv& env, RuleDiagnostic* diag) {
+    std::unique_ptr<Rule> rule = parse_suricata_rule(text, env, diag);
+    if (rule || !snort3::looks_like_snort3(text)) {
+        return rule;
+    }
+    snort3::Translation t;
+    std::string category;
+    std::string reason;
+    if (!snort3::translate(text, &t, &category, &reason)) {
+        diag->category = category;
+        diag->reason = "snort3: " + reason;
+        return nullptr;
+    }
+    rule = parse_suricata_rule(t.text, env, diag);
+    if (!rule) {
+        diag->reason = "snort3: " + diag->reason;
+        return nullptr;
+    }
+    if (!snort3::apply(t, rule.get(), &reason)) {
+        diag->category = "unsupported service";
+        diag->reason = "snort3: " + reason;
+        return nullptr;
+    }
+    rule->text = std::string(trim(text));
     return rule;
 }
 

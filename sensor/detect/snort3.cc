@@ -1,0 +1,555 @@
+// Snort 3 -> Suricata rule text. The rewrite is textual on purpose: every keyword keeps one
+// parser (the Suricata one), and a Snort 3 rule gets exactly the matching behaviour of its
+// Suricata equivalent. See docs/rules.md "Snort 3 rules" for the table and the differences.
+#include "sensor/detect/snort3.h"
+
+#include <vector>
+
+namespace picket::sensor::detect::snort3 {
+namespace {
+
+bool is_blank(char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && is_blank(s.front())) {
+        s.remove_prefix(1);
+    }
+    while (!s.empty() && is_blank(s.back())) {
+        s.remove_suffix(1);
+    }
+    return s;
+}
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    for (char& c : out) {
+        if (c >= 'A' && c <= 'Z') {
+            c = static_cast<char>(c - 'A' + 'a');
+        }
+    }
+    return out;
+}
+
+struct Option {
+    std::string key;  // lower case
+    std::string_view value;
+    bool has_value = false;
+};
+
+// Snort 3's lexer: an option ends at the first ';' outside a quoted string; inside quotes
+// '\' escapes the next character, so ';' needs no escape there. False on an unterminated
+// quote.
+bool split_options(std::string_view body, std::vector<Option>* out) {
+    const size_t n = body.size();
+    size_t pos = 0;
+    while (pos < n) {
+        while (pos < n && (is_blank(body[pos]) || body[pos] == ';')) {
+            ++pos;
+        }
+        if (pos >= n) {
+            break;
+        }
+        const size_t start = pos;
+        bool quoted = false;
+        size_t colon = std::string_view::npos;
+        while (pos < n) {
+            const char c = body[pos];
+            if (quoted && c == '\\') {
+                pos += 2;
+                continue;
+            }
+            if (c == '"') {
+                quoted = !quoted;
+            } else if (!quoted && c == ';') {
+                break;
+            } else if (!quoted && c == ':' && colon == std::string_view::npos) {
+                colon = pos;
+            }
+            ++pos;
+        }
+        if (quoted) {
+            return false;
+        }
+        pos = std::min(pos, n);
+        Option o;
+        if (colon == std::string_view::npos) {
+            o.key = lower(trim(body.substr(start, pos - start)));
+        } else {
+            o.key = lower(trim(body.substr(start, colon - start)));
+            o.value = trim(body.substr(colon + 1, pos - colon - 1));
+            o.has_value = true;
+        }
+        out->push_back(std::move(o));
+        ++pos;
+    }
+    return true;
+}
+
+// Splits a quoted value ("...", optionally preceded by '!') from what follows its closing
+// quote. False when the value does not start with a quote or never closes.
+bool split_quoted(std::string_view v, bool* negated, std::string_view* str,
+                  std::string_view* rest) {
+    *negated = false;
+    if (!v.empty() && v.front() == '!') {
+        *negated = true;
+        v = trim(v.substr(1));
+    }
+    if (v.empty() || v.front() != '"') {
+        return false;
+    }
+    for (size_t i = 1; i < v.size(); ++i) {
+        if (v[i] == '\\') {
+            ++i;
+            continue;
+        }
+        if (v[i] == '"') {
+            *str = v.substr(1, i - 1);
+            *rest = trim(v.substr(i + 1));
+            return true;
+        }
+    }
+    return false;
+}
+
+// The Suricata content parser wants ';' escaped; Snort 3 does not.
+std::string escape_semicolons(std::string_view s) {
+    std::string out;
+    out.reserve(s.size() + 4);
+    for (size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '\\' && i + 1 < s.size()) {
+            out.push_back(s[i]);
+            out.push_back(s[++i]);
+            continue;
+        }
+        if (s[i] == ';') {
+            out.push_back('\\');
+        }
+        out.push_back(s[i]);
+    }
+    return out;
+}
+
+std::vector<std::string_view> split_commas(std::string_view s) {
+    std::vector<std::string_view> out;
+    size_t start = 0;
+    while (start <= s.size()) {
+        size_t c = s.find(',', start);
+        if (c == std::string_view::npos) {
+            c = s.size();
+        }
+        std::string_view part = trim(s.substr(start, c - start));
+        if (!part.empty()) {
+            out.push_back(part);
+        }
+        start = c + 1;
+    }
+    return out;
+}
+
+// Snort 3 sticky buffers -> the Suricata sticky buffer Picket fills. nullptr: no filler.
+struct BufferMap {
+    const char* snort;
+    const char* suricata;
+};
+// clang-format off
+constexpr BufferMap kBuffers[] = {
+    {"http_uri", "http.uri"},             {"http_raw_uri", "http.uri.raw"},
+    {"http_header", "http.header"},       {"http_raw_header", "http.header.raw"},
+    {"http_cookie", "http.cookie"},       {"http_raw_cookie", nullptr},
+    {"http_client_body", "http.request_body"}, {"http_raw_body", nullptr},
+    {"http_method", "http.method"},       {"http_stat_code", "http.stat_code"},
+    {"http_stat_msg", "http.stat_msg"},   {"http_version", "http.protocol"},
+    {"http_raw_request", "http.request_line"}, {"http_raw_status", "http.response_line"},
+    {"http_true_ip", nullptr},            {"http_param", nullptr},
+    {"http_trailer", nullptr},            {"http_raw_trailer", nullptr},
+    {"http_header_test", nullptr},        {"http_trailer_test", nullptr},
+    {"file_data", "file.data"},           {"pkt_data", "pkt_data"},
+    {"raw_data", "pkt_data"},             {"js_data", nullptr},
+    {"vba_data", nullptr},                {"base64_data", nullptr},
+    {"sip_header", nullptr},              {"sip_body", nullptr},
+};
+
+// http_header:field NAME -> the single-header buffer holding that header's value.
+constexpr BufferMap kHeaderFields[] = {
+    {"user-agent", "http.user_agent"},    {"host", "http.host.raw"},
+    {"cookie", "http.cookie"},            {"referer", "http.referer"},
+    {"content-type", "http.content_type"}, {"content-length", "http.content_len"},
+    {"accept", "http.accept"},            {"accept-encoding", "http.accept_enc"},
+    {"accept-language", "http.accept_lang"}, {"connection", "http.connection"},
+    {"location", "http.location"},        {"server", "http.server"},
+};
+
+// service: names -> the app-layer protocol Picket identifies.
+struct ServiceMap {
+    const char* name;
+    AppProto app;
+};
+constexpr ServiceMap kServices[] = {
+    {"http", AppProto::kHttp}, {"ssl", AppProto::kTls}, {"tls", AppProto::kTls},
+    {"smtp", AppProto::kSmtp}, {"ftp", AppProto::kFtp}, {"ssh", AppProto::kSsh},
+    {"dns", AppProto::kDns},   {"netbios-ssn", AppProto::kSmb}, {"smb", AppProto::kSmb},
+    {"dcerpc", AppProto::kDcerpc},
+};
+
+// Snort 3 only options that make a rule Snort 3 (besides the buffers above).
+constexpr const char* kSnort3Only[] = {"service", "rem", "bufferlen"};
+// clang-format on
+
+const BufferMap* find_buffer(std::string_view key) {
+    for (const BufferMap& b : kBuffers) {
+        if (key == b.snort) {
+            return &b;
+        }
+    }
+    return nullptr;
+}
+
+AppProto find_service(std::string_view name) {
+    for (const ServiceMap& s : kServices) {
+        if (name == s.name) {
+            return s.app;
+        }
+    }
+    return AppProto::kUnknown;
+}
+
+// Header protocol field -> Suricata's. A service name Picket parses becomes that app-layer
+// protocol; other services keep the transport only ("ip" when unknown).
+struct HeaderProto {
+    std::string proto;
+    AppProto app = AppProto::kUnknown;
+};
+HeaderProto header_proto(std::string_view p) {
+    const std::string n = lower(p);
+    if (n == "ip" || n == "tcp" || n == "udp" || n == "icmp") {
+        return {n, AppProto::kUnknown};
+    }
+    const AppProto app = find_service(n);
+    if (app == AppProto::kDns || app == AppProto::kDcerpc) {
+        return {"ip", app};
+    }
+    if (app != AppProto::kUnknown) {
+        return {"tcp", app};
+    }
+    if (n == "file") {
+        return {"ip", AppProto::kUnknown};
+    }
+    return {"ip", AppProto::kUnknown};
+}
+
+struct Failure {
+    std::string category;
+    std::string reason;
+};
+
+bool translate_content(std::string_view key, std::string_view value, std::string* out, Failure* f) {
+    bool negated = false;
+    std::string_view str;
+    std::string_view rest;
+    if (!split_quoted(value, &negated, &str, &rest)) {
+        *f = {"bad " + std::string(key), std::string(key) + ": expected a quoted string"};
+        return false;
+    }
+    out->append(key).append(":").append(negated ? "!" : "").append("\"");
+    out->append(escape_semicolons(str)).append("\"; ");
+    if (rest.empty()) {
+        return true;
+    }
+    if (rest.front() != ',') {
+        *f = {"bad " + std::string(key),
+              std::string(key) + ": unexpected '" + std::string(rest) + "' after the string"};
+        return false;
+    }
+    for (std::string_view m : split_commas(rest.substr(1))) {
+        const size_t sp = m.find_first_of(" \t");
+        const std::string name = lower(m.substr(0, sp));
+        const std::string_view arg =
+            sp == std::string_view::npos ? std::string_view{} : trim(m.substr(sp));
+        if (name == "nocase" || name == "fast_pattern") {
+            if (!arg.empty()) {
+                *f = {"bad " + std::string(key),
+                      std::string(key) + ": " + name + " takes no value"};
+                return false;
+            }
+            out->append(name).append("; ");
+        } else if (name == "offset" || name == "depth" || name == "distance" || name == "within") {
+            if (arg.empty()) {
+                *f = {"bad " + std::string(key), std::string(key) + ": " + name + " needs a value"};
+                return false;
+            }
+            out->append(name).append(":").append(arg).append("; ");
+        } else if (name == "fast_pattern_offset" || name == "fast_pattern_length") {
+            // Only narrows which bytes feed the prefilter; the content is matched whole.
+        } else {
+            *f = {"bad " + std::string(key),
+                  std::string(key) + ": unknown modifier '" + std::string(m) + "'"};
+            return false;
+        }
+    }
+    return true;
+}
+
+// bufferlen:[op]N or A<>B (exclusive) or A<=>B (inclusive) -> bsize. Snort's relative form
+// (the length left after the cursor) has no Suricata equivalent.
+bool translate_bufferlen(std::string_view value, std::string* out, Failure* f) {
+    const std::string v(trim(value));
+    if (v.find(',') != std::string::npos) {
+        *f = {"bad bufferlen", "bufferlen: '" + v + "': relative is not supported"};
+        return false;
+    }
+    const size_t incl = v.find("<=>");
+    if (incl == std::string::npos) {
+        *out = v;
+        return true;
+    }
+    const std::string a(trim(std::string_view(v).substr(0, incl)));
+    const std::string b(trim(std::string_view(v).substr(incl + 3)));
+    const bool digits = !a.empty() && !b.empty() && a.size() <= 9 && b.size() <= 9 &&
+                        a.find_first_not_of("0123456789") == std::string::npos &&
+                        b.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits) {
+        *f = {"bad bufferlen", "bufferlen: bad range '" + v + "'"};
+        return false;
+    }
+    const long lo = std::stol(a);
+    const long hi = std::stol(b);
+    if (lo > hi) {
+        *f = {"bad bufferlen", "bufferlen: empty range '" + v + "'"};
+        return false;
+    }
+    // bsize's A<>B is exclusive, as Snort's A<>B.
+    *out = lo == 0 ? "<=" + std::to_string(hi)
+                   : std::to_string(lo - 1) + "<>" + std::to_string(hi + 1);
+    return true;
+}
+
+bool translate_options(std::string_view body, Translation* t, Failure* f) {
+    std::vector<Option> opts;
+    if (!split_options(body, &opts)) {
+        *f = {"syntax", "unterminated quoted string in the options"};
+        return false;
+    }
+    std::string& out = t->text;
+    for (const Option& o : opts) {
+        const std::string& k = o.key;
+        if (k == "service") {
+            t->service = lower(o.value);
+            const std::vector<std::string_view> names = split_commas(o.value);
+            // One service Picket identifies: the rule waits for it. A list, or a service
+            // without a parser here, keeps the header's transport and ports only.
+            if (names.size() == 1) {
+                t->app = find_service(lower(names[0]));
+            }
+            continue;
+        }
+        if (k == "rem") {
+            continue;
+        }
+        if (k == "content" || k == "pcre") {
+            if (k == "pcre") {
+                out.append("pcre:").append(o.value).append("; ");
+                continue;
+            }
+            if (!translate_content(k, o.value, &out, f)) {
+                return false;
+            }
+            continue;
+        }
+        if (k == "http_header" && o.has_value) {
+            const std::string v = lower(o.value);
+            if (v.rfind("field", 0) != 0) {
+                *f = {"unsupported buffer",
+                      "unsupported buffer 'http_header:" + std::string(o.value) + "'"};
+                return false;
+            }
+            const std::string name(trim(std::string_view(v).substr(5)));
+            const char* to = nullptr;
+            for (const BufferMap& h : kHeaderFields) {
+                if (name == h.snort) {
+                    to = h.suricata;
+                }
+            }
+            if (to == nullptr) {
+                *f = {"unsupported buffer", "unsupported buffer 'http_header:field " + name + "'"};
+                return false;
+            }
+            out.append(to).append("; ");
+            continue;
+        }
+        if (const BufferMap* b = find_buffer(k)) {
+            if (b->suricata == nullptr) {
+                *f = {"unsupported buffer", "unsupported buffer '" + k + "'"};
+                return false;
+            }
+            if (o.has_value) {
+                *f = {"unsupported buffer",
+                      "unsupported buffer '" + k + ":" + std::string(o.value) + "'"};
+                return false;
+            }
+            out.append(b->suricata).append("; ");
+            continue;
+        }
+        if (k == "bufferlen") {
+            std::string bsize;
+            if (!translate_bufferlen(o.value, &bsize, f)) {
+                return false;
+            }
+            out.append("bsize:").append(bsize).append("; ");
+            continue;
+        }
+        out.append(o.key);
+        if (o.has_value) {
+            out.append(":").append(o.value);
+        }
+        out.append("; ");
+    }
+    return true;
+}
+
+}  // namespace
+
+bool looks_like_snort3(std::string_view text) {
+    const size_t open = text.find('(');
+    if (open == std::string_view::npos) {
+        return false;
+    }
+    // "alert http (": two header fields.
+    size_t fields = 0;
+    bool in_field = false;
+    for (char c : text.substr(0, open)) {
+        const bool blank = is_blank(c);
+        fields += (!blank && !in_field) ? 1 : 0;
+        in_field = !blank;
+    }
+    if (fields == 2) {
+        return true;
+    }
+    std::vector<Option> opts;
+    const size_t close = text.rfind(')');
+    if (close == std::string_view::npos || close < open ||
+        !split_options(text.substr(open + 1, close - open - 1), &opts)) {
+        return false;
+    }
+    bool seen_content = false;
+    for (const Option& o : opts) {
+        for (const char* s : kSnort3Only) {
+            if (o.key == s) {
+                return true;
+            }
+        }
+        if (o.key == "content" || o.key == "pcre") {
+            bool neg = false;
+            std::string_view str;
+            std::string_view rest;
+            if (split_quoted(o.value, &neg, &str, &rest) && !rest.empty() && rest.front() == ',') {
+                return true;
+            }
+            seen_content = true;
+            continue;
+        }
+        if (const BufferMap* b = find_buffer(o.key)) {
+            // An HTTP buffer before any content is a sticky buffer: Snort 3. A Snort 3
+            // buffer Suricata does not know at all is Snort 3 wherever it is.
+            const bool suricata_modifier = o.key.rfind("http_", 0) == 0 && b->suricata != nullptr;
+            if (o.has_value || !seen_content || !suricata_modifier) {
+                // file_data, pkt_data and base64_data are Suricata sticky buffers too.
+                if (o.key != "file_data" && o.key != "pkt_data" && o.key != "base64_data") {
+                    return true;
+                }
+            }
+        }
+    }
+    return false;
+}
+
+bool translate(std::string_view text, Translation* out, std::string* category,
+               std::string* reason) {
+    text = trim(text);
+    Failure f;
+    auto fail = [&](const Failure& why) {
+        *category = why.category;
+        *reason = why.reason;
+        return false;
+    };
+    const size_t open = text.find('(');
+    const size_t close = text.rfind(')');
+    if (open == std::string_view::npos || close == std::string_view::npos || close < open) {
+        return fail({"syntax", "missing '(' or ')' around the options"});
+    }
+    std::vector<std::string_view> header;
+    {
+        std::string_view h = text.substr(0, open);
+        size_t i = 0;
+        while (i < h.size()) {
+            while (i < h.size() && is_blank(h[i])) {
+                ++i;
+            }
+            size_t j = i;
+            int depth = 0;
+            while (j < h.size() && (depth > 0 || !is_blank(h[j]))) {
+                depth += h[j] == '[' ? 1 : (h[j] == ']' ? -1 : 0);
+                ++j;
+            }
+            if (j > i) {
+                header.push_back(h.substr(i, j - i));
+            }
+            i = j;
+        }
+    }
+    if (header.size() != 2 && header.size() != 7) {
+        return fail({"bad header", "header has " + std::to_string(header.size()) +
+                                       " fields, expected 'action proto src sport -> dst "
+                                       "dport' or Snort 3's 'action service'"});
+    }
+    std::string action = lower(header[0]);
+    if (action == "block") {
+        action = "drop";  // Snort 3's block drops the rest of the flow; Picket drops per packet.
+    }
+    const HeaderProto hp = header_proto(header[1]);
+    out->text = action + " " + hp.proto + " ";
+    if (header.size() == 2) {
+        out->text += "any any -> any any";
+    } else {
+        for (size_t i = 2; i < 7; ++i) {
+            out->text.append(header[i]).append(i < 6 ? " " : "");
+        }
+    }
+    out->app = hp.app;
+    out->service = hp.app != AppProto::kUnknown ? lower(header[1]) : "";
+    out->text += " (";
+    if (!translate_options(text.substr(open + 1, close - open - 1), out, &f)) {
+        return fail(f);
+    }
+    out->text += ")";
+    return true;
+}
+
+bool apply(const Translation& t, Rule* rule, std::string* reason) {
+    if (t.app == AppProto::kUnknown) {
+        return true;
+    }
+    for (const BufferMatch& m : rule->buffers) {
+        const AppProto need = buffer_def(m.buffer).app;
+        if (need == AppProto::kUnknown || need == t.app) {
+            continue;
+        }
+        if (m.buffer == BufferId::kHttpResponseBody) {
+            *reason =
+                "service:" + t.service + ": file_data is only filled from HTTP bodies in Picket";
+        } else {
+            *reason = "service:" + t.service + ": buffer '" + buffer_def(m.buffer).name +
+                      "' is only filled for another app-layer protocol";
+        }
+        return false;
+    }
+    if (rule->app_needed != AppProto::kUnknown && rule->app_needed != t.app) {
+        *reason = "service:" + t.service + ": conflicts with an app-layer keyword of the rule";
+        return false;
+    }
+    rule->proto.app = t.app;
+    return true;
+}
+
+}  // namespace picket::sensor::detect::snort3

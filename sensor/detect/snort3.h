@@ -1,0 +1,37 @@
+// Snort 3 rule language front-end: recognises a rule written in Snort 3's syntax (service
+// header or service: option, sticky buffers before their content, comma options inside
+// content) and rewrites it into the Suricata text parse_rule() reads, plus the service
+// condition that text cannot carry. parser.cc calls it only for a rule that fails as Suricata
+// syntax, so Suricata rules parse exactly as before. Control thread only; pure functions.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "sensor/detect/rule.h"
+
+namespace picket::sensor::detect::snort3 {
+
+// True when the rule uses syntax only Snort 3 has: a header without addresses and ports, a
+// service: or rem: option, content/pcre with comma options, http_header:field, a Snort 3
+// only buffer, or an HTTP buffer name before any content (a sticky buffer in Snort 3, a
+// content modifier in Suricata). Cheap: one scan of the text.
+bool looks_like_snort3(std::string_view rule_text);
+
+struct Translation {
+    std::string text;                   // the rule in the Suricata syntax parse_rule() reads
+    AppProto app = AppProto::kUnknown;  // service: (or service header) Picket can identify
+    std::string service;                // that service as written, for diagnostics
+};
+
+// Rewrites a Snort 3 rule. On failure returns false with *category ("unsupported buffer",
+// "unsupported service", "bad content", ...) and *reason naming the Snort keyword.
+bool translate(std::string_view rule_text, Translation* out, std::string* category,
+               std::string* reason);
+
+// Applies what the Suricata text could not say (the service condition) to the parsed rule.
+// False with *reason when the service contradicts the rule's buffers (service:smtp with
+// file_data, which Picket only fills from HTTP).
+bool apply(const Translation& t, Rule* rule, std::string* reason);
+
+}  // namespace picket::sensor::detect::snort3
