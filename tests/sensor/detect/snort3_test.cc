@@ -7,10 +7,16 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "sensor/decode/decode.h"
+#include "sensor/detect/detect.h"
 #include "sensor/detect/flowbits.h"
 #include "sensor/detect/parser.h"
 #include "sensor/detect/snort3.h"
+#include "sensor/flow/flow.h"
+#include "tests/sensor/detect/engine/engine_fixture.h"
+#include "tests/support/frames.h"
 
 namespace picket::sensor::detect {
 namespace {
@@ -291,6 +297,73 @@ TEST(Snort3, DiagnosticsKeepTheFileLineSidForm) {
     ASSERT_EQ(out.summary.diagnostics.size(), 1u);
     EXPECT_EQ(out.summary.diagnostics[0].to_string(),
               "s3.rules:2 sid 71: snort3: unsupported buffer 'vba_data'");
+}
+
+// The compiled engine: Snort 3 rules fire on the same transactions and packets as the
+// Suricata rules they translate to (the cases of AppStreamTest in engine/app_stream_test.cc).
+class Snort3EngineTest : public testing::EngineTest {
+protected:
+    Snort3EngineTest() : EngineTest("snort3") {}
+
+    void decode(const std::string& payload) {
+        picket::testing::frames::Bytes pl(payload.begin(), payload.end());
+        namespace tb = picket::testing::frames;
+        frame_ = tb::eth(0x0800, tb::ipv4({}, tb::tcp(40000, 80, 0x18, {}, pl)));
+        decode::decode_packet(dctx_, 1, frame_.data(), static_cast<uint32_t>(frame_.size()),
+                              static_cast<uint32_t>(frame_.size()), 1000000000, p_);
+        f_ = flows_->lookup(p_, &dir_);
+    }
+
+    std::vector<uint32_t> run_tx(const std::string& uri, const std::string& raw) {
+        decode("x");
+        uri_ = uri;
+        raw_ = raw;
+        AppView v;
+        v.proto = AppProto::kHttp;
+        v.buf[static_cast<size_t>(BufferId::kHttpUri)] = uri_;
+        v.buf[static_cast<size_t>(BufferId::kHttpUriRaw)] = raw_;
+        v.buf[static_cast<size_t>(BufferId::kHttpMethod)] = "GET";
+        AlertRecord out[16];
+        const uint32_t n = worker_->inspect_tx(p_, f_, dir_, v, nullptr, out, 16);
+        std::vector<uint32_t> sids;
+        for (uint32_t i = 0; i < n; ++i) {
+            sids.push_back(out[i].rule->sid);
+        }
+        return sids;
+    }
+
+    std::string uri_, raw_;
+    picket::testing::frames::Bytes frame_;
+    decode::Packet p_;
+    flow::Flow* f_ = nullptr;
+    flow::Direction dir_ = flow::Direction::kToServer;
+};
+
+TEST_F(Snort3EngineTest, HttpBuffersMatchOnTheTransaction) {
+    load(
+        "alert tcp any any -> any any (http_uri; content:\"/ADMIN/\",nocase; service:http; "
+        "sid:1;)\n"
+        "alert http (http_raw_uri; content:\"%2e\"; sid:2;)\n"
+        "alert tcp any any -> any any (http_method; content:\"POST\"; service:http; sid:3;)\n"
+        "alert tcp any any -> any any (http_uri; bufferlen:5<=>8; content:\"/a\",depth 2; "
+        "service:http; sid:4;)\n"
+        "alert tcp any any -> any any (http_uri; bufferlen:<8; content:\"/a\"; service:http; "
+        "sid:5;)\n");
+    ASSERT_EQ(summary_.skipped, 0u) << summary_.to_string();
+    EXPECT_EQ(run_tx("/admin/x", "/%2e/admin/x"), (std::vector<uint32_t>{1, 2, 4}));
+}
+
+TEST_F(Snort3EngineTest, ServiceOptionWaitsForTheAppProtocol) {
+    load("alert tcp any any -> any 80 (content:\"hello\",depth 5; service:http; sid:1;)\n");
+    ASSERT_EQ(summary_.skipped, 0u) << summary_.to_string();
+    decode("hello");
+    AlertRecord out[4];
+    InspectExtras x;
+    EXPECT_EQ(worker_->inspect(p_, f_, dir_, out, 4, &x), 0u);
+    x.app = AppProto::kHttp;
+    EXPECT_EQ(worker_->inspect(p_, f_, dir_, out, 4, &x), 1u);
+    x.app = AppProto::kTls;
+    EXPECT_EQ(worker_->inspect(p_, f_, dir_, out, 4, &x), 0u);
 }
 
 // The floor is the count reached when the front-end was written (3920 of 4004, 97.9%).
