@@ -3,6 +3,7 @@
 // Suricata equivalent. See docs/rules.md "Snort 3 rules" for the table and the differences.
 #include "sensor/detect/snort3.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace picket::sensor::detect::snort3 {
@@ -216,7 +217,8 @@ AppProto find_service(std::string_view name) {
 }
 
 // Header protocol field -> Suricata's. A service name Picket parses becomes that app-layer
-// protocol; other services keep the transport only ("ip" when unknown).
+// protocol; "file" leaves the choice to the buffers (file_data: HTTP bodies). Any other
+// service header has no ports to fall back on: empty proto, the rule is skipped.
 struct HeaderProto {
     std::string proto;
     AppProto app = AppProto::kUnknown;
@@ -236,7 +238,7 @@ HeaderProto header_proto(std::string_view p) {
     if (n == "file") {
         return {"ip", AppProto::kUnknown};
     }
-    return {"ip", AppProto::kUnknown};
+    return {"", AppProto::kUnknown};
 }
 
 struct Failure {
@@ -508,6 +510,14 @@ bool translate(std::string_view text, Translation* out, std::string* category,
         action = "drop";  // Snort 3's block drops the rest of the flow; Picket drops per packet.
     }
     const HeaderProto hp = header_proto(header[1]);
+    if (hp.proto.empty()) {
+        if (header.size() == 2) {
+            return fail({"unsupported service", "unsupported service '" + std::string(header[1]) +
+                                                    "' in the header (Picket cannot identify it "
+                                                    "and the header has no ports)"});
+        }
+        return fail({"bad header", "unknown protocol '" + std::string(header[1]) + "'"});
+    }
     out->text = action + " " + hp.proto + " ";
     if (header.size() == 2) {
         out->text += "any any -> any any";

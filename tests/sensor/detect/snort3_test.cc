@@ -139,6 +139,10 @@ TEST(Snort3, ServiceHeaderAndServiceOption) {
         "sid:20;)",
         "alert http any any -> any any (msg:\"x\"; http.uri; "
         "content:\"/a.php\"; fast_pattern; nocase; sid:20;)");
+    // file: the buffers decide (file_data is HTTP bodies).
+    expect_same_matching("alert file (file_data; content:\"MZ\",depth 2; sid:27;)",
+                         "alert ip any any -> any any (file.data; content:\"MZ\"; depth:2; "
+                         "sid:27;)");
     std::unique_ptr<Rule> r = parse(
         "alert tcp $EXTERNAL_NET any -> $HOME_NET 80 (flow:to_server; "
         "content:\"GET\",depth 3; service:http; sid:21;)");
@@ -248,6 +252,12 @@ TEST(Snort3, BadInputNamesTheSnortKeyword) {
     EXPECT_EQ(d.category, "unsupported service");
     EXPECT_EQ(d.reason,
               "snort3: service:smtp: file_data is only filled from HTTP bodies in Picket");
+
+    d = parse_fail("alert imap (content:\"LOGIN\",nocase; sid:57;)");
+    EXPECT_EQ(d.category, "unsupported service");
+    EXPECT_EQ(d.reason,
+              "snort3: unsupported service 'imap' in the header (Picket cannot identify it and "
+              "the header has no ports)");
 
     // A Suricata keyword failure keeps its Suricata reason, tagged as a Snort 3 rule.
     d = parse_fail(
