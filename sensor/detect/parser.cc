@@ -615,6 +615,9 @@ std::unique_ptr<Rule> parse_rule(std::string_view text, const ParseEnv& env, Rul
     if (!snort3::translate(text, &t, &category, &reason)) {
         diag->category = category;
         diag->reason = "snort3: " + reason;
+        if (diag->sid == 0) {
+            diag->sid = t.sid;  // the Suricata split may not have reached the sid
+        }
         return nullptr;
     }
     rule = parse_suricata_rule(t.text, env, diag);

@@ -335,6 +335,12 @@ bool translate_options(std::string_view body, Translation* t, Failure* f) {
     }
     std::string& out = t->text;
     for (const Option& o : opts) {
+        if (o.key == "sid" && !o.value.empty() && o.value.size() <= 9 &&
+            o.value.find_first_not_of("0123456789") == std::string_view::npos) {
+            t->sid = static_cast<uint32_t>(std::stoul(std::string(o.value)));
+        }
+    }
+    for (const Option& o : opts) {
         const std::string& k = o.key;
         if (k == "service") {
             t->service = lower(o.value);

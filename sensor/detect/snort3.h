@@ -5,6 +5,7 @@
 // syntax, so Suricata rules parse exactly as before. Control thread only; pure functions.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -22,6 +23,7 @@ struct Translation {
     std::string text;                   // the rule in the Suricata syntax parse_rule() reads
     AppProto app = AppProto::kUnknown;  // service: (or service header) Picket can identify
     std::string service;                // that service as written, for diagnostics
+    uint32_t sid = 0;                   // read even when translation fails (diagnostics)
 };
 
 // Rewrites a Snort 3 rule. On failure returns false with *category ("unsupported buffer",

@@ -253,6 +253,11 @@ TEST(Snort3, BadInputNamesTheSnortKeyword) {
     EXPECT_EQ(d.reason,
               "snort3: service:smtp: file_data is only filled from HTTP bodies in Picket");
 
+    // The Suricata option split stops at the ';' inside the string; the sid is still found.
+    d = parse_fail("alert tcp any any -> any any (content:\"a;b\",bogus; sid:58;)");
+    EXPECT_EQ(d.reason, "snort3: content: unknown modifier 'bogus'");
+    EXPECT_EQ(d.sid, 58u);
+
     d = parse_fail("alert imap (content:\"LOGIN\",nocase; sid:57;)");
     EXPECT_EQ(d.category, "unsupported service");
     EXPECT_EQ(d.reason,
