@@ -194,8 +194,16 @@ constexpr ServiceMap kServices[] = {
     {"dcerpc", AppProto::kDcerpc},
 };
 
-// Snort 3 only options that make a rule Snort 3 (besides the buffers above).
+// Snort 3 only options and buffers that make a rule Snort 3. Buffers Suricata or Snort 2.9
+// also know (file_data, base64_data, http_raw_cookie, sip_header, ...) are not listed: a
+// Suricata rule using them keeps its Suricata diagnostic.
 constexpr const char* kSnort3Only[] = {"service", "rem", "bufferlen"};
+constexpr const char* kSnort3OnlyBuffers[] = {
+    "raw_data",        "js_data",          "vba_data",         "http_raw_body",
+    "http_true_ip",    "http_param",       "http_version",     "http_raw_request",
+    "http_raw_status", "http_trailer",     "http_raw_trailer", "http_header_test",
+    "http_trailer_test",
+};
 // clang-format on
 
 const BufferMap* find_buffer(std::string_view key) {
@@ -441,7 +449,8 @@ bool looks_like_snort3(std::string_view text) {
         return false;
     }
     bool seen_content = false;
-    for (const Option& o : opts) {
+    for (size_t i = 0; i < opts.size(); ++i) {
+        const Option& o = opts[i];
         for (const char* s : kSnort3Only) {
             if (o.key == s) {
                 return true;
@@ -457,13 +466,27 @@ bool looks_like_snort3(std::string_view text) {
             seen_content = true;
             continue;
         }
-        if (const BufferMap* b = find_buffer(o.key)) {
-            // An HTTP buffer before any content is a sticky buffer: Snort 3. A Snort 3
-            // buffer Suricata does not know at all is Snort 3 wherever it is.
-            const bool suricata_modifier = o.key.rfind("http_", 0) == 0 && b->suricata != nullptr;
-            if (o.has_value || !seen_content || !suricata_modifier) {
-                // file_data, pkt_data and base64_data are Suricata sticky buffers too.
-                if (o.key != "file_data" && o.key != "pkt_data" && o.key != "base64_data") {
+        if (o.key == "http_header" && o.has_value) {
+            if (lower(o.value).rfind("field", 0) == 0) {
+                return true;
+            }
+            continue;
+        }
+        if (o.has_value) {
+            continue;
+        }
+        for (const char* s : kSnort3OnlyBuffers) {
+            if (o.key == s) {
+                return true;
+            }
+        }
+        // A Suricata content modifier with no content before it and content after it is a
+        // Snort 3 sticky buffer (http_uri; content:"x";). Without content after it, it stays
+        // a Suricata error ("http_uri: no preceding content").
+        BufferId id;
+        if (!seen_content && find_buffer_modifier(o.key, &id)) {
+            for (size_t j = i + 1; j < opts.size(); ++j) {
+                if (opts[j].key == "content" || opts[j].key == "pcre") {
                     return true;
                 }
             }

@@ -287,6 +287,10 @@ TEST(Snort3, SuricataRulesDoNotTakeTheSnort3Path) {
         "alert http any any -> any any (content:\"a\"; http_uri; sid:1;)"));
     EXPECT_FALSE(snort3::looks_like_snort3(
         "alert tcp any any -> any any (file_data; content:\"a\"; base64_data; sid:1;)"));
+    // A modifier with nothing to modify stays a Suricata error (rule_parser_test checks it).
+    EXPECT_FALSE(snort3::looks_like_snort3("alert tcp any any -> any any (http_uri; sid:1;)"));
+    EXPECT_FALSE(snort3::looks_like_snort3(
+        "alert tcp any any -> any any (http_uri:1; content:\"a\"; sid:1;)"));
     EXPECT_TRUE(snort3::looks_like_snort3("alert http (sid:1;)"));
     EXPECT_TRUE(
         snort3::looks_like_snort3("alert tcp any any -> any any (content:\"a\",nocase; sid:1;)"));
