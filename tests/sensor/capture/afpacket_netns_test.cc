@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <thread>
 
 #include "sensor/capture/capture.h"
 #include "tests/sensor/capture/test_frames.h"
@@ -92,6 +93,18 @@ protected:
                         sh(in + "ip link set veth-a up") == 0 &&
                         sh(in + "ip link set veth-b up") == 0;
         ASSERT_TRUE(ok) << "could not set up veth pair in " << ns_;
+        // The kernel turns a veth's carrier on asynchronously (linkwatch, up to a second later
+        // on a loaded machine); until both ends are operationally up a sent frame is dropped
+        // silently. The one-frame test below failed that way under load.
+        for (const char* dev : {"veth-a", "veth-b"}) {
+            const std::string up =
+                in + "sh -c 'test \"$(cat /sys/class/net/" + dev + "/operstate)\" = up'";
+            const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+            while (sh(up) != 0 && std::chrono::steady_clock::now() < give_up) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            }
+            ASSERT_EQ(sh(up), 0) << dev << " in " << ns_ << " is not up after 5 s";
+        }
         InNetns enter(ns_);
         ASSERT_TRUE(enter.ok());
         tx_ = socket(AF_PACKET, SOCK_RAW, 0);  // protocol 0: sends only, never receives
