@@ -4,9 +4,11 @@
 // buffer (http_uri modifies the previous content; http.uri starts a buffer); the few
 // underscore names that are sticky (dns_query, tls_sni, ja3_hash, http_header_names,
 // http_start, ...) are the aliases below.
+#include "sensor/detect/keywords_list.h"
 #include "sensor/detect/rule.h"
 
 #include <array>
+#include <vector>
 
 namespace picket::sensor::detect {
 namespace {
@@ -106,6 +108,15 @@ bool find_buffer_modifier(std::string_view name, BufferId* out) {
         }
     }
     return false;
+}
+
+// Sticky spellings beyond the table's name/alias columns, for list_keywords().
+std::vector<const char*> extra_sticky_names() {
+    std::vector<const char*> out;
+    for (const ExtraSticky& e : kExtraSticky) {
+        out.push_back(e.name);
+    }
+    return out;
 }
 
 }  // namespace picket::sensor::detect

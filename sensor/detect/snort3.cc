@@ -4,6 +4,7 @@
 #include "sensor/detect/snort3.h"
 
 #include <algorithm>
+#include <span>
 #include <vector>
 
 namespace picket::sensor::detect::snort3 {
@@ -150,10 +151,7 @@ std::vector<std::string_view> split_commas(std::string_view s) {
 }
 
 // Snort 3 sticky buffers -> the Suricata sticky buffer Picket fills. nullptr: no filler.
-struct BufferMap {
-    const char* snort;
-    const char* suricata;
-};
+// (BufferMap is declared in snort3.h so that --list-keywords reads this very table.)
 // clang-format off
 constexpr BufferMap kBuffers[] = {
     {"http_uri", "http.uri"},             {"http_raw_uri", "http.uri.raw"},
@@ -425,6 +423,14 @@ bool translate_options(std::string_view body, Translation* t, Failure* f) {
 }
 
 }  // namespace
+
+std::span<const BufferMap> buffer_table() {
+    return kBuffers;
+}
+
+std::span<const char* const> snort3_only_options() {
+    return kSnort3Only;
+}
 
 bool looks_like_snort3(std::string_view text) {
     const size_t open = text.find('(');

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -35,5 +36,16 @@ bool translate(std::string_view rule_text, Translation* out, std::string* catego
 // False with *reason when the service contradicts the rule's buffers (service:smtp with
 // file_data, which Picket only fills from HTTP).
 bool apply(const Translation& t, Rule* rule, std::string* reason);
+
+// The tables translate() uses, read by list_keywords() (--list-keywords) so that the list
+// cannot drift from the mapping. A Snort 3 sticky buffer and the Suricata buffer it becomes;
+// suricata == nullptr: translate() refuses it ("unsupported buffer").
+struct BufferMap {
+    const char* snort;
+    const char* suricata;
+};
+std::span<const BufferMap> buffer_table();
+// Options only Snort 3 has (service, rem, bufferlen), which translate() handles itself.
+std::span<const char* const> snort3_only_options();
 
 }  // namespace picket::sensor::detect::snort3

@@ -2,9 +2,11 @@
 // static-initialiser registration). Sticky buffers and content modifiers are not keywords:
 // they live in the buffer table (buffers.cc). Keywords Suricata knows but Picket does not
 // support are listed in parser.cc so that they get a distinct diagnostic.
+#include <span>
 #include <string_view>
 
 #include "sensor/detect/keywords/keywords.h"
+#include "sensor/detect/keywords_list.h"
 #include "sensor/detect/rule.h"
 
 namespace picket::sensor::detect {
@@ -87,6 +89,11 @@ const KeywordDef* find_keyword(std::string_view name) {
         }
     }
     return nullptr;
+}
+
+// Read-only view of the registry for list_keywords() (--list-keywords).
+std::span<const KeywordDef> keyword_table() {
+    return kKeywords;
 }
 
 }  // namespace picket::sensor::detect
