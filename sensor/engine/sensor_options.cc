@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "sensor/detect/detect.h"
+#include "sensor/detect/keywords_list.h"
 #include "sensor/filter/filter.h"
 
 namespace picket::sensor::engine {
@@ -111,6 +112,10 @@ int parse_sensor_options(int argc, char** argv, SensorOptions* out) {
     app.add_flag("-T", test_rules,
                  "check the configuration and rules, print the load summary, and exit "
                  "(non-zero when a rule was skipped)");
+    bool list_keywords = false;
+    app.add_flag("--list-keywords", list_keywords,
+                 "print every Suricata and Snort 3 rule keyword, one per line: "
+                 "LANGUAGE<TAB>NAME<TAB>KIND<TAB>STATUS, and exit");
     app.add_flag("--profile-rules", profile_rules,
                  "per-rule checks, matches and time: the costliest rules printed at exit, every "
                  "rule in LOGDIR/rule_perf.json (profiling.rules.enabled)");
@@ -205,6 +210,14 @@ int parse_sensor_options(int argc, char** argv, SensorOptions* out) {
     } catch (const CLI::ParseError& e) {
         std::fprintf(stderr, "picket-sensor: %s\nRun with --help for usage.\n", e.what());
         return kExitUsage;
+    }
+    if (list_keywords) {
+        // Needs no input or rules: the list comes from the parser's own tables.
+        for (const detect::KeywordInfo& k : detect::list_keywords()) {
+            std::printf("%s\t%s\t%s\t%s\n", k.language.c_str(), k.name.c_str(), k.kind.c_str(),
+                        k.status.c_str());
+        }
+        return 0;
     }
     o.pcap_loop_given = loop_opt->count() != 0;
     o.pcap_rate_given = rate_opt->count() != 0;
