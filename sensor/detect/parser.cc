@@ -105,16 +105,6 @@ std::string_view trim(std::string_view s) {
     return s;
 }
 
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (char& c : out) {
-        if (c >= 'A' && c <= 'Z') {
-            c = static_cast<char>(c - 'A' + 'a');
-        }
-    }
-    return out;
-}
-
 struct RawOption {
     std::string_view key;
     std::string_view value;
@@ -270,7 +260,7 @@ bool parse_action(std::string_view a, Action* out) {
 // Protocol of the header. dns and dcerpc run over TCP and UDP: l4 stays kIp and the app
 // protocol restricts (the compiler places such rules in both the TCP and UDP groups).
 bool parse_proto(std::string_view name, ProtoSpec* p, Failure* f) {
-    const std::string n = lower(name);
+    const std::string n = ascii_lower(name);
     using L = ProtoSpec::L4;
     struct Entry {
         const char* name;
@@ -324,7 +314,7 @@ bool parse_header(std::string_view header, const VarTable* vars, Rule* r, Failur
                                 " fields, expected 'action proto src sport -> dst dport'"};
         return false;
     }
-    if (!parse_action(lower(t[0]), &r->action)) {
+    if (!parse_action(ascii_lower(t[0]), &r->action)) {
         *f = {"bad header", "unknown action '" + std::string(t[0]) + "'"};
         return false;
     }
@@ -397,7 +387,7 @@ std::string keyword_error(std::string_view kw, const std::string& error) {
 
 uint32_t sid_for_diagnostics(const std::vector<RawOption>& opts) {
     for (const RawOption& o : opts) {
-        if (lower(o.key) == "sid") {
+        if (ascii_lower(o.key) == "sid") {
             uint64_t v = 0;
             std::string_view s = trim(o.value);
             if (s.empty() || s.size() > 10) {
@@ -539,7 +529,7 @@ std::unique_ptr<Rule> parse_suricata_rule(std::string_view text, const ParseEnv&
 
     std::string error;
     for (const RawOption& o : opts) {
-        const std::string key = lower(o.key);
+        const std::string key = ascii_lower(o.key);
         BufferId id;
         if (find_sticky_buffer(key, &id)) {
             if (o.has_value) {
@@ -886,6 +876,16 @@ LoadedRules load_rule_files(const std::vector<std::string>& files, const ParseEn
         loader.add_file(f);
     }
     return loader.finish();
+}
+
+std::string ascii_lower(std::string_view s) {
+    std::string out(s);
+    for (char& c : out) {
+        if (c >= 'A' && c <= 'Z') {
+            c = static_cast<char>(c - 'A' + 'a');
+        }
+    }
+    return out;
 }
 
 }  // namespace picket::sensor::detect

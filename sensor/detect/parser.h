@@ -77,6 +77,10 @@ ReferenceTable parse_reference_config(std::string_view text, std::string_view fi
                                       std::vector<std::string>* errors);
 ReferenceTable load_reference_file(const std::string& path, std::vector<std::string>* errors);
 
+// `s` with ASCII A-Z lowered: keywords, option names and actions are case-insensitive in both
+// rule languages (parser.cc, snort3.cc).
+std::string ascii_lower(std::string_view s);
+
 struct ParseEnv {
     const VarTable* vars = nullptr;  // nullptr: Suricata's defaults
     // nullptr or an empty table: no classification file; any classtype is accepted and

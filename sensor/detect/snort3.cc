@@ -7,31 +7,14 @@
 #include <span>
 #include <vector>
 
+#include "common/strings.h"
+#include "sensor/detect/parser.h"
+
 namespace picket::sensor::detect::snort3 {
 namespace {
 
 bool is_blank(char c) {
     return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && is_blank(s.front())) {
-        s.remove_prefix(1);
-    }
-    while (!s.empty() && is_blank(s.back())) {
-        s.remove_suffix(1);
-    }
-    return s;
-}
-
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (char& c : out) {
-        if (c >= 'A' && c <= 'Z') {
-            c = static_cast<char>(c - 'A' + 'a');
-        }
-    }
-    return out;
 }
 
 struct Option {
@@ -77,10 +60,10 @@ bool split_options(std::string_view body, std::vector<Option>* out) {
         pos = std::min(pos, n);
         Option o;
         if (colon == std::string_view::npos) {
-            o.key = lower(trim(body.substr(start, pos - start)));
+            o.key = ascii_lower(strings::trim(body.substr(start, pos - start)));
         } else {
-            o.key = lower(trim(body.substr(start, colon - start)));
-            o.value = trim(body.substr(colon + 1, pos - colon - 1));
+            o.key = ascii_lower(strings::trim(body.substr(start, colon - start)));
+            o.value = strings::trim(body.substr(colon + 1, pos - colon - 1));
             o.has_value = true;
         }
         out->push_back(std::move(o));
@@ -96,7 +79,7 @@ bool split_quoted(std::string_view v, bool* negated, std::string_view* str,
     *negated = false;
     if (!v.empty() && v.front() == '!') {
         *negated = true;
-        v = trim(v.substr(1));
+        v = strings::trim(v.substr(1));
     }
     if (v.empty() || v.front() != '"') {
         return false;
@@ -108,7 +91,7 @@ bool split_quoted(std::string_view v, bool* negated, std::string_view* str,
         }
         if (v[i] == '"') {
             *str = v.substr(1, i - 1);
-            *rest = trim(v.substr(i + 1));
+            *rest = strings::trim(v.substr(i + 1));
             return true;
         }
     }
@@ -141,7 +124,7 @@ std::vector<std::string_view> split_commas(std::string_view s) {
         if (c == std::string_view::npos) {
             c = s.size();
         }
-        std::string_view part = trim(s.substr(start, c - start));
+        std::string_view part = strings::trim(s.substr(start, c - start));
         if (!part.empty()) {
             out.push_back(part);
         }
@@ -230,7 +213,7 @@ struct HeaderProto {
     AppProto app = AppProto::kUnknown;
 };
 HeaderProto header_proto(std::string_view p) {
-    const std::string n = lower(p);
+    const std::string n = ascii_lower(p);
     if (n == "ip" || n == "tcp" || n == "udp" || n == "icmp") {
         return {n, AppProto::kUnknown};
     }
@@ -272,9 +255,9 @@ bool translate_content(std::string_view key, std::string_view value, std::string
     }
     for (std::string_view m : split_commas(rest.substr(1))) {
         const size_t sp = m.find_first_of(" \t");
-        const std::string name = lower(m.substr(0, sp));
+        const std::string name = ascii_lower(m.substr(0, sp));
         const std::string_view arg =
-            sp == std::string_view::npos ? std::string_view{} : trim(m.substr(sp));
+            sp == std::string_view::npos ? std::string_view{} : strings::trim(m.substr(sp));
         if (name == "nocase" || name == "fast_pattern") {
             if (!arg.empty()) {
                 *f = {"bad " + std::string(key),
@@ -302,7 +285,7 @@ bool translate_content(std::string_view key, std::string_view value, std::string
 // bufferlen:[op]N or A<>B (exclusive) or A<=>B (inclusive) -> bsize. Snort's relative form
 // (the length left after the cursor) has no Suricata equivalent.
 bool translate_bufferlen(std::string_view value, std::string* out, Failure* f) {
-    const std::string v(trim(value));
+    const std::string v(strings::trim(value));
     if (v.find(',') != std::string::npos) {
         *f = {"bad bufferlen", "bufferlen: '" + v + "': relative is not supported"};
         return false;
@@ -312,8 +295,8 @@ bool translate_bufferlen(std::string_view value, std::string* out, Failure* f) {
         *out = v;
         return true;
     }
-    const std::string a(trim(std::string_view(v).substr(0, incl)));
-    const std::string b(trim(std::string_view(v).substr(incl + 3)));
+    const std::string a(strings::trim(std::string_view(v).substr(0, incl)));
+    const std::string b(strings::trim(std::string_view(v).substr(incl + 3)));
     const bool digits = !a.empty() && !b.empty() && a.size() <= 9 && b.size() <= 9 &&
                         a.find_first_not_of("0123456789") == std::string::npos &&
                         b.find_first_not_of("0123456789") == std::string::npos;
@@ -349,12 +332,12 @@ bool translate_options(std::string_view body, Translation* t, Failure* f) {
     for (const Option& o : opts) {
         const std::string& k = o.key;
         if (k == "service") {
-            t->service = lower(o.value);
+            t->service = ascii_lower(o.value);
             const std::vector<std::string_view> names = split_commas(o.value);
             // One service Picket identifies: the rule waits for it. A list, or a service
             // without a parser here, keeps the header's transport and ports only.
             if (names.size() == 1) {
-                t->app = find_service(lower(names[0]));
+                t->app = find_service(ascii_lower(names[0]));
             }
             continue;
         }
@@ -372,13 +355,13 @@ bool translate_options(std::string_view body, Translation* t, Failure* f) {
             continue;
         }
         if (k == "http_header" && o.has_value) {
-            const std::string v = lower(o.value);
+            const std::string v = ascii_lower(o.value);
             if (v.rfind("field", 0) != 0) {
                 *f = {"unsupported buffer",
                       "unsupported buffer 'http_header:" + std::string(o.value) + "'"};
                 return false;
             }
-            const std::string name(trim(std::string_view(v).substr(5)));
+            const std::string name(strings::trim(std::string_view(v).substr(5)));
             const char* to = nullptr;
             for (const BufferMap& h : kHeaderFields) {
                 if (name == h.snort) {
@@ -473,7 +456,7 @@ bool looks_like_snort3(std::string_view text) {
             continue;
         }
         if (o.key == "http_header" && o.has_value) {
-            if (lower(o.value).rfind("field", 0) == 0) {
+            if (ascii_lower(o.value).rfind("field", 0) == 0) {
                 return true;
             }
             continue;
@@ -503,7 +486,7 @@ bool looks_like_snort3(std::string_view text) {
 
 bool translate(std::string_view text, Translation* out, std::string* category,
                std::string* reason) {
-    text = trim(text);
+    text = strings::trim(text);
     Failure f;
     auto fail = [&](const Failure& why) {
         *category = why.category;
@@ -540,7 +523,7 @@ bool translate(std::string_view text, Translation* out, std::string* category,
                                        " fields, expected 'action proto src sport -> dst "
                                        "dport' or Snort 3's 'action service'"});
     }
-    std::string action = lower(header[0]);
+    std::string action = ascii_lower(header[0]);
     if (action == "block") {
         action = "drop";  // Snort 3's block drops the rest of the flow; Picket drops per packet.
     }
@@ -562,7 +545,7 @@ bool translate(std::string_view text, Translation* out, std::string* category,
         }
     }
     out->app = hp.app;
-    out->service = hp.app != AppProto::kUnknown ? lower(header[1]) : "";
+    out->service = hp.app != AppProto::kUnknown ? ascii_lower(header[1]) : "";
     out->text += " (";
     if (!translate_options(text.substr(open + 1, close - open - 1), out, &f)) {
         return fail(f);
