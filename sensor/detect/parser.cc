@@ -595,10 +595,15 @@ std::unique_ptr<Rule> parse_suricata_rule(std::string_view text, const ParseEnv&
 // as before; only a rule that fails and uses Snort 3-only syntax goes through the Snort 3
 // front-end (snort3.h), whose diagnostics then replace the Suricata ones.
 std::unique_ptr<Rule> parse_rule(std::string_view text, const ParseEnv& env, RuleDiagnostic* diag) {
-    std::unique_ptr<Rule> rule = parse_suricata_rule(text, env, diag);
-    if (rule || !snort3::looks_like_snort3(text)) {
-        return rule;
+    std::unique_ptr<Rule> rule;
+    if (env.syntax != ParseEnv::Syntax::kSnort3) {
+        rule = parse_suricata_rule(text, env, diag);
+        if (rule || env.syntax == ParseEnv::Syntax::kSuricata || !snort3::looks_like_snort3(text)) {
+            return rule;
+        }
     }
+    diag->file = env.file;
+    diag->line = env.line;
     snort3::Translation t;
     std::string category;
     std::string reason;
@@ -620,6 +625,7 @@ std::unique_ptr<Rule> parse_rule(std::string_view text, const ParseEnv& env, Rul
         diag->reason = "snort3: " + reason;
         return nullptr;
     }
+    rule->syntax = RuleSyntax::kSnort3;
     rule->text = std::string(trim(text));
     return rule;
 }

@@ -88,6 +88,11 @@ struct ParseEnv {
     const ClassificationTable* classifications = nullptr;
     FlowbitRegistry* flowbits = nullptr;  // passed through to ParseState::flowbits
     bool pcre_jit = true;
+    // Which language the rule text is in. kAuto: decided per rule (Suricata first, Snort 3
+    // when that fails and the text uses Snort 3-only syntax); kSuricata or kSnort3: that
+    // language only (a bundle's "rule-syntax" for a rule file).
+    enum class Syntax : uint8_t { kAuto, kSuricata, kSnort3 };
+    Syntax syntax = Syntax::kAuto;
     // Where the rule text comes from (copied into Rule::file/line and diagnostics).
     std::string file;
     uint32_t line = 0;

@@ -213,6 +213,10 @@ enum FlowFlags : uint16_t {
     kFlowNoFrag = 1 << 8,
 };
 
+// The rule language a rule was written in. Where Snort 3 and Suricata define a semantic
+// differently, a Snort 3 rule gets Snort 3's (docs/rules.md, "Snort 3 rules").
+enum class RuleSyntax : uint8_t { kSuricata, kSnort3 };
+
 struct Rule {
     // Identity and meta.
     uint32_t gid = 1;
@@ -259,6 +263,7 @@ struct Rule {
     uint32_t index = 0;  // position in the engine's rule list, set by the compiler
 
     // Source.
+    RuleSyntax syntax = RuleSyntax::kSuricata;  // the language the rule was written in
     std::string file;
     uint32_t line = 0;
     std::string text;
