@@ -206,6 +206,11 @@ struct InspectExtras {
     // An end-of-flow pseudo packet: only the stream view is inspected (rules that cannot
     // match it are not checked).
     bool stream_only = false;
+    // The transactions inspected were parsed from data the receiver never acknowledged,
+    // delivered when the flow ended (end-of-flow flush). Rules written in Snort 3 do not
+    // inspect them: Snort 3 fills its service buffers only from data its stream flushed on
+    // acknowledgement (IDS mode), while Suricata's pseudo packets do inspect it.
+    bool unacked_end = false;
     mutable bool passed = false;  // out: a pass rule matched (the flow is passed)
     // out: a drop or reject rule with noalert matched (Suricata: "drop ... noalert;" drops
     // without an alert). Not reset by inspect(): one InspectExtras may span a packet's calls.

@@ -202,7 +202,13 @@ inline void record_check(RuleCounters& c, uint64_t ticks, bool matched) {
 // always_inline: called from both copies of the verification loop (profiling on and off), GCC
 // no longer inlined them as functions called once, which cost ~2% of detection instructions
 // with profiling off (callgrind).
-[[gnu::always_inline]] inline bool addresses_match(const Rule& r, const decode::Packet& p) {
+[[gnu::always_inline]] inline bool addresses_match(const Rule& r, const decode::Packet& p,
+                                                   AppProto app) {
+    if (r.service_or_ports && app == r.proto.app) {
+        // Identified as the rule's service: the header's ports do not matter (Rule).
+        return (r.src.contains(p.src) && r.dst.contains(p.dst)) ||
+               (r.bidirectional && r.src.contains(p.dst) && r.dst.contains(p.src));
+    }
     if (r.src.contains(p.src) && r.dst.contains(p.dst) && r.sport.contains(p.sport) &&
         r.dport.contains(p.dport)) {
         return true;
@@ -216,7 +222,7 @@ inline void record_check(RuleCounters& c, uint64_t ticks, bool matched) {
     if (r.proto.ip_version != 0 && r.proto.ip_version != p.ip_version) {
         return false;
     }
-    if (r.proto.app != AppProto::kUnknown && r.proto.app != app) {
+    if (r.proto.app != AppProto::kUnknown && r.proto.app != app && !r.service_or_ports) {
         return false;
     }
     return true;
@@ -267,6 +273,7 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
     }
     const bool pkt_in_stream = extras != nullptr && extras->pkt_in_stream;
     const bool stream_only = extras != nullptr && extras->stream_only;
+    const bool unacked_end = extras != nullptr && extras->unacked_end;
     if (view == nullptr) {
         if (d.parts.empty()) {
             return 0;
@@ -331,6 +338,8 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
     pc.flow = f;
     pc.dir = dir;
     pc.established = f != nullptr && f->pkt_established;
+    const bool established = pc.established;
+    const bool snort3_established = established || (f != nullptr && f->pkt_midstream);
     pc.flowbits = bits;
     pc.app = view != nullptr ? view->proto : (extras != nullptr ? extras->app : AppProto::kUnknown);
     pc.view = view;
@@ -393,10 +402,19 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
         if (log != nullptr && log->seen(view->tx_id, r.sid)) {
             continue;  // this transaction already alerted on this rule
         }
+        if (view != nullptr && unacked_end && r.syntax == RuleSyntax::kSnort3) {
+            continue;  // InspectExtras::unacked_end
+        }
         // Suricata: a packet whose data went into the stream is not matched by stream-capable
         // rules; they see its bytes when the raw stream is inspected. Without a stream view
         // to try, such a candidate (found in the payload) cannot match: not a check.
-        const bool skip_payload = pkt_in_stream && r.stream_capable;
+        //
+        // Snort 3 (a Snort 3 rule): every packet's payload is inspected as it arrives, and the
+        // reassembled stream only by rules with flow:only_stream, so a rule alerts once per
+        // packet that holds its match and the stream does not repeat it.
+        const bool snort3_packets =
+            r.syntax == RuleSyntax::kSnort3 && (r.flow_flags & kFlowOnlyStream) == 0;
+        const bool skip_payload = pkt_in_stream && r.stream_capable && !snort3_packets;
         const bool unindexed = stream != nullptr && r.stream_capable && !r.stream_prefiltered;
         const bool ref_hit = stream != nullptr && !d.ref_stream_fps.empty() &&
                              r.stream_prefiltered && fp_ends_in_new(d.ref_stream_fps[ri], *stream);
@@ -412,10 +430,11 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
             timed_matched = false;
             timed_t0 = profile_ticks();
         }
-        if (!proto_matches(r, p, pc.app) || !addresses_match(r, p)) {
+        if (!proto_matches(r, p, pc.app) || !addresses_match(r, p, pc.app)) {
             continue;
         }
         pc.from_stream = false;
+        pc.established = r.syntax == RuleSyntax::kSnort3 ? snort3_established : established;
         bool ok =
             !r.proto.tcp_stream_only && !skip_payload && options_match(r, p.payload, p.payload_len);
         // The stream is tried when its prefilter found the rule's pattern in the new bytes;
@@ -423,10 +442,10 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
         // it) tries it too (the packet carrying its bytes may be an earlier one, or none: a
         // pseudo packet at the flow's end); so does a stream-capable rule that no prefilter
         // indexes, as Suricata checks its non-prefilter rules on every stream chunk.
-        if (!ok && (stream_hit || tx_stream) && !r.proto.tcp_pkt_only) {
+        if (!ok && ((stream_hit && !snort3_packets) || tx_stream) && !r.proto.tcp_pkt_only) {
             pc.from_stream = true;
             ok = options_match(r, stream->data, stream->len);
-        } else if (!ok && unindexed && !r.proto.tcp_pkt_only) {
+        } else if (!ok && unindexed && !snort3_packets && !r.proto.tcp_pkt_only) {
             // No pattern tells where it matched: the new bytes only, so that bytes already
             // inspected do not alert again.
             pc.from_stream = true;

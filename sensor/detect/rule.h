@@ -251,6 +251,10 @@ struct Rule {
     ThresholdSpec detection_filter;
     // An app-layer protocol a header option needs (urilen: http) though no buffer names it.
     AppProto app_needed = AppProto::kUnknown;
+    // Snort 3's service: option ("OR ports"): the rule applies to a flow Picket identified as
+    // proto.app whatever its ports, and to its header's ports whatever the flow's protocol
+    // (so also while the protocol is unknown, or its detection failed).
+    bool service_or_ports = false;
     bool ip_only = false;  // set by the compiler: no payload, no L4 header options
     // Set by the compiler: the rule has options on the packet payload (pkt_data), and
     // whether those may match the reassembled stream instead (Suricata's

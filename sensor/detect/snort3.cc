@@ -338,6 +338,7 @@ bool translate_options(std::string_view body, Translation* t, Failure* f) {
             // without a parser here, keeps the header's transport and ports only.
             if (names.size() == 1) {
                 t->app = find_service(ascii_lower(names[0]));
+                t->service_option = t->app != AppProto::kUnknown;
             }
             continue;
         }
@@ -577,6 +578,12 @@ bool apply(const Translation& t, Rule* rule, std::string* reason) {
         return false;
     }
     rule->proto.app = t.app;
+    // A service: option with the header's ports: Snort 3 also runs the rule on those ports
+    // when the flow is not (or not yet) identified as the service. A service header (alert
+    // http) has no ports: only the service.
+    rule->service_or_ports =
+        t.service_option && !(rule->sport.any && rule->dport.any && rule->sport.exclude.empty() &&
+                              rule->dport.exclude.empty());
     return true;
 }
 

@@ -24,6 +24,7 @@ struct Translation {
     std::string text;                   // the rule in the Suricata syntax parse_rule() reads
     AppProto app = AppProto::kUnknown;  // service: (or service header) Picket can identify
     std::string service;                // that service as written, for diagnostics
+    bool service_option = false;        // from a service: option (not the header): "OR ports"
     uint32_t sid = 0;                   // read even when translation fails (diagnostics)
 };
 

@@ -97,6 +97,7 @@ FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& 
                                  before == stream::SessionState::kClosed;
         }
         stream::StreamUpdate u = w.stream->process(p, *f, dir, now_ns);
+        f->pkt_midstream = (u.events & stream::kEventMidstream) != 0;
         if (w.records && u.events != 0 && config_.eve.anomaly.stream) {
             log_packet_anomalies(w, p, f, u.events);
         }
@@ -302,6 +303,10 @@ void Engine::end_flow(WorkerContext& w, flow::Flow& f, bool release_app) {
     // own, so a header-only rule must not fire on it) and the transactions that changed.
     // tx_data: the stream bytes the transactions' raw content options see (the app layer's
     // chunk when the raw stream had already been inspected).
+    // The end-of-flow flush gave unacknowledged data to the app layer: the transactions
+    // inspected from here on, in either direction (a transaction holds both), may come from
+    // data its receiver never acknowledged (InspectExtras::unacked_end).
+    bool unacked = false;
     auto inspect_end = [&](flow::Flow& f, flow::Direction d, const stream::StreamChunk* c,
                            uint32_t ntx, const stream::StreamChunk* tx_data = nullptr) {
         if (!w.active || (c == nullptr && ntx == 0)) {
@@ -311,11 +316,13 @@ void Engine::end_flow(WorkerContext& w, flow::Flow& f, bool release_app) {
         const decode::Packet& p = pseudo_packet(w, f, d);
         PacketVerdict verdict = PacketVerdict::kNone;  // the pseudo packet's own
         f.pkt_established = true;                      // as Suricata's pseudo packets are
+        f.pkt_midstream = false;
         if (c != nullptr) {
             verdict = inspect_stream_chunk(w, p, f, d, *c, 0, verdict);
         }
         detect::InspectExtras extras;
         extras.app = w.app ? w.app->proto(f) : detect::AppProto::kUnknown;
+        extras.unacked_end = unacked;
         // The transactions' raw content options see this direction's stream chunk, else the
         // app layer's (when the raw stream had already been inspected).
         detect::StreamView tv;
@@ -345,6 +352,7 @@ void Engine::end_flow(WorkerContext& w, flow::Flow& f, bool release_app) {
                 for (flow::Direction d : {flow::Direction::kToServer, flow::Direction::kToClient}) {
                     const stream::StreamChunk& c = u.data(d);
                     const stream::StreamChunk& a = u.app_data(d);
+                    unacked = unacked || a.new_len() != 0;
                     const uint32_t ntx = w.feed_app(f, d, a, txs, tx_cap);
                     inspect_end(f, d, c.new_len() != 0 ? &c : nullptr, ntx,
                                 a.new_len() != 0 ? &a : nullptr);

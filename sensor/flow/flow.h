@@ -77,6 +77,10 @@ struct Flow {
     // FLOW_PKT_ESTABLISHED): TCP, the state before this packet (its SYN/ACK is not yet
     // established, its closing FIN or RST still is); other protocols, the state after it.
     bool pkt_established = false;
+    // The packet just looked up picked its TCP session up midstream (no handshake seen):
+    // Snort 3, whose stream counts such a session established at once, lets a Snort 3 rule's
+    // flow:established match it.
+    bool pkt_midstream = false;
     uint8_t tcp_flags_seen[2] = {0, 0};  // OR of TCP flags per direction
     uint16_t linktype = 1;  // of the packet that created it (alerts on end-of-flow pseudo packets)
     int64_t first_ts_ns = 0;
