@@ -11,8 +11,10 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -756,12 +758,77 @@ std::string LoadSummary::to_string() const {
     return o.str();
 }
 
+namespace {
+
+// Actions that start a rule in either language (Suricata's, Snort 3's block/log/react/rewrite,
+// Snort 2's sdrop): a line starting with one is a rule header. Whether the action is valid is
+// parse_rule()'s business; here it only tells a rule from an option line.
+constexpr std::string_view kRuleActions[] = {
+    "alert",      "drop",  "pass", "reject", "rejectsrc", "rejectdst",
+    "rejectboth", "block", "log",  "react",  "rewrite",   "sdrop",
+};
+
+bool starts_rule(std::string_view line) {
+    size_t end = 0;
+    while (end < line.size() && !is_blank(line[end])) {
+        ++end;
+    }
+    if (end == line.size()) {
+        return false;  // a bare word is no header
+    }
+    const std::string word = ascii_lower(line.substr(0, end));
+    return std::find(std::begin(kRuleActions), std::end(kRuleActions), word) !=
+           std::end(kRuleActions);
+}
+
+// True when the rule text holds the ')' that closes its option list: the text ends with ')'
+// (every one-line rule, also one whose quotes the scan below would misread, such as ET Open's
+// pcre:"/["']x/"), or a ')' outside double quotes ('\' escapes the next character) stands
+// where an option would start (after the '(' or a ';'), which is where Snort 3 ends a rule.
+bool options_closed(std::string_view text) {
+    text = trim(text);
+    if (!text.empty() && text.back() == ')') {
+        return true;
+    }
+    const size_t open = text.find('(');
+    if (open == std::string_view::npos) {
+        return false;
+    }
+    bool quoted = false;
+    bool boundary = true;
+    for (size_t i = open + 1; i < text.size(); ++i) {
+        const char c = text[i];
+        if (c == '\\') {
+            ++i;
+            boundary = false;
+        } else if (quoted) {
+            quoted = c != '"';
+        } else if (c == '"') {
+            quoted = true;
+            boundary = false;
+        } else if (c == ';') {
+            boundary = true;
+        } else if (c == ')' && boundary) {
+            return true;
+        } else if (!is_blank(c)) {
+            boundary = false;
+        }
+    }
+    return false;
+}
+
+}  // namespace
+
 RuleLoader::RuleLoader(ParseEnv env) : env_(std::move(env)) {}
 
 void RuleLoader::add_file(const std::string& path) {
     add_text(read_file(path), path);
 }
 
+// Lines become rules three ways: one line; lines joined by a trailing '\' (Suricata, Snort);
+// and, as Snort 3 reads a rule up to its closing ')', a rule header whose '(' is not closed
+// on its line, joined with the following lines (blank and '#' lines between options dropped)
+// until the ')'. A rule is reported at its first line.
 void RuleLoader::add_text(std::string_view text, std::string_view file) {
     const auto t0 = std::chrono::steady_clock::now();
     ++out_.summary.files;
@@ -770,11 +837,17 @@ void RuleLoader::add_text(std::string_view text, std::string_view file) {
 
     std::string rule_text;
     uint32_t rule_line = 0;
-    bool continuing = false;
+    bool in_rule = false;    // rule_text holds the start of a rule
+    bool backslash = false;  // the previous line ended with '\'
     uint32_t line_no = 0;
     size_t pos = 0;
+    auto skip = [&](RuleDiagnostic d) {
+        ++out_.summary.skipped;
+        ++out_.summary.skipped_by_reason[d.category];
+        out_.summary.diagnostics.push_back(std::move(d));
+    };
     auto flush = [&]() {
-        continuing = false;
+        in_rule = false;
         ++out_.summary.rules_seen;
         env.line = rule_line;
         RuleDiagnostic d;
@@ -782,10 +855,20 @@ void RuleLoader::add_text(std::string_view text, std::string_view file) {
         if (r) {
             out_.rules.push_back(std::move(r));
         } else {
-            ++out_.summary.skipped;
-            ++out_.summary.skipped_by_reason[d.category];
-            out_.summary.diagnostics.push_back(std::move(d));
+            skip(std::move(d));
         }
+        rule_text.clear();
+    };
+    // A multi-line rule without its ')': skipped, named at its first line.
+    auto not_closed = [&](const std::string& before) {
+        in_rule = false;
+        ++out_.summary.rules_seen;
+        RuleDiagnostic d;
+        d.file = env.file;
+        d.line = rule_line;
+        d.category = "rule not closed";
+        d.reason = "rule not closed: no ')' before " + before;
+        skip(std::move(d));
         rule_text.clear();
     };
     while (pos < text.size()) {
@@ -797,15 +880,7 @@ void RuleLoader::add_text(std::string_view text, std::string_view file) {
         std::string_view raw = text.substr(pos, nl - pos);
         pos = nl + 1;
         std::string_view piece;
-        if (!continuing) {
-            // Blank lines and comments (including commented-out, i.e. disabled, rules).
-            piece = trim(raw);
-            if (piece.empty() || piece.front() == '#') {
-                continue;
-            }
-            rule_line = line_no;
-            continuing = true;
-        } else {
+        if (backslash) {
             // A continuation line is kept as written: its leading blanks may be inside a
             // quoted value.
             piece = raw;
@@ -813,16 +888,38 @@ void RuleLoader::add_text(std::string_view text, std::string_view file) {
                    (piece.back() == '\r' || piece.back() == ' ' || piece.back() == '\t')) {
                 piece.remove_suffix(1);
             }
+        } else {
+            // Blank lines and comments (including commented-out, i.e. disabled, rules; between
+            // the options of a multi-line rule, Snort 3's comments).
+            piece = trim(raw);
+            if (piece.empty() || piece.front() == '#') {
+                continue;
+            }
+            if (in_rule && starts_rule(piece)) {
+                not_closed("line " + std::to_string(line_no));
+            }
+            if (in_rule) {
+                rule_text.push_back(' ');  // the newline between two options
+            } else {
+                rule_line = line_no;
+                in_rule = true;
+            }
         }
         // A trailing '\' joins the next line (the backslash and the newline are dropped).
-        if (!piece.empty() && piece.back() == '\\') {
+        backslash = !piece.empty() && piece.back() == '\\';
+        if (backslash) {
             rule_text.append(piece.substr(0, piece.size() - 1));
             continue;
         }
         rule_text.append(piece);
+        if (starts_rule(rule_text) && !options_closed(rule_text)) {
+            continue;  // a multi-line rule: read on to its ')'
+        }
         flush();
     }
-    if (continuing) {
+    if (in_rule && !backslash && starts_rule(rule_text) && !options_closed(rule_text)) {
+        not_closed("the end of the file");
+    } else if (in_rule) {
         flush();  // file ended inside a continued rule
     }
     parse_ms_ +=

@@ -4,6 +4,7 @@
 #include "sensor/detect/snort3.h"
 
 #include <algorithm>
+#include <cctype>
 #include <span>
 #include <vector>
 
@@ -175,17 +176,55 @@ constexpr ServiceMap kServices[] = {
     {"dcerpc", AppProto::kDcerpc},
 };
 
-// Snort 3 only options and buffers that make a rule Snort 3. Buffers Suricata or Snort 2.9
+// Snort 3 only options (with their --list-keywords status) and buffers that make a rule
+// Snort 3. Buffers Suricata or Snort 2.9
 // also know (file_data, base64_data, http_raw_cookie, sip_header, ...) are not listed: a
 // Suricata rule using them keeps its Suricata diagnostic.
-constexpr const char* kSnort3Only[] = {"service", "rem", "bufferlen"};
+constexpr std::string_view kNotSupported = "not supported: ";
+constexpr const char* kSoRefusal =
+    "not supported: shared-object rules (so:) need Snort's .so plugins";
+constexpr OwnKeyword kSnort3Only[] = {
+    {"service", "supported"},
+    {"rem", "supported"},
+    {"bufferlen", "partly: relative is not supported"},
+    {"so", kSoRefusal},
+};
 constexpr const char* kSnort3OnlyBuffers[] = {
     "raw_data",        "js_data",          "vba_data",         "http_raw_body",
     "http_true_ip",    "http_param",       "http_version",     "http_raw_request",
     "http_raw_status", "http_trailer",     "http_raw_trailer", "http_header_test",
     "http_trailer_test",
 };
+
+// content's comma options (Snort 3's content.nocase, ...).
+using Form = ContentModifier::Form;
+constexpr ContentModifier kContentModifiers[] = {
+    {"nocase", "nocase", Form::kFlag},          {"fast_pattern", "fast_pattern", Form::kFlag},
+    {"offset", "offset", Form::kValue},         {"depth", "depth", Form::kValue},
+    {"distance", "distance", Form::kValue},     {"within", "within", Form::kValue},
+    {"fast_pattern_offset", "fast_pattern", Form::kFastPatternPart},
+    {"fast_pattern_length", "fast_pattern", Form::kFastPatternPart},
+};
+
+// Snort 3 options passed to the Suricata parser unchanged (see pass_through_options()).
+constexpr const char* kPassThrough[] = {
+    "msg", "reference", "classtype", "priority", "metadata", "gid", "sid", "rev",
+    "content", "pcre", "isdataat", "byte_test", "byte_jump", "byte_extract", "byte_math",
+    "flow", "flowbits", "detection_filter", "dsize", "flags", "itype", "icode", "ip_proto",
+    "ttl", "id", "seq", "ack", "window", "tos", "fragbits", "sameip", "icmp_id", "icmp_seq",
+    "ssl_state", "ssl_version", "sip_method", "sip_stat_code", "dce_iface", "dce_opnum",
+    "dce_stub_data", "base64_decode", "tag", "replace", "sd_pattern", "stream_size",
+    "file_type", "asn1", "cvs", "ipopts", "fragoffset",
+};
+
+// PCRE's own flags, then Snort's: R relative, B rawbytes, O match-limit override and the
+// (Snort 2) HTTP buffer flags U I P H D M C K S Y.
+constexpr std::string_view kPcreFlags = "ismxAEGRBOUIPHDMCKSY";
 // clang-format on
+
+// "alert file (...)": no service of its own; the buffers decide (see header_proto()).
+constexpr OwnKeyword kFileHeader = {
+    "file", "partly: no service condition; the buffers choose (file_data: HTTP bodies)"};
 
 const BufferMap* find_buffer(std::string_view key) {
     for (const BufferMap& b : kBuffers) {
@@ -224,7 +263,7 @@ HeaderProto header_proto(std::string_view p) {
     if (app != AppProto::kUnknown) {
         return {"tcp", app};
     }
-    if (n == "file") {
+    if (n == kFileHeader.name) {
         return {"ip", AppProto::kUnknown};
     }
     return {"", AppProto::kUnknown};
@@ -235,13 +274,55 @@ struct Failure {
     std::string reason;
 };
 
+// The length in bytes of a content string as written ("ab|0D 0A|\"" is 5). False when a
+// '|' group is not whole hex bytes or does not close.
+bool content_length(std::string_view str, size_t* len) {
+    size_t n = 0;
+    bool hex = false;
+    size_t digits = 0;
+    for (size_t i = 0; i < str.size(); ++i) {
+        const char c = str[i];
+        if (c == '|') {
+            if (hex && digits % 2 != 0) {
+                return false;
+            }
+            hex = !hex;
+            digits = 0;
+        } else if (hex) {
+            if (std::isxdigit(static_cast<unsigned char>(c)) != 0) {
+                n += ++digits % 2 == 0 ? 1 : 0;
+            } else if (c != ' ') {
+                return false;
+            }
+        } else {
+            i += c == '\\' ? 1 : 0;
+            ++n;
+        }
+    }
+    *len = n;
+    return !hex;
+}
+
+// A decimal option value Snort bounds at 65535.
+bool parse_u16(std::string_view arg, size_t* out) {
+    if (arg.empty() || arg.size() > 5 || arg.find_first_not_of("0123456789") != arg.npos) {
+        return false;
+    }
+    *out = std::stoul(std::string(arg));
+    return *out <= 65535;
+}
+
 bool translate_content(std::string_view key, std::string_view value, std::string* out, Failure* f) {
+    const std::string kw(key);
+    auto bad = [&](const std::string& why) {
+        *f = {"bad " + kw, kw + ": " + why};
+        return false;
+    };
     bool negated = false;
     std::string_view str;
     std::string_view rest;
     if (!split_quoted(value, &negated, &str, &rest)) {
-        *f = {"bad " + std::string(key), std::string(key) + ": expected a quoted string"};
-        return false;
+        return bad("expected a quoted string");
     }
     out->append(key).append(":").append(negated ? "!" : "").append("\"");
     out->append(escape_semicolons(str)).append("\"; ");
@@ -249,36 +330,79 @@ bool translate_content(std::string_view key, std::string_view value, std::string
         return true;
     }
     if (rest.front() != ',') {
-        *f = {"bad " + std::string(key),
-              std::string(key) + ": unexpected '" + std::string(rest) + "' after the string"};
-        return false;
+        return bad("unexpected '" + std::string(rest) + "' after the string");
     }
+    bool fast_pattern = false;
+    size_t fp_offset = 0;
+    size_t fp_length = 0;
+    bool has_fp_offset = false;
+    bool has_fp_length = false;
     for (std::string_view m : split_commas(rest.substr(1))) {
         const size_t sp = m.find_first_of(" \t");
         const std::string name = ascii_lower(m.substr(0, sp));
         const std::string_view arg =
             sp == std::string_view::npos ? std::string_view{} : strings::trim(m.substr(sp));
-        if (name == "nocase" || name == "fast_pattern") {
-            if (!arg.empty()) {
-                *f = {"bad " + std::string(key),
-                      std::string(key) + ": " + name + " takes no value"};
-                return false;
+        const ContentModifier* mod = nullptr;
+        for (const ContentModifier& c : kContentModifiers) {
+            if (name == c.snort) {
+                mod = &c;
             }
-            out->append(name).append("; ");
-        } else if (name == "offset" || name == "depth" || name == "distance" || name == "within") {
-            if (arg.empty()) {
-                *f = {"bad " + std::string(key), std::string(key) + ": " + name + " needs a value"};
-                return false;
+        }
+        if (mod == nullptr) {
+            return bad("unknown modifier '" + std::string(m) + "'");
+        }
+        switch (mod->form) {
+            case Form::kFlag:
+                if (!arg.empty()) {
+                    return bad(name + " takes no value");
+                }
+                if (name == "fast_pattern") {
+                    fast_pattern = true;  // written with the fast_pattern_* below, if any
+                } else {
+                    out->append(mod->suricata).append("; ");
+                }
+                break;
+            case Form::kValue:
+                if (arg.empty()) {
+                    return bad(name + " needs a value");
+                }
+                out->append(mod->suricata).append(":").append(arg).append("; ");
+                break;
+            case Form::kFastPatternPart: {
+                const bool is_offset = name == "fast_pattern_offset";
+                if (!parse_u16(arg, is_offset ? &fp_offset : &fp_length)) {
+                    return bad(name + " needs a number 0-65535, got '" + std::string(arg) + "'");
+                }
+                (is_offset ? has_fp_offset : has_fp_length) = true;
+                fast_pattern = true;  // as Snort 2's fast_pattern:<offset>,<length>
+                break;
             }
-            out->append(name).append(":").append(arg).append("; ");
-        } else if (name == "fast_pattern_offset" || name == "fast_pattern_length") {
-            // Only narrows which bytes feed the prefilter; the content is matched whole.
-        } else {
-            *f = {"bad " + std::string(key),
-                  std::string(key) + ": unknown modifier '" + std::string(m) + "'"};
-            return false;
         }
     }
+    if (!fast_pattern) {
+        return true;
+    }
+    if (!has_fp_offset && !has_fp_length) {
+        out->append("fast_pattern; ");
+        return true;
+    }
+    // Suricata's fast_pattern takes both: a missing offset is 0, a missing length the rest of
+    // the pattern after the offset.
+    size_t len = 0;
+    if (!content_length(str, &len)) {
+        return bad("bad hex in the string");
+    }
+    const size_t off = fp_offset;
+    const size_t n = has_fp_length ? fp_length : (off < len ? len - off : 0);
+    if (n == 0 || off + n > len) {
+        return bad("fast_pattern_offset " + std::to_string(off) + " + fast_pattern_length " +
+                   std::to_string(n) + " do not fit the " + std::to_string(len) + "-byte pattern");
+    }
+    out->append("fast_pattern:")
+        .append(std::to_string(off))
+        .append(",")
+        .append(std::to_string(n))
+        .append("; ");
     return true;
 }
 
@@ -344,6 +468,11 @@ bool translate_options(std::string_view body, Translation* t, Failure* f) {
         }
         if (k == "rem") {
             continue;
+        }
+        if (k == "so") {
+            *f = {"unsupported keyword",
+                  "so: " + std::string(std::string_view(kSoRefusal).substr(kNotSupported.size()))};
+            return false;
         }
         if (k == "content" || k == "pcre") {
             if (k == "pcre") {
@@ -412,8 +541,33 @@ std::span<const BufferMap> buffer_table() {
     return kBuffers;
 }
 
-std::span<const char* const> snort3_only_options() {
+std::span<const OwnKeyword> snort3_only_options() {
     return kSnort3Only;
+}
+
+std::span<const BufferMap> header_field_table() {
+    return kHeaderFields;
+}
+
+std::span<const ContentModifier> content_modifier_table() {
+    return kContentModifiers;
+}
+
+std::vector<OwnKeyword> service_headers() {
+    std::vector<OwnKeyword> out;
+    for (const ServiceMap& s : kServices) {
+        out.push_back({s.name, "supported"});
+    }
+    out.push_back(kFileHeader);
+    return out;
+}
+
+std::span<const char* const> pass_through_options() {
+    return kPassThrough;
+}
+
+std::string_view pcre_flags() {
+    return kPcreFlags;
 }
 
 bool looks_like_snort3(std::string_view text) {
@@ -441,8 +595,8 @@ bool looks_like_snort3(std::string_view text) {
     bool seen_content = false;
     for (size_t i = 0; i < opts.size(); ++i) {
         const Option& o = opts[i];
-        for (const char* s : kSnort3Only) {
-            if (o.key == s) {
+        for (const OwnKeyword& s : kSnort3Only) {
+            if (o.key == s.name) {
                 return true;
             }
         }

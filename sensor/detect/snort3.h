@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sensor/detect/rule.h"
 
@@ -46,7 +47,35 @@ struct BufferMap {
     const char* suricata;
 };
 std::span<const BufferMap> buffer_table();
-// Options only Snort 3 has (service, rem, bufferlen), which translate() handles itself.
-std::span<const char* const> snort3_only_options();
+// http_header:field NAME: the header names translate() maps to a single-header buffer.
+std::span<const BufferMap> header_field_table();
+
+// A content comma option and the Suricata keyword it becomes (fast_pattern_offset and
+// fast_pattern_length both become fast_pattern:<offset>,<length>).
+struct ContentModifier {
+    enum class Form : uint8_t { kFlag, kValue, kFastPatternPart };
+    const char* snort;
+    const char* suricata;
+    Form form;
+};
+std::span<const ContentModifier> content_modifier_table();
+
+// An option or header word the front-end decides about itself, and its status as
+// --list-keywords prints it ("supported", "partly: why", "not supported: why").
+struct OwnKeyword {
+    const char* name;
+    const char* status;
+};
+// Options only Snort 3 has (service, rem, bufferlen, so), which translate() handles itself.
+std::span<const OwnKeyword> snort3_only_options();
+// The header words of a service rule ("alert http (...)"): the services Picket identifies and
+// "file". Any other service header is refused ("unsupported service").
+std::vector<OwnKeyword> service_headers();
+// Snort 3 options translate() passes to the Suricata parser as written (sid, flow, byte_test,
+// ...; pcre's string, content's string): the Suricata parser decides whether each is supported.
+// Any option not in a table here is passed on too; this list names the Snort 3 ones.
+std::span<const char* const> pass_through_options();
+// pcre flags Snort rules use; pcre passes through, so the Suricata pcre parser decides them.
+std::string_view pcre_flags();
 
 }  // namespace picket::sensor::detect::snort3

@@ -46,6 +46,141 @@ TEST(KeywordsListTest, ExactEntries) {
     EXPECT_EQ(find(all, "suricata", "no_such_keyword"), nullptr);
 }
 
+// Every Snort 3 keyword of issue #20's list is there, with a status, whatever that status is.
+TEST(KeywordsListTest, EverySnort3KeywordIsListed) {
+    const auto all = list_keywords();
+    const char* names[] = {
+        // Service rule headers.
+        "http",
+        "file",
+        "ssl",
+        "smtp",
+        "dns",
+        // Sticky buffers.
+        "http_uri",
+        "http_raw_uri",
+        "http_header",
+        "http_header.field",
+        "http_raw_header",
+        "http_cookie",
+        "http_raw_cookie",
+        "http_client_body",
+        "http_raw_body",
+        "http_method",
+        "http_stat_code",
+        "http_stat_msg",
+        "http_version",
+        "http_true_ip",
+        "http_param",
+        "file_data",
+        "pkt_data",
+        "raw_data",
+        "js_data",
+        "vba_data",
+        "base64_data",
+        "sip_header",
+        "sip_body",
+        "dce_stub_data",
+        // content and its comma options; pcre and its flags.
+        "content",
+        "content.nocase",
+        "content.offset",
+        "content.depth",
+        "content.distance",
+        "content.within",
+        "content.fast_pattern",
+        "content.fast_pattern_offset",
+        "content.fast_pattern_length",
+        "pcre",
+        "pcre.R",
+        "pcre.B",
+        "pcre.U",
+        "pcre.I",
+        "pcre.P",
+        "pcre.H",
+        "pcre.D",
+        "pcre.M",
+        "pcre.C",
+        "pcre.K",
+        "pcre.S",
+        "pcre.Y",
+        "pcre.O",
+        // Other options.
+        "service",
+        "bufferlen",
+        "isdataat",
+        "byte_test",
+        "byte_jump",
+        "byte_extract",
+        "byte_math",
+        "flow",
+        "flowbits",
+        "detection_filter",
+        "rem",
+        "reference",
+        "classtype",
+        "metadata",
+        "gid",
+        "sid",
+        "rev",
+        "priority",
+        "ssl_state",
+        "ssl_version",
+        "dsize",
+        "flags",
+        "itype",
+        "icode",
+        "ip_proto",
+        "ttl",
+        "id",
+        "seq",
+        "ack",
+        "window",
+        "sip_method",
+        "sip_stat_code",
+        "dce_iface",
+        "dce_opnum",
+        "base64_decode",
+        "tag",
+        "msg",
+        "so",
+        "replace",
+    };
+    for (const char* name : names) {
+        const KeywordInfo* k = find(all, "snort3", name);
+        ASSERT_NE(k, nullptr) << name;
+        EXPECT_TRUE(k->status == "supported" || k->status.starts_with("partly: ") ||
+                    k->status.starts_with("not supported: "))
+            << name << ": " << k->status;
+    }
+}
+
+// Statuses come from the code that decides: the front-end's tables, and for what it passes
+// on, the Suricata parser (registry and unsupported list).
+TEST(KeywordsListTest, Snort3StatusesFollowTheDecidingCode) {
+    const auto all = list_keywords();
+    expect(all, "snort3", "content.fast_pattern_offset", "content modifier", "supported");
+    expect(all, "snort3", "content.nocase", "content modifier", "supported");
+    expect(all, "snort3", "sid", "option", "supported");
+    expect(all, "snort3", "byte_math", "option", "supported");
+    expect(all, "snort3", "tag", "option", "not supported: unsupported keyword 'tag'");
+    expect(all, "snort3", "replace", "option", "not supported: unsupported keyword 'replace'");
+    expect(all, "snort3", "dce_stub_data", "option",
+           "not supported: unsupported keyword 'dce_stub_data'");
+    expect(all, "snort3", "so", "option",
+           "not supported: shared-object rules (so:) need Snort's .so plugins");
+    expect(all, "snort3", "http", "service header", "supported");
+    expect(all, "snort3", "file", "service header",
+           "partly: no service condition; the buffers choose (file_data: HTTP bodies)");
+    expect(all, "snort3", "pcre.R", "pcre flag", "supported");
+    expect(all, "snort3", "pcre.U", "pcre flag", "supported");
+    expect(all, "snort3", "pcre.K", "pcre flag",
+           "not supported: pcre: bad pcre '/a/K': unknown flag 'K'");
+    const KeywordInfo* field = find(all, "snort3", "http_header.field");
+    ASSERT_NE(field, nullptr);
+    EXPECT_TRUE(field->status.starts_with("partly: field user-agent, host, ")) << field->status;
+}
+
 TEST(KeywordsListTest, SortedAndUnique) {
     const auto all = list_keywords();
     std::set<std::pair<std::string, std::string>> seen;

@@ -86,11 +86,72 @@ TEST(Snort3, ContentCommaModifiers) {
     expect_same_matching(
         "alert tcp any any -> any any (content:!\"a;b|0D 0A|\\\"\",nocase; sid:2;)",
         "alert tcp any any -> any any (content:!\"a\\;b|0D 0A|\\\"\"; nocase; sid:2;)");
-    // fast_pattern_offset / fast_pattern_length only narrow the prefilter: dropped.
+    // fast_pattern_offset / fast_pattern_length: Suricata's fast_pattern:<offset>,<length>.
     expect_same_matching(
         "alert tcp any any -> any any (content:\"abcdef\",fast_pattern,fast_pattern_offset 1,"
         "fast_pattern_length 3; content:\"x\"; sid:3;)",
-        "alert tcp any any -> any any (content:\"abcdef\"; fast_pattern; content:\"x\"; sid:3;)");
+        "alert tcp any any -> any any (content:\"abcdef\"; fast_pattern:1,3; content:\"x\"; "
+        "sid:3;)");
+}
+
+std::string translated(const std::string& snort) {
+    snort3::Translation t;
+    std::string category;
+    std::string reason;
+    EXPECT_TRUE(snort3::translate(snort, &t, &category, &reason)) << category << ": " << reason;
+    return t.text;
+}
+
+TEST(Snort3, FastPatternOffsetAndLength) {
+    // Both: fast_pattern:<offset>,<length>, after the other modifiers of the content.
+    EXPECT_EQ(translated("alert tcp any any -> any any (content:\"abcdef\",fast_pattern_offset 1,"
+                         "fast_pattern_length 3,nocase; sid:1;)"),
+              "alert tcp any any -> any any (content:\"abcdef\"; nocase; fast_pattern:1,3; "
+              "sid:1; )");
+    // Offset alone: the rest of the pattern; length alone: from offset 0. The length counts
+    // bytes as matched: |0D 0A| is 2, \" is 1.
+    EXPECT_EQ(translated("alert tcp any any -> any any (content:\"ab|0D 0A|\\\"c\","
+                         "fast_pattern_offset 2; sid:2;)"),
+              "alert tcp any any -> any any (content:\"ab|0D 0A|\\\"c\"; fast_pattern:2,4; "
+              "sid:2; )");
+    EXPECT_EQ(translated("alert tcp any any -> any any (content:\"abcdef\",fast_pattern,"
+                         "fast_pattern_length 4; sid:3;)"),
+              "alert tcp any any -> any any (content:\"abcdef\"; fast_pattern:0,4; sid:3; )");
+    // Plain fast_pattern and the older separate option are unchanged.
+    EXPECT_EQ(translated("alert tcp any any -> any any (content:\"abc\",fast_pattern; sid:4;)"),
+              "alert tcp any any -> any any (content:\"abc\"; fast_pattern; sid:4; )");
+    EXPECT_EQ(translated("alert http (content:\"abcdef\"; fast_pattern:1,2; sid:5;)"),
+              "alert tcp any any -> any any (content:\"abcdef\"; fast_pattern:1,2; sid:5; )");
+
+    std::unique_ptr<Rule> r = parse(
+        "alert tcp any any -> any any (content:\"abcdef\",fast_pattern_offset 2; "
+        "content:\"x\"; sid:6;)");
+    ASSERT_NE(r, nullptr);
+
+    RuleDiagnostic d =
+        parse_fail("alert tcp any any -> any any (content:\"abc\",fast_pattern_offset 3; sid:7;)");
+    EXPECT_EQ(d.category, "bad content");
+    EXPECT_EQ(d.reason,
+              "snort3: content: fast_pattern_offset 3 + fast_pattern_length 0 do not fit the "
+              "3-byte pattern");
+    d = parse_fail(
+        "alert tcp any any -> any any (content:\"abc\",fast_pattern_offset 1,"
+        "fast_pattern_length 3; sid:8;)");
+    EXPECT_EQ(d.reason,
+              "snort3: content: fast_pattern_offset 1 + fast_pattern_length 3 do not fit the "
+              "3-byte pattern");
+    d = parse_fail("alert tcp any any -> any any (content:\"abc\",fast_pattern_length x; sid:9;)");
+    EXPECT_EQ(d.reason, "snort3: content: fast_pattern_length needs a number 0-65535, got 'x'");
+    d = parse_fail("alert tcp any any -> any any (content:\"|4|\",fast_pattern_offset 0; sid:10;)");
+    EXPECT_EQ(d.reason, "snort3: content: bad hex in the string");
+}
+
+TEST(Snort3, SharedObjectRulesAreRefused) {
+    RuleDiagnostic d =
+        parse_fail("alert tcp any any -> any 445 (msg:\"so\"; so:eval; sid:11; gid:3;)");
+    EXPECT_EQ(d.category, "unsupported keyword");
+    EXPECT_EQ(d.reason, "snort3: so: shared-object rules (so:) need Snort's .so plugins");
+    EXPECT_EQ(d.sid, 11u);
 }
 
 TEST(Snort3, StickyBuffersMapOntoSuricataBuffers) {
