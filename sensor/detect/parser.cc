@@ -762,6 +762,18 @@ void RuleLoader::add_file(const std::string& path) {
     add_text(read_file(path), path);
 }
 
+void RuleLoader::add_file(const std::string& path, ParseEnv::Syntax syntax) {
+    const ParseEnv::Syntax saved = env_.syntax;
+    env_.syntax = syntax;
+    try {
+        add_file(path);
+    } catch (...) {
+        env_.syntax = saved;
+        throw;
+    }
+    env_.syntax = saved;
+}
+
 void RuleLoader::add_text(std::string_view text, std::string_view file) {
     const auto t0 = std::chrono::steady_clock::now();
     ++out_.summary.files;
@@ -880,6 +892,16 @@ LoadedRules load_rule_files(const std::vector<std::string>& files, const ParseEn
     RuleLoader loader(env);
     for (const std::string& f : files) {
         loader.add_file(f);
+    }
+    return loader.finish();
+}
+
+LoadedRules load_rule_files(const std::vector<std::string>& files, const ParseEnv& env,
+                            const std::map<std::string, ParseEnv::Syntax>& syntax_by_file) {
+    RuleLoader loader(env);
+    for (const std::string& f : files) {
+        auto it = syntax_by_file.find(f);
+        loader.add_file(f, it == syntax_by_file.end() ? env.syntax : it->second);
     }
     return loader.finish();
 }
