@@ -157,6 +157,29 @@ struct ScannedRule {
 // without a sid). Quotes and backslash escapes inside option values are honoured.
 std::optional<ScannedRule> scan_rule(std::string_view line);
 
+// Every rule scan_rule recognises in the text of a rules file, in order, over logical lines:
+// backslash continuations joined, and a live Snort 3 rule spanning lines without '\' joined
+// up to the ')' closing its options (README.md "Rule recognition").
+std::vector<ScannedRule> scan_rules(std::string_view rules_file_text);
+
+// ---------------------------------------------------------------------------------------
+// Rule syntax (config.yaml "rule-syntax")
+
+// The language of a rules file's rules on the sensor: kAuto decides per rule (Suricata first,
+// then Snort 3 when the text uses Snort 3-only syntax).
+enum class RuleSyntax : uint8_t { kAuto, kSuricata, kSnort3 };
+// "auto", "suricata", "snort3".
+std::string_view rule_syntax_name(RuleSyntax syntax);
+
+// config.yaml's `rule-syntax` map (key: a rules file "rules/a.rules", or a directory prefix
+// ending in '/' covering every rules file under it; value: snort3, suricata or auto) resolved
+// for every rules/*.rules file of the bundle: an exact file key first, else the longest
+// directory key, else kAuto. InvalidArgument naming the key, one line per problem, when it is
+// not a map, a value is unknown, or a key names no rules file or directory of the bundle
+// (`config.yaml: rule-syntax: "rules/x.rules": no such rule file in the bundle`), or when
+// config.yaml does not parse.
+absl::StatusOr<std::map<std::string, RuleSyntax>> rule_syntax_by_file(const Bundle& bundle);
+
 // ---------------------------------------------------------------------------------------
 // Tuning overlay (tuning.yaml)
 
@@ -214,8 +237,9 @@ TuningResult apply_tuning(const std::map<std::string, std::string>& rules_text_b
 // lines. Error only when tuning.yaml does not parse; tuning errors are in report.errors.
 absl::StatusOr<TuningResult> effective_rules(const Bundle& bundle);
 
-// Push-time / apply-time content check: config.yaml (if any) is a YAML map, tuning.yaml parses
-// and applies without error. The message lists every problem, one per line.
+// Push-time / apply-time content check: config.yaml (if any) is a YAML map whose rule-syntax
+// (if any) passes rule_syntax_by_file, tuning.yaml parses and applies without error. The message
+// lists every problem, one per line.
 absl::Status check_content(const Bundle& bundle);
 
 // Writes effective rules (rules/<file> and threshold.config) into a new directory with the

@@ -15,6 +15,63 @@
 
 namespace picket::bundle {
 
+namespace {
+
+// Rule actions of both languages: Suricata's (pass, drop, reject*, alert; sdrop and log from
+// Snort 2 rule sets) and Snort 3's (block, react, rewrite besides the shared ones).
+bool is_action(std::string_view word) {
+    static constexpr std::string_view kActions[] = {
+        "alert",      "pass",  "drop", "reject", "rejectsrc", "rejectdst",
+        "rejectboth", "sdrop", "log",  "block",  "react",     "rewrite"};
+    return std::find(std::begin(kActions), std::end(kActions), word) != std::end(kActions);
+}
+
+// The first word of a live (not commented-out) rule line is an action and a space follows.
+bool starts_live_rule(std::string_view line) {
+    line = strings::trim(line);
+    size_t end = 0;
+    while (end < line.size() && !strings::is_space(line[end]) && line[end] != '(') {
+        ++end;
+    }
+    return end < line.size() && is_action(line.substr(0, end));
+}
+
+// Parenthesis depth at the end of `text` and whether it ends inside double quotes, starting
+// from (depth, quote); a backslash escapes the next character, as in both rule languages.
+void paren_state(std::string_view text, int& depth, bool& quote) {
+    for (size_t i = 0; i < text.size(); ++i) {
+        char c = text[i];
+        if (c == '\\') {
+            ++i;
+        } else if (c == '"') {
+            quote = !quote;
+        } else if (!quote && c == '(') {
+            ++depth;
+        } else if (!quote && c == ')' && depth > 0) {
+            --depth;
+        }
+    }
+}
+
+// One physical line: [begin, next) in the text, its content without terminator and '\r'.
+struct PhysicalLine {
+    std::string_view content;
+    size_t next = 0;
+};
+
+PhysicalLine physical_line(std::string_view text, size_t pos) {
+    size_t nl = text.find('\n', pos);
+    size_t content_end = nl == std::string_view::npos ? text.size() : nl;
+    PhysicalLine line{text.substr(pos, content_end - pos),
+                      nl == std::string_view::npos ? text.size() : nl + 1};
+    if (!line.content.empty() && line.content.back() == '\r') {
+        line.content.remove_suffix(1);
+    }
+    return line;
+}
+
+}  // namespace
+
 namespace internal {
 
 std::vector<LogicalLine> split_logical_lines(std::string_view text) {
@@ -26,15 +83,10 @@ std::vector<LogicalLine> split_logical_lines(std::string_view text) {
         line.begin = pos;
         line.line_no = line_no + 1;
         for (;;) {
-            size_t nl = text.find('\n', pos);
-            size_t content_end = nl == std::string_view::npos ? text.size() : nl;
-            size_t next = nl == std::string_view::npos ? text.size() : nl + 1;
+            PhysicalLine p = physical_line(text, pos);
+            std::string_view content = p.content;
             ++line_no;
-            std::string_view content = text.substr(pos, content_end - pos);
-            if (!content.empty() && content.back() == '\r') {
-                content.remove_suffix(1);
-            }
-            pos = next;
+            pos = p.next;
             if (!content.empty() && content.back() == '\\' && pos < text.size()) {
                 content.remove_suffix(1);
                 line.joined.append(content);
@@ -42,6 +94,45 @@ std::vector<LogicalLine> split_logical_lines(std::string_view text) {
             }
             line.joined.append(content);
             break;
+        }
+        // A Snort 3 rule may span lines without '\': Snort reads it up to the ')' closing its
+        // option list. A live rule whose '(' is still open takes the following lines up to that
+        // ')' ('#' lines in between are comments and dropped; each line joins with one space).
+        // No ')' before the next rule or the end of the file: the line stays alone, as the
+        // sensor's loader reports such a rule on its own line.
+        int depth = 0;
+        bool quote = false;
+        paren_state(line.joined, depth, quote);
+        if (depth > 0 && line.joined.find('(') != std::string::npos &&
+            starts_live_rule(line.joined)) {
+            std::string joined = line.joined;
+            size_t scan = pos;
+            uint32_t scan_no = line_no;
+            bool closed = false;
+            while (scan < text.size() && !closed) {
+                PhysicalLine p = physical_line(text, scan);
+                std::string_view piece = strings::trim(p.content);
+                if (starts_live_rule(piece)) {
+                    break;
+                }
+                scan = p.next;
+                ++scan_no;
+                if (piece.empty() || piece.front() == '#') {
+                    continue;
+                }
+                if (!piece.empty() && piece.back() == '\\') {
+                    piece.remove_suffix(1);
+                }
+                joined.push_back(' ');
+                joined.append(piece);
+                paren_state(piece, depth, quote);
+                closed = depth == 0;
+            }
+            if (closed) {
+                line.joined = std::move(joined);
+                pos = scan;
+                line_no = scan_no;
+            }
         }
         line.end = pos;
         out.push_back(std::move(line));
@@ -67,12 +158,6 @@ using strings::trim;
 // double quotes around 1..10 digits.
 std::optional<uint32_t> parse_u32(std::string_view s) {
     return strings::parse_u32(strings::unquote(s));
-}
-
-bool is_action(std::string_view word) {
-    static constexpr std::string_view kActions[] = {
-        "alert", "pass", "drop", "reject", "rejectsrc", "rejectdst", "rejectboth", "sdrop", "log"};
-    return std::find(std::begin(kActions), std::end(kActions), word) != std::end(kActions);
 }
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -675,6 +760,16 @@ absl::StatusOr<TuningResult> effective_rules(const Bundle& bundle) {
     return result;
 }
 
+std::vector<ScannedRule> scan_rules(std::string_view rules_file_text) {
+    std::vector<ScannedRule> out;
+    for (const LogicalLine& line : internal::split_logical_lines(rules_file_text)) {
+        if (auto rule = scan_rule(line.joined)) {
+            out.push_back(std::move(*rule));
+        }
+    }
+    return out;
+}
+
 uint64_t count_rules(const Bundle& bundle) {
     uint64_t n = 0;
     for (const auto& f : bundle.files()) {
@@ -700,6 +795,8 @@ absl::Status check_content(const Bundle& bundle) {
             YAML::Node root = YAML::Load(f.content());
             if (root && !root.IsNull() && !root.IsMap()) {
                 problems.push_back("config.yaml: the top level must be a map");
+            } else if (auto syntax = rule_syntax_by_file(bundle); !syntax.ok()) {
+                problems.emplace_back(syntax.status().message());
             }
         } catch (const YAML::Exception& e) {
             problems.push_back(

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <fstream>
-#include <sstream>
 #include <system_error>
 
 #include <yaml-cpp/yaml.h>
@@ -99,19 +98,27 @@ absl::Status ensure_bundle_dir(const picket::v1::Bundle& bundle, const fs::path&
     return bundle::write_bundle_dir(bundle, dir);
 }
 
+// Over logical lines, as the tuning saw them: a Snort 3 rule spanning lines counts once.
 uint32_t count_enabled_rules(const bundle::TuningResult& result) {
     uint32_t n = 0;
     for (const auto& [path, text] : result.rules) {
-        std::istringstream in(text);
-        std::string line;
-        while (std::getline(in, line)) {
-            auto rule = bundle::scan_rule(line);
-            if (rule && rule->enabled) {
-                ++n;
-            }
+        for (const auto& rule : bundle::scan_rules(text)) {
+            n += rule.enabled ? 1 : 0;
         }
     }
     return n;
+}
+
+detect::DetectConfig::FileSyntax file_syntax(bundle::RuleSyntax s) {
+    switch (s) {
+        case bundle::RuleSyntax::kSuricata:
+            return detect::DetectConfig::FileSyntax::kSuricata;
+        case bundle::RuleSyntax::kSnort3:
+            return detect::DetectConfig::FileSyntax::kSnort3;
+        case bundle::RuleSyntax::kAuto:
+            break;
+    }
+    return detect::DetectConfig::FileSyntax::kAuto;
 }
 
 // Builds the effective directory and the DetectConfig of an already verified bundle whose
@@ -156,9 +163,21 @@ absl::StatusOr<PreparedBundle> derive(const picket::v1::Bundle& bundle, const fs
     if (auto s = bundle::write_effective_dir(*effective, edir); !s.ok()) {
         return s;
     }
+    auto syntax = bundle::rule_syntax_by_file(bundle);
+    if (!syntax.ok()) {
+        return syntax.status();
+    }
+    // The bundle's rule-syntax decides for its files; the sensor's own rule-syntax (for its
+    // local rule files) does not apply to them.
     config.rule_files.clear();
+    config.rule_syntax = detect::DetectConfig::FileSyntax::kAuto;
+    config.rule_file_syntax.clear();
     for (const auto& [path, text] : effective->rules) {
         config.rule_files.push_back((edir / path).string());
+        auto it = syntax->find(path);
+        if (it != syntax->end() && it->second != bundle::RuleSyntax::kAuto) {
+            config.rule_file_syntax[config.rule_files.back()] = file_syntax(it->second);
+        }
     }
     config.threshold_file = effective->threshold_config.empty()
                                 ? std::string()

@@ -43,6 +43,14 @@ struct RuleProfilingConfig {
 
 struct DetectConfig {
     std::vector<std::string> rule_files;
+    // The language of a rule file's rules. kAuto decides per rule (Suricata first, then Snort 3
+    // when the text uses Snort 3-only syntax); kSuricata never tries Snort 3; kSnort3 parses
+    // every rule as Snort 3. `rule_syntax` is for every file not in `rule_file_syntax`
+    // (sensor.yaml rule-syntax, --rule-syntax); `rule_file_syntax` is per file, keyed by the
+    // path as in rule_files (a bundle's config.yaml rule-syntax, set by the agent).
+    enum class FileSyntax : uint8_t { kAuto, kSuricata, kSnort3 };
+    FileSyntax rule_syntax = FileSyntax::kAuto;
+    std::map<std::string, FileSyntax> rule_file_syntax;
     // vars.address-groups / vars.port-groups from sensor.yaml; Suricata's defaults are
     // used for any that is not given (HOME_NET, EXTERNAL_NET, HTTP_PORTS, ...).
     std::map<std::string, std::string> address_vars;

@@ -171,7 +171,23 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
     env.classifications = &classes;
     env.flowbits = d.flowbits.get();
     env.pcre_jit = config.pcre_jit;
-    LoadedRules loaded = load_rule_files(config.rule_files, env);
+    auto syntax = [](DetectConfig::FileSyntax s) {
+        switch (s) {
+            case DetectConfig::FileSyntax::kSuricata:
+                return ParseEnv::Syntax::kSuricata;
+            case DetectConfig::FileSyntax::kSnort3:
+                return ParseEnv::Syntax::kSnort3;
+            case DetectConfig::FileSyntax::kAuto:
+                break;
+        }
+        return ParseEnv::Syntax::kAuto;
+    };
+    env.syntax = syntax(config.rule_syntax);
+    std::map<std::string, ParseEnv::Syntax> syntax_by_file;
+    for (const auto& [file, s] : config.rule_file_syntax) {
+        syntax_by_file[file] = syntax(s);
+    }
+    LoadedRules loaded = load_rule_files(config.rule_files, env, syntax_by_file);
     LoadSummary sum = std::move(loaded.summary);
     sum.mpm_algo = config.mpm_algo;
     // In file order, before the evaluation order moves flowbit setters first.

@@ -825,6 +825,18 @@ void RuleLoader::add_file(const std::string& path) {
     add_text(read_file(path), path);
 }
 
+void RuleLoader::add_file(const std::string& path, ParseEnv::Syntax syntax) {
+    const ParseEnv::Syntax saved = env_.syntax;
+    env_.syntax = syntax;
+    try {
+        add_file(path);
+    } catch (...) {
+        env_.syntax = saved;
+        throw;
+    }
+    env_.syntax = saved;
+}
+
 // Lines become rules three ways: one line; lines joined by a trailing '\' (Suricata, Snort);
 // and, as Snort 3 reads a rule up to its closing ')', a rule header whose '(' is not closed
 // on its line, joined with the following lines (blank and '#' lines between options dropped)
@@ -977,6 +989,16 @@ LoadedRules load_rule_files(const std::vector<std::string>& files, const ParseEn
     RuleLoader loader(env);
     for (const std::string& f : files) {
         loader.add_file(f);
+    }
+    return loader.finish();
+}
+
+LoadedRules load_rule_files(const std::vector<std::string>& files, const ParseEnv& env,
+                            const std::map<std::string, ParseEnv::Syntax>& syntax_by_file) {
+    RuleLoader loader(env);
+    for (const std::string& f : files) {
+        auto it = syntax_by_file.find(f);
+        loader.add_file(f, it == syntax_by_file.end() ? env.syntax : it->second);
     }
     return loader.finish();
 }

@@ -114,6 +114,8 @@ public:
     explicit RuleLoader(ParseEnv env);
     // Throws std::runtime_error("FILE: cannot open: reason").
     void add_file(const std::string& path);
+    // The same with the file's rules parsed as `syntax` (ParseEnv::syntax for this file only).
+    void add_file(const std::string& path, ParseEnv::Syntax syntax);
     // Rules from memory (bundles, tests); `file` names them in diagnostics.
     void add_text(std::string_view text, std::string_view file);
     LoadedRules finish();
@@ -126,5 +128,8 @@ private:
 
 // Loads every file in order; never stops at a bad rule.
 LoadedRules load_rule_files(const std::vector<std::string>& files, const ParseEnv& env);
+// The same, a file listed in `syntax_by_file` parsed as that syntax, any other as env.syntax.
+LoadedRules load_rule_files(const std::vector<std::string>& files, const ParseEnv& env,
+                            const std::map<std::string, ParseEnv::Syntax>& syntax_by_file);
 
 }  // namespace picket::sensor::detect

@@ -406,6 +406,16 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
         s.detect.rule_files.push_back(
             f.empty() || f[0] == '/' || rule_path.empty() ? f : rule_path + "/" + f);
     }
+    // rule-syntax: the language of every rule file the sensor loads by itself (rule-files, -S,
+    // -s; --rule-syntax sets it). A map is a bundle's per-file form (config.yaml, docs/bundles.md),
+    // applied by the agent to the bundle's files; read as sensor.yaml (-c config.yaml) it is
+    // left alone, so a bundle's overlay stays a valid sensor.yaml.
+    if (const YAML::Node syntax = c.root()["rule-syntax"]; !syntax || !syntax.IsMap()) {
+        const std::string v = c.get_choice("rule-syntax", "auto", {"auto", "suricata", "snort3"});
+        s.detect.rule_syntax = v == "snort3"     ? detect::DetectConfig::FileSyntax::kSnort3
+                               : v == "suricata" ? detect::DetectConfig::FileSyntax::kSuricata
+                                                 : detect::DetectConfig::FileSyntax::kAuto;
+    }
     s.detect.classification_file = c.get_string("classification-file", "");
     s.detect.reference_file = c.get_string("reference-config-file", "");
     s.detect.threshold_file = c.get_string("threshold-file", "");

@@ -109,6 +109,12 @@ int parse_sensor_options(int argc, char** argv, SensorOptions* out) {
     app.add_option("-s", extra_rules, "load the rules of FILE as well (repeatable)")
         ->type_name("FILE")
         ->allow_extra_args(false);
+    std::string rule_syntax;
+    app.add_option("--rule-syntax", rule_syntax,
+                   "the language of the rules of every rule file loaded (-S, -s, rule-files): "
+                   "snort3, suricata or auto (per rule, the default); same as --set "
+                   "rule-syntax=...")
+        ->check(CLI::IsMember({"auto", "suricata", "snort3"}));
     app.add_flag("-T", test_rules,
                  "check the configuration and rules, print the load summary, and exit "
                  "(non-zero when a rule was skipped)");
@@ -221,6 +227,11 @@ int parse_sensor_options(int argc, char** argv, SensorOptions* out) {
     }
     o.pcap_loop_given = loop_opt->count() != 0;
     o.pcap_rate_given = rate_opt->count() != 0;
+    if (!rule_syntax.empty()) {
+        // A sensor.yaml key like the others: sensor_yaml() applies it after -c, and
+        // load_sensor_config() reads it, for -T and for a running sensor alike.
+        o.sets.push_back("rule-syntax=" + rule_syntax);
+    }
     return -1;
 }
 

@@ -3,7 +3,8 @@
 on a veth pair, and picketctl, all inside one network namespace the test creates (the manager
 listens on that namespace's loopback). Push a bundle, deploy it to all, check every sensor
 alerts exactly on the injected attacks; a broken bundle is rejected by every sensor and the
-old rules keep alerting; a new bundle, then rollback restores the previous alerts.
+old rules keep alerting; a new bundle, then rollback restores the previous alerts; a bundle with
+a Snort 3 rules file and config.yaml rule-syntax alerts on its Snort 3 rule.
 
 Usage: fleet_test.py --build BUILD_DIR
 """
@@ -145,6 +146,41 @@ class Fleet(fleetlib.FleetCase, unittest.TestCase):
 
     def poll(self, fn, what, seconds=40):
         return fleetlib.poll(fn, what, seconds)
+
+    def test_s_snort3_bundle(self):
+        """After test_fleet (all on v1): a bundle with a Snort 3 rules file forced by its
+        config.yaml rule-syntax next to a Suricata file; a rule-syntax key naming no file is
+        refused at push and nothing is stored; every sensor alerts on the Snort 3 rule. Leaves
+        every sensor on v1 again for the tests after it."""
+        v1 = self.__class__.v1
+        d = os.path.join(self.tmp, "bundle-snort3")
+        os.makedirs(os.path.join(d, "rules", "talos"))
+        with open(os.path.join(d, "rules", "talos", "snort3.rules"), "w") as f:
+            # A Snort 3 comma option: only the Snort 3 front-end reads it.
+            f.write('alert tcp any any -> any any (msg:"s3 cmd"; content:"CMD.EXE",nocase; '
+                    'sid:5; rev:1;)\n')
+        with open(os.path.join(d, "rules", "local.rules"), "w") as f:
+            f.write('alert tcp any any -> any any (msg:"passwd"; content:"/etc/passwd"; '
+                    'sid:1;)\n')
+        config = os.path.join(d, "config.yaml")
+        with open(config, "w") as f:
+            f.write("rule-syntax:\n  rules/talos/: snort3\n  rules/x.rules: suricata\n")
+        bundles = len(self.ctl("bundle", "list"))
+        r = self.ctl_raw("bundle", "push", d, "--name", "snort3")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn('config.yaml: rule-syntax: "rules/x.rules": no such rule file in the '
+                      'bundle', r.stderr)
+        self.assertEqual(len(self.ctl("bundle", "list")), bundles)
+
+        with open(config, "w") as f:
+            f.write("rule-syntax:\n  rules/talos/: snort3\n  rules/local.rules: suricata\n")
+        v5 = self.ctl("bundle", "push", d, "--name", "snort3", "-m", "test snort3")["version"]
+        dep = self.ctl("deploy", str(v5), "--to", "all", "--wait")
+        self.assertEqual(sorted((t["sensor"], t["state"]) for t in dep["targets"]),
+                         [("s1", "applied"), ("s2", "applied"), ("s3", "applied")])
+        self.send()
+        self.wait_alerts({1: 4 * self.passwd, 2: self.cmd, 5: self.cmd})
+        self.ctl("deploy", str(v1), "--to", "all", "--wait")
 
     def test_y_canary_gate_fails_and_rolls_back(self):
         """After test_fleet (all on v1): a canary whose alert rate breaks the health gate
