@@ -303,10 +303,11 @@ void Engine::end_flow(WorkerContext& w, flow::Flow& f, bool release_app) {
     // own, so a header-only rule must not fire on it) and the transactions that changed.
     // tx_data: the stream bytes the transactions' raw content options see (the app layer's
     // chunk when the raw stream had already been inspected).
-    // The end-of-flow flush gave unacknowledged data to the app layer: the transactions
-    // inspected from here on, in either direction (a transaction holds both), may come from
-    // data its receiver never acknowledged (InspectExtras::unacked_end).
-    bool unacked = false;
+    // unacked[d]: the end-of-flow flush gave d's unacknowledged data to the app layer. A
+    // transaction inspected from then on in direction d may hold data its receiver never
+    // acknowledged (InspectExtras::unacked_end) when d's data was, or its request's
+    // (to_server) was: a transaction holds both directions' buffers.
+    bool unacked[2] = {false, false};
     auto inspect_end = [&](flow::Flow& f, flow::Direction d, const stream::StreamChunk* c,
                            uint32_t ntx, const stream::StreamChunk* tx_data = nullptr) {
         if (!w.active || (c == nullptr && ntx == 0)) {
@@ -322,7 +323,8 @@ void Engine::end_flow(WorkerContext& w, flow::Flow& f, bool release_app) {
         }
         detect::InspectExtras extras;
         extras.app = w.app ? w.app->proto(f) : detect::AppProto::kUnknown;
-        extras.unacked_end = unacked;
+        extras.unacked_end =
+            unacked[static_cast<int>(d)] || unacked[static_cast<int>(flow::Direction::kToServer)];
         // The transactions' raw content options see this direction's stream chunk, else the
         // app layer's (when the raw stream had already been inspected).
         detect::StreamView tv;
@@ -352,7 +354,7 @@ void Engine::end_flow(WorkerContext& w, flow::Flow& f, bool release_app) {
                 for (flow::Direction d : {flow::Direction::kToServer, flow::Direction::kToClient}) {
                     const stream::StreamChunk& c = u.data(d);
                     const stream::StreamChunk& a = u.app_data(d);
-                    unacked = unacked || a.new_len() != 0;
+                    unacked[static_cast<int>(d)] |= a.new_len() != 0;
                     const uint32_t ntx = w.feed_app(f, d, a, txs, tx_cap);
                     inspect_end(f, d, c.new_len() != 0 ? &c : nullptr, ntx,
                                 a.new_len() != 0 ? &a : nullptr);

@@ -433,17 +433,29 @@ TEST_F(Snort3EngineTest, HttpBuffersMatchOnTheTransaction) {
     EXPECT_EQ(run_tx("/admin/x", "/%2e/admin/x"), (std::vector<uint32_t>{1, 2, 4}));
 }
 
-TEST_F(Snort3EngineTest, ServiceOptionWaitsForTheAppProtocol) {
-    load("alert tcp any any -> any 80 (content:\"hello\",depth 5; service:http; sid:1;)\n");
+// service: with header ports is Snort 3's "OR ports": the rule runs on its ports whatever the
+// flow's protocol; with any ports it waits for the service.
+TEST_F(Snort3EngineTest, ServiceOptionIsTheServiceOrThePorts) {
+    load(
+        "alert tcp any any -> any 80 (content:\"hello\",depth 5; service:http; sid:1;)\n"
+        "alert tcp any any -> any any (content:\"hello\",depth 5; service:http; sid:2;)\n");
     ASSERT_EQ(summary_.skipped, 0u) << summary_.to_string();
     decode("hello");
     AlertRecord out[4];
     InspectExtras x;
-    EXPECT_EQ(worker_->inspect(p_, f_, dir_, out, 4, &x), 0u);
+    auto sids = [&] {
+        const uint32_t n = worker_->inspect(p_, f_, dir_, out, 4, &x);
+        std::vector<uint32_t> v;
+        for (uint32_t i = 0; i < n; ++i) {
+            v.push_back(out[i].rule->sid);
+        }
+        return v;
+    };
+    EXPECT_EQ(sids(), (std::vector<uint32_t>{1}));
     x.app = AppProto::kHttp;
-    EXPECT_EQ(worker_->inspect(p_, f_, dir_, out, 4, &x), 1u);
+    EXPECT_EQ(sids(), (std::vector<uint32_t>{1, 2}));
     x.app = AppProto::kTls;
-    EXPECT_EQ(worker_->inspect(p_, f_, dir_, out, 4, &x), 0u);
+    EXPECT_EQ(sids(), (std::vector<uint32_t>{1}));
 }
 
 // The floor is the count reached when the front-end was written (3920 of 4004, 97.9%).
