@@ -444,7 +444,10 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
         // indexes, as Suricata checks its non-prefilter rules on every stream chunk.
         if (!ok && ((stream_hit && !snort3_packets) || tx_stream) && !r.proto.tcp_pkt_only) {
             pc.from_stream = true;
-            ok = options_match(r, stream->data, stream->len);
+            ok = r.syntax == RuleSyntax::kSnort3 && !tx_stream
+                     ? options_match(r, stream->data + stream->new_off,
+                                     stream->len - stream->new_off)
+                     : options_match(r, stream->data, stream->len);
         } else if (!ok && unindexed && !snort3_packets && !r.proto.tcp_pkt_only) {
             // No pattern tells where it matched: the new bytes only, so that bytes already
             // inspected do not alert again.

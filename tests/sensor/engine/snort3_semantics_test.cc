@@ -146,6 +146,22 @@ TEST_F(Snort3SemanticsTest, Snort3RulesMatchPacketsAndOnlyStreamTheStream) {
     EXPECT_EQ(run(frames, rules), (std::map<uint32_t, int>{{7, 1}, {8, 2}, {9, 1}, {11, 1}}));
 }
 
+// Picket's raw stream chunks end where the app layer ends a message (an HTTP request) and
+// start with the tail of the data before them, so a pattern straddling two chunks is found;
+// a Snort 3 rule's stream buffer is the chunk's new bytes alone, as Snort 3's PDU starts where
+// its service inspector cut the stream. depth then counts from the message's start.
+TEST_F(Snort3SemanticsTest, Snort3StreamBufferStartsAtTheMessage) {
+    const std::string rules =
+        "alert tcp any any -> any any (msg:\"suricata\"; flow:to_server,established,only_stream; "
+        "content:\"GET /second\"; depth:11; sid:13;)\n"
+        "alert tcp any any -> any any (msg:\"snort3\"; flow:to_server,established,only_stream; "
+        "content:\"GET /second\",depth 11; sid:14;)\n";
+    const std::vector<Bytes> frames = session(
+        80, {"GET /first HTTP/1.1\r\nHost: a\r\n\r\n", "GET /second HTTP/1.1\r\nHost: a\r\n\r\n"},
+        true);
+    EXPECT_EQ(run(frames, rules), (std::map<uint32_t, int>{{14, 1}}));
+}
+
 TEST_F(Snort3SemanticsTest, MidstreamPickupIsEstablishedForSnort3Rules) {
     const std::string rules =
         "alert tcp any any -> any any (msg:\"snort3\"; flow:to_server,established; "
