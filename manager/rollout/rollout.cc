@@ -47,8 +47,11 @@ GateVerdict evaluate_gate(const HealthGate& gate, const std::string& sensor,
         return {false,
                 "drop ratio " + fmt(ratio) + " > " + fmt(gate.max_drop_ratio) + " on " + sensor};
     }
-    int64_t span = current.timestamp - base.timestamp;
-    if (span > 0) {
+    // The timestamps come from the sensors' reports: compared before they are subtracted, so
+    // a wild value cannot overflow (the difference of two int64 in order fits a uint64).
+    if (current.timestamp > base.timestamp) {
+        const uint64_t span =
+            static_cast<uint64_t>(current.timestamp) - static_cast<uint64_t>(base.timestamp);
         double rate = static_cast<double>(delta(base, current, "detect.alert")) /
                       (static_cast<double>(span) / kNsPerSec);
         if (rate > gate.max_alerts_per_second) {
