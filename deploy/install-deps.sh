@@ -11,6 +11,8 @@ PACKAGES=(
     libpcre2-dev libhyperscan-dev libpcap-dev libsqlite3-dev libyaml-cpp-dev nlohmann-json3-dev
     libcli11-dev libspdlog-dev libcivetweb-dev civetweb libnetfilter-queue-dev libmnl-dev
     libbpf-dev libssl-dev zlib1g-dev liblzma-dev
+    # rule sources: fetching (libcurl) and unpacking (libarchive) upstream rulesets
+    libcurl4-openssl-dev libarchive-dev
     # the EVE redis sink (hiredis) and a real Redis server for its tests
     libhiredis-dev redis-server
     # file magic for EVE fileinfo (force-magic); logrotate for the rotation test

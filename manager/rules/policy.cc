@@ -1,0 +1,2 @@
+// policy.cc: see rules.h.
+#include "manager/rules/rules.h"

@@ -1,0 +1,2 @@
+// source.cc: see rules.h.
+#include "manager/rules/rules.h"

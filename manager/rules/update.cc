@@ -1,0 +1,2 @@
+// update.cc: see rules.h.
+#include "manager/rules/rules.h"

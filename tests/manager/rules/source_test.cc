@@ -1,0 +1,3 @@
+#include "manager/rules/rules.h"
+
+#include <gtest/gtest.h>
