@@ -130,4 +130,29 @@ nlohmann::json alerts_json(const picket::v1::ListAlertsResponse& response);
 // Table (newest first as received), then one line with the manager's totals.
 std::string alerts_text(const picket::v1::ListAlertsResponse& response);
 
+// ---- rules (rules_format.cc)
+
+// A per-sid change of an update, as operators name it: "added", "removed", "enabled",
+// "disabled", "action" (only the action word changed, e.g. alert -> drop) or "modified".
+std::string_view rule_change_kind(const picket::v1::RuleDiff& diff, bool added, bool removed);
+
+nlohmann::json rule_source_json(const picket::v1::RuleSource& source);
+nlohmann::json rule_sources_json(const picket::v1::ListRuleSourcesResponse& response);
+std::string rule_sources_text(const picket::v1::ListRuleSourcesResponse& response);
+
+// {"files": [{"name", "content", "updated_at"}]}; text: each file under a "== NAME ==" line.
+nlohmann::json rule_policy_json(const picket::v1::GetRulePolicyResponse& response);
+std::string rule_policy_text(const picket::v1::GetRulePolicyResponse& response);
+
+// {"version" (null when nothing changed), "sha256", "message", "sources": [...], "rules",
+// "rules_enabled", "policy": {"enabled", "disabled", "dropped", "modified"}, "unsupported",
+// "unsupported_rules", "warnings", "changes": {"added", "removed", "modified", "enabled",
+// "disabled", "action"} (counts), "diff": [{"gid", "sid", "change", "file", "old_text",
+// "new_text"}], "deployment"}
+nlohmann::json rules_update_json(const picket::v1::UpdateRulesResponse& response);
+std::string rules_update_text(const picket::v1::UpdateRulesResponse& response);
+
+nlohmann::json rule_updates_json(const picket::v1::RuleUpdateHistoryResponse& response);
+std::string rule_updates_text(const picket::v1::RuleUpdateHistoryResponse& response);
+
 }  // namespace picket::manager::cli

@@ -174,3 +174,66 @@ struct PolicyReport {
 PolicyReport apply_policy(const Policy& policy, std::vector<RuleEntry>* rules);
 
 }  // namespace picket::rules
+
+namespace picket::rules {
+
+// ---------------------------------------------------------------------------------------
+// The update (update.cc): sources + policy + the newest bundle -> the next bundle
+
+// What one source holds after fetch_source and extract_rule_files.
+struct SourceFiles {
+    std::string name;
+    std::string sha256;                        // of the fetched bytes
+    std::map<std::string, std::string> files;  // extract_rule_files' output
+};
+
+struct UpdateInput {
+    std::vector<SourceFiles> sources;  // every enabled source
+    // Policy files by name: enable.conf, disable.conf, drop.conf, modify.conf, tuning.yaml.
+    std::map<std::string, std::string> policy_files;
+    // The newest stored bundle (with its files), or nullptr when none was ever pushed.
+    const picket::v1::Bundle* previous = nullptr;
+    std::string bundle_name = "rules";  // the new bundle's name when there is no previous one
+    std::string author;
+    std::string message;
+};
+
+struct SourceCounts {
+    std::string name;
+    uint32_t files = 0;          // .rules files
+    uint32_t rules = 0;          // rules (enabled or not) kept from it after merging
+    uint32_t rules_enabled = 0;  // enabled after the policy
+};
+
+struct UpdateOutput {
+    // The next bundle (manifest version 0, files and manifest entries set; unsigned): the
+    // newest bundle's files except its rules (rules/local/ is kept: the site's own rules),
+    // rules/SOURCE/FILE.rules of every source with the policy applied, the sources'
+    // classification.config / reference.config (concatenated in source order) when any has
+    // one, and tuning.yaml from the policy when it has one.
+    picket::v1::Bundle bundle;
+    bool changed = true;  // false: the same files as `previous` (nothing to store)
+    picket::v1::BundleDiff diff;  // previous -> bundle (empty without previous)
+    std::vector<SourceCounts> sources;
+    uint32_t rules = 0, rules_enabled = 0;
+    PolicyReport policy;
+    // Enabled rules the sensor's parser refuses: count and the first 100 "file:line sid N:
+    // reason" (file is the bundle path, line the line in it).
+    uint32_t unsupported = 0;
+    std::vector<std::string> unsupported_rules;
+    // Sids in two sources ("1:2000: et-open rev 3 and talos rev 5: talos kept"), policy lines
+    // that matched nothing, tuning warnings.
+    std::vector<std::string> warnings;
+};
+
+// Checks policy files as PutRulePolicy stores them: known names, each parses (modify and
+// re: regexes compile), tuning.yaml parses. InvalidArgument listing every problem "FILE:LINE:
+// reason", one per line.
+absl::Status check_policy_files(const std::map<std::string, std::string>& files);
+
+// Builds the next bundle. Errors: a policy file that does not parse, no source, a source
+// without rules, a merged bundle that fails the bundle checks (limits, config.yaml rule-syntax
+// naming a file that no longer exists). Rules the parser refuses are reported, not errors.
+absl::StatusOr<UpdateOutput> build_update(const UpdateInput& input);
+
+}  // namespace picket::rules

@@ -268,6 +268,22 @@ grpc::Status FleetAdminService::GetSensor(grpc::ServerContext* ctx, const pb::Ge
     });
 }
 
+absl::StatusOr<store::PushResult> FleetAdminService::store_bundle(const pb::Bundle& b) {
+    store::NewBundle nb;
+    nb.name = b.manifest().name();
+    nb.author = b.manifest().author();
+    nb.message = b.manifest().message();
+    nb.created_at = wall_clock_ns();  // when the manager stored it (pushed_at)
+    ASSIGN_OR_RETURN(std::vector<store::BundleInfo> existing, core_.store.list_bundles());
+    for (const store::BundleInfo& i : existing) {
+        if (i.name == nb.name) {
+            nb.parent_version = std::max(nb.parent_version, i.version);
+        }
+    }
+    nb.blob = bundle_blob(b);
+    return core_.store.push_bundle(nb);
+}
+
 grpc::Status FleetAdminService::PushBundle(grpc::ServerContext* ctx,
                                            const pb::PushBundleRequest* req,
                                            pb::PushBundleResponse* resp) {
@@ -290,22 +306,10 @@ grpc::Status FleetAdminService::PushBundle(grpc::ServerContext* ctx,
             return absl::Status(code, "bundle '" + b.manifest().name() +
                                           "' rejected: " + std::string(st.message()));
         }
-        store::NewBundle nb;
-        nb.name = b.manifest().name();
-        nb.author = b.manifest().author();
-        nb.message = b.manifest().message();
-        nb.created_at = wall_clock_ns();  // when the manager stored it (pushed_at)
-        ASSIGN_OR_RETURN(std::vector<store::BundleInfo> existing, core_.store.list_bundles());
-        for (const store::BundleInfo& i : existing) {
-            if (i.name == nb.name) {
-                nb.parent_version = std::max(nb.parent_version, i.version);
-            }
-        }
-        nb.blob = bundle_blob(b);
-        ASSIGN_OR_RETURN(store::PushResult pushed, core_.store.push_bundle(nb));
+        ASSIGN_OR_RETURN(store::PushResult pushed, store_bundle(b));
         resp->set_version(static_cast<uint64_t>(pushed.version));
         resp->set_sha256(bundle::bundle_sha256(b));
-        log::info("bundle '" + nb.name + "' " +
+        log::info("bundle '" + b.manifest().name() + "' " +
                   (pushed.created ? "stored as version " : "already stored as version ") +
                   std::to_string(pushed.version));
         return absl::OkStatus();
@@ -397,19 +401,22 @@ absl::StatusOr<pb::Deployment> FleetAdminService::start_deployment(const std::st
     return to_proto(d);
 }
 
+absl::StatusOr<pb::Deployment> FleetAdminService::deploy_version(const pb::DeployRequest& req) {
+    if (req.canary_percent() > 99) {
+        return absl::InvalidArgumentError("canary percent must be 0 (no staging) or 1..99");
+    }
+    store::NewDeployment nd;
+    nd.bundle_version = static_cast<int64_t>(req.version());
+    nd.kind = store::DeploymentKind::kDeploy;
+    nd.canary_percent = static_cast<int>(req.canary_percent());
+    nd.soak_seconds = req.canary_percent() > 0 ? req.soak_seconds() : 0;
+    return start_deployment(req.selector(), req.version(), nd, &req.gate());
+}
+
 grpc::Status FleetAdminService::Deploy(grpc::ServerContext* ctx, const pb::DeployRequest* req,
                                        pb::DeployResponse* resp) {
     return serve(ctx, [&]() -> absl::Status {
-        if (req->canary_percent() > 99) {
-            return absl::InvalidArgumentError("canary percent must be 0 (no staging) or 1..99");
-        }
-        store::NewDeployment nd;
-        nd.bundle_version = static_cast<int64_t>(req->version());
-        nd.kind = store::DeploymentKind::kDeploy;
-        nd.canary_percent = static_cast<int>(req->canary_percent());
-        nd.soak_seconds = req->canary_percent() > 0 ? req->soak_seconds() : 0;
-        ASSIGN_OR_RETURN(*resp->mutable_deployment(),
-                         start_deployment(req->selector(), req->version(), nd, &req->gate()));
+        ASSIGN_OR_RETURN(*resp->mutable_deployment(), deploy_version(*req));
         return absl::OkStatus();
     });
 }

@@ -103,6 +103,8 @@ struct Core {
     ServiceMetrics metrics;
     std::unique_ptr<rollout::Rollout> rollout;
     std::atomic<bool> stopping{false};
+    // One rules update at a time (picketctl's and the schedule's).
+    std::mutex rules_update_mu;
 };
 
 class SensorLinkService final : public picket::v1::SensorLink::Service {
@@ -143,6 +145,29 @@ public:
                             picket::v1::ListAlertsResponse*) override;
     grpc::Status RevokeSensor(grpc::ServerContext*, const picket::v1::RevokeSensorRequest*,
                               picket::v1::RevokeSensorResponse*) override;
+    // Rule sources, policy and the update (rules_admin.cc).
+    grpc::Status AddRuleSource(grpc::ServerContext*, const picket::v1::AddRuleSourceRequest*,
+                               picket::v1::AddRuleSourceResponse*) override;
+    grpc::Status ListRuleSources(grpc::ServerContext*, const picket::v1::ListRuleSourcesRequest*,
+                                 picket::v1::ListRuleSourcesResponse*) override;
+    grpc::Status RemoveRuleSource(grpc::ServerContext*,
+                                  const picket::v1::RemoveRuleSourceRequest*,
+                                  picket::v1::RemoveRuleSourceResponse*) override;
+    grpc::Status SetRuleSourceEnabled(grpc::ServerContext*,
+                                      const picket::v1::SetRuleSourceEnabledRequest*,
+                                      picket::v1::SetRuleSourceEnabledResponse*) override;
+    grpc::Status PutRulePolicy(grpc::ServerContext*, const picket::v1::PutRulePolicyRequest*,
+                               picket::v1::PutRulePolicyResponse*) override;
+    grpc::Status GetRulePolicy(grpc::ServerContext*, const picket::v1::GetRulePolicyRequest*,
+                               picket::v1::GetRulePolicyResponse*) override;
+    grpc::Status RemoveRulePolicy(grpc::ServerContext*,
+                                  const picket::v1::RemoveRulePolicyRequest*,
+                                  picket::v1::RemoveRulePolicyResponse*) override;
+    grpc::Status UpdateRules(grpc::ServerContext*, const picket::v1::UpdateRulesRequest*,
+                             picket::v1::UpdateRulesResponse*) override;
+    grpc::Status RuleUpdateHistory(grpc::ServerContext*,
+                                   const picket::v1::RuleUpdateHistoryRequest*,
+                                   picket::v1::RuleUpdateHistoryResponse*) override;
 
 private:
     absl::Status authorize(grpc::ServerContext* ctx) const;
@@ -161,6 +186,14 @@ private:
                                                             store::NewDeployment nd,
                                                             const picket::v1::HealthGate* gate);
     absl::StatusOr<std::vector<store::Sensor>> resolve(const std::string& selector);
+    // PushBundle after its checks, and UpdateRules: the bundle stored with its parent (the
+    // newest version of the same name).
+    absl::StatusOr<store::PushResult> store_bundle(const picket::v1::Bundle& bundle);
+    // Deploy after authorization, and UpdateRules --deploy.
+    absl::StatusOr<picket::v1::Deployment> deploy_version(const picket::v1::DeployRequest& req);
+    // UpdateRules' body; `trigger` is "picketctl" or "schedule". Records the history entry.
+    absl::Status update_rules(const picket::v1::UpdateRulesRequest& req,
+                              const std::string& trigger, picket::v1::UpdateRulesResponse* resp);
     using RunCache = std::map<std::string, std::vector<store::Run>>;
     // `runs` caches each sensor's run history across calls (History converts many).
     absl::StatusOr<picket::v1::Deployment> to_proto(const store::Deployment& d,

@@ -42,6 +42,9 @@ struct ManagerOptions {
     rollout::HealthGate default_gate;
     size_t alert_ring_size = 1000;
     std::chrono::minutes metric_prune_interval{10};
+    // Where fetched rule sources are kept by content address; "" = "rule-sources" beside the
+    // database file.
+    std::string rules_dir;
 };
 
 // True for 127.0.0.0/8, ::1 and "localhost" (host part of "HOST:PORT", "[V6]:PORT",

@@ -144,7 +144,50 @@ CREATE TABLE revoked_certs (
 ) WITHOUT ROWID;
 )sql";
 
-constexpr const char* kMigrations[] = {kV1, kV2, kV3};
+// Version 4: rule sources, the update's policy files and the history of updates.
+constexpr const char* kV4 = R"sql(
+CREATE TABLE rule_sources (
+    name TEXT PRIMARY KEY,
+    location TEXT NOT NULL,
+    headers TEXT NOT NULL DEFAULT '',
+    checksum_url TEXT NOT NULL DEFAULT '',
+    enabled INTEGER NOT NULL DEFAULT 1 CHECK (enabled IN (0, 1)),
+    created_at INTEGER NOT NULL,
+    etag TEXT NOT NULL DEFAULT '',
+    last_modified TEXT NOT NULL DEFAULT '',
+    sha256 TEXT NOT NULL DEFAULT '',
+    fetched_at INTEGER NOT NULL DEFAULT 0,
+    rules INTEGER NOT NULL DEFAULT 0,
+    last_error TEXT NOT NULL DEFAULT ''
+) WITHOUT ROWID;
+CREATE TABLE rule_policy (
+    name TEXT PRIMARY KEY,
+    content TEXT NOT NULL,
+    updated_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE rule_updates (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    started_at INTEGER NOT NULL,
+    finished_at INTEGER NOT NULL,
+    trigger TEXT NOT NULL,
+    result TEXT NOT NULL CHECK (result IN ('new_version', 'unchanged', 'failed')),
+    message TEXT NOT NULL DEFAULT '',
+    version INTEGER REFERENCES bundles(version)
+);
+CREATE TABLE rule_update_sources (
+    update_id INTEGER NOT NULL REFERENCES rule_updates(id),
+    name TEXT NOT NULL,
+    sha256 TEXT NOT NULL DEFAULT '',
+    etag TEXT NOT NULL DEFAULT '',
+    not_modified INTEGER NOT NULL DEFAULT 0,
+    files INTEGER NOT NULL DEFAULT 0,
+    rules INTEGER NOT NULL DEFAULT 0,
+    rules_enabled INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (update_id, name)
+) WITHOUT ROWID;
+)sql";
+
+constexpr const char* kMigrations[] = {kV1, kV2, kV3, kV4};
 
 }  // namespace
 

@@ -203,6 +203,51 @@ struct SensorReport {
     std::vector<MetricSample> samples;
 };
 
+// ---- Rule sources, policy and updates (manager/rules; docs/rules.md "Rule sources and updates")
+
+struct RuleSourceRow {
+    std::string name;
+    std::string location;
+    std::vector<std::string> headers;  // "Name: value" (no CR/LF: checked by the service)
+    std::string checksum_url;
+    bool enabled = true;
+    int64_t created_at = 0;
+    // The last successful fetch.
+    std::string etag;
+    std::string last_modified;
+    std::string sha256;
+    int64_t fetched_at = 0;
+    int64_t rules = 0;
+    std::string last_error;  // of the last fetch; "" when it succeeded
+};
+
+struct RulePolicyRow {
+    std::string name;  // enable.conf, disable.conf, drop.conf, modify.conf, tuning.yaml
+    std::string content;
+    int64_t updated_at = 0;
+};
+
+struct RuleUpdateSource {
+    std::string name;
+    std::string sha256;
+    std::string etag;
+    bool not_modified = false;
+    int64_t files = 0;
+    int64_t rules = 0;
+    int64_t rules_enabled = 0;
+};
+
+struct RuleUpdateRow {
+    int64_t id = 0;
+    int64_t started_at = 0;
+    int64_t finished_at = 0;
+    std::string trigger;  // picketctl, schedule
+    std::string result;   // new_version, unchanged, failed
+    std::string message;
+    int64_t version = 0;  // the stored version (new_version), else 0
+    std::vector<RuleUpdateSource> sources;
+};
+
 // ---- Audit log
 struct Event {
     int64_t id = 0;
@@ -232,7 +277,7 @@ struct StoreOptions {
 
 class Store {
 public:
-    static constexpr int kSchemaVersion = 3;
+    static constexpr int kSchemaVersion = 4;
 
     // Creates (mode 0600) or opens the database and migrates it. FAILED_PRECONDITION when the
     // file's schema is newer than kSchemaVersion; DATA_LOSS when it is not a database.
@@ -297,6 +342,23 @@ public:
     absl::StatusOr<int64_t> prune_metrics(int64_t now);
     absl::Status record_event(const Event& e);
 
+    // Rule sources. ALREADY_EXISTS for a name in use; NOT_FOUND for an unknown one. Each change
+    // is logged (rules.source.add / remove / enable / disable).
+    absl::Status add_rule_source(const RuleSourceRow& source, const std::string& actor);
+    absl::Status remove_rule_source(const std::string& name, int64_t ts, const std::string& actor);
+    absl::Status set_rule_source_enabled(const std::string& name, bool enabled, int64_t ts,
+                                         const std::string& actor);
+    // A fetch of the source: error "" records etag, last_modified, sha256, fetched_at and rules
+    // and clears last_error; otherwise only last_error changes (the last good fetch stays).
+    absl::Status record_rule_fetch(const RuleSourceRow& fetched, const std::string& error);
+    // Replaces the named policy files (all in one transaction; others are kept).
+    absl::Status put_rule_policy(const std::vector<RulePolicyRow>& files,
+                                 const std::string& actor);
+    // NOT_FOUND when no such file is stored.
+    absl::Status remove_rule_policy(const std::string& name, int64_t ts, const std::string& actor);
+    // Returns the id of the history entry.
+    absl::StatusOr<int64_t> record_rule_update(const RuleUpdateRow& update);
+
     // ---- Reads (snapshot of the last commit).
     // Empty selector = all sensors, possibly none. With a selector: see select_sensors.
     absl::StatusOr<std::vector<Sensor>> list_sensors(std::string_view selector = {});
@@ -321,6 +383,12 @@ public:
     // Newest first; empty sensor = the whole fleet. before_id = 0: from the newest.
     absl::StatusOr<std::vector<Event>> history(const std::string& sensor, int limit,
                                                int64_t before_id = 0);
+    // Sorted by name.
+    absl::StatusOr<std::vector<RuleSourceRow>> list_rule_sources();
+    // Sorted by name.
+    absl::StatusOr<std::vector<RulePolicyRow>> rule_policy();
+    // Newest first, with their sources.
+    absl::StatusOr<std::vector<RuleUpdateRow>> rule_updates(int limit);
     // PRAGMA integrity_check on a read connection: OK or DATA_LOSS with its report.
     absl::Status integrity_check();
 
