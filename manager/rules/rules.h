@@ -56,10 +56,10 @@ struct FetchResult {
     // The server answered 304 Not Modified to If-None-Match / If-Modified-Since: `bytes` is
     // empty and the previous fetch's bytes are still current.
     bool not_modified = false;
-    std::string bytes;  // the body (an archive or a .rules file); for a local directory, a tar
-                        // of its files made by fetch_source (so it is stored like any other)
-    std::string sha256;         // of bytes (the previous sha256 when not_modified)
-    std::string etag;           // of this response (the previous one when not_modified)
+    std::string bytes;   // the body (an archive or a .rules file); for a local directory, a tar
+                         // of its files made by fetch_source (so it is stored like any other)
+    std::string sha256;  // of bytes (the previous sha256 when not_modified)
+    std::string etag;    // of this response (the previous one when not_modified)
     std::string last_modified;  // idem
     std::string kind;           // "tar.gz", "tar", "zip", "rules": what bytes are
 };
@@ -75,7 +75,7 @@ absl::StatusOr<FetchResult> fetch_source(const SourceSpec& spec, const FetchStat
                                          const FetchOptions& options = {});
 
 struct ExtractLimits {
-    uint32_t max_entries = 10'000;        // entries in the archive (any kind)
+    uint32_t max_entries = 10'000;  // entries in the archive (any kind)
     uint64_t max_file_bytes = 64ull << 20;
     uint64_t max_total_bytes = 128ull << 20;  // uncompressed
 };
@@ -118,19 +118,25 @@ std::optional<PolicyKind> policy_kind(std::string_view file_name);
 
 // One selector of a policy line (suricata-update's matchers).
 struct RuleSelector {
-    enum class Type : uint8_t { kId, kRegex, kGroup, kMetadata, kClasstype };
+    // kAll is suricata-update's "*" (every rule; Oinkmaster's "modifysid * ...").
+    enum class Type : uint8_t { kId, kRegex, kGroup, kMetadata, kClasstype, kAll };
     Type type = Type::kId;
     uint32_t gid = 1;     // kId ("1:2019401" or "2019401")
     uint32_t sid = 0;     // kId
-    std::string pattern;  // kRegex: PCRE2 over the rule text; kGroup: fnmatch over the file's
-                          // basename ("emerging-*.rules"); kClasstype: the class name
-    std::string key, value;  // kMetadata: "metadata: KEY VALUE" (value compared lowercased)
+    std::string pattern;  // kRegex: PCRE2 over the rule text, caseless (suricata-update's re.I);
+                          // kGroup: fnmatch over the file's basename, or the basename without
+                          // its extension ("emerging-*.rules", "emerging-icmp");
+                          // kClasstype: the class name (Picket's own selector)
+    // kMetadata: "metadata: KEY VALUE", both lowercased; matches a rule metadata entry whose
+    // first word is KEY and whose whole remaining text is VALUE ("policy balanced-ips drop"),
+    // as suricata-update's MetadataRuleMatch.
+    std::string key, value;
 };
 
 struct PolicyLine {
     PolicyKind kind = PolicyKind::kDisable;
-    uint32_t line = 0;      // 1-based, in its file
-    std::string text;       // the line as written (for reports)
+    uint32_t line = 0;                    // 1-based, in its file
+    std::string text;                     // the line as written (for reports)
     std::vector<RuleSelector> selectors;  // a line "1:1,1:2,1:3" lists several ids; any matches
     // modify.conf only: PCRE2 pattern and replacement; the replacement's \1..\9 and \g<N>
     // (Python's, as suricata-update) as well as $1 / ${1} refer to groups.
@@ -142,10 +148,13 @@ struct Policy {
     std::vector<PolicyLine> enable, disable, drop, modify;
 };
 
-// Parses one policy file's text ('#' comments and blank lines skipped). Every problem is an
-// InvalidArgument line "FILE:LINE: reason" (an unknown selector, a sid that is not a number,
-// a regex that does not compile with PCRE2 and its error and offset, a modify line without
-// both quoted strings); all problems are listed, one per line.
+// Parses one policy file's text ('#' comments, blank lines and trailing " #..." comments
+// skipped, as suricata-update). Every problem is an InvalidArgument line "FILE:LINE: reason"
+// (an unknown selector, a sid that is not a number, a regex that does not compile with PCRE2
+// and its error and offset, a modify line that is not SELECTOR FROM TO in shell words (quotes
+// optional, as suricata-update's shlex) or "modifysid SELECTOR FROM | TO", a replacement
+// naming a group the pattern lacks); all problems are listed, one per line. Nothing is added
+// to *policy when there is a problem.
 absl::Status parse_policy_file(PolicyKind kind, std::string_view text, Policy* policy);
 
 // A rule as the update sees it.
@@ -159,7 +168,10 @@ struct RuleEntry {
 };
 
 struct PolicyReport {
-    uint32_t enabled = 0, disabled = 0, dropped = 0, modified = 0;  // rules changed
+    // Rules changed, net: enabled / disabled count rules whose final state differs from the
+    // source's (disabled by disable.conf then re-enabled by enable.conf counts nowhere);
+    // dropped / modified count rules whose text drop.conf / modify.conf changed.
+    uint32_t enabled = 0, disabled = 0, dropped = 0, modified = 0;
     // Lines that matched no rule: "disable.conf:3: re:foo matched no rule" (warnings, never
     // errors); and a modify line whose pattern did not match a selected rule's text.
     std::vector<std::string> warnings;
@@ -168,9 +180,12 @@ struct PolicyReport {
 };
 
 // Applies the policy as suricata-update does, in its order (policy.cc says where that order
-// comes from): disable.conf, then enable.conf (an enable line wins over a disable line), then
-// modify.conf, then drop.conf (an enabled rule whose action is alert becomes drop). A regex
-// selector matches the rule text without its '#' prefix, as suricata-update's raw text.
+// comes from), rule by rule: disable.conf, then enable.conf (an enable line wins over a disable
+// line), then drop.conf (a rule enabled by then, not flowbits:noalert, has its leading action
+// word, whatever it is, replaced by drop), then modify.conf (every matching line in file order,
+// on enabled and disabled rules alike; the result replaces `text`, gid/sid/rev/enabled are not
+// re-read). A regex selector matches the rule text without its '#' prefix, as suricata-update's
+// raw text.
 PolicyReport apply_policy(const Policy& policy, std::vector<RuleEntry>* rules);
 
 }  // namespace picket::rules
