@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -109,7 +110,7 @@ public:
     absl::Status call(grpc::Status (Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
                       const Req& request, Resp* response) {
         grpc::ClientContext ctx;
-        ctx.set_deadline(std::chrono::system_clock::now() + kRpcTimeout);
+        ctx.set_deadline(std::chrono::system_clock::now() + rpc_timeout_);
         if (!g_.conn.token.empty()) {
             ctx.AddMetadata("authorization", "Bearer " + g_.conn.token);
         }
@@ -160,6 +161,8 @@ public:
     void print(const std::string& text) { out_ << text; }
     bool json_output() const { return g_.json; }
     std::ostream& out() { return out_; }
+    // A longer deadline for an RPC that does slow work on the manager (a rules update fetches).
+    void set_rpc_timeout(std::chrono::seconds t) { rpc_timeout_ = t; }
 
 private:
     std::string name_;
@@ -167,6 +170,7 @@ private:
     std::ostream& out_;
     std::ostream& err_;
     std::unique_ptr<Stub> stub_;
+    std::chrono::seconds rpc_timeout_ = kRpcTimeout;
 };
 
 // --wait, --timeout and --poll-ms of deploy and rollback.
@@ -590,6 +594,199 @@ int run(int argc, const char* const argv[], std::ostream& out, std::ostream& err
             &Stub::GetDeployment, req,
             [](const auto& r) { return deployment_json(r.deployment()); },
             [](const auto& r) { return deployment_text(r.deployment()); });
+    });
+
+    // ---- rules source|policy|update|history
+    auto* rules_cmd = app.add_subcommand("rules", "Rule sources, policy files and updates");
+    rules_cmd->require_subcommand(1);
+    auto* source_cmd = rules_cmd->add_subcommand("source", "Upstream rulesets the manager fetches");
+    source_cmd->require_subcommand(1);
+    std::string src_name;
+    std::string src_location;
+    std::vector<std::string> src_headers;
+    std::string src_checksum;
+    auto* sadd = source_cmd->add_subcommand("add", "Add a source: URL (http/https) or PATH");
+    sadd->add_option("NAME", src_name, "Source name ([A-Za-z0-9._-], also rules/NAME/)")
+        ->required();
+    sadd->add_option("LOCATION", src_location, "URL of a tar.gz/zip/.rules, or an absolute path")
+        ->required();
+    sadd->add_option("--header", src_headers, "HTTP request header 'Name: value', repeatable");
+    sadd->add_option("--checksum-url", src_checksum, "URL of the archive's MD5/SHA-256 hex");
+    leaf(sadd, [&] {
+        Command cmd("rules source add", g, out, err);
+        v1::AddRuleSourceRequest req;
+        v1::RuleSource* s = req.mutable_source();
+        s->set_name(src_name);
+        s->set_location(src_location);
+        for (const auto& h : src_headers) {
+            s->add_headers(h);
+        }
+        s->set_checksum_url(src_checksum);
+        return cmd.show(
+            &Stub::AddRuleSource, req, [](const auto& r) { return rule_source_json(r.source()); },
+            [](const auto& r) {
+                return "added rule source " + r.source().name() + " (" + r.source().location() +
+                       ")\n";
+            });
+    });
+    auto* slist = source_cmd->add_subcommand("list", "Sources with their last fetch");
+    leaf(slist, [&] {
+        Command cmd("rules source list", g, out, err);
+        return cmd.show(&Stub::ListRuleSources, v1::ListRuleSourcesRequest{}, rule_sources_json,
+                        rule_sources_text);
+    });
+    std::string src_target;
+    auto* sremove = source_cmd->add_subcommand("remove", "Forget a source");
+    sremove->add_option("NAME", src_target, "Source name")->required();
+    leaf(sremove, [&] {
+        Command cmd("rules source remove", g, out, err);
+        v1::RemoveRuleSourceRequest req;
+        req.set_name(src_target);
+        return cmd.show(
+            &Stub::RemoveRuleSource, req, [&](const auto&) { return json{{"removed", src_target}}; },
+            [&](const auto&) { return "removed rule source " + src_target + "\n"; });
+    });
+    for (bool enable : {true, false}) {
+        auto* sub = source_cmd->add_subcommand(
+            enable ? "enable" : "disable",
+            enable ? "Use the source in updates again" : "Leave the source out of updates");
+        sub->add_option("NAME", src_target, "Source name")->required();
+        leaf(sub, [&, enable] {
+            Command cmd(enable ? "rules source enable" : "rules source disable", g, out, err);
+            v1::SetRuleSourceEnabledRequest req;
+            req.set_name(src_target);
+            req.set_enabled(enable);
+            return cmd.show(
+                &Stub::SetRuleSourceEnabled, req,
+                [](const auto& r) { return rule_source_json(r.source()); },
+                [enable](const auto& r) {
+                    return std::string(enable ? "enabled" : "disabled") + " rule source " +
+                           r.source().name() + "\n";
+                });
+        });
+    }
+
+    auto* policy_cmd = rules_cmd->add_subcommand("policy", "The update's policy files");
+    policy_cmd->require_subcommand(1);
+    std::vector<std::string> policy_files;
+    auto* pput = policy_cmd->add_subcommand(
+        "put", "Store policy files: enable.conf disable.conf drop.conf modify.conf tuning.yaml");
+    pput->add_option("FILE", policy_files, "Files; the name says which")->required();
+    leaf(pput, [&] {
+        Command cmd("rules policy put", g, out, err);
+        v1::PutRulePolicyRequest req;
+        for (const auto& path : policy_files) {
+            std::ifstream in(path, std::ios::binary);
+            if (!in) {
+                return cmd.usage(path + ": cannot read");
+            }
+            std::string content((std::istreambuf_iterator<char>(in)),
+                                std::istreambuf_iterator<char>());
+            v1::RulePolicyFile* f = req.add_files();
+            f->set_name(std::filesystem::path(path).filename().string());
+            f->set_content(std::move(content));
+        }
+        return cmd.show(
+            &Stub::PutRulePolicy, req,
+            [&](const auto&) {
+                json names = json::array();
+                for (const auto& f : req.files()) {
+                    names.push_back(f.name());
+                }
+                return json{{"stored", names}};
+            },
+            [&](const auto&) {
+                std::string names;
+                for (const auto& f : req.files()) {
+                    names += (names.empty() ? "" : ", ") + f.name();
+                }
+                return "stored " + names + "\n";
+            });
+    });
+    auto* pshow = policy_cmd->add_subcommand("show", "The stored policy files");
+    leaf(pshow, [&] {
+        Command cmd("rules policy show", g, out, err);
+        return cmd.show(&Stub::GetRulePolicy, v1::GetRulePolicyRequest{}, rule_policy_json,
+                        rule_policy_text);
+    });
+    std::string policy_name;
+    auto* premove = policy_cmd->add_subcommand("remove", "Remove one policy file");
+    premove->add_option("NAME", policy_name, "enable.conf, disable.conf, ...")->required();
+    leaf(premove, [&] {
+        Command cmd("rules policy remove", g, out, err);
+        v1::RemoveRulePolicyRequest req;
+        req.set_name(policy_name);
+        return cmd.show(
+            &Stub::RemoveRulePolicy, req,
+            [&](const auto&) { return json{{"removed", policy_name}}; },
+            [&](const auto&) { return "removed " + policy_name + "\n"; });
+    });
+
+    std::vector<std::string> update_sources;
+    bool update_deploy = false;
+    std::string update_to;
+    uint32_t update_canary = 0;
+    uint32_t update_soak = 0;
+    int update_timeout = 600;
+    WaitOptions update_wait;
+    auto* update = rules_cmd->add_subcommand(
+        "update", "Fetch, apply the policy, store a new version when something changed");
+    update->add_option("--source", update_sources, "Fetch only this source (repeatable)");
+    auto* deploy_flag = update->add_flag("--deploy", update_deploy, "Deploy the new version");
+    update->add_option("--to", update_to, "With --deploy: all | NAME,NAME | label=KEY=VALUE")
+        ->needs(deploy_flag);
+    auto* ucanary = update->add_option("--canary", update_canary, "Percent of targets first")
+                        ->check(CLI::Range(1, 99))
+                        ->needs(deploy_flag);
+    update->add_option("--soak", update_soak, "Seconds the canaries must stay healthy")
+        ->check(CLI::Range(0, 86400))
+        ->needs(ucanary);
+    update->add_option("--rpc-timeout", update_timeout, "Seconds the update may take (600)")
+        ->check(CLI::Range(1, 86400));
+    add_wait_options(update, update_wait);
+    leaf(update, [&] {
+        Command cmd("rules update", g, out, err);
+        if (update_deploy && update_to.empty()) {
+            return cmd.usage("--deploy needs --to SELECTOR");
+        }
+        if (update_deploy) {
+            if (auto rc = check_selector(cmd, update_to)) {
+                return *rc;
+            }
+        }
+        cmd.set_rpc_timeout(std::chrono::seconds(update_timeout));
+        v1::UpdateRulesRequest req;
+        for (const auto& s : update_sources) {
+            req.add_sources(s);
+        }
+        if (update_deploy) {
+            req.mutable_deploy()->set_selector(update_to);
+            req.mutable_deploy()->set_canary_percent(update_canary);
+            req.mutable_deploy()->set_soak_seconds(update_soak);
+        }
+        req.set_author("picketctl");
+        return cmd.exchange(&Stub::UpdateRules, req, [&](const v1::UpdateRulesResponse& r) {
+            if (r.has_deployment() && update_wait.wait) {
+                if (!cmd.json_output()) {
+                    v1::UpdateRulesResponse head = r;
+                    head.clear_deployment();
+                    cmd.print(rules_update_text(head));
+                }
+                return finish_deployment(cmd, r.deployment(), update_wait);
+            }
+            cmd.json_output() ? cmd.print(rules_update_json(r)) : cmd.print(rules_update_text(r));
+            return kExitOk;
+        });
+    });
+    uint32_t rhist_limit = 0;
+    auto* rhist = rules_cmd->add_subcommand("history", "Past rules updates, newest first");
+    rhist->add_option("--limit", rhist_limit, "At most N (default 50)")
+        ->check(CLI::Range(1, 10000));
+    leaf(rhist, [&] {
+        Command cmd("rules history", g, out, err);
+        v1::RuleUpdateHistoryRequest req;
+        req.set_limit(rhist_limit);
+        return cmd.show(&Stub::RuleUpdateHistory, req, rule_updates_json, rule_updates_text);
     });
 
     // ---- pki init|issue (local, no manager)
