@@ -502,5 +502,23 @@ TEST_F(HttpSource, MaxBytes) {
               "source b: GET " + url("/f/big.rules") + ": body exceeds the limit of 1048576 bytes");
 }
 
+TEST_F(HttpSource, ConnectionRefusedIsUnavailable) {
+    // A port that was free a moment ago: nothing listens there.
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    socklen_t len = sizeof addr;
+    ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    close(fd);
+    const std::string dead = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/x";
+    auto r = fetch_source({"down", dead, {}, ""}, {});
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
+    EXPECT_TRUE(std::string(r.status().message())
+                    .starts_with("source down: GET " + dead + ": Failed to connect to 127.0.0.1"))
+        << r.status();
+}
+
 }  // namespace
 }  // namespace picket::rules
