@@ -643,7 +643,10 @@ int run(int argc, const char* const argv[], std::ostream& out, std::ostream& err
         v1::RemoveRuleSourceRequest req;
         req.set_name(src_target);
         return cmd.show(
-            &Stub::RemoveRuleSource, req, [&](const auto&) { return json{{"removed", src_target}}; },
+            &Stub::RemoveRuleSource, req,
+            [&](const auto&) {
+                return json{{"removed", src_target}};
+            },
             [&](const auto&) { return "removed rule source " + src_target + "\n"; });
     });
     for (bool enable : {true, false}) {
@@ -718,7 +721,9 @@ int run(int argc, const char* const argv[], std::ostream& out, std::ostream& err
         req.set_name(policy_name);
         return cmd.show(
             &Stub::RemoveRulePolicy, req,
-            [&](const auto&) { return json{{"removed", policy_name}}; },
+            [&](const auto&) {
+                return json{{"removed", policy_name}};
+            },
             [&](const auto&) { return "removed " + policy_name + "\n"; });
     });
 

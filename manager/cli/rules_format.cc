@@ -30,9 +30,12 @@ std::string id_of(const v1::RuleDiff& r) {
 }
 
 json source_result_json(const v1::RuleSourceResult& r) {
-    return json{{"name", r.name()},       {"sha256", r.sha256()},
-                {"etag", r.etag()},       {"not_modified", r.not_modified()},
-                {"files", r.files()},     {"rules", r.rules()},
+    return json{{"name", r.name()},
+                {"sha256", r.sha256()},
+                {"etag", r.etag()},
+                {"not_modified", r.not_modified()},
+                {"files", r.files()},
+                {"rules", r.rules()},
                 {"rules_enabled", r.rules_enabled()}};
 }
 
@@ -62,17 +65,18 @@ json rule_source_json(const v1::RuleSource& s) {
         // The value may be a secret (an API key): only the header's name is shown.
         headers.push_back(h.substr(0, h.find(':')));
     }
-    return json{{"name", s.name()},
-                {"location", s.location()},
-                {"headers", headers},
-                {"checksum_url", s.checksum_url()},
-                {"enabled", s.enabled()},
-                {"etag", s.etag()},
-                {"last_modified", s.last_modified()},
-                {"sha256", s.sha256()},
-                {"fetched_at", s.fetched_at() == 0 ? json(nullptr) : json(format_time(s.fetched_at()))},
-                {"rules", s.rules()},
-                {"last_error", s.last_error()}};
+    return json{
+        {"name", s.name()},
+        {"location", s.location()},
+        {"headers", headers},
+        {"checksum_url", s.checksum_url()},
+        {"enabled", s.enabled()},
+        {"etag", s.etag()},
+        {"last_modified", s.last_modified()},
+        {"sha256", s.sha256()},
+        {"fetched_at", s.fetched_at() == 0 ? json(nullptr) : json(format_time(s.fetched_at()))},
+        {"rules", s.rules()},
+        {"last_error", s.last_error()}};
 }
 
 json rule_sources_json(const v1::ListRuleSourcesResponse& r) {
@@ -155,11 +159,10 @@ json rules_update_json(const v1::UpdateRulesResponse& r) {
              {"sources", sources},
              {"rules", r.rules()},
              {"rules_enabled", r.rules_enabled()},
-             {"policy",
-              json{{"enabled", r.policy_enabled()},
-                   {"disabled", r.policy_disabled()},
-                   {"dropped", r.policy_dropped()},
-                   {"modified", r.policy_modified()}}},
+             {"policy", json{{"enabled", r.policy_enabled()},
+                             {"disabled", r.policy_disabled()},
+                             {"dropped", r.policy_dropped()},
+                             {"modified", r.policy_modified()}}},
              {"unsupported", r.unsupported()},
              {"unsupported_rules", r.unsupported_rules()},
              {"warnings", r.warnings()},
@@ -183,8 +186,8 @@ std::string rules_update_text(const v1::UpdateRulesResponse& r) {
     out += "rules: " + std::to_string(r.rules()) + " (" + std::to_string(r.rules_enabled()) +
            " enabled); policy: " + std::to_string(r.policy_enabled()) + " enabled, " +
            std::to_string(r.policy_disabled()) + " disabled, " +
-           std::to_string(r.policy_dropped()) + " dropped, " +
-           std::to_string(r.policy_modified()) + " modified\n";
+           std::to_string(r.policy_dropped()) + " dropped, " + std::to_string(r.policy_modified()) +
+           " modified\n";
     if (r.unsupported() > 0) {
         out += "unsupported by the sensor's parser: " + std::to_string(r.unsupported()) + "\n";
         for (const auto& u : r.unsupported_rules()) {

@@ -5,11 +5,14 @@
 #include <set>
 #include <utility>
 
+#include <yaml-cpp/yaml.h>
+
 #include "common/bundle/bundle.h"
 #include "common/strings.h"
 #include "manager/rules/rules.h"
 #include "manager/status.h"
 #include "sensor/detect/detect.h"
+#include "sensor/detect/flowbits.h"
 #include "sensor/detect/parser.h"
 
 namespace picket::rules {
@@ -195,6 +198,38 @@ bool same_files(const pb::Bundle& a, const pb::Bundle& b) {
     return true;
 }
 
+// config.yaml's vars.address-groups / port-groups (the keys the sensor's agent overlays).
+absl::Status bundle_vars(const pb::Bundle& b, std::map<std::string, std::string>* address,
+                         std::map<std::string, std::string>* port) {
+    for (const auto& f : b.files()) {
+        if (f.path() != bundle::kConfigFile) {
+            continue;
+        }
+        YAML::Node root;
+        try {
+            root = YAML::Load(f.content());
+        } catch (const YAML::Exception& e) {
+            return absl::InvalidArgumentError(cat("config.yaml: ", e.what()));
+        }
+        if (!root || !root.IsMap() || !root["vars"] || !root["vars"].IsMap()) {
+            return absl::OkStatus();
+        }
+        for (const char* group : {"address-groups", "port-groups"}) {
+            const YAML::Node g = root["vars"][group];
+            if (!g || !g.IsMap()) {
+                continue;
+            }
+            auto* target = std::string_view(group) == "address-groups" ? address : port;
+            for (const auto& kv : g) {
+                if (kv.second.IsScalar()) {
+                    (*target)[kv.first.Scalar()] = kv.second.Scalar();
+                }
+            }
+        }
+    }
+    return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status check_policy_files(const std::map<std::string, std::string>& files) {
@@ -220,13 +255,13 @@ absl::StatusOr<UpdateOutput> build_update(const UpdateInput& input) {
         counts.name = src.name;
         for (const auto& [name, text] : src.files) {
             if (name == "classification.config") {
-                classification += cat("# from source ", src.name, "\n", text,
-                                      text.ends_with('\n') ? "" : "\n");
+                classification +=
+                    cat("# from source ", src.name, "\n", text, text.ends_with('\n') ? "" : "\n");
                 continue;
             }
             if (name == "reference.config") {
-                reference += cat("# from source ", src.name, "\n", text,
-                                 text.ends_with('\n') ? "" : "\n");
+                reference +=
+                    cat("# from source ", src.name, "\n", text, text.ends_with('\n') ? "" : "\n");
                 continue;
             }
             if (!name.ends_with(".rules")) {
@@ -270,10 +305,9 @@ absl::StatusOr<UpdateOutput> build_update(const UpdateInput& input) {
         RuleState& winner = other.entry.rev > kept.entry.rev ? other : kept;
         RuleState& loser = &winner == &other ? kept : other;
         loser.removed = true;
-        out.warnings.push_back(cat(kept.entry.gid, ":", kept.entry.sid, ": in ",
-                                   kept.entry.source, " (rev ", kept.entry.rev, ") and ",
-                                   other.entry.source, " (rev ", other.entry.rev, "): ",
-                                   winner.entry.source, " kept"));
+        out.warnings.push_back(cat(kept.entry.gid, ":", kept.entry.sid, ": in ", kept.entry.source,
+                                   " (rev ", kept.entry.rev, ") and ", other.entry.source, " (rev ",
+                                   other.entry.rev, "): ", winner.entry.source, " kept"));
         it->second = &winner == &other ? r : it->second;
     }
 
@@ -350,8 +384,7 @@ absl::StatusOr<UpdateOutput> build_update(const UpdateInput& input) {
         }
     }
     pb::Manifest* m = b.mutable_manifest();
-    m->set_name(input.previous != nullptr ? input.previous->manifest().name()
-                                          : input.bundle_name);
+    m->set_name(input.previous != nullptr ? input.previous->manifest().name() : input.bundle_name);
     m->set_author(input.author);
     m->set_message(input.message);
     for (auto& [path, content] : new_files) {
@@ -372,12 +405,29 @@ absl::StatusOr<UpdateOutput> build_update(const UpdateInput& input) {
     // Validate every enabled rule with the sensor's parser, as the sensors will load them.
     {
         namespace detect = picket::sensor::detect;
+        // The variables the sensors will have: Suricata's defaults with the bundle's
+        // config.yaml vars over them (a sensor's own sensor.yaml may set others: documented).
+        std::map<std::string, std::string> address_vars, port_vars;
+        RETURN_IF_ERROR(bundle_vars(b, &address_vars, &port_vars));
+        const detect::VarTable vars = detect::VarTable::with_overrides(address_vars, port_vars);
+        auto flowbits = std::make_shared<detect::FlowbitRegistry>();
         detect::ParseEnv env;
+        env.vars = &vars;
+        env.flowbits = flowbits.get();
+        ASSIGN_OR_RETURN(auto syntax_by_file, bundle::rule_syntax_by_file(b));
         detect::RuleLoader loader(env);
         for (const auto& f : b.files()) {
-            if (is_rules_path(f.path())) {
-                loader.add_text(f.content(), f.path());
+            if (!is_rules_path(f.path())) {
+                continue;
             }
+            auto it = syntax_by_file.find(f.path());
+            bundle::RuleSyntax syntax =
+                it == syntax_by_file.end() ? bundle::RuleSyntax::kAuto : it->second;
+            loader.add_text(
+                f.content(), f.path(),
+                syntax == bundle::RuleSyntax::kSnort3     ? detect::ParseEnv::Syntax::kSnort3
+                : syntax == bundle::RuleSyntax::kSuricata ? detect::ParseEnv::Syntax::kSuricata
+                                                          : detect::ParseEnv::Syntax::kAuto);
         }
         detect::LoadedRules loaded = loader.finish();
         for (const detect::RuleDiagnostic& d : loaded.summary.diagnostics) {

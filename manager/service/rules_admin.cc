@@ -132,7 +132,7 @@ grpc::Status FleetAdminService::SetRuleSourceEnabled(grpc::ServerContext* ctx,
                                                      pb::SetRuleSourceEnabledResponse* resp) {
     return serve(ctx, [&]() -> absl::Status {
         RETURN_IF_ERROR(core_.store.set_rule_source_enabled(req->name(), req->enabled(),
-                                                             wall_clock_ns(), "admin"));
+                                                            wall_clock_ns(), "admin"));
         ASSIGN_OR_RETURN(store::RuleSourceRow row, find_source(core_.store, req->name()));
         *resp->mutable_source() = source_proto(row);
         return absl::OkStatus();
@@ -221,8 +221,8 @@ absl::Status FleetAdminService::update_rules(const pb::UpdateRulesRequest& req,
         }
         if (!it->enabled) {
             return fail(absl::FailedPreconditionError(
-                cat("rule source '", name, "' is disabled (picketctl rules source enable ",
-                    name, ")")));
+                cat("rule source '", name, "' is disabled (picketctl rules source enable ", name,
+                    ")")));
         }
     }
     rules::ArchiveStore archives(archive_dir(core_.options));
@@ -273,10 +273,10 @@ absl::Status FleetAdminService::update_rules(const pb::UpdateRulesRequest& req,
                 bytes = std::move(got->bytes);
                 auto put = archives.put(bytes);
                 if (!put.ok()) {
-                    return fail(absl::Status(put.status().code(),
-                                             cat("source ", row.name, ": cannot keep the fetched "
+                    return fail(absl::Status(put.status().code(), cat("source ", row.name,
+                                                                      ": cannot keep the fetched "
                                                                       "archive: ",
-                                                 put.status().message())));
+                                                                      put.status().message())));
                 }
             }
             kind = got->kind;
@@ -292,14 +292,13 @@ absl::Status FleetAdminService::update_rules(const pb::UpdateRulesRequest& req,
         }
         auto files = rules::extract_rule_files(row.name, bytes, kind, rules_name_of(row.location));
         if (!files.ok()) {
-            core_.store.record_rule_fetch(row, std::string(files.status().message()))
-                .IgnoreError();
+            core_.store.record_rule_fetch(row, std::string(files.status().message())).IgnoreError();
             return fail(files.status());
         }
         input.sources.push_back({row.name, used.sha256, std::move(*files)});
         history.sources.push_back(used);
-        sources_text += cat(sources_text.empty() ? "" : ", ", row.name, "@",
-                            used.sha256.substr(0, 12));
+        sources_text +=
+            cat(sources_text.empty() ? "" : ", ", row.name, "@", used.sha256.substr(0, 12));
     }
     auto policy = core_.store.rule_policy();
     if (!policy.ok()) {
@@ -401,10 +400,10 @@ absl::Status FleetAdminService::update_rules(const pb::UpdateRulesRequest& req,
             if (id.ok()) {
                 resp->set_update_id(static_cast<uint64_t>(*id));
             }
-            return absl::Status(dep.status().code(),
-                                cat("version ", pushed->version,
-                                    " stored, but its deployment was refused: ",
-                                    dep.status().message()));
+            return absl::Status(
+                dep.status().code(),
+                cat("version ", pushed->version,
+                    " stored, but its deployment was refused: ", dep.status().message()));
         }
         *resp->mutable_deployment() = std::move(*dep);
         history.message += cat("; deployment ", resp->deployment().id());

@@ -49,8 +49,8 @@ absl::Status Store::add_rule_source(const RuleSourceRow& source, const std::stri
         q.bind(1, source.name);
         ASSIGN_OR_RETURN(bool exists, q.step());
         if (exists) {
-            return absl::AlreadyExistsError(cat("rule source '", source.name,
-                                                "' already exists (remove it first)"));
+            return absl::AlreadyExistsError(
+                cat("rule source '", source.name, "' already exists (remove it first)"));
         }
         ASSIGN_OR_RETURN(Stmt s, c.prepare("INSERT INTO rule_sources(name, location, headers, "
                                            "checksum_url, enabled, created_at) "
@@ -89,8 +89,8 @@ absl::Status Store::set_rule_source_enabled(const std::string& name, bool enable
         if (c.changes() == 0) {
             return source_not_found(name);
         }
-        return log_event(c, ts, actor, enabled ? "rules.source.enable" : "rules.source.disable",
-                         "", 0, 0, name);
+        return log_event(c, ts, actor, enabled ? "rules.source.enable" : "rules.source.disable", "",
+                         0, 0, name);
     });
 }
 
@@ -192,9 +192,9 @@ absl::StatusOr<std::vector<RuleSourceRow>> Store::list_rule_sources() {
         return collect<RuleSourceRow>(s, [](const Stmt& r) {
             RuleSourceRow row;
             std::string headers;
-            r.get(0, row.name, row.location, headers, row.checksum_url, row.enabled,
-                  row.created_at, row.etag, row.last_modified, row.sha256, row.fetched_at,
-                  row.rules, row.last_error);
+            r.get(0, row.name, row.location, headers, row.checksum_url, row.enabled, row.created_at,
+                  row.etag, row.last_modified, row.sha256, row.fetched_at, row.rules,
+                  row.last_error);
             row.headers = split_headers(headers);
             return row;
         });

@@ -837,6 +837,13 @@ void RuleLoader::add_file(const std::string& path, ParseEnv::Syntax syntax) {
     env_.syntax = saved;
 }
 
+void RuleLoader::add_text(std::string_view text, std::string_view file, ParseEnv::Syntax syntax) {
+    const ParseEnv::Syntax saved = env_.syntax;
+    env_.syntax = syntax;
+    add_text(text, file);  // does not throw: bad rules are diagnosed
+    env_.syntax = saved;
+}
+
 // Lines become rules three ways: one line; lines joined by a trailing '\' (Suricata, Snort);
 // and, as Snort 3 reads a rule up to its closing ')', a rule header whose '(' is not closed
 // on its line, joined with the following lines (blank and '#' lines between options dropped)

@@ -118,6 +118,9 @@ public:
     void add_file(const std::string& path, ParseEnv::Syntax syntax);
     // Rules from memory (bundles, tests); `file` names them in diagnostics.
     void add_text(std::string_view text, std::string_view file);
+    // The same with the text's rules parsed as `syntax` (a bundle's rule-syntax, checked by the
+    // manager before the sensors see it).
+    void add_text(std::string_view text, std::string_view file, ParseEnv::Syntax syntax);
     LoadedRules finish();
 
 private:
