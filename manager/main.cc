@@ -16,6 +16,7 @@
 #include "common/pki/pki.h"
 #include "common/time_util.h"
 #include "manager/service/service.h"
+#include "manager/store/selector.h"
 #include "manager/store/store.h"
 
 namespace {
@@ -72,9 +73,46 @@ int enroll_sensor(const std::string& db_path, const std::string& name) {
 
 // manager.yaml keys (deploy/manager.yaml documents each). A key the manager does not know is an
 // error: a typo must not silently fall back to a default.
-constexpr const char* kConfigKeys[] = {
-    "listen",           "db",       "tls.cert",       "tls.key",        "tls.client-ca",
-    "admin-token-file", "insecure", "target-timeout", "metrics-listen", "alert-ring-size"};
+constexpr const char* kConfigKeys[] = {"listen",
+                                       "db",
+                                       "tls.cert",
+                                       "tls.key",
+                                       "tls.client-ca",
+                                       "admin-token-file",
+                                       "insecure",
+                                       "target-timeout",
+                                       "metrics-listen",
+                                       "alert-ring-size",
+                                       "rules.update-interval",
+                                       "rules.deploy-to",
+                                       "rules.canary",
+                                       "rules.soak"};
+
+// "90s", "30m", "6h", "1d" or plain seconds; 0 = off. At most 30 days.
+std::chrono::seconds parse_interval(const picket::Config& cfg, const std::string& key,
+                                    const std::string& text) {
+    int64_t n = 0;
+    size_t i = 0;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9' && n < 100'000'000) {
+        n = n * 10 + (text[i++] - '0');
+    }
+    int64_t unit = 1;
+    std::string rest = text.substr(i);
+    if (rest == "m") {
+        unit = 60;
+    } else if (rest == "h") {
+        unit = 3600;
+    } else if (rest == "d") {
+        unit = 86400;
+    } else if (!rest.empty() && rest != "s") {
+        i = 0;  // not a duration
+    }
+    if (i == 0 || n * unit > 30LL * 86400) {
+        throw picket::ConfigError(cfg.source() + ": " + key + ": expected a duration of at most " +
+                                  "30 days (90s, 30m, 6h, 1d or seconds), got '" + text + "'");
+    }
+    return std::chrono::seconds(n * unit);
+}
 
 void check_keys(const picket::Config& cfg, const YAML::Node& node, const std::string& prefix) {
     if (!node.IsMap()) {
@@ -135,6 +173,17 @@ void apply_config(const picket::Config& cfg, const CLI::App& app,
     }
     o->alert_ring_size = static_cast<size_t>(
         cfg.get_int("alert-ring-size", static_cast<int64_t>(o->alert_ring_size), 1, 1'000'000));
+    std::string interval = cfg.get_string("rules.update-interval", "0");
+    o->rules_update_interval = parse_interval(cfg, "rules.update-interval", interval);
+    o->rules_deploy_to = cfg.get_string("rules.deploy-to", "");
+    if (!o->rules_deploy_to.empty()) {
+        if (auto sel = picket::manager::store::Selector::parse(o->rules_deploy_to); !sel.ok()) {
+            throw picket::ConfigError(cfg.source() +
+                                      ": rules.deploy-to: " + std::string(sel.status().message()));
+        }
+    }
+    o->rules_canary_percent = static_cast<uint32_t>(cfg.get_int("rules.canary", 0, 0, 99));
+    o->rules_soak_seconds = static_cast<uint32_t>(cfg.get_int("rules.soak", 0, 0, 86400));
 }
 
 }  // namespace

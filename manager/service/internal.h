@@ -150,8 +150,7 @@ public:
                                picket::v1::AddRuleSourceResponse*) override;
     grpc::Status ListRuleSources(grpc::ServerContext*, const picket::v1::ListRuleSourcesRequest*,
                                  picket::v1::ListRuleSourcesResponse*) override;
-    grpc::Status RemoveRuleSource(grpc::ServerContext*,
-                                  const picket::v1::RemoveRuleSourceRequest*,
+    grpc::Status RemoveRuleSource(grpc::ServerContext*, const picket::v1::RemoveRuleSourceRequest*,
                                   picket::v1::RemoveRuleSourceResponse*) override;
     grpc::Status SetRuleSourceEnabled(grpc::ServerContext*,
                                       const picket::v1::SetRuleSourceEnabledRequest*,
@@ -160,14 +159,17 @@ public:
                                picket::v1::PutRulePolicyResponse*) override;
     grpc::Status GetRulePolicy(grpc::ServerContext*, const picket::v1::GetRulePolicyRequest*,
                                picket::v1::GetRulePolicyResponse*) override;
-    grpc::Status RemoveRulePolicy(grpc::ServerContext*,
-                                  const picket::v1::RemoveRulePolicyRequest*,
+    grpc::Status RemoveRulePolicy(grpc::ServerContext*, const picket::v1::RemoveRulePolicyRequest*,
                                   picket::v1::RemoveRulePolicyResponse*) override;
     grpc::Status UpdateRules(grpc::ServerContext*, const picket::v1::UpdateRulesRequest*,
                              picket::v1::UpdateRulesResponse*) override;
     grpc::Status RuleUpdateHistory(grpc::ServerContext*,
                                    const picket::v1::RuleUpdateHistoryRequest*,
                                    picket::v1::RuleUpdateHistoryResponse*) override;
+    // UpdateRules' body, also run by the manager's schedule; `trigger` is "picketctl" or
+    // "schedule". One at a time; records the history entry whatever happens.
+    absl::Status update_rules(const picket::v1::UpdateRulesRequest& req, const std::string& trigger,
+                              picket::v1::UpdateRulesResponse* resp);
 
 private:
     absl::Status authorize(grpc::ServerContext* ctx) const;
@@ -191,9 +193,6 @@ private:
     absl::StatusOr<store::PushResult> store_bundle(const picket::v1::Bundle& bundle);
     // Deploy after authorization, and UpdateRules --deploy.
     absl::StatusOr<picket::v1::Deployment> deploy_version(const picket::v1::DeployRequest& req);
-    // UpdateRules' body; `trigger` is "picketctl" or "schedule". Records the history entry.
-    absl::Status update_rules(const picket::v1::UpdateRulesRequest& req,
-                              const std::string& trigger, picket::v1::UpdateRulesResponse* resp);
     using RunCache = std::map<std::string, std::vector<store::Run>>;
     // `runs` caches each sensor's run history across calls (History converts many).
     absl::StatusOr<picket::v1::Deployment> to_proto(const store::Deployment& d,

@@ -197,6 +197,52 @@ void collect(Core& core, Exposition& out) {
                   {{"state", name}}, name == latest_state ? 1.0 : 0.0);
     }
 
+    // The rules update (manager/rules): how old the fleet's rules are, how updates went, and
+    // what each source held at its last good fetch.
+    auto updates = core.store.rule_update_summary();
+    if (!updates.ok()) {
+        throw std::runtime_error("metrics: rule updates: " +
+                                 std::string(updates.status().message()));
+    }
+    constexpr std::string_view kUpdatesHelp =
+        "Rules updates (picketctl rules update and the schedule) by result: new_version, "
+        "unchanged, failed.";
+    for (auto [result, n] : {std::pair<const char*, int64_t>{"new_version", updates->new_version},
+                             {"unchanged", updates->unchanged},
+                             {"failed", updates->failed}}) {
+        out.counter("picket_rules_updates_total", kUpdatesHelp, {{"result", result}},
+                    static_cast<double>(n));
+    }
+    constexpr std::string_view kUpdateLastHelp =
+        "When the newest rules update that did not fail finished (absent before the first).";
+    if (updates->last_success_at > 0) {
+        out.gauge("picket_rules_update_last_success_timestamp_seconds", kUpdateLastHelp, {},
+                  static_cast<double>(updates->last_success_at) / kNsPerSec);
+    } else {
+        out.declare("picket_rules_update_last_success_timestamp_seconds", kUpdateLastHelp,
+                    picket::metrics::Type::kGauge);
+    }
+    auto sources = core.store.list_rule_sources();
+    if (!sources.ok()) {
+        throw std::runtime_error("metrics: rule sources: " +
+                                 std::string(sources.status().message()));
+    }
+    constexpr std::string_view kSourceRulesHelp =
+        "Rules (enabled or not) of a rule source at its last good fetch, after merging.";
+    constexpr std::string_view kSourceFailHelp =
+        "1 when the last fetch of a rule source failed (its last good fetch is still used).";
+    if (sources->empty()) {
+        out.declare("picket_rules_source_rules", kSourceRulesHelp, picket::metrics::Type::kGauge);
+        out.declare("picket_rules_source_fetch_failing", kSourceFailHelp,
+                    picket::metrics::Type::kGauge);
+    }
+    for (const store::RuleSourceRow& r : *sources) {
+        out.gauge("picket_rules_source_rules", kSourceRulesHelp, {{"source", r.name}},
+                  static_cast<double>(r.rules));
+        out.gauge("picket_rules_source_fetch_failing", kSourceFailHelp, {{"source", r.name}},
+                  r.last_error.empty() ? 0.0 : 1.0);
+    }
+
     uint64_t alerts = 0, alerts_dropped = 0;
     for (const auto& [name, l] : live) {
         alerts += l.alerts_received;

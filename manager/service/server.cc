@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <condition_variable>
+#include <random>
 #include <thread>
 
 #include "common/bundle/bundle.h"
@@ -31,6 +33,48 @@ public:
         }
     }
 
+    // The scheduled rules update (ManagerOptions::rules_update_interval): sleeps a jittered
+    // interval, runs the update as `picketctl rules update` would, logs the outcome (the
+    // store's history records it). Skipped while no rule source is configured.
+    void rules_loop() {
+        using namespace std::chrono;
+        std::mt19937_64 rng(std::random_device{}());
+        const auto interval = core.options.rules_update_interval;
+        auto jittered = [&](seconds base) {
+            std::uniform_real_distribution<double> f(0.9, 1.1);
+            return duration_cast<milliseconds>(base * f(rng));
+        };
+        // First run soon after the start (a manager restarted after a day catches up).
+        std::uniform_int_distribution<int64_t> first(
+            1000, std::min<int64_t>(60'000, interval.count() * 1000));
+        milliseconds wait{first(rng)};
+        std::unique_lock<std::mutex> lock(mu);
+        while (!stop_prune) {
+            cv.wait_for(lock, wait, [this] { return stop_prune; });
+            if (stop_prune) {
+                break;
+            }
+            lock.unlock();
+            auto sources = core.store.list_rule_sources();
+            if (sources.ok() && !sources->empty()) {
+                picket::v1::UpdateRulesRequest req;
+                req.set_author("schedule");
+                if (!core.options.rules_deploy_to.empty()) {
+                    req.mutable_deploy()->set_selector(core.options.rules_deploy_to);
+                    req.mutable_deploy()->set_canary_percent(core.options.rules_canary_percent);
+                    req.mutable_deploy()->set_soak_seconds(core.options.rules_soak_seconds);
+                }
+                picket::v1::UpdateRulesResponse resp;
+                absl::Status st = fleet_admin.update_rules(req, "schedule", &resp);
+                if (!st.ok()) {
+                    log::warning("scheduled rules update failed: " + std::string(st.message()));
+                }
+            }
+            wait = jittered(interval);
+            lock.lock();
+        }
+    }
+
     Core core;
     SensorLinkService sensor_link;
     FleetAdminService fleet_admin;
@@ -41,6 +85,7 @@ public:
     bool stop_prune = false;
     bool stopped = false;
     std::thread prune;
+    std::thread rules;
 };
 
 absl::StatusOr<std::unique_ptr<ManagerServer>> ManagerServer::start(
@@ -99,6 +144,9 @@ absl::StatusOr<std::unique_ptr<ManagerServer>> ManagerServer::start(
     }
     core.rollout->start();
     impl->prune = std::thread([p = impl.get()] { p->prune_loop(); });
+    if (options.rules_update_interval.count() > 0) {
+        impl->rules = std::thread([p = impl.get()] { p->rules_loop(); });
+    }
     log::info("picket-manager listening on " + options.listen + " (port " +
               std::to_string(impl->port) + (options.insecure ? ", INSECURE)" : ", TLS)"));
     return std::unique_ptr<ManagerServer>(new ManagerServer(std::move(impl)));
@@ -124,6 +172,11 @@ void ManagerServer::stop() {
         impl_->stop_prune = true;
     }
     impl_->cv.notify_all();
+    if (impl_->rules.joinable()) {
+        // A scheduled update in progress finishes first (its fetches have timeouts), while the
+        // store and the rollout it may deploy through are still up.
+        impl_->rules.join();
+    }
     impl_->core.stopping = true;
     impl_->core.hub.cancel_all();
     impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));

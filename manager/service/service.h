@@ -45,6 +45,15 @@ struct ManagerOptions {
     // Where fetched rule sources are kept by content address; "" = "rule-sources" beside the
     // database file.
     std::string rules_dir;
+    // manager.yaml rules.update-interval: run the rules update (picketctl rules update) this
+    // often, each wait jittered by up to 10% either way so that managers started together do
+    // not hit a rule server at once; the first run comes within a minute of the start. 0 = only
+    // on demand. rules.deploy-to (a selector, "" = store the new version only), rules.canary
+    // and rules.soak deploy each new version as `deploy --to --canary --soak` would.
+    std::chrono::seconds rules_update_interval{0};
+    std::string rules_deploy_to;
+    uint32_t rules_canary_percent = 0;
+    uint32_t rules_soak_seconds = 0;
 };
 
 // True for 127.0.0.0/8, ::1 and "localhost" (host part of "HOST:PORT", "[V6]:PORT",

@@ -243,4 +243,18 @@ absl::StatusOr<std::vector<RuleUpdateRow>> Store::rule_updates(int limit) {
     });
 }
 
+absl::StatusOr<Store::RuleUpdateSummary> Store::rule_update_summary() {
+    return impl_->read([](Conn& c) -> absl::StatusOr<RuleUpdateSummary> {
+        ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT coalesce(sum(result = 'new_version'), 0), "
+                                           "coalesce(sum(result = 'unchanged'), 0), "
+                                           "coalesce(sum(result = 'failed'), 0), "
+                                           "coalesce(max(CASE WHEN result != 'failed' THEN "
+                                           "finished_at END), 0) FROM rule_updates"));
+        RETURN_IF_ERROR(s.expect_row([] { return absl::InternalError("no summary row"); }));
+        RuleUpdateSummary out;
+        s.get(0, out.new_version, out.unchanged, out.failed, out.last_success_at);
+        return out;
+    });
+}
+
 }  // namespace picket::manager::store

@@ -352,8 +352,7 @@ public:
     // and clears last_error; otherwise only last_error changes (the last good fetch stays).
     absl::Status record_rule_fetch(const RuleSourceRow& fetched, const std::string& error);
     // Replaces the named policy files (all in one transaction; others are kept).
-    absl::Status put_rule_policy(const std::vector<RulePolicyRow>& files,
-                                 const std::string& actor);
+    absl::Status put_rule_policy(const std::vector<RulePolicyRow>& files, const std::string& actor);
     // NOT_FOUND when no such file is stored.
     absl::Status remove_rule_policy(const std::string& name, int64_t ts, const std::string& actor);
     // Returns the id of the history entry.
@@ -389,6 +388,15 @@ public:
     absl::StatusOr<std::vector<RulePolicyRow>> rule_policy();
     // Newest first, with their sources.
     absl::StatusOr<std::vector<RuleUpdateRow>> rule_updates(int limit);
+    // For the metrics exporter: updates by result, and when the newest one that did not fail
+    // finished (0 = none).
+    struct RuleUpdateSummary {
+        int64_t new_version = 0;
+        int64_t unchanged = 0;
+        int64_t failed = 0;
+        int64_t last_success_at = 0;
+    };
+    absl::StatusOr<RuleUpdateSummary> rule_update_summary();
     // PRAGMA integrity_check on a read connection: OK or DATA_LOSS with its report.
     absl::Status integrity_check();
 
