@@ -58,6 +58,10 @@ MANAGER_FAMILIES = {
     "picket_manager_store_op_duration_seconds": "histogram",
     "picket_manager_store_transaction_duration_seconds": "histogram",
     "picket_manager_alerts_received_total": "counter",
+    "picket_rules_updates_total": "counter",
+    "picket_rules_update_last_success_timestamp_seconds": "gauge",
+    "picket_rules_source_rules": "gauge",
+    "picket_rules_source_fetch_failing": "gauge",
 }
 
 
@@ -456,6 +460,12 @@ class FakeFleet:
         histogram("picket_manager_store_op_duration_seconds", {}, 4)
         histogram("picket_manager_store_transaction_duration_seconds", {}, 2)
         add("picket_manager_alerts_received_total", {}, n * 6)
+        for result in ("new_version", "unchanged", "failed"):
+            add("picket_rules_updates_total", {"result": result}, n)
+        add("picket_rules_update_last_success_timestamp_seconds", {}, n)
+        for source, rules in (("et-open", 48000), ("talos", 4000)):
+            add("picket_rules_source_rules", {"source": source}, rules)
+            add("picket_rules_source_fetch_failing", {"source": source}, 0)
         missing = set(self.families) - seen
         assert not missing, "fake fleet does not serve %s" % sorted(missing)
         return ("\n".join(lines) + "\n").encode()
