@@ -607,8 +607,10 @@ TuningResult apply_tuning(const std::map<std::string, std::string>& rules_text_b
     auto lookup = [&](RuleId id, const std::string& entry) -> const std::vector<size_t>* {
         auto it = index.find(id);
         if (it == index.end()) {
-            report.errors.push_back(
-                strings::cat(entry, ": sid ", id.to_string(), " not found in the rules"));
+            // A retired sid (gone upstream) must not refuse the whole bundle: the entry is
+            // ignored and said so.
+            report.warnings.push_back(strings::cat(entry, ": sid ", id.to_string(),
+                                                   " not found in the rules: ignored"));
             return nullptr;
         }
         return &it->second;

@@ -116,19 +116,23 @@ TEST(ApplyTuning, ErrorsNameTheEntryAndSid) {
     TuningResult r = apply_tuning(kRules, t);
     EXPECT_EQ(r.report.errors,
               (Strings{
-                  "enable[0]: sid 1:99 not found in the rules",
                   "enable[1]: sid 1:3 is also in disable",
-                  "disable[1]: sid 2:1 not found in the rules",
                   "modify[0] (sid 1:1): regex '(unclosed' does not compile: missing closing "
                   "parenthesis at offset 9",
                   "modify[1] (sid 1:1): regex 'not-in-rule' does not match the rule "
                   "(rules/a.rules:2)",
-                  "modify[2] (sid 1:77): sid 1:77 not found in the rules",
                   "modify[3] (sid 1:1): the result is no longer one rule with sid 1:1 "
                   "(rules/a.rules:2): alert tcp any any -> any 80 (msg:\"one\"; sid:2; rev:1;)",
-                  "suppress[0]: sid 1:42 not found in the rules",
-                  "threshold[0]: sid 1:43 not found in the rules",
               }));
+    // A sid no rules file has (retired upstream) is ignored with a warning, not an error.
+    EXPECT_EQ(r.report.warnings, (Strings{
+                                     "enable[0]: sid 1:99 not found in the rules: ignored",
+                                     "disable[1]: sid 2:1 not found in the rules: ignored",
+                                     "modify[2] (sid 1:77): sid 1:77 not found in the rules: "
+                                     "ignored",
+                                     "suppress[0]: sid 1:42 not found in the rules: ignored",
+                                     "threshold[0]: sid 1:43 not found in the rules: ignored",
+                                 }));
     // Entries in error change nothing; the valid disable still applies.
     EXPECT_EQ(r.report.changes, (Strings{"disabled 1:3 (rules/a.rules:4)"}));
     EXPECT_EQ(r.rules.at("rules/b.rules"), kRules.at("rules/b.rules"));
@@ -219,12 +223,17 @@ TEST(EffectiveRules, TuningOnTopOfTheBundle) {
 
     Bundle bad = bundle_with({
         {"rules/a.rules", "alert ip any any -> any any (sid:1;)\n"},
-        {"tuning.yaml", "disable: [3]\n"},
+        {"tuning.yaml", "disable: [3, 1]\nenable: [1]\n"},
         {"config.yaml", "- a list\n"},
     });
     EXPECT_EQ(check_content(bad).message(),
               "config.yaml: the top level must be a map\n"
-              "tuning.yaml: disable[0]: sid 1:3 not found in the rules");
+              "tuning.yaml: enable[0]: sid 1:1 is also in disable");
+    Bundle retired = bundle_with({
+        {"rules/a.rules", "alert ip any any -> any any (sid:1;)\n"},
+        {"tuning.yaml", "disable: [3]\n"},
+    });
+    EXPECT_TRUE(check_content(retired).ok()) << check_content(retired);
 }
 
 }  // namespace
