@@ -253,6 +253,7 @@ absl::StatusOr<UpdateOutput> build_update(const UpdateInput& input) {
         const SourceFiles& src = input.sources[si];
         SourceCounts counts;
         counts.name = src.name;
+        size_t found = 0;  // rules (enabled or not) in this source's files
         for (const auto& [name, text] : src.files) {
             if (name == "classification.config") {
                 classification +=
@@ -271,12 +272,28 @@ absl::StatusOr<UpdateOutput> build_update(const UpdateInput& input) {
             f.source = si;
             f.group = name;
             f.path = cat("rules/", src.name, "/", name);
+            const size_t before = rules.size();
             split_items(text, src, f, rules);
+            found += rules.size() - before;
             files.push_back(std::move(f));
             ++counts.files;
         }
         if (counts.files == 0) {
             return absl::InvalidArgumentError(cat("source ", src.name, ": no .rules file"));
+        }
+        if (found == 0) {
+            std::string first;
+            for (const auto& [name, text] : src.files) {
+                if (name.ends_with(".rules")) {
+                    first = name;
+                    break;
+                }
+            }
+            // An HTML error page or a renamed file answered with 200: storing it would deploy
+            // a bundle without this source's rules.
+            return absl::InvalidArgumentError(cat("source ", src.name,
+                                                  ": no rule in its .rules files (", first,
+                                                  ", ...: not a rules file?)"));
         }
         out.sources.push_back(counts);
     }

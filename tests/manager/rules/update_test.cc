@@ -178,6 +178,12 @@ TEST(BuildUpdate, BadPolicyAndEmptySourcesAreErrors) {
               "enable.cfg: not a policy file (enable.conf, disable.conf, drop.conf, modify.conf "
               "or tuning.yaml)");
 
+    UpdateInput html;
+    html.sources.push_back(
+        source("et", {{"emerging.rules", "<html><body>503 Service Unavailable</body></html>\n"}}));
+    EXPECT_EQ(build_update(html).status().message(),
+              "source et: no rule in its .rules files (emerging.rules, ...: not a rules file?)");
+
     UpdateInput configs_only;
     configs_only.sources.push_back(source("et", {{"classification.config", "x\n"}}));
     EXPECT_EQ(build_update(configs_only).status().message(), "source et: no .rules file");
