@@ -68,11 +68,11 @@ std::string rules_name_of(const std::string& location) {
     return base.ends_with(".rules") ? base : base + ".rules";
 }
 
-std::filesystem::path archive_dir(const ManagerOptions& o) {
+std::filesystem::path archive_dir(const ManagerOptions& o, const std::string& db_path) {
     if (!o.rules_dir.empty()) {
         return o.rules_dir;
     }
-    return std::filesystem::path(o.db_path).parent_path() / "rule-sources";
+    return std::filesystem::path(db_path).parent_path() / "rule-sources";
 }
 
 absl::StatusOr<store::RuleSourceRow> find_source(store::Store& st, const std::string& name) {
@@ -225,7 +225,7 @@ absl::Status FleetAdminService::update_rules(const pb::UpdateRulesRequest& req,
                     ")")));
         }
     }
-    rules::ArchiveStore archives(archive_dir(core_.options));
+    rules::ArchiveStore archives(archive_dir(core_.options, core_.store.path()));
     rules::UpdateInput input;
     std::vector<store::RuleSourceRow> fetched;
     std::string sources_text;
