@@ -225,7 +225,8 @@ struct UpdateOutput {
     // newest bundle's files except its rules (rules/local/ is kept: the site's own rules),
     // rules/SOURCE/FILE.rules of every source with the policy applied, the sources'
     // classification.config / reference.config (concatenated in source order) when any has
-    // one, and tuning.yaml from the policy when it has one.
+    // one, tuning.yaml from the policy when it has one, and the policy's other files under
+    // policy/ (the record of what produced the version; sensors ignore them).
     picket::v1::Bundle bundle;
     bool changed = true;  // false: the same files as `previous` (nothing to store)
     picket::v1::BundleDiff diff;  // previous -> bundle (empty without previous)

@@ -23,6 +23,7 @@ namespace pb = picket::v1;
 
 constexpr std::string_view kLocalRulesDir = "rules/local/";
 constexpr std::string_view kTuningFile = "tuning.yaml";
+constexpr std::string_view kPolicyDir = "policy/";  // the update's policy files, for the record
 constexpr size_t kMaxUnsupportedListed = 100;
 constexpr uint32_t kMaxJoinedLines = 200;  // a rule spanning more lines is not a rule
 
@@ -382,16 +383,20 @@ absl::StatusOr<UpdateOutput> build_update(const UpdateInput& input) {
     if (!reference.empty()) {
         new_files["reference.config"] = reference;
     }
-    if (auto it = input.policy_files.find(std::string(kTuningFile));
-        it != input.policy_files.end()) {
-        new_files[std::string(kTuningFile)] = it->second;
+    for (const auto& [name, text] : input.policy_files) {
+        if (name == kTuningFile) {
+            new_files[std::string(kTuningFile)] = text;  // the sensors apply it
+        } else {
+            // The policy that produced this version travels with it (the sensors ignore it).
+            new_files[cat(kPolicyDir, name)] = text;
+        }
     }
     // The newest bundle's other files stay: its config, ACL, threshold.config, tuning (unless
     // the policy has one) and the site's own rules under rules/local/.
     if (input.previous != nullptr) {
         for (const auto& f : input.previous->files()) {
             const std::string& p = f.path();
-            if (is_rules_path(p) && !p.starts_with(kLocalRulesDir)) {
+            if ((is_rules_path(p) && !p.starts_with(kLocalRulesDir)) || p.starts_with(kPolicyDir)) {
                 continue;
             }
             if (new_files.contains(p)) {

@@ -96,6 +96,10 @@ TEST(BuildUpdate, PolicyDisablesDropsAndModifiesInTheFiles) {
     EXPECT_EQ(
         *file(out->bundle, "rules/et/emerging-scan.rules"),
         "# " + rule(1, 1) + "\n" + "drop" + rule(2, 1).substr(5) + "\n" + rule(3, 1, "y") + "\n");
+    EXPECT_EQ(paths(out->bundle),
+              (std::vector<std::string>{"policy/disable.conf", "policy/drop.conf",
+                                        "policy/modify.conf", "rules/et/emerging-scan.rules"}));
+    EXPECT_EQ(*file(out->bundle, "policy/drop.conf"), "2\n");
     EXPECT_EQ(out->policy.disabled, 1u);
     EXPECT_EQ(out->policy.dropped, 1u);
     EXPECT_EQ(out->policy.modified, 1u);
