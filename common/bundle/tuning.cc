@@ -225,6 +225,15 @@ std::optional<ScannedRule> scan_rule(std::string_view line) {
             }
             ++j;
         }
+        if (j >= n && in_quote) {
+            // An unbalanced quote inside a value (pcre:"/^["']?post/Ri" in ET Open): Suricata
+            // ends an option at the first unescaped ';' whatever the quotes, so do the same.
+            for (j = value_start; j < n && line[j] != ';'; ++j) {
+                if (line[j] == '\\' && j + 1 < n) {
+                    ++j;
+                }
+            }
+        }
         std::string_view value = line.substr(value_start, j - value_start);
         if (j >= n) {
             // Last option without ';': the value runs up to the closing parenthesis.

@@ -237,7 +237,16 @@ absl::Status FleetAdminService::update_rules(const pb::UpdateRulesRequest& req,
         used.name = row.name;
         std::string bytes;
         std::string kind;
-        bool reuse = !wanted.empty() && !wanted.contains(row.name) && !row.sha256.empty();
+        const bool named = wanted.empty() || wanted.contains(row.name);
+        if (!named && row.sha256.empty()) {
+            // --source names others: a source never fetched has no rules in any bundle yet, and
+            // fetching it here is what the operator asked not to do.
+            resp->add_warnings(cat("source ", row.name,
+                                   ": never fetched, left out (picketctl rules update --source ",
+                                   row.name, ")"));
+            continue;
+        }
+        bool reuse = !named;
         if (reuse) {
             auto stored = archives.get(row.sha256);
             if (!stored.ok()) {
@@ -388,6 +397,12 @@ absl::Status FleetAdminService::update_rules(const pb::UpdateRulesRequest& req,
     history.result = "new_version";
     history.version = pushed->version;
     history.message = cat("version ", pushed->version, " from ", sources_text);
+    if (!pushed->created) {
+        // The result differs from the newest bundle but equals an older one (a policy change
+        // undone): that version is reused, as a push of the same content would.
+        history.message += cat(" (the same content as stored version ", pushed->version,
+                               ": reused, nothing new stored)");
+    }
     if (req.has_deploy() && !req.deploy().selector().empty()) {
         pb::DeployRequest d = req.deploy();
         d.set_version(static_cast<uint64_t>(pushed->version));

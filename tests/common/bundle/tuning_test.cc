@@ -31,6 +31,14 @@ TEST(ScanRule, ReadsIdsAndState) {
     ASSERT_TRUE(quoted.has_value());
     EXPECT_EQ(quoted->id.sid, 5u);
 
+    // An unbalanced quote inside a value (ET Open's sid 2029732): the option ends at the next
+    // unescaped ';', as Suricata reads it, so the sid and rev after it are found.
+    auto odd = scan_rule(
+        R"(alert http any any -> any any (msg:"q"; pcre:"/^["']?post/Ri"; sid:3000002; rev:2;))");
+    ASSERT_TRUE(odd.has_value());
+    EXPECT_EQ(odd->id.sid, 3000002u);
+    EXPECT_EQ(odd->rev, 2u);
+
     EXPECT_FALSE(scan_rule("# just a comment (sid:1;)").has_value());
     EXPECT_FALSE(scan_rule("").has_value());
     EXPECT_FALSE(scan_rule("alert tcp any any -> any any (msg:\"no sid\";)").has_value());
