@@ -222,12 +222,7 @@ class ManagerCase(fleetlib.FleetCase):
 
 
 # Product bugs these tests found, run as expected failures while listed (see the tests).
-KNOWN_BUGS = {
-    "pcre-quote": "a rule whose pcre value holds a '\"' (e.g. pcre:\"/^[\"']?post/Ri\") is not "
-                  "seen by the update: not counted, not reported unsupported, policy misses it",
-    "source-filter": "`rules update --source A` also fetches another enabled source B that was "
-                     "never fetched, and fails with B's error",
-}
+KNOWN_BUGS = {}
 known_bug = picket_e2e.known_bugs(KNOWN_BUGS)
 
 
@@ -483,14 +478,23 @@ class RulesUpdate(ManagerCase, unittest.TestCase):
                                           "classtype:no-such-class\n")
         self.ctl("rules", "policy", "put", path)
         out = self.ctl("rules", "update")
-        self.assertIsNone(out["version"], out)
         self.assertEqual(len(out["warnings"]), 2, out["warnings"])
         self.assertTrue(out["warnings"][0].startswith("disable.conf:4: "), out["warnings"])
         self.assertIn("2999999", out["warnings"][0])
         self.assertTrue(out["warnings"][1].startswith("disable.conf:5: "), out["warnings"])
         self.assertIn("no-such-class", out["warnings"][1])
         self.assertEqual(out["rules_enabled"], 56)
-        self.assertEqual(self.bundles(), before)
+        # The policy travels with the version it produced (policy/), so the changed
+        # disable.conf is a new version whose rules are those of the previous one.
+        self.assertEqual(out["version"], before[0]["version"] + 1, out)
+        self.assertEqual(out["diff"], [])
+        self.assertEqual(self.history()[0]["result"], "new_version")
+        diff = self.ctl("bundle", "diff", str(before[0]["version"]), str(out["version"]))
+        self.assertEqual([(f["path"], f["kind"]) for f in diff["file_changes"]],
+                         [("policy/disable.conf", "changed")])
+        # The same policy again: nothing changed, no version.
+        again = self.ctl("rules", "update")
+        self.assertIsNone(again["version"], again)
         self.assertEqual(self.history()[0]["result"], "unchanged")
 
     @known_bug("source-filter")
@@ -500,8 +504,8 @@ class RulesUpdate(ManagerCase, unittest.TestCase):
         errors = self.server.requests.get("/error", 0)
         before = self.bundles()
         r = self.ctl_raw("rules", "update", "--source", "et")
-        # KNOWN BUG: exit 1, "source bad-other: GET .../error: HTTP 500": the update fetched
-        # bad-other although --source names only et (and et was not fetched at all).
+        # Regression: the update used to fetch bad-other too (never fetched, so no kept copy)
+        # and fail with its HTTP 500, although --source names only et.
         self.assertEqual(self.server.requests.get("/error", 0), errors)
         self.assertEqual(r.returncode, 0, r.stderr)
         out = json.loads(r.stdout)
@@ -554,9 +558,8 @@ class QuoteInPcre(ManagerCase, unittest.TestCase):
 
     @known_bug("pcre-quote")
     def test_2_every_rule_seen(self):
-        # KNOWN BUG: `rules update` counts 1 rule (rules_enabled 1), not 2; the pcre rule is
-        # neither counted nor listed in unsupported_rules, and disable.conf "3000002" warns
-        # "matched no rule" and leaves it enabled in the stored file.
+        # Regression: the update used to count 1 rule, not 2 (the pcre rule's unbalanced quote
+        # hid it), and disable.conf "3000002" warned "matched no rule".
         self.assertEqual((self.first["rules"], self.first["rules_enabled"]), (2, 2),
                          self.first)
         path = self.write("disable.conf", "3000002\n")
@@ -606,8 +609,8 @@ class EtOpenUpdate(ManagerCase, unittest.TestCase):
         expected = et_open_rule_count({n: d.decode("utf-8", "replace")
                                        for n, d in self.files.items()})
         self.assertGreater(expected, 1000)
-        # KNOWN BUG: the manager counts 34842 of the 34850 rule lines of the shared ET Open
-        # (8 rules with a '"' inside their pcre, one of them enabled: sid 2029732).
+        # Regression: the manager used to count 34842 of the 34850 rule lines of the shared
+        # ET Open (8 rules with a '"' inside their pcre, one of them enabled: sid 2029732).
         self.assertEqual(self.first["rules"], expected)
         self.assertEqual(self.first["sources"][0]["rules"], expected)
 
