@@ -37,6 +37,20 @@ std::string_view trim(std::string_view s) {
     return s;
 }
 
+std::vector<std::string_view> split(std::string_view s, char sep) {
+    std::vector<std::string_view> out;
+    size_t start = 0;
+    while (start < s.size()) {
+        size_t end = s.find(sep, start);
+        if (end == std::string_view::npos) {
+            end = s.size();
+        }
+        out.push_back(s.substr(start, end - start));
+        start = end + 1;
+    }
+    return out;
+}
+
 std::string_view unquote(std::string_view s) {
     s = trim(s);
     if (s.size() >= 2 && s.front() == '"' && s.back() == '"') {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 
@@ -78,6 +79,10 @@ constexpr bool is_space(char c) {
 
 // `s` without leading and trailing is_space() characters.
 std::string_view trim(std::string_view s);
+
+// The pieces of `s` between `sep` characters ("a\nb\n" -> {"a", "b"}: no empty piece after a
+// final separator; "" -> {}). Views into `s`.
+std::vector<std::string_view> split(std::string_view s, char sep);
 
 // `s` without one pair of surrounding double quotes, if it has them; trimmed inside.
 std::string_view unquote(std::string_view s);

@@ -39,6 +39,20 @@ json source_result_json(const v1::RuleSourceResult& r) {
                 {"rules_enabled", r.rules_enabled()}};
 }
 
+// fn(rule diff, added, removed) for every rule of the diff: added, then removed, then changed.
+template <typename Fn>
+void each_rule_change(const v1::BundleDiff& diff, Fn&& fn) {
+    for (const auto& d : diff.rules_added()) {
+        fn(d, true, false);
+    }
+    for (const auto& d : diff.rules_removed()) {
+        fn(d, false, true);
+    }
+    for (const auto& d : diff.rules_changed()) {
+        fn(d, false, false);
+    }
+}
+
 }  // namespace
 
 std::string_view rule_change_kind(const v1::RuleDiff& diff, bool added, bool removed) {
@@ -143,15 +157,7 @@ json rules_update_json(const v1::UpdateRulesResponse& r) {
                             {"old_text", d.old_text()},
                             {"new_text", d.new_text()}});
     };
-    for (const auto& d : r.diff().rules_added()) {
-        add(d, true, false);
-    }
-    for (const auto& d : r.diff().rules_removed()) {
-        add(d, false, true);
-    }
-    for (const auto& d : r.diff().rules_changed()) {
-        add(d, false, false);
-    }
+    each_rule_change(r.diff(), add);
     json out{{"version", r.version() == 0 ? json(nullptr) : json(r.version())},
              {"sha256", r.sha256()},
              {"message", r.message()},
@@ -201,15 +207,7 @@ std::string rules_update_text(const v1::UpdateRulesResponse& r) {
     auto add = [&](const v1::RuleDiff& d, bool added, bool removed) {
         by_kind[std::string(rule_change_kind(d, added, removed))].push_back(id_of(d));
     };
-    for (const auto& d : r.diff().rules_added()) {
-        add(d, true, false);
-    }
-    for (const auto& d : r.diff().rules_removed()) {
-        add(d, false, true);
-    }
-    for (const auto& d : r.diff().rules_changed()) {
-        add(d, false, false);
-    }
+    each_rule_change(r.diff(), add);
     if (r.version() != 0) {
         std::string summary;
         for (const char* k : {"added", "removed", "modified", "enabled", "disabled", "action"}) {

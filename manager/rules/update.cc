@@ -19,6 +19,7 @@ namespace picket::rules {
 namespace {
 
 using strings::cat;
+using strings::trim;
 namespace pb = picket::v1;
 
 constexpr std::string_view kLocalRulesDir = "rules/local/";
@@ -50,16 +51,6 @@ struct RuleState {
     size_t file = 0;
 };
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) {
-        s.remove_prefix(1);
-    }
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-        s.remove_suffix(1);
-    }
-    return s;
-}
-
 // Parenthesis depth after `s`, outside double quotes (backslash escapes honoured).
 int paren_depth(std::string_view s, int depth) {
     bool quoted = false;
@@ -78,25 +69,11 @@ int paren_depth(std::string_view s, int depth) {
     return depth;
 }
 
-std::vector<std::string_view> physical_lines(std::string_view text) {
-    std::vector<std::string_view> lines;
-    size_t start = 0;
-    while (start < text.size()) {
-        size_t nl = text.find('\n', start);
-        if (nl == std::string_view::npos) {
-            nl = text.size();
-        }
-        lines.push_back(text.substr(start, nl - start));
-        start = nl + 1;
-    }
-    return lines;
-}
-
 // Splits a rules file into items: backslash continuations joined, and a live rule whose
 // options span lines without '\' (Snort 3's style) joined up to the ')' closing them.
 void split_items(std::string_view text, const SourceFiles& source, FileModel& file,
                  std::vector<RuleState>& rules) {
-    std::vector<std::string_view> lines = physical_lines(text);
+    std::vector<std::string_view> lines = strings::split(text, '\n');
     size_t i = 0;
     while (i < lines.size()) {
         size_t first = i;

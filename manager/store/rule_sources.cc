@@ -14,23 +14,13 @@ namespace {
 
 // Headers are stored one per line (the service refuses CR and LF inside a header).
 std::string join_headers(const std::vector<std::string>& headers) {
-    std::string out;
-    for (const auto& h : headers) {
-        out += (out.empty() ? "" : "\n") + h;
-    }
-    return out;
+    return strings::join(headers, "\n");
 }
 
 std::vector<std::string> split_headers(const std::string& text) {
     std::vector<std::string> out;
-    size_t start = 0;
-    while (start < text.size()) {
-        size_t nl = text.find('\n', start);
-        if (nl == std::string::npos) {
-            nl = text.size();
-        }
-        out.push_back(text.substr(start, nl - start));
-        start = nl + 1;
+    for (std::string_view h : strings::split(text, '\n')) {
+        out.emplace_back(h);
     }
     return out;
 }

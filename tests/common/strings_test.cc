@@ -23,6 +23,15 @@ TEST(StringsTest, JoinPutsTheSeparatorBetweenParts) {
     EXPECT_EQ(join(std::vector<std::string>{}, ","), "");
 }
 
+TEST(StringsTest, SplitHasNoEmptyPieceAfterTheLastSeparator) {
+    using V = std::vector<std::string_view>;
+    EXPECT_EQ(split("a\nb\n", '\n'), (V{"a", "b"}));
+    EXPECT_EQ(split("a\n\nb", '\n'), (V{"a", "", "b"}));
+    EXPECT_EQ(split("\n", '\n'), (V{""}));
+    EXPECT_EQ(split("", '\n'), V{});
+    EXPECT_EQ(split("abc", ','), (V{"abc"}));
+}
+
 TEST(StringsTest, TrimAndUnquote) {
     EXPECT_EQ(trim(" \t a b \r\n"), "a b");
     EXPECT_EQ(trim("   "), "");
