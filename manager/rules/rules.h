@@ -27,7 +27,7 @@ namespace picket::rules {
 
 // One upstream ruleset as `picketctl rules source add` stored it.
 struct SourceSpec {
-    std::string name;      // [A-Za-z0-9._-]{1,64}
+    std::string name;      // [A-Za-z0-9._-]{1,64}, not starting with '.', not "local"
     std::string location;  // http:// or https:// URL, or an absolute local path (file or dir)
     std::vector<std::string> headers;  // extra HTTP request headers, "Name: value"
     std::string checksum_url;          // optional: a URL whose body holds the MD5 or SHA-256 hex

@@ -515,9 +515,14 @@ absl::Status check_source_spec(const SourceSpec& spec) {
                          std::all_of(spec.name.begin(), spec.name.end(), [](char c) {
                              return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-';
                          });
-    if (!name_ok) {
+    if (!name_ok || spec.name.front() == '.') {
+        return absl::InvalidArgumentError(strings::cat(
+            where, "invalid name (want 1 to 64 of [A-Za-z0-9._-], not starting with '.')"));
+    }
+    if (spec.name == "local") {
+        // rules/local/ holds the site's own rules, which every update keeps.
         return absl::InvalidArgumentError(
-            strings::cat(where, "invalid name (want 1 to 64 of [A-Za-z0-9._-])"));
+            strings::cat(where, "'local' is reserved for the bundle's own rules (rules/local/)"));
     }
     if (spec.location.empty()) {
         return absl::InvalidArgumentError(strings::cat(where, "empty location"));

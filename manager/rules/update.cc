@@ -48,7 +48,6 @@ struct RuleState {
     std::string original_text;  // entry.text before the policy
     bool original_enabled = true;
     bool removed = false;  // lost the merge to another source
-    size_t file = 0;
 };
 
 // Parenthesis depth after `s`, outside double quotes (backslash escapes honoured).
@@ -275,14 +274,6 @@ absl::StatusOr<UpdateOutput> build_update(const UpdateInput& input) {
         }
         out.sources.push_back(counts);
     }
-    for (size_t fi = 0; fi < files.size(); ++fi) {
-        for (const Item& it : files[fi].items) {
-            if (it.rule >= 0) {
-                rules[static_cast<size_t>(it.rule)].file = fi;
-            }
-        }
-    }
-
     // Merge: a (gid, sid) in several sources is kept once, the higher rev (the first source
     // in name order on a tie). Duplicates within one source are left to the sensor's loader.
     std::map<std::pair<uint32_t, uint32_t>, size_t> owner;

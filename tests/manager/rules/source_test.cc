@@ -101,7 +101,12 @@ TEST(CheckSourceSpec, AcceptsUrlsAndAbsolutePaths) {
 
 TEST(CheckSourceSpec, RefusesBadSpecs) {
     EXPECT_EQ(check_source_spec({"a b", "/x", {}, ""}).message(),
-              "source a b: invalid name (want 1 to 64 of [A-Za-z0-9._-])");
+              "source a b: invalid name (want 1 to 64 of [A-Za-z0-9._-], not starting with '.')");
+    // A bundle path component may not start with '.'; rules/local/ is the site's own rules.
+    EXPECT_EQ(check_source_spec({".hidden", "/x", {}, ""}).code(),
+              absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(check_source_spec({"local", "/x", {}, ""}).message(),
+              "source local: 'local' is reserved for the bundle's own rules (rules/local/)");
     EXPECT_EQ(check_source_spec({std::string(65, 'a'), "/x", {}, ""}).code(),
               absl::StatusCode::kInvalidArgument);
     EXPECT_EQ(check_source_spec({"s", "", {}, ""}).message(), "source s: empty location");
