@@ -208,7 +208,9 @@ std::string rules_update_text(const v1::UpdateRulesResponse& r) {
         by_kind[std::string(rule_change_kind(d, added, removed))].push_back(id_of(d));
     };
     each_rule_change(r.diff(), add);
-    if (r.version() != 0) {
+    if (r.version() != 0 && r.diff().from_version() == 0) {
+        out += "changes: none to show (the first bundle: nothing to compare with)\n";
+    } else if (r.version() != 0) {
         std::string summary;
         for (const char* k : {"added", "removed", "modified", "enabled", "disabled", "action"}) {
             size_t n = by_kind.contains(k) ? by_kind[k].size() : 0;
