@@ -418,5 +418,62 @@ TEST(StatusText, CodeNameAndMessage) {
     EXPECT_TRUE(to_absl(grpc::Status::OK).ok());
 }
 
+v1::RuleDiff rule_diff(uint32_t sid, const std::string& old_text, const std::string& new_text,
+                       bool old_enabled = true, bool new_enabled = true) {
+    v1::RuleDiff d;
+    d.set_gid(1);
+    d.set_sid(sid);
+    d.set_file("rules/et/e.rules");
+    d.set_old_text(old_text);
+    d.set_new_text(new_text);
+    d.set_old_enabled(old_enabled);
+    d.set_new_enabled(new_enabled);
+    return d;
+}
+
+TEST(RulesUpdate, ChangesAreNamedAsOperatorsDo) {
+    const std::string a = "alert tcp any any -> any 80 (msg:\"x\"; sid:1; rev:1;)";
+    const std::string drop = "drop tcp any any -> any 80 (msg:\"x\"; sid:1; rev:1;)";
+    const std::string b = "alert tcp any any -> any 80 (msg:\"y\"; sid:1; rev:2;)";
+    EXPECT_EQ(rule_change_kind(rule_diff(1, "", a), true, false), "added");
+    EXPECT_EQ(rule_change_kind(rule_diff(1, a, ""), false, true), "removed");
+    EXPECT_EQ(rule_change_kind(rule_diff(1, a, "# " + a, true, false), false, false), "disabled");
+    EXPECT_EQ(rule_change_kind(rule_diff(1, "# " + a, a, false, true), false, false), "enabled");
+    EXPECT_EQ(rule_change_kind(rule_diff(1, a, drop), false, false), "action");
+    EXPECT_EQ(rule_change_kind(rule_diff(1, a, b), false, false), "modified");
+
+    v1::UpdateRulesResponse r;
+    r.set_version(7);
+    r.set_message("version 7 from et@3f2a9c1b7d4e");
+    r.set_rules(4);
+    r.set_rules_enabled(3);
+    r.add_warnings("disable.conf:2: 99 matched no rule");
+    r.mutable_diff()->set_from_version(6);
+    r.mutable_diff()->set_to_version(7);
+    *r.mutable_diff()->add_rules_added() = rule_diff(5, "", a);
+    *r.mutable_diff()->add_rules_changed() = rule_diff(1, a, drop);
+    *r.mutable_diff()->add_rules_changed() = rule_diff(2, a, "# " + a, true, false);
+    json j = rules_update_json(r);
+    EXPECT_EQ(j["version"], 7);
+    EXPECT_EQ(j["changes"], (json{{"added", 1},
+                                  {"removed", 0},
+                                  {"modified", 0},
+                                  {"enabled", 0},
+                                  {"disabled", 1},
+                                  {"action", 1}}));
+    EXPECT_EQ(j["diff"][1]["change"], "action");
+    std::string text = rules_update_text(r);
+    EXPECT_NE(text.find("changes: 1 added, 0 removed, 0 modified, 0 enabled, 1 disabled, 1 "
+                        "action changed\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("warning: disable.conf:2: 99 matched no rule\n"), std::string::npos);
+
+    v1::UpdateRulesResponse none;
+    none.set_message("no change: version 7 already holds et@3f2a9c1b7d4e");
+    EXPECT_TRUE(rules_update_json(none)["version"].is_null());
+    EXPECT_EQ(rules_update_text(none).find("changes:"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace picket::manager::cli
