@@ -184,6 +184,10 @@ void apply_config(const picket::Config& cfg, const CLI::App& app,
     }
     o->rules_canary_percent = static_cast<uint32_t>(cfg.get_int("rules.canary", 0, 0, 99));
     o->rules_soak_seconds = static_cast<uint32_t>(cfg.get_int("rules.soak", 0, 0, 86400));
+    if (o->rules_soak_seconds > 0 && o->rules_canary_percent == 0) {
+        throw picket::ConfigError(cfg.source() +
+                                  ": rules.soak: a soak needs a canary stage (rules.canary)");
+    }
 }
 
 }  // namespace

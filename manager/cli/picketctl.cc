@@ -484,8 +484,8 @@ int run(int argc, const char* const argv[], std::ostream& out, std::ostream& err
     deploy->add_option("--to", deploy_to, "all | NAME,NAME | label=KEY=VALUE")->required();
     auto* canary_opt = deploy->add_option("--canary", canary, "Percent of targets first (1-99)")
                            ->check(CLI::Range(1, 99));
-    deploy->add_option("--soak", soak, "Seconds the canaries must stay healthy")
-        ->check(CLI::Range(0, 7 * 86400))
+    deploy->add_option("--soak", soak, "Seconds the canaries must stay healthy (at most a day)")
+        ->check(CLI::Range(0, 86400))
         ->needs(canary_opt);
     deploy
         ->add_option("--max-drop-ratio", max_drop_ratio,

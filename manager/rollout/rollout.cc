@@ -121,6 +121,23 @@ HealthGate Rollout::gate(int64_t deployment_id) const {
     return it == gates_.end() ? options_.default_gate : it->second;
 }
 
+HealthGate Rollout::gate(const store::Deployment& d) const {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (auto it = gates_.find(d.id); it != gates_.end()) {
+            return it->second;
+        }
+    }
+    HealthGate g = options_.default_gate;
+    if (d.gate_max_drop_ratio > 0) {
+        g.max_drop_ratio = d.gate_max_drop_ratio;
+    }
+    if (d.gate_max_alerts_per_second > 0) {
+        g.max_alerts_per_second = d.gate_max_alerts_per_second;
+    }
+    return g;
+}
+
 void Rollout::run() {
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
@@ -238,7 +255,7 @@ absl::Status Rollout::drive(const store::Deployment& d, bool* woke) {
             }
         }
         Soak& soak = soaks_.try_emplace(d.id, Soak{t, {}}).first->second;
-        HealthGate g = gate(d.id);
+        HealthGate g = gate(d);
         for (const store::Target* tg : canaries) {
             std::optional<CounterSnapshot> cur = counters_ ? counters_(tg->sensor) : std::nullopt;
             if (!cur) {

@@ -37,9 +37,9 @@ struct GateVerdict {
 };
 
 // Pure gate check between two snapshots of one sensor. Packets = the larger delta of
-// decoder.pkts and capture.kernel_packets, drops = capture.kernel_drops + capture.queue_drops, alerts = detect.alert;
-// a counter that went backwards (sensor restart) counts from zero. With no packets the drop
-// ratio is 0 (no drops) or 1; the alert rate needs a positive time span.
+// decoder.pkts and capture.kernel_packets, drops = capture.kernel_drops + capture.queue_drops,
+// alerts = detect.alert; a counter that went backwards (sensor restart) counts from zero. With no
+// packets the drop ratio is 0 (no drops) or 1; the alert rate needs a positive time span.
 GateVerdict evaluate_gate(const HealthGate& gate, const std::string& sensor,
                           const CounterSnapshot& base, const CounterSnapshot& current);
 
@@ -68,10 +68,12 @@ public:
     void stop();   // idempotent
     void kick();   // run a pass now (a result arrived, a deployment was created)
 
-    // The gate of a deployment (request values; 0 fields take the defaults). Kept in memory:
-    // after a manager restart, open deployments use the defaults.
+    // The gate of a deployment (request values; 0 fields take the defaults), kept in memory.
     void set_gate(int64_t deployment_id, const HealthGate& requested);
     HealthGate gate(int64_t deployment_id) const;
+    // The gate a deployment runs under: the one set_gate kept, else the one stored with the
+    // deployment (0 fields: the defaults), so that a manager restart keeps each one's own.
+    HealthGate gate(const store::Deployment& d) const;
 
     // One pass over the open deployments. Public for tests that drive it without the thread.
     absl::Status step();

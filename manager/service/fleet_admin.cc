@@ -3,7 +3,10 @@
 // the wire.
 #include <algorithm>
 #include <charconv>
+#include <climits>
+#include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "common/bundle/bundle.h"
 #include "common/log.h"
 #include "common/pki/pki.h"
@@ -17,6 +20,8 @@ namespace {
 namespace pb = picket::v1;
 
 constexpr uint32_t kDefaultLimit = 100;
+// A canary soak longer than a day is a typo, not a plan.
+constexpr uint32_t kMaxSoakSeconds = 86400;
 // ListAlerts answers a terminal glance ("what fired just now"), not an export: a short page.
 constexpr uint32_t kDefaultAlertLimit = 20;
 
@@ -67,6 +72,9 @@ absl::StatusOr<int64_t> parse_id(const std::string& s) {
 absl::Status require_version(store::Store& st, uint64_t version) {
     if (version == 0) {
         return absl::InvalidArgumentError("a bundle version is required");
+    }
+    if (version > static_cast<uint64_t>(INT64_MAX)) {
+        return absl::NotFoundError("bundle version " + std::to_string(version) + " not found");
     }
     auto b = st.get_bundle(static_cast<int64_t>(version), false);
     if (!b.ok() && absl::IsNotFound(b.status())) {
@@ -155,7 +163,7 @@ absl::StatusOr<pb::Deployment> FleetAdminService::to_proto(const store::Deployme
     p.set_selector(d.selector);
     p.set_canary_percent(static_cast<uint32_t>(d.canary_percent));
     p.set_soak_seconds(static_cast<uint32_t>(d.soak_seconds));
-    rollout::HealthGate g = core_.rollout->gate(d.id);
+    rollout::HealthGate g = core_.rollout->gate(d);
     p.mutable_gate()->set_max_drop_ratio(g.max_drop_ratio);
     p.mutable_gate()->set_max_alerts_per_second(g.max_alerts_per_second);
     p.set_state(deployment_state(d.state));
@@ -341,6 +349,10 @@ grpc::Status FleetAdminService::ListBundles(grpc::ServerContext* ctx,
 
 absl::StatusOr<pb::Bundle> FleetAdminService::load_bundle(uint64_t version,
                                                           store::BundleInfo* info) {
+    if (version > static_cast<uint64_t>(INT64_MAX)) {
+        // Not "version -1": the number as the client sent it.
+        return absl::NotFoundError("bundle version " + std::to_string(version) + " not found");
+    }
     ASSIGN_OR_RETURN(store::Bundle stored,
                      core_.store.get_bundle(static_cast<int64_t>(version), true));
     ASSIGN_OR_RETURN(pb::Bundle b, bundle_from_blob(stored.blob));
@@ -391,6 +403,10 @@ absl::StatusOr<pb::Deployment> FleetAdminService::start_deployment(const std::st
     RETURN_IF_ERROR(resolve(selector).status());
     nd.selector = selector;
     nd.actor = "admin";
+    if (gate != nullptr) {
+        nd.gate_max_drop_ratio = gate->max_drop_ratio();
+        nd.gate_max_alerts_per_second = gate->max_alerts_per_second();
+    }
     nd.created_at = wall_clock_ns();
     ASSIGN_OR_RETURN(store::Deployment d, core_.store.create_deployment(nd));
     if (gate != nullptr) {
@@ -405,11 +421,29 @@ absl::StatusOr<pb::Deployment> FleetAdminService::deploy_version(const pb::Deplo
     if (req.canary_percent() > 99) {
         return absl::InvalidArgumentError("canary percent must be 0 (no staging) or 1..99");
     }
+    if (req.soak_seconds() > 0 && req.canary_percent() == 0) {
+        return absl::InvalidArgumentError(
+            "a soak needs a canary stage: give a canary percent (picketctl deploy --canary N)");
+    }
+    if (req.soak_seconds() > kMaxSoakSeconds) {
+        return absl::InvalidArgumentError("soak of " + std::to_string(req.soak_seconds()) +
+                                          " s is longer than a day (86400 s)");
+    }
+    const double ratio = req.gate().max_drop_ratio();
+    const double rate = req.gate().max_alerts_per_second();
+    if (!std::isfinite(ratio) || ratio < 0 || ratio > 1) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("health gate: max drop ratio ", ratio, " is not within 0..1"));
+    }
+    if (!std::isfinite(rate) || rate < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("health gate: max alerts per second ", rate,
+                                                       " is not a finite number >= 0"));
+    }
     store::NewDeployment nd;
     nd.bundle_version = static_cast<int64_t>(req.version());
     nd.kind = store::DeploymentKind::kDeploy;
     nd.canary_percent = static_cast<int>(req.canary_percent());
-    nd.soak_seconds = req.canary_percent() > 0 ? req.soak_seconds() : 0;
+    nd.soak_seconds = req.soak_seconds();
     return start_deployment(req.selector(), req.version(), nd, &req.gate());
 }
 
@@ -459,6 +493,9 @@ void run_proto(const store::Run& r, Core& core, pb::RunPeriod* p) {
     p->set_bytes(static_cast<uint64_t>(r.totals.bytes));
     p->set_drops(static_cast<uint64_t>(r.totals.drops));
     p->set_alerts(static_cast<uint64_t>(r.totals.alerts));
+    if (r.deployment_id != 0) {
+        p->set_deployment_id(std::to_string(r.deployment_id));
+    }
 }
 
 }  // namespace

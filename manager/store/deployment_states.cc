@@ -218,7 +218,7 @@ absl::Status Store::update_target(int64_t deployment_id, const std::string& sens
                                                "id = ?"));
             r.bind(1, version).bind(2, sid);
             RETURN_IF_ERROR(r.run());
-            RETURN_IF_ERROR(begin_run_in(c, sid, version, ts));
+            RETURN_IF_ERROR(begin_run_in(c, sid, version, ts, deployment_id));
         }
         if (is_terminal(to)) {
             RETURN_IF_ERROR(log_event(c, ts, "", cat("target.", to_string(to)), sensor, version,

@@ -1,7 +1,9 @@
 // Store queries that serve deployments: creating one (selector resolution, canary share,
 // superseding older targets) and reading deployments and the targets a sensor should get.
 #include <algorithm>
+#include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "common/strings.h"
 #include "manager/store/internal.h"
 #include "manager/store/writer.h"
@@ -23,13 +25,16 @@ absl::StatusOr<Deployment> load_deployment(Conn& c, int64_t id, bool with_target
     ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT id, coalesce(bundle_version, 0), kind, selector, "
                                        "canary_percent, soak_seconds, state, "
                                        "coalesce(parent_id, 0), actor, error, created_at, "
-                                       "updated_at FROM deployments WHERE id = ?"));
+                                       "updated_at, coalesce(gate_max_drop_ratio, 0), "
+                                       "coalesce(gate_max_alert_rate, 0) FROM deployments "
+                                       "WHERE id = ?"));
     s.bind(1, id);
     RETURN_IF_ERROR(
         s.expect_row([&] { return absl::NotFoundError(cat("deployment ", id, " not found")); }));
     Deployment d;
     s.get(0, d.id, d.bundle_version, d.kind, d.selector, d.canary_percent, d.soak_seconds, d.state,
-          d.parent_id, d.actor, d.error, d.created_at, d.updated_at);
+          d.parent_id, d.actor, d.error, d.created_at, d.updated_at, d.gate_max_drop_ratio,
+          d.gate_max_alerts_per_second);
     if (!with_targets) {
         return d;
     }
@@ -88,6 +93,16 @@ absl::StatusOr<Deployment> Store::create_deployment(const NewDeployment& d) {
     if (d.soak_seconds < 0 || d.bundle_version < 0 || d.parent_id < 0) {
         return absl::InvalidArgumentError("negative soak time, bundle version or parent id");
     }
+    if (!std::isfinite(d.gate_max_drop_ratio) || d.gate_max_drop_ratio < 0 ||
+        d.gate_max_drop_ratio > 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "health gate: max drop ratio ", d.gate_max_drop_ratio, " is not within 0..1"));
+    }
+    if (!std::isfinite(d.gate_max_alerts_per_second) || d.gate_max_alerts_per_second < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("health gate: max alerts per second ",
+                                                       d.gate_max_alerts_per_second,
+                                                       " is not a finite number >= 0"));
+    }
     if (d.kind == DeploymentKind::kDeploy && d.bundle_version == 0) {
         return absl::InvalidArgumentError("a deployment needs a bundle version");
     }
@@ -111,11 +126,22 @@ absl::StatusOr<Deployment> Store::create_deployment(const NewDeployment& d) {
         DeploymentState state = canaries > 0 ? DeploymentState::kCanary : DeploymentState::kRolling;
         ASSIGN_OR_RETURN(Stmt ins, c.prepare("INSERT INTO deployments(bundle_version, kind, "
                                              "selector, canary_percent, soak_seconds, state, "
-                                             "parent_id, actor, created_at, updated_at) "
-                                             "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?9, ?9)"));
+                                             "parent_id, actor, created_at, updated_at, "
+                                             "gate_max_drop_ratio, gate_max_alert_rate) "
+                                             "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?9, ?9, ?10, ?11)"));
         ins.bind_ref(1, d.bundle_version).bind(2, to_string(d.kind)).bind(3, sel.to_string());
         ins.bind(4, d.canary_percent).bind(5, d.soak_seconds).bind(6, to_string(state));
         ins.bind_ref(7, d.parent_id).bind(8, d.actor).bind(9, d.created_at);
+        if (d.gate_max_drop_ratio > 0) {
+            ins.bind_double(10, d.gate_max_drop_ratio);
+        } else {
+            ins.bind_null(10);
+        }
+        if (d.gate_max_alerts_per_second > 0) {
+            ins.bind_double(11, d.gate_max_alerts_per_second);
+        } else {
+            ins.bind_null(11);
+        }
         RETURN_IF_ERROR(ins.run());
         int64_t id = c.last_insert_rowid();
 

@@ -56,7 +56,8 @@ absl::Status supersede_sensor_targets(Conn& c, int64_t sid, int64_t keep, const 
 // ---- Runs and events (runs.cc)
 
 // Closes the sensor's open run and opens one for `version` (no-op for the same version).
-absl::Status begin_run_in(Conn& c, int64_t sid, int64_t version, int64_t ts);
+absl::Status begin_run_in(Conn& c, int64_t sid, int64_t version, int64_t ts,
+                          int64_t deployment_id = 0);
 // The bundle version the sensor ran before its current one; NOT_FOUND if none.
 absl::StatusOr<int64_t> previous_version_in(Conn& c, int64_t sid, std::string_view name);
 absl::Status log_event(Conn& c, int64_t ts, std::string_view actor, std::string_view kind,

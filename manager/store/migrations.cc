@@ -144,8 +144,13 @@ CREATE TABLE revoked_certs (
 ) WITHOUT ROWID;
 )sql";
 
-// Version 4: rule sources, the update's policy files and the history of updates.
+// Version 4: rule sources, the update's policy files and the history of updates; a
+// deployment's health gate (NULL = the manager's defaults), kept so that it survives a restart;
+// the deployment that began each run (NULL: start-up, a local reload).
 constexpr const char* kV4 = R"sql(
+ALTER TABLE deployments ADD COLUMN gate_max_drop_ratio REAL;
+ALTER TABLE deployments ADD COLUMN gate_max_alert_rate REAL;
+ALTER TABLE runs ADD COLUMN deployment_id INTEGER REFERENCES deployments(id);
 CREATE TABLE rule_sources (
     name TEXT PRIMARY KEY,
     location TEXT NOT NULL,

@@ -103,7 +103,8 @@ Event event_from_row(const Stmt& s) {
 
 // ---- Row helpers (internal.h)
 
-absl::Status begin_run_in(Conn& c, int64_t sid, int64_t version, int64_t ts) {
+absl::Status begin_run_in(Conn& c, int64_t sid, int64_t version, int64_t ts,
+                          int64_t deployment_id) {
     ASSIGN_OR_RETURN(Stmt open, c.prepare("SELECT id, bundle_version, started_at FROM runs "
                                           "WHERE sensor_id = ? AND ended_at IS NULL"));
     open.bind(1, sid);
@@ -120,9 +121,9 @@ absl::Status begin_run_in(Conn& c, int64_t sid, int64_t version, int64_t ts) {
         close.bind(1, start).bind(2, run_id);
         RETURN_IF_ERROR(close.run());
     }
-    ASSIGN_OR_RETURN(Stmt ins, c.prepare("INSERT INTO runs(sensor_id, bundle_version, started_at) "
-                                         "VALUES(?, ?, ?)"));
-    ins.bind(1, sid).bind(2, version).bind(3, start);
+    ASSIGN_OR_RETURN(Stmt ins, c.prepare("INSERT INTO runs(sensor_id, bundle_version, started_at, "
+                                         "deployment_id) VALUES(?, ?, ?, ?)"));
+    ins.bind(1, sid).bind(2, version).bind(3, start).bind_ref(4, deployment_id);
     return ins.run();
 }
 
@@ -237,14 +238,15 @@ absl::StatusOr<std::vector<Run>> Store::list_runs(const std::string& sensor) {
     return impl_->read([&sensor](Conn& c) -> absl::StatusOr<std::vector<Run>> {
         ASSIGN_OR_RETURN(int64_t sid, sensor_id(c, sensor));
         ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT id, bundle_version, started_at, "
-                                           "coalesce(ended_at, 0), packets, bytes, drops, alerts "
+                                           "coalesce(ended_at, 0), packets, bytes, drops, alerts, "
+                                           "coalesce(deployment_id, 0) "
                                            "FROM runs WHERE sensor_id = ? ORDER BY id"));
         s.bind(1, sid);
         return collect<Run>(s, [&sensor](const Stmt& r) {
             Run run;
             run.sensor = sensor;
             r.get(0, run.id, run.bundle_version, run.started_at, run.ended_at, run.totals.packets,
-                  run.totals.bytes, run.totals.drops, run.totals.alerts);
+                  run.totals.bytes, run.totals.drops, run.totals.alerts, run.deployment_id);
             return run;
         });
     });

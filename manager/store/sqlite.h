@@ -48,6 +48,10 @@ public:
         sqlite3_bind_int64(s_, i, v);
         return *this;
     }
+    Stmt& bind_double(int i, double v) {
+        sqlite3_bind_double(s_, i, v);
+        return *this;
+    }
     Stmt& bind(int i, std::string_view v) {
         sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
         return *this;
@@ -77,6 +81,7 @@ public:
     }
 
     int64_t i64(int c) const { return sqlite3_column_int64(s_, c); }
+    double f64(int c) const { return sqlite3_column_double(s_, c); }
     bool null(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
     std::string text(int c) const {
         const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_, c));
@@ -107,6 +112,9 @@ inline void read_column(const Stmt& s, int c, int64_t& v) {
 }
 inline void read_column(const Stmt& s, int c, int& v) {
     v = static_cast<int>(s.i64(c));
+}
+inline void read_column(const Stmt& s, int c, double& v) {
+    v = s.f64(c);
 }
 inline void read_column(const Stmt& s, int c, bool& v) {
     v = s.i64(c) != 0;

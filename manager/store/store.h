@@ -131,6 +131,10 @@ struct NewDeployment {
     int64_t parent_id = 0;  // e.g. the canary deployment an automatic rollback reverts
     std::string actor;
     int64_t created_at = 0;
+    // Health gate of the soak: drops / packets in [0, 1] and alerts per second per sensor,
+    // finite and >= 0; 0 = the manager's default. Stored, so a restart keeps them.
+    double gate_max_drop_ratio = 0;
+    double gate_max_alerts_per_second = 0;
 };
 
 struct Target {
@@ -158,6 +162,8 @@ struct Deployment {
     std::string error;
     int64_t created_at = 0;
     int64_t updated_at = 0;
+    double gate_max_drop_ratio = 0;  // 0 = the manager's default
+    double gate_max_alerts_per_second = 0;
     std::vector<Target> targets;  // sorted by sensor name
 };
 
@@ -183,6 +189,7 @@ struct Run {
     int64_t started_at = 0;
     int64_t ended_at = 0;  // 0 = still running
     RunTotals totals;
+    int64_t deployment_id = 0;  // the deployment that began it; 0 = start-up, local reload
 };
 
 struct MetricSample {

@@ -223,5 +223,18 @@ TEST_F(RolloutTest, GateDefaultsFillUnsetBounds) {
     EXPECT_EQ(rollout_->gate(8).max_alerts_per_second, 100);
 }
 
+TEST_F(RolloutTest, AStoredGateOutlivesTheManagersMemory) {
+    // After a restart nothing was set_gate'd: the deployment's stored gate holds.
+    store::Deployment d;
+    d.id = 9;
+    d.gate_max_drop_ratio = 0.2;
+    EXPECT_EQ(rollout_->gate(d).max_drop_ratio, 0.2);
+    EXPECT_EQ(rollout_->gate(d).max_alerts_per_second, 100);  // 0 = the default
+    d.gate_max_alerts_per_second = 7;
+    EXPECT_EQ(rollout_->gate(d).max_alerts_per_second, 7);
+    rollout_->set_gate(9, {0.5, 0});
+    EXPECT_EQ(rollout_->gate(d).max_drop_ratio, 0.5);
+}
+
 }  // namespace
 }  // namespace picket::manager::rollout

@@ -4,7 +4,9 @@
 
 #include <sqlite3.h>
 
+#include <cmath>
 #include <condition_variable>
+#include <cstdint>
 #include <thread>
 
 #include "common/bundle/bundle.h"
@@ -377,6 +379,16 @@ TEST_F(InsecureManager, DeployReachesSensorAndAppliedUpdatesRunningVersion) {
     EXPECT_EQ(d.targets(0).rules_loaded(), 1u);
     EXPECT_EQ(admin_->sensor("s1").sensor().bundle().version(), v);
     EXPECT_EQ(admin_->sensor("s1").sensor().bundle().name(), "base");
+
+    // The run period the deployment began names it.
+    pb::HistoryRequest hreq;
+    hreq.set_sensor("s1");
+    pb::HistoryResponse hist;
+    ASSERT_TRUE(admin_->call(&pb::FleetAdmin::Stub::History, hreq, &hist).ok());
+    ASSERT_GE(hist.runs_size(), 2);
+    EXPECT_EQ(hist.runs(0).bundle().version(), v);
+    EXPECT_EQ(hist.runs(0).deployment_id(), dep.deployment().id());
+    EXPECT_EQ(hist.runs(1).deployment_id(), "");  // the start-up period
 }
 
 TEST_F(InsecureManager, RejectedApplyRecordsTheError) {
@@ -613,6 +625,35 @@ TEST_F(InsecureManager, DeployErrors) {
     EXPECT_EQ(none.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
     EXPECT_NE(none.error_message().find("matches no sensor"), std::string::npos);
     EXPECT_EQ(admin_->deploy(v, "nosuch", &dep).error_code(), grpc::StatusCode::NOT_FOUND);
+    // Soak and gate values are checked, not silently dropped.
+    pb::DeployResponse none2;
+    grpc::Status soak = admin_->deploy(v, "all", &none2, /*canary=*/0, /*soak=*/60);
+    EXPECT_EQ(soak.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(soak.error_message(),
+              "a soak needs a canary stage: give a canary percent (picketctl deploy --canary N)");
+    EXPECT_EQ(admin_->deploy(v, "all", &none2, 50, 86401).error_message(),
+              "soak of 86401 s is longer than a day (86400 s)");
+    EXPECT_EQ(admin_->deploy(v, "all", &none2, 50, 60, std::nan("")).error_code(),
+              grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(admin_->deploy(v, "all", &none2, 50, 60, -1).error_code(),
+              grpc::StatusCode::INVALID_ARGUMENT);
+    pb::DeployRequest bad_ratio;
+    bad_ratio.set_version(v);
+    bad_ratio.set_selector("all");
+    bad_ratio.mutable_gate()->set_max_drop_ratio(1.5);
+    grpc::Status ratio = admin_->call(&pb::FleetAdmin::Stub::Deploy, bad_ratio, &none2);
+    EXPECT_EQ(ratio.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(ratio.error_message(), "health gate: max drop ratio 1.5 is not within 0..1");
+    // A version past INT64_MAX is not "version -1".
+    pb::GetBundleRequest huge;
+    huge.set_version(UINT64_MAX);
+    pb::GetBundleResponse got;
+    grpc::Status big = admin_->call(&pb::FleetAdmin::Stub::GetBundle, huge, &got);
+    EXPECT_EQ(big.error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_EQ(big.error_message(), "bundle version 18446744073709551615 not found");
+    EXPECT_EQ(admin_->deploy(UINT64_MAX, "all", &none2).error_message(),
+              "bundle version 18446744073709551615 not found");
+
     pb::GetDeploymentRequest req;
     req.set_id("42");
     pb::GetDeploymentResponse resp;

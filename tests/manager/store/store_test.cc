@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <thread>
 
@@ -431,7 +432,38 @@ TEST_F(StoreDeploy, BadRequests) {
               absl::StatusCode::kInvalidArgument);
     EXPECT_EQ(store_->create_deployment(deploy(1, "all", 101)).status().code(),
               absl::StatusCode::kInvalidArgument);
+    NewDeployment ratio = deploy(1, "all", 50);
+    ratio.gate_max_drop_ratio = 1.5;
+    EXPECT_EQ(store_->create_deployment(ratio).status().message(),
+              "health gate: max drop ratio 1.5 is not within 0..1");
+    NewDeployment rate = deploy(1, "all", 50);
+    rate.gate_max_alerts_per_second = std::numeric_limits<double>::infinity();
+    EXPECT_EQ(store_->create_deployment(rate).status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_EQ(store_->list_deployments(10, false)->size(), 0u);
+}
+
+TEST_F(StoreDeploy, TheGateIsStoredAndTheRunNamesItsDeployment) {
+    NewDeployment d = deploy(2, "a", 50);
+    d.gate_max_drop_ratio = 0.05;
+    auto created = store_->create_deployment(d);
+    ASSERT_TRUE(created.ok()) << created.status();
+    EXPECT_EQ(created->gate_max_drop_ratio, 0.05);
+    EXPECT_EQ(created->gate_max_alerts_per_second, 0);  // the manager's default
+    ASSERT_TRUE(store_->update_target(created->id, "a", TargetState::kSent, "", at(11)).ok());
+    ASSERT_TRUE(store_->update_target(created->id, "a", TargetState::kApplied, "", at(12)).ok());
+    auto runs = store_->list_runs("a");
+    ASSERT_TRUE(runs.ok());
+    ASSERT_EQ(runs->size(), 2u);
+    EXPECT_EQ((*runs)[0].deployment_id, 0);  // the start-up period
+    EXPECT_EQ((*runs)[1].bundle_version, 2);
+    EXPECT_EQ((*runs)[1].deployment_id, created->id);
+
+    // Reopened (a manager restart): the gate is still the deployment's.
+    store_.reset();
+    store_ = open_store(dir_.file("m.db"));
+    auto again = store_->get_deployment(created->id);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->gate_max_drop_ratio, 0.05);
 }
 
 TEST_F(StoreDeploy, NewerDeploymentSupersedesOpenTargets) {
