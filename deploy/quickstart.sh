@@ -283,10 +283,17 @@ PY
 fi
 
 echo
-echo "== a broken bundle (a keyword Picket does not support): the sensors refuse it"
+echo "== a broken bundle (a keyword Picket does not support): the manager refuses it"
 make_bundle "$STATE/bundle-broken" \
 'alert tcp any any -> any any (msg:"needs lua"; lua:script.lua; sid:1000003; rev:1;)'
-V3=$(ctl --json bundle push "$STATE/bundle-broken" --name demo -m "quickstart: broken" |
+if ctl bundle push "$STATE/bundle-broken" --name demo -m "quickstart: broken"; then
+    echo "quickstart: the manager stored a bundle none of whose rules loads" >&2
+    exit 1
+fi
+echo "(exit status 1 is expected: none of its rules loads with the sensor's own parser)"
+echo
+echo "== pushed anyway (--force): the sensors refuse it too"
+V3=$(ctl --json bundle push "$STATE/bundle-broken" --name demo -m "quickstart: broken" --force |
      python3 -c 'import json,sys; print(json.load(sys.stdin)["version"])')
 if ctl deploy "$V3" --to all --wait --timeout 60; then
     echo "quickstart: the broken bundle was applied, which must not happen" >&2

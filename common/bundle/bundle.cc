@@ -588,6 +588,27 @@ absl::Status verify_bundle(const Bundle& bundle, const VerifyOptions& options) {
         }
     }
 
+    // The shape of a signature whether or not a key is configured to check it: a manager without
+    // a key must not store (and hand to sensors that have one) a signature no key can match.
+    const std::string& sig = bundle.signature();
+    const std::string& kid = bundle.signing_key_id();
+    if (!sig.empty() && sig.size() != 64) {
+        add_problem(problems, Code::kInvalidArgument,
+                    strings::cat("signature: ", sig.size(), " bytes, an Ed25519 signature has 64"));
+    }
+    if (!kid.empty() && (kid.size() != 16 || !std::all_of(kid.begin(), kid.end(), [](char c) {
+                             return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+                         }))) {
+        add_problem(
+            problems, Code::kInvalidArgument,
+            strings::cat("signing_key_id '", kid, "': 16 lowercase hex characters expected"));
+    }
+    if (sig.empty() != kid.empty()) {
+        add_problem(problems, Code::kInvalidArgument,
+                    sig.empty() ? "signing_key_id without a signature"
+                                : "signature without a signing_key_id");
+    }
+
     if (!options.public_key_pem.empty()) {
         auto key = read_key(options.public_key_pem, false);
         if (!key.ok()) {

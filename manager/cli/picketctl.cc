@@ -384,6 +384,9 @@ int run(int argc, const char* const argv[], std::ostream& out, std::ostream& err
         ->check(CLI::ExistingDirectory);
     push->add_option("--name", push_name, "Bundle name (default: manifest or directory name)");
     push->add_option("-m,--message", push_message, "Change description");
+    bool push_force = false;
+    push->add_flag("--force", push_force,
+                   "Store it even when none of its rules loads with the sensor's parser");
     leaf(push, [&] {
         Command cmd("bundle push", g, out, err);
         if (push_name && !valid_name(*push_name)) {
@@ -426,6 +429,7 @@ int run(int argc, const char* const argv[], std::ostream& out, std::ostream& err
         }
         v1::PushBundleRequest req;
         *req.mutable_bundle() = std::move(*b);
+        req.set_force(push_force);
         const v1::Manifest& pushed = req.bundle().manifest();
         return cmd.show(
             &Stub::PushBundle, req, [&](const auto& r) { return push_json(r, pushed); },

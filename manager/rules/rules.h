@@ -242,6 +242,17 @@ struct UpdateOutput {
     std::vector<std::string> warnings;
 };
 
+// What the sensors' parser makes of a bundle's rules (its config.yaml vars, its rule-syntax,
+// tuning.yaml applied): enabled rules, how many load, and the first `max_listed` problems as
+// "file:line sid N: reason" (duplicate sids are not problems: the sensor keeps one).
+struct RuleCheck {
+    uint32_t enabled = 0;
+    uint32_t loaded = 0;
+    uint32_t unsupported = 0;
+    std::vector<std::string> problems;
+};
+absl::StatusOr<RuleCheck> check_rules(const picket::v1::Bundle& bundle, size_t max_listed = 100);
+
 // Checks policy files as PutRulePolicy stores them: known names, each parses (modify and
 // re: regexes compile), tuning.yaml parses. InvalidArgument listing every problem "FILE:LINE:
 // reason", one per line.

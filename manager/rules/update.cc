@@ -209,6 +209,47 @@ absl::Status bundle_vars(const pb::Bundle& b, std::map<std::string, std::string>
 
 }  // namespace
 
+absl::StatusOr<RuleCheck> check_rules(const pb::Bundle& b, size_t max_listed) {
+    namespace detect = picket::sensor::detect;
+    // The variables the sensors will have: Suricata's defaults with the bundle's config.yaml
+    // vars over them (a sensor's own sensor.yaml may set others: documented).
+    std::map<std::string, std::string> address_vars, port_vars;
+    RETURN_IF_ERROR(bundle_vars(b, &address_vars, &port_vars));
+    const detect::VarTable vars = detect::VarTable::with_overrides(address_vars, port_vars);
+    auto flowbits = std::make_shared<detect::FlowbitRegistry>();
+    detect::ParseEnv env;
+    env.vars = &vars;
+    env.flowbits = flowbits.get();
+    ASSIGN_OR_RETURN(auto syntax_by_file, bundle::rule_syntax_by_file(b));
+    // The rules as the sensors load them: tuning.yaml applied.
+    ASSIGN_OR_RETURN(bundle::TuningResult effective, bundle::effective_rules(b));
+    detect::RuleLoader loader(env);
+    for (const auto& [path, text] : effective.rules) {
+        auto it = syntax_by_file.find(path);
+        bundle::RuleSyntax syntax =
+            it == syntax_by_file.end() ? bundle::RuleSyntax::kAuto : it->second;
+        loader.add_text(text, path,
+                        syntax == bundle::RuleSyntax::kSnort3 ? detect::ParseEnv::Syntax::kSnort3
+                        : syntax == bundle::RuleSyntax::kSuricata
+                            ? detect::ParseEnv::Syntax::kSuricata
+                            : detect::ParseEnv::Syntax::kAuto);
+    }
+    detect::LoadedRules loaded = loader.finish();
+    RuleCheck out;
+    out.enabled = loaded.summary.rules_seen;
+    out.loaded = loaded.summary.loaded;
+    for (const detect::RuleDiagnostic& d : loaded.summary.diagnostics) {
+        if (d.category == "duplicate sid") {
+            continue;
+        }
+        ++out.unsupported;
+        if (out.problems.size() < max_listed) {
+            out.problems.push_back(d.to_string());
+        }
+    }
+    return out;
+}
+
 absl::Status check_policy_files(const std::map<std::string, std::string>& files) {
     Policy policy;
     return parse_policy(files, &policy);
@@ -393,43 +434,9 @@ absl::StatusOr<UpdateOutput> build_update(const UpdateInput& input) {
     }
 
     // Validate every enabled rule with the sensor's parser, as the sensors will load them.
-    {
-        namespace detect = picket::sensor::detect;
-        // The variables the sensors will have: Suricata's defaults with the bundle's
-        // config.yaml vars over them (a sensor's own sensor.yaml may set others: documented).
-        std::map<std::string, std::string> address_vars, port_vars;
-        RETURN_IF_ERROR(bundle_vars(b, &address_vars, &port_vars));
-        const detect::VarTable vars = detect::VarTable::with_overrides(address_vars, port_vars);
-        auto flowbits = std::make_shared<detect::FlowbitRegistry>();
-        detect::ParseEnv env;
-        env.vars = &vars;
-        env.flowbits = flowbits.get();
-        ASSIGN_OR_RETURN(auto syntax_by_file, bundle::rule_syntax_by_file(b));
-        detect::RuleLoader loader(env);
-        for (const auto& f : b.files()) {
-            if (!is_rules_path(f.path())) {
-                continue;
-            }
-            auto it = syntax_by_file.find(f.path());
-            bundle::RuleSyntax syntax =
-                it == syntax_by_file.end() ? bundle::RuleSyntax::kAuto : it->second;
-            loader.add_text(
-                f.content(), f.path(),
-                syntax == bundle::RuleSyntax::kSnort3     ? detect::ParseEnv::Syntax::kSnort3
-                : syntax == bundle::RuleSyntax::kSuricata ? detect::ParseEnv::Syntax::kSuricata
-                                                          : detect::ParseEnv::Syntax::kAuto);
-        }
-        detect::LoadedRules loaded = loader.finish();
-        for (const detect::RuleDiagnostic& d : loaded.summary.diagnostics) {
-            if (d.category == "duplicate sid") {
-                continue;
-            }
-            ++out.unsupported;
-            if (out.unsupported_rules.size() < kMaxUnsupportedListed) {
-                out.unsupported_rules.push_back(d.to_string());
-            }
-        }
-    }
+    ASSIGN_OR_RETURN(RuleCheck check, check_rules(b, kMaxUnsupportedListed));
+    out.unsupported = check.unsupported;
+    out.unsupported_rules = std::move(check.problems);
 
     if (input.previous != nullptr) {
         out.changed = !same_files(*input.previous, b);

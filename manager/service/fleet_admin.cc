@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/pki/pki.h"
 #include "common/time_util.h"
+#include "manager/rules/rules.h"
 #include "manager/service/internal.h"
 #include "manager/status.h"
 
@@ -20,6 +21,8 @@ namespace {
 namespace pb = picket::v1;
 
 constexpr uint32_t kDefaultLimit = 100;
+// Problems a refused push lists (the rest is what `picket-sensor -T` prints).
+constexpr size_t kPushProblemsListed = 10;
 // A canary soak longer than a day is a typo, not a plan.
 constexpr uint32_t kMaxSoakSeconds = 86400;
 // ListAlerts answers a terminal glance ("what fired just now"), not an export: a short page.
@@ -313,6 +316,23 @@ grpc::Status FleetAdminService::PushBundle(grpc::ServerContext* ctx,
                 absl::IsDataLoss(st) ? absl::StatusCode::kInvalidArgument : st.code();
             return absl::Status(code, "bundle '" + b.manifest().name() +
                                           "' rejected: " + std::string(st.message()));
+        }
+        // The sensors' own parser: a bundle none of whose enabled rules loads would leave every
+        // sensor it reaches without detection.
+        auto rules_check = rules::check_rules(b, kPushProblemsListed);
+        if (!rules_check.ok()) {
+            return absl::InvalidArgumentError("bundle '" + b.manifest().name() + "' rejected: " +
+                                              std::string(rules_check.status().message()));
+        }
+        if (rules_check->enabled > 0 && rules_check->loaded == 0 && !req->force()) {
+            std::string msg = "bundle '" + b.manifest().name() + "' rejected: none of its " +
+                              std::to_string(rules_check->enabled) +
+                              " enabled rules loads with the sensor's parser (push --force "
+                              "stores it anyway):";
+            for (const std::string& p : rules_check->problems) {
+                msg += "\n" + p;
+            }
+            return absl::InvalidArgumentError(msg);
         }
         ASSIGN_OR_RETURN(store::PushResult pushed, store_bundle(b));
         resp->set_version(static_cast<uint64_t>(pushed.version));

@@ -78,9 +78,10 @@ class Fleet(fleetlib.FleetCase, unittest.TestCase):
         subprocess.run(["ip", "netns", "del", cls.ns], capture_output=True)
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
-    def bundle(self, name, rules):
+    def bundle(self, name, rules, *flags):
         d = fleetlib.write_bundle(os.path.join(self.tmp, "bundle-" + name), rules)
-        return self.ctl("bundle", "push", d, "--name", name, "-m", "test " + name)["version"]
+        return self.ctl("bundle", "push", d, "--name", name, "-m", "test " + name,
+                        *flags)["version"]
 
     def wait_alerts(self, want):
         deadline = time.time() + 30
@@ -108,8 +109,16 @@ class Fleet(fleetlib.FleetCase, unittest.TestCase):
         self.send()
         self.wait_alerts({1: self.passwd})
 
-        # Broken bundle: every sensor rejects it with its error; the old rules keep alerting.
-        v2 = self.bundle("broken", 'alert tcp any any -> any any (msg:"x"; lua:a.lua; sid:9;)\n')
+        # Broken bundle: the manager refuses it (none of its rules loads with the sensor's
+        # parser), naming the rule; pushed anyway (--force), every sensor rejects it with its
+        # error and the old rules keep alerting.
+        broken = 'alert tcp any any -> any any (msg:"x"; lua:a.lua; sid:9;)\n'
+        d = fleetlib.write_bundle(os.path.join(self.tmp, "bundle-refused"), broken)
+        r = self.ctl_raw("bundle", "push", d, "--name", "broken")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("none of its 1 enabled rules loads", r.stderr)
+        self.assertIn("rules/local.rules:1 sid 9: ", r.stderr)
+        v2 = self.bundle("broken", broken, "--force")
         d = self.ctl("deploy", str(v2), "--to", "all", "--wait", expect=1)
         for t in d["targets"]:
             self.assertEqual(t["state"], "rejected", t)

@@ -336,7 +336,7 @@ TEST(MessageLimit, LargestValidBundleFitsInOneMessage) {
     b->mutable_manifest()->set_message(std::string(4096, 'm'));
     b->mutable_manifest()->set_created_at(INT64_MAX);
     b->set_signature(std::string(64, 's'));
-    b->set_signing_key_id(std::string(16, 'k'));
+    b->set_signing_key_id(std::string(16, 'f'));
     const uint64_t per_file = limits.max_total_bytes / limits.max_files;
     for (uint32_t i = 0; i < limits.max_files; ++i) {
         std::string index = std::to_string(i);
