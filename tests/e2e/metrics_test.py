@@ -178,6 +178,22 @@ class Metrics(fleetlib.FleetCase, unittest.TestCase):
         rules = self.query("picket_sensor_rules_loaded")
         self.assertEqual(sorted(self.scalar([x]) for x in rules), [2.0, 2.0])
 
+        # A rules update from a local source (manager/rules): its series are exact.
+        feed = os.path.join(self.tmp, "feed")
+        os.makedirs(feed)
+        shutil.copy(self.rules, os.path.join(feed, "site.rules"))
+        self.ctl("rules", "source", "add", "site-feed", feed)
+        update = self.ctl("rules", "update")
+        self.assertEqual(update["version"], version + 1, update)
+        self.wait_query('picket_rules_source_rules{source="site-feed"}',
+                        lambda r: len(r) == 1 and self.scalar(r) == 2)
+        self.wait_query('picket_rules_source_fetch_failing{source="site-feed"}',
+                        lambda r: len(r) == 1 and self.scalar(r) == 0)
+        self.wait_query('picket_rules_updates_total{result="new_version"}',
+                        lambda r: len(r) == 1 and self.scalar(r) == 1)
+        self.wait_query("picket_rules_update_last_success_timestamp_seconds",
+                        lambda r: len(r) == 1 and self.scalar(r) > 0)
+
         # The exposition itself: content type and promtool's linter.
         status, ctype, body = http_get(self.metrics_url)
         self.assertEqual(status, 200)
@@ -247,6 +263,17 @@ class ManagerConfig(unittest.TestCase):
         r, path = self.run_manager("listen: 127.0.0.1:0\ntls:\n  cert: a.crt\n  cer: b\n")
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("%s:4: unknown key 'tls.cer'" % path, r.stderr)
+
+    def test_rules_schedule_values_are_checked(self):
+        r, path = self.run_manager("rules:\n  update-interval: often\n", "--db", "x.db")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("%s: rules.update-interval: expected a duration" % path, r.stderr)
+        r, path = self.run_manager("rules:\n  soak: 60\n", "--db", "x.db")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("rules.soak: a soak needs a canary stage (rules.canary)", r.stderr)
+        r, path = self.run_manager("rules:\n  deploy-to: label=x\n", "--db", "x.db")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("rules.deploy-to", r.stderr)
 
     def test_bad_value_is_a_usage_error(self):
         r, path = self.run_manager("target-timeout: soon\n", "--db", "x.db")
