@@ -1,6 +1,7 @@
 // LiveState, Hub, BundleCache, bundle blobs and argument checks.
 #include <algorithm>
 
+#include "absl/strings/escaping.h"
 #include "common/bundle/bundle.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -253,6 +254,32 @@ void LiveState::on_hello(const std::string& sensor, const picket::v1::Hello& hel
     s.ips_mode = hello.ips_mode();
 }
 
+absl::Status check_metrics_report(const picket::v1::MetricsReport& report) {
+    if (report.counters_size() > kMaxReportCounters) {
+        return absl::InvalidArgumentError(
+            "metrics report: " + std::to_string(report.counters_size()) +
+            " counters, over the limit of " + std::to_string(kMaxReportCounters));
+    }
+    if (report.workers_size() > kMaxReportWorkers) {
+        return absl::InvalidArgumentError(
+            "metrics report: " + std::to_string(report.workers_size()) +
+            " workers, over the limit of " + std::to_string(kMaxReportWorkers));
+    }
+    for (const auto& [name, value] : report.counters()) {
+        bool ok = !name.empty() && name.size() <= 128 &&
+                  std::all_of(name.begin(), name.end(), [](char c) {
+                      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                             (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+                  });
+        if (!ok) {
+            return absl::InvalidArgumentError("metrics report: counter name '" +
+                                              absl::CEscape(name.substr(0, 64)) +
+                                              "' is not 1-128 of [A-Za-z0-9._-]");
+        }
+    }
+    return absl::OkStatus();
+}
+
 bool LiveState::on_metrics(const std::string& sensor, const picket::v1::MetricsReport& report,
                            store::RunTotals* deltas, int64_t received_ns) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -267,10 +294,12 @@ bool LiveState::on_metrics(const std::string& sensor, const picket::v1::MetricsR
     };
     std::map<std::string, uint64_t> now(report.counters().begin(), report.counters().end());
     bool have_base = s.latest.timestamp != 0;
-    // Counters are uint64 on the wire: a delta is capped at INT64_MAX / 2 so that it, and the
-    // sum of two (drops), stays a positive int64_t; the store refuses a negative delta, and
-    // with it the whole report (found by tests/fuzz/metrics_fuzz).
-    constexpr uint64_t kMaxDelta = INT64_MAX / 2;
+    // A counter moves by about 1e9 per report at the most (100 Mpps for 10 s). A jump of more
+    // than 2^40 (a counter at 2^64 - 1, garbage, a wrap) is taken as a reset: the value
+    // becomes the new base and adds nothing, instead of 4.6e18 packets in the run history.
+    // The bound also keeps a delta, and the sum of two (drops), a positive int64_t, which the
+    // store requires (tests/fuzz/metrics_fuzz).
+    constexpr uint64_t kMaxDelta = uint64_t{1} << 40;
     auto diff = [&](const char* name) -> int64_t {
         uint64_t cur = value(now, name);
         uint64_t d = 0;
@@ -280,7 +309,7 @@ bool LiveState::on_metrics(const std::string& sensor, const picket::v1::MetricsR
             uint64_t before = value(s.latest.counters, name);
             d = cur >= before ? cur - before : cur;
         }
-        return static_cast<int64_t>(std::min(d, kMaxDelta));
+        return d > kMaxDelta ? 0 : static_cast<int64_t>(d);
     };
     deltas->packets = diff("decoder.pkts");
     deltas->bytes = diff("decoder.bytes");

@@ -94,6 +94,7 @@ private:
     std::shared_ptr<Session> session_;
     std::set<int64_t> sent_here_;  // writer thread only
     uint64_t ping_nonce_ = 0;
+    bool warned_bad_report_ = false;  // reader thread only
 };
 
 void Link::run_writer() {
@@ -206,6 +207,14 @@ void Link::handle(const SensorMessage& m) {
     switch (m.msg_case()) {
         case SensorMessage::kMetrics: {
             ServiceMetrics::inc(core_.metrics.metrics);
+            if (absl::Status bad = check_metrics_report(m.metrics()); !bad.ok()) {
+                if (!warned_bad_report_) {  // once per stream: a sensor reports every few seconds
+                    log::warning("sensor " + name_ + ": " + std::string(bad.message()) +
+                                 ": refused (further refusals on this stream are not logged)");
+                    warned_bad_report_ = true;
+                }
+                return;
+            }
             store::SensorReport r;
             if (!core_.live.on_metrics(name_, m.metrics(), &r.deltas, now)) {
                 return;

@@ -70,6 +70,14 @@ struct SensorSeriesInput;
 }
 namespace picket::manager::service {
 
+// The bounds of a sensor's MetricsReport: at most kMaxReportCounters counters named by at most
+// 128 of [A-Za-z0-9._-], at most kMaxReportWorkers workers. A report past them is refused
+// (InvalidArgument naming the bound) before anything of it is kept or stored: a sensor's real
+// reports hold about 150 counters.
+inline constexpr int kMaxReportCounters = 4096;
+inline constexpr int kMaxReportWorkers = 1024;
+absl::Status check_metrics_report(const picket::v1::MetricsReport& report);
+
 // What the manager keeps in memory about connected sensors (not durable).
 class LiveState {
 public:
