@@ -252,6 +252,12 @@ void LiveState::on_hello(const std::string& sensor, const picket::v1::Hello& hel
     s.peer = peer;
     s.capture_source = hello.capture_source();
     s.ips_mode = hello.ips_mode();
+    s.bundle_sha256 = hello.bundle().sha256();
+}
+
+void LiveState::on_running(const std::string& sensor, const std::string& bundle_sha256) {
+    std::lock_guard<std::mutex> lock(mu_);
+    sensors_[sensor].bundle_sha256 = bundle_sha256;
 }
 
 absl::Status check_metrics_report(const picket::v1::MetricsReport& report) {

@@ -137,12 +137,22 @@ bool Link::dispatch() {
     if (auto s = core_.store.get_sensor(name_); s.ok()) {
         running = s->running_version;
     }
+    // A version number alone does not say what a sensor runs: after the manager's database
+    // was lost or restored, a new bundle may reuse a number the sensor ran with other content.
+    // Only the same content address counts as "already running it".
+    bool same_content = false;
+    if (running > 0) {
+        auto live = core_.live.sensor(name_);
+        const std::string stored = core_.bundles.ref(running).sha256();
+        same_content = live && !stored.empty() && live->bundle_sha256 == stored;
+    }
     for (const store::PendingTarget& p : *pending) {
         if (sent_here_.count(p.deployment_id) != 0) {
             continue;
         }
         const int64_t now = wall_clock_ns();
-        if (p.state == store::TargetState::kPending && p.bundle_version == running && running > 0) {
+        if (p.state == store::TargetState::kPending && p.bundle_version == running &&
+            same_content) {
             (void)core_.store.update_target(p.deployment_id, name_, store::TargetState::kApplied,
                                             "", now);
             sent_here_.insert(p.deployment_id);
@@ -255,6 +265,10 @@ void Link::handle(const SensorMessage& m) {
                 error = "rejected by the sensor (no reason given)";
             }
             core_.live.on_apply(id, name_, {r.rules_loaded(), r.rules_skipped(), r.compile_ms()});
+            if (r.applied()) {
+                core_.live.on_running(
+                    name_, core_.bundles.ref(static_cast<int64_t>(r.version())).sha256());
+            }
             absl::Status st = core_.store.update_target(
                 id, name_,
                 r.applied() ? store::TargetState::kApplied : store::TargetState::kRejected, error,

@@ -92,6 +92,9 @@ public:
         uint64_t alerts_received = 0;
         uint64_t alerts_dropped = 0;  // AlertBatch.dropped, summed
         int64_t received_at = 0;      // manager wall clock when `latest` arrived (0 = unknown)
+        // Content address of the bundle the sensor runs: from its Hello, then from each
+        // ApplyBundle it applied. "" = unknown (a sensor that predates it, local rules).
+        std::string bundle_sha256;
         // The live part of the sensor's /metrics series: IPS mode, last report and its
         // counters (pointing into this object), workers. Capture and identity are the caller's.
         void fill_series(metrics::SensorSeriesInput* in) const;
@@ -117,6 +120,8 @@ public:
     bool on_metrics(const std::string& sensor, const picket::v1::MetricsReport& report,
                     store::RunTotals* deltas, int64_t received_ns = 0);
     void on_alerts(const std::string& sensor, const picket::v1::AlertBatch& batch);
+    // The sensor applied the bundle with this content address.
+    void on_running(const std::string& sensor, const std::string& bundle_sha256);
     void on_apply(int64_t deployment_id, const std::string& sensor, const ApplyStats& stats);
 
     std::optional<SensorLive> sensor(const std::string& name) const;

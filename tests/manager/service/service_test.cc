@@ -391,6 +391,36 @@ TEST_F(InsecureManager, DeployReachesSensorAndAppliedUpdatesRunningVersion) {
     EXPECT_EQ(hist.runs(1).deployment_id(), "");  // the start-up period
 }
 
+// #25: a manager restarted on an empty database numbers its bundles from 1 again; a sensor
+// still running the old version 1 (other content) must be sent the new version 1, not be
+// marked applied because the numbers match. The same content is still not sent twice.
+TEST_F(InsecureManager, AReusedVersionNumberWithOtherContentIsSent) {
+    uint64_t v = admin_->push(make_bundle("base", kRuleV1));
+    ASSERT_EQ(v, 1u);
+    pb::Hello old = hello("s1", 1);
+    old.mutable_bundle()->set_name("base");
+    old.mutable_bundle()->set_sha256(std::string(64, '0'));  // what the lost database held
+    FakeSensor s1(channel_, old);
+    ASSERT_TRUE(wait_connected("s1"));
+    pb::DeployResponse dep;
+    ASSERT_TRUE(admin_->deploy(v, "s1", &dep).ok());
+    ASSERT_TRUE(s1.wait_applies(1));
+    EXPECT_EQ(s1.applies()[0].bundle().files(0).content(), kRuleV1);
+    ASSERT_TRUE(admin_->wait_state(dep.deployment().id(), pb::DEPLOYMENT_STATE_SUCCEEDED));
+
+    // A sensor that does run this very bundle is marked applied without a resend.
+    pb::Hello same = hello("s2", 1);
+    same.mutable_bundle()->set_sha256(s1.applies()[0].bundle().manifest().files_size() > 0
+                                          ? bundle::bundle_sha256(s1.applies()[0].bundle())
+                                          : "");
+    FakeSensor s2(channel_, same);
+    ASSERT_TRUE(wait_connected("s2"));
+    pb::DeployResponse dep2;
+    ASSERT_TRUE(admin_->deploy(v, "s2", &dep2).ok());
+    ASSERT_TRUE(admin_->wait_state(dep2.deployment().id(), pb::DEPLOYMENT_STATE_SUCCEEDED));
+    EXPECT_TRUE(s2.applies().empty());
+}
+
 TEST_F(InsecureManager, RejectedApplyRecordsTheError) {
     uint64_t v = admin_->push(make_bundle("base", kRuleV1));
     FakeSensor s1(channel_, hello("s1"), "rules/a.rules:1: unknown keyword 'frob'");
