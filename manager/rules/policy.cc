@@ -877,44 +877,29 @@ PolicyReport apply_policy(const Policy& policy, std::vector<RuleEntry>* rules) {
         const bool was_enabled = entry.enabled;
         const PolicyLine* state_line = nullptr;  // the line behind the last enabled change
 
-        // disable.conf: the first matching line disables; later lines are tested only until
-        // each has matched some rule (for the "matched no rule" warnings).
-        disable.candidates(entry, &cand);
-        const PolicyLine* disabled_by = nullptr;
-        for (size_t n : cand) {
-            Compiled& c = disable.lines[n];
-            if ((disabled_by != nullptr || !entry.enabled) && c.matched_rule) {
-                continue;
-            }
-            if (line_matches(c, rule)) {
-                c.matched_rule = true;
-                if (disabled_by == nullptr && entry.enabled) {
-                    disabled_by = c.line;
+        // disable.conf, then enable.conf: the first matching line switches the rule; later
+        // lines are tested only until each has matched some rule (for the "matched no rule"
+        // warnings).
+        for (auto [stage, to] : {std::pair<Stage*, bool>{&disable, false}, {&enable, true}}) {
+            stage->candidates(entry, &cand);
+            const PolicyLine* switched_by = nullptr;
+            for (size_t n : cand) {
+                Compiled& c = stage->lines[n];
+                const bool needed = switched_by == nullptr && entry.enabled != to;
+                if (!needed && c.matched_rule) {
+                    continue;
+                }
+                if (line_matches(c, rule)) {
+                    c.matched_rule = true;
+                    if (needed) {
+                        switched_by = c.line;
+                    }
                 }
             }
-        }
-        if (disabled_by != nullptr) {
-            entry.enabled = false;
-            state_line = disabled_by;
-        }
-
-        enable.candidates(entry, &cand);
-        const PolicyLine* enabled_by = nullptr;
-        for (size_t n : cand) {
-            Compiled& c = enable.lines[n];
-            if ((enabled_by != nullptr || entry.enabled) && c.matched_rule) {
-                continue;
+            if (switched_by != nullptr) {
+                entry.enabled = to;
+                state_line = switched_by;
             }
-            if (line_matches(c, rule)) {
-                c.matched_rule = true;
-                if (enabled_by == nullptr && !entry.enabled) {
-                    enabled_by = c.line;
-                }
-            }
-        }
-        if (enabled_by != nullptr) {
-            entry.enabled = true;
-            state_line = enabled_by;
         }
 
         drop.candidates(entry, &cand);
