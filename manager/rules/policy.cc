@@ -401,18 +401,22 @@ absl::StatusOr<std::vector<Piece>> parse_template(std::string_view to, uint32_t 
         }
         return j;
     };
+    // \N or $N at *i (one or two digits after the marker): the group, *i on its last digit.
+    auto numbered = [&](size_t* i) -> absl::Status {
+        size_t end = digits(*i + 1, 2);
+        uint32_t g = 0;
+        (void)to_u32(to.substr(*i + 1, end - *i - 1), &g);
+        *i = end - 1;
+        return group(g);
+    };
     for (size_t i = 0; i < to.size(); ++i) {
         char c = to[i];
         if (c == '\\' && i + 1 < to.size()) {
             char n = to[i + 1];
             if (absl::ascii_isdigit(static_cast<unsigned char>(n))) {
-                size_t end = digits(i + 1, 2);
-                uint32_t g = 0;
-                (void)to_u32(to.substr(i + 1, end - i - 1), &g);
-                if (auto st = group(g); !st.ok()) {
+                if (auto st = numbered(&i); !st.ok()) {
                     return st;
                 }
-                i = end - 1;
             } else if (n == 'g' && i + 2 < to.size() && to[i + 2] == '<') {
                 size_t close = to.find('>', i + 3);
                 uint32_t g = 0;
@@ -445,13 +449,9 @@ absl::StatusOr<std::vector<Piece>> parse_template(std::string_view to, uint32_t 
             }
         } else if (c == '$' && i + 1 < to.size() &&
                    absl::ascii_isdigit(static_cast<unsigned char>(to[i + 1]))) {
-            size_t end = digits(i + 1, 2);
-            uint32_t g = 0;
-            (void)to_u32(to.substr(i + 1, end - i - 1), &g);
-            if (auto st = group(g); !st.ok()) {
+            if (auto st = numbered(&i); !st.ok()) {
                 return st;
             }
-            i = end - 1;
         } else if (c == '$' && i + 2 < to.size() && to[i + 1] == '{') {
             size_t close = to.find('}', i + 2);
             uint32_t g = 0;
