@@ -277,7 +277,8 @@ bool target_final(v1::TargetState state) {
 
 bool deployment_final(const v1::Deployment& d) {
     if (d.state() == v1::DEPLOYMENT_STATE_SUCCEEDED || d.state() == v1::DEPLOYMENT_STATE_FAILED ||
-        d.state() == v1::DEPLOYMENT_STATE_ROLLED_BACK) {
+        d.state() == v1::DEPLOYMENT_STATE_ROLLED_BACK ||
+        d.state() == v1::DEPLOYMENT_STATE_SUPERSEDED) {
         return true;
     }
     return std::all_of(d.targets().begin(), d.targets().end(),

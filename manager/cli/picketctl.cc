@@ -271,7 +271,9 @@ int finish_deployment(Command& cmd, v1::Deployment d, const WaitOptions& w) {
                          std::string(target_state_name(t.state()));
             }
         }
-        return cmd.fail("deployment " + d.id() + ": " + std::to_string(bad) + " of " +
+        const char* how =
+            d.state() == v1::DEPLOYMENT_STATE_SUPERSEDED ? " superseded by a newer deployment" : "";
+        return cmd.fail("deployment " + d.id() + how + ": " + std::to_string(bad) + " of " +
                         std::to_string(d.targets_size()) + " targets not applied (" + which + ")");
     }
     return kExitOk;

@@ -218,11 +218,15 @@ absl::Status Rollout::drive(const store::Deployment& d, bool* woke) {
                 // A newer deployment took over this sensor (or it was revoked): stop here, and
                 // do not roll back (that would undo the newer deployment).
                 soaks_.erase(d.id);
+                if (tg->error == "sensor revoked") {
+                    return store_.set_deployment_state(d.id, DeploymentState::kFailed,
+                                                       "canary " + tg->sensor + " was revoked", t);
+                }
                 return store_.set_deployment_state(
-                    d.id, DeploymentState::kFailed,
-                    "canary " + tg->sensor +
-                        (tg->error == "sensor revoked" ? " was revoked"
-                                                       : " superseded by a newer deployment"),
+                    d.id, DeploymentState::kSuperseded,
+                    "canary " + tg->sensor + " " +
+                        (tg->error.empty() ? std::string("superseded by a newer deployment")
+                                           : tg->error),
                     t);
             }
             if (tg->state == TargetState::kRejected || tg->state == TargetState::kTimedOut) {
@@ -286,14 +290,22 @@ absl::Status Rollout::drive(const store::Deployment& d, bool* woke) {
         // The store finishes a rolling deployment when its last target ends; this catches one
         // whose targets all ended before it became rolling.
         bool open = false;
-        bool all_applied = true;
+        bool failed = false;
+        bool superseded = false;
         for (const store::Target& tg : targets) {
             open = open || !store::is_terminal(tg.state);
-            all_applied = all_applied && tg.state == TargetState::kApplied;
+            failed =
+                failed || tg.state == TargetState::kRejected || tg.state == TargetState::kTimedOut;
+            superseded = superseded || (tg.state == TargetState::kSuperseded &&
+                                        tg.error.starts_with(store::kSupersededByPrefix));
         }
         if (!open) {
-            absl::Status st = store_.set_deployment_state(
-                d.id, all_applied ? DeploymentState::kCompleted : DeploymentState::kFailed, "", t);
+            absl::Status st =
+                store_.set_deployment_state(d.id,
+                                            failed       ? DeploymentState::kFailed
+                                            : superseded ? DeploymentState::kSuperseded
+                                                         : DeploymentState::kCompleted,
+                                            "", t);
             if (!st.ok() && !absl::IsFailedPrecondition(st)) {
                 return st;
             }

@@ -59,6 +59,8 @@ pb::DeploymentState deployment_state(store::DeploymentState s) {
             return pb::DEPLOYMENT_STATE_FAILED;
         case store::DeploymentState::kRolledBack:
             return pb::DEPLOYMENT_STATE_ROLLED_BACK;
+        case store::DeploymentState::kSuperseded:
+            return pb::DEPLOYMENT_STATE_SUPERSEDED;
     }
     return pb::DEPLOYMENT_STATE_UNSPECIFIED;
 }

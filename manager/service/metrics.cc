@@ -187,9 +187,10 @@ void collect(Core& core, Exposition& out) {
     out.gauge("picket_deployment_latest_id", "Id of the newest deployment (0 = none).", {},
               static_cast<double>(latest_id));
     constexpr store::DeploymentState kDeploymentStates[] = {
-        store::DeploymentState::kCanary,  store::DeploymentState::kSoaking,
-        store::DeploymentState::kRolling, store::DeploymentState::kCompleted,
-        store::DeploymentState::kFailed,  store::DeploymentState::kRolledBack};
+        store::DeploymentState::kCanary,    store::DeploymentState::kSoaking,
+        store::DeploymentState::kRolling,   store::DeploymentState::kCompleted,
+        store::DeploymentState::kFailed,    store::DeploymentState::kRolledBack,
+        store::DeploymentState::kSuperseded};
     for (store::DeploymentState st : kDeploymentStates) {
         std::string name(store::to_string(st));
         out.gauge("picket_deployment_latest_state",

@@ -17,11 +17,11 @@ constexpr std::string_view kTargetStates[] = {"pending",  "sent",      "applied"
                                               "rejected", "timed_out", "superseded"};
 constexpr std::string_view kStages[] = {"canary", "rest"};
 constexpr std::string_view kKinds[] = {"deploy", "rollback"};
-constexpr std::string_view kDeploymentStates[] = {"canary",    "soaking", "rolling",
-                                                  "completed", "failed",  "rolled_back"};
+constexpr std::string_view kDeploymentStates[] = {"canary", "soaking",     "rolling",   "completed",
+                                                  "failed", "rolled_back", "superseded"};
 static_assert(std::size(kTargetStates) == static_cast<size_t>(TargetState::kSuperseded) + 1);
 static_assert(std::size(kDeploymentStates) ==
-              static_cast<size_t>(DeploymentState::kRolledBack) + 1);
+              static_cast<size_t>(DeploymentState::kSuperseded) + 1);
 
 // A set of states as a bit mask.
 template <typename E>
@@ -46,9 +46,10 @@ constexpr uint32_t kTargetNext[] = {
     0,
 };
 constexpr uint32_t kDeploymentNext[] = {
-    set_of({D::kSoaking, D::kRolling, D::kFailed, D::kRolledBack}),  // canary
-    set_of({D::kRolling, D::kFailed, D::kRolledBack}),               // soaking
-    set_of({D::kCompleted, D::kFailed}),                             // rolling
+    set_of({D::kSoaking, D::kRolling, D::kFailed, D::kRolledBack, D::kSuperseded}),  // canary
+    set_of({D::kRolling, D::kFailed, D::kRolledBack, D::kSuperseded}),               // soaking
+    set_of({D::kCompleted, D::kFailed, D::kSuperseded}),                             // rolling
+    0,
     0,
     0,
     0,
@@ -125,7 +126,7 @@ bool is_terminal(TargetState s) {
 }
 bool is_terminal(DeploymentState s) {
     return s == DeploymentState::kCompleted || s == DeploymentState::kFailed ||
-           s == DeploymentState::kRolledBack;
+           s == DeploymentState::kRolledBack || s == DeploymentState::kSuperseded;
 }
 
 bool valid_transition(TargetState from, TargetState to) {
@@ -146,20 +147,29 @@ absl::Status maybe_finish(Conn& c, int64_t id, int64_t ts) {
                                "(SELECT count(*) FROM deployment_targets WHERE deployment_id = "
                                "d.id AND state IN ('rejected', 'timed_out')), "
                                "(SELECT count(*) FROM deployment_targets WHERE deployment_id = "
-                               "d.id) FROM deployments d WHERE d.id = ?"));
-    s.bind(1, id);
+                               "d.id AND state = 'superseded' AND substr(error, 1, ?2) = ?3), "
+                               "(SELECT count(*) FROM deployment_targets WHERE deployment_id = "
+                               "d.id) FROM deployments d WHERE d.id = ?1"));
+    s.bind(1, id).bind(2, static_cast<int64_t>(kSupersededByPrefix.size()));
+    s.bind(3, kSupersededByPrefix);
     ASSIGN_OR_RETURN(bool row, s.step());
     if (!row || s.text(0) != "rolling" || s.i64(1) != 0) {
         return absl::OkStatus();
     }
-    int64_t failed = s.i64(2);
-    int64_t total = s.i64(3);
-    if (failed == 0) {
-        return set_deployment_state_in(c, id, DeploymentState::kCompleted, "", ts);
+    const int64_t failed = s.i64(2);
+    const int64_t superseded = s.i64(3);
+    const int64_t total = s.i64(4);
+    if (failed != 0) {
+        return set_deployment_state_in(c, id, DeploymentState::kFailed,
+                                       cat(failed, " of ", total, " targets rejected or timed out"),
+                                       ts);
     }
-    return set_deployment_state_in(c, id, DeploymentState::kFailed,
-                                   cat(failed, " of ", total, " targets rejected or timed out"),
-                                   ts);
+    if (superseded != 0) {
+        return set_deployment_state_in(
+            c, id, DeploymentState::kSuperseded,
+            cat(superseded, " of ", total, " targets taken over by a newer deployment"), ts);
+    }
+    return set_deployment_state_in(c, id, DeploymentState::kCompleted, "", ts);
 }
 
 absl::Status supersede_sensor_targets(Conn& c, int64_t sid, int64_t keep, const char* error,
@@ -242,7 +252,8 @@ absl::Status Store::set_deployment_state(int64_t id, DeploymentState to, const s
                                                      to_string(from), " -> ", to_string(to)));
         }
         RETURN_IF_ERROR(set_deployment_state_in(c, id, to, error, ts));
-        if (to == DeploymentState::kFailed || to == DeploymentState::kRolledBack) {
+        if (to == DeploymentState::kFailed || to == DeploymentState::kRolledBack ||
+            to == DeploymentState::kSuperseded) {
             RETURN_IF_ERROR(supersede_open_targets(c, id, ts));
         }
         if (to == DeploymentState::kRolling) {

@@ -147,9 +147,10 @@ absl::StatusOr<Deployment> Store::create_deployment(const NewDeployment& d) {
 
         // A newer deployment supersedes the open targets of older ones on the same sensors.
         std::vector<int64_t> touched;
+        const std::string superseded = cat(kSupersededByPrefix, id);
         for (size_t i = 0; i < n; ++i) {
-            RETURN_IF_ERROR(
-                supersede_sensor_targets(c, plan[i].first, id, nullptr, d.created_at, touched));
+            RETURN_IF_ERROR(supersede_sensor_targets(c, plan[i].first, id, superseded.c_str(),
+                                                     d.created_at, touched));
             ASSIGN_OR_RETURN(Stmt t, c.prepare("INSERT INTO deployment_targets(deployment_id, "
                                                "sensor_id, bundle_version, stage, state, "
                                                "created_at, updated_at) "

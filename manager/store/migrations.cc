@@ -192,7 +192,38 @@ CREATE TABLE rule_update_sources (
 ) WITHOUT ROWID;
 )sql";
 
-constexpr const char* kMigrations[] = {kV1, kV2, kV3, kV4};
+// Version 5: a deployment that a newer one took over ends 'superseded', a state of its own.
+// SQLite cannot alter a CHECK constraint: the table is rebuilt (migrate() runs every step with
+// foreign keys off and checks them before it commits, as SQLite's ALTER TABLE guide says).
+constexpr const char* kV5 = R"sql(
+CREATE TABLE deployments_v5 (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    bundle_version INTEGER REFERENCES bundles(version),
+    kind TEXT NOT NULL CHECK (kind IN ('deploy', 'rollback')),
+    selector TEXT NOT NULL,
+    canary_percent INTEGER NOT NULL DEFAULT 0 CHECK (canary_percent BETWEEN 0 AND 100),
+    soak_seconds INTEGER NOT NULL DEFAULT 0,
+    state TEXT NOT NULL CHECK (state IN ('canary', 'soaking', 'rolling', 'completed', 'failed',
+                                         'rolled_back', 'superseded')),
+    parent_id INTEGER REFERENCES deployments(id),
+    actor TEXT NOT NULL DEFAULT '',
+    error TEXT NOT NULL DEFAULT '',
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    gate_max_drop_ratio REAL,
+    gate_max_alert_rate REAL
+);
+INSERT INTO deployments_v5(id, bundle_version, kind, selector, canary_percent, soak_seconds,
+                           state, parent_id, actor, error, created_at, updated_at,
+                           gate_max_drop_ratio, gate_max_alert_rate)
+    SELECT id, bundle_version, kind, selector, canary_percent, soak_seconds, state, parent_id,
+           actor, error, created_at, updated_at, gate_max_drop_ratio, gate_max_alert_rate
+    FROM deployments;
+DROP TABLE deployments;
+ALTER TABLE deployments_v5 RENAME TO deployments;
+)sql";
+
+constexpr const char* kMigrations[] = {kV1, kV2, kV3, kV4, kV5};
 
 }  // namespace
 
@@ -230,10 +261,31 @@ absl::StatusOr<int> migrate(Conn& c, int target) {
             Store::kSchemaVersion, "); upgrade picket-manager or restore an older database")));
     }
     RETURN_IF_ERROR(c.exec("COMMIT"));
+    if (version >= target) {
+        return version;
+    }
+    // Foreign keys off while tables are rebuilt (a no-op inside a transaction, so here), each
+    // step checked before it commits, and on again whatever happens.
+    RETURN_IF_ERROR(c.exec("PRAGMA foreign_keys=OFF"));
+    struct KeysOn {
+        Conn& c;
+        ~KeysOn() { c.exec("PRAGMA foreign_keys=ON").IgnoreError(); }
+    } keys_on{c};
     auto steps = migrations();
     for (int v = version + 1; v <= target; ++v) {
         RETURN_IF_ERROR(c.exec("BEGIN IMMEDIATE"));
         absl::Status st = c.exec(steps[v - 1]);
+        if (st.ok()) {
+            auto s = c.prepare("PRAGMA foreign_key_check");
+            auto row = s.ok() ? s->step() : absl::StatusOr<bool>(s.status());
+            if (!row.ok()) {
+                st = row.status();
+            } else if (*row) {
+                st =
+                    absl::FailedPreconditionError(cat("table ", s->text(0), " row ", s->i64(1),
+                                                      " refers to a missing ", s->text(2), " row"));
+            }
+        }
         if (st.ok()) {
             auto s = c.prepare("DELETE FROM schema_version");
             st = s.ok() ? s->run() : s.status();

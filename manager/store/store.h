@@ -107,7 +107,13 @@ enum class DeploymentState {
     kCompleted,
     kFailed,
     kRolledBack,
+    // A newer deployment took over some of its targets before they applied (none failed).
+    kSuperseded,
 };
+
+// The error a target gets when a newer deployment takes its sensor over ("superseded by
+// deployment 12"), which tells it from a revoked sensor's target ("sensor revoked").
+inline constexpr std::string_view kSupersededByPrefix = "superseded by deployment ";
 
 std::string_view to_string(TargetState s);
 std::string_view to_string(Stage s);
@@ -118,8 +124,9 @@ bool is_terminal(DeploymentState s);
 // pending -> sent | applied (already running it) | timed_out | superseded;
 // sent -> pending (lost before the result) | applied | rejected | timed_out | superseded.
 bool valid_transition(TargetState from, TargetState to);
-// canary -> soaking | rolling | failed | rolled_back; soaking -> rolling | failed | rolled_back;
-// rolling -> completed | failed.
+// canary -> soaking | rolling | failed | rolled_back | superseded;
+// soaking -> rolling | failed | rolled_back | superseded; rolling -> completed | failed |
+// superseded.
 bool valid_transition(DeploymentState from, DeploymentState to);
 
 struct NewDeployment {
@@ -284,7 +291,7 @@ struct StoreOptions {
 
 class Store {
 public:
-    static constexpr int kSchemaVersion = 4;
+    static constexpr int kSchemaVersion = 5;
 
     // Creates (mode 0600) or opens the database and migrates it. FAILED_PRECONDITION when the
     // file's schema is newer than kSchemaVersion; DATA_LOSS when it is not a database.

@@ -186,8 +186,8 @@ TEST_F(RolloutTest, SupersededCanaryEndsWithoutRollback) {
     int64_t newer = deploy(0, 0);  // supersedes s2's open canary target
     ASSERT_TRUE(rollout_->step().ok());
     store::Deployment d = get(id);
-    EXPECT_EQ(d.state, DeploymentState::kFailed);
-    EXPECT_EQ(d.error, "canary s2 superseded by a newer deployment");
+    EXPECT_EQ(d.state, DeploymentState::kSuperseded);
+    EXPECT_EQ(d.error, "canary s2 superseded by deployment 2");
     EXPECT_EQ(store_->list_deployments(10, false).value().size(), 2u);
     EXPECT_EQ(get(newer).state, DeploymentState::kRolling);
 }

@@ -421,6 +421,33 @@ TEST_F(InsecureManager, AReusedVersionNumberWithOtherContentIsSent) {
     EXPECT_TRUE(s2.applies().empty());
 }
 
+// #25 item 2: a deployment a newer one takes over before it reached every target ends
+// SUPERSEDED (not SUCCEEDED with a cancelled target); the target names the newer deployment.
+TEST_F(InsecureManager, ADeploymentTakenOverByANewerOneEndsSuperseded) {
+    uint64_t v1 = admin_->push(make_bundle("base", kRuleV1));
+    uint64_t v2 = admin_->push(make_bundle("base", kRuleV2));
+    {
+        FakeSensor gone(channel_, hello("s2"));
+        ASSERT_TRUE(wait_connected("s2"));
+    }
+    ASSERT_TRUE(wait_connected("s2", false));
+    FakeSensor s1(channel_, hello("s1"));
+    ASSERT_TRUE(wait_connected("s1"));
+    pb::DeployResponse first;
+    ASSERT_TRUE(admin_->deploy(v1, "all", &first).ok());
+    ASSERT_TRUE(s1.wait_applies(1));  // s2 is offline: its target stays pending
+    pb::DeployResponse second;
+    ASSERT_TRUE(admin_->deploy(v2, "s2", &second).ok());
+    ASSERT_TRUE(admin_->wait_state(first.deployment().id(), pb::DEPLOYMENT_STATE_SUPERSEDED));
+    pb::Deployment d = admin_->deployment(first.deployment().id());
+    EXPECT_EQ(d.message(), "1 of 2 targets taken over by a newer deployment");
+    ASSERT_EQ(d.targets_size(), 2);
+    EXPECT_EQ(d.targets(0).state(), pb::TARGET_STATE_APPLIED);
+    EXPECT_EQ(d.targets(1).sensor(), "s2");
+    EXPECT_EQ(d.targets(1).state(), pb::TARGET_STATE_CANCELLED);
+    EXPECT_EQ(d.targets(1).error(), "superseded by deployment " + second.deployment().id());
+}
+
 TEST_F(InsecureManager, RejectedApplyRecordsTheError) {
     uint64_t v = admin_->push(make_bundle("base", kRuleV1));
     FakeSensor s1(channel_, hello("s1"), "rules/a.rules:1: unknown keyword 'frob'");

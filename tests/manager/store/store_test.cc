@@ -104,8 +104,8 @@ TEST(StoreOpen, MigratesEmptyDatabaseWithPrivateFiles) {
     std::string path = dir.file("m.db");
     auto store = open_store(path);
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->schema_version(), 4);
-    EXPECT_EQ(raw_int(path, "SELECT version FROM schema_version"), 4);
+    EXPECT_EQ(store->schema_version(), 5);
+    EXPECT_EQ(raw_int(path, "SELECT version FROM schema_version"), 5);
     EXPECT_EQ(raw_int(path,
                       "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
                       "('sensors', 'sensor_labels', 'blobs', 'bundles', 'deployments', "
@@ -138,12 +138,60 @@ TEST(StoreOpen, UpgradesFromVersionOneKeepingData) {
     EXPECT_EQ(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE name = 'runs'"), 0);
     auto store = open_store(path);
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->schema_version(), 4);
+    EXPECT_EQ(store->schema_version(), 5);
     auto s = store->get_sensor("s1");
     ASSERT_TRUE(s.ok()) << s.status();
     EXPECT_TRUE(s->enrolled);
     EXPECT_TRUE(store->begin_run("s1", 0, at(1)).ok());
     EXPECT_EQ(store->list_runs("s1")->size(), 1u);
+}
+
+TEST(StoreOpen, UpgradeToVersionFiveKeepsDeploymentsAndTheirReferences) {
+    TempDir dir;
+    std::string path = dir.file("m.db");
+    {
+        StoreOptions opt;
+        opt.max_schema_version = 4;
+        auto store = open_store(path, opt);
+        ASSERT_NE(store, nullptr);
+    }
+    // Version 4 rows: a deployment, its rollback child, a target and a run naming it.
+    for (const char* sql :
+         {"INSERT INTO sensors(id, name, first_seen, last_seen) VALUES(1, 's1', 0, 0)",
+          "INSERT INTO blobs(sha256, size, data) VALUES('aa', 1, x'00')",
+          "INSERT INTO bundles(version, name, sha256, created_at) VALUES(1, 'b', 'aa', 0)",
+          "INSERT INTO deployments(id, bundle_version, kind, selector, state, created_at, "
+          "updated_at, gate_max_drop_ratio) VALUES(7, 1, 'deploy', 'all', 'rolled_back', 1, 2, "
+          "0.25)",
+          "INSERT INTO deployments(id, bundle_version, kind, selector, state, parent_id, "
+          "created_at, updated_at) VALUES(8, NULL, 'rollback', 's1', 'completed', 7, 3, 4)",
+          "INSERT INTO deployment_targets(deployment_id, sensor_id, bundle_version, stage, "
+          "state, created_at, updated_at) VALUES(7, 1, 1, 'canary', 'applied', 1, 2)",
+          "INSERT INTO runs(sensor_id, bundle_version, started_at, deployment_id) "
+          "VALUES(1, 1, 2, 7)"}) {
+        ASSERT_EQ(raw_exec(path, sql), SQLITE_OK) << sql;
+    }
+    auto store = open_store(path);
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(store->schema_version(), 5);
+    auto d7 = store->get_deployment(7);
+    ASSERT_TRUE(d7.ok()) << d7.status();
+    EXPECT_EQ(d7->state, DeploymentState::kRolledBack);
+    EXPECT_EQ(d7->gate_max_drop_ratio, 0.25);
+    ASSERT_EQ(d7->targets.size(), 1u);
+    EXPECT_EQ(d7->targets[0].state, TargetState::kApplied);
+    EXPECT_EQ(store->get_deployment(8)->parent_id, 7);
+    EXPECT_EQ(store->list_runs("s1")->at(0).deployment_id, 7);
+    // The new state is accepted, the foreign keys are on again and still name the new table.
+    EXPECT_EQ(raw_exec(path, "UPDATE deployments SET state = 'superseded' WHERE id = 8"),
+              SQLITE_OK);
+    EXPECT_EQ(raw_int(path, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
+    EXPECT_EQ(raw_exec(path,
+                       "PRAGMA foreign_keys=ON; INSERT INTO deployment_targets(deployment_id, "
+                       "sensor_id, bundle_version, stage, state, created_at, updated_at) "
+                       "VALUES(99, 1, 1, 'rest', 'pending', 1, 1)"),
+              SQLITE_CONSTRAINT);
+    EXPECT_TRUE(store->integrity_check().ok());
 }
 
 TEST(StoreOpen, ReopenKeepsDataAndResetsConnections) {
@@ -156,7 +204,7 @@ TEST(StoreOpen, ReopenKeepsDataAndResetsConnections) {
         ASSERT_TRUE(store->push_bundle(bundle("rules-a")).ok());
     }
     auto store = open_store(path);
-    EXPECT_EQ(store->schema_version(), 4);
+    EXPECT_EQ(store->schema_version(), 5);
     auto s = store->get_sensor("s1");
     ASSERT_TRUE(s.ok());
     EXPECT_FALSE(s->connected);
@@ -173,7 +221,7 @@ TEST(StoreOpen, RefusesNewerSchema) {
     ASSERT_FALSE(store.ok());
     EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
     EXPECT_NE(store.status().message().find("schema version 99 is newer than this picket-manager "
-                                            "supports (4)"),
+                                            "supports (5)"),
               std::string::npos)
         << store.status();
 }
@@ -473,8 +521,10 @@ TEST_F(StoreDeploy, NewerDeploymentSupersedesOpenTargets) {
     auto d2 = store_->create_deployment(deploy(2, "b,c"));
     ASSERT_TRUE(d2.ok());
     auto d1 = store_->get_deployment(1);
-    EXPECT_EQ(d1->state, DeploymentState::kCompleted);
+    EXPECT_EQ(d1->state, DeploymentState::kSuperseded);  // not completed: b and c never ran 1
+    EXPECT_EQ(d1->error, "2 of 3 targets taken over by a newer deployment");
     EXPECT_EQ(d1->targets[1].state, TargetState::kSuperseded);
+    EXPECT_EQ(d1->targets[1].error, "superseded by deployment 2");
     EXPECT_EQ(d1->targets[2].state, TargetState::kSuperseded);
     auto pb = store_->pending_targets("b");
     ASSERT_EQ(pb->size(), 1u);
