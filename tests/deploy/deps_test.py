@@ -126,9 +126,13 @@ class Call:
 
     def modules(self):
         """pkg-config module names (version constraints dropped) of a pkg_* call."""
-        mods = []
+        mods, skip_version = [], False
         for a in self.args[1:]:
-            if a in PKG_KEYWORDS:
+            if a in PKG_KEYWORDS or skip_version:
+                skip_version = False
+                continue
+            if re.fullmatch(r"[<>=]+", a):  # "libfoo >= 1.2": the operator, then the version
+                skip_version = True
                 continue
             mods.append(re.split(r"[<>=]", a, maxsplit=1)[0])
         return mods
@@ -454,6 +458,8 @@ class CMakeParsing(unittest.TestCase):
                           ("x/CMakeLists.txt:7", "GTest", True, True),
                           ("x/CMakeLists.txt:9", "Bar", True, False)])
         self.assertEqual(calls[1].modules(), ["libnetfilter_queue", "libmnl"])
+        spaced = parse_calls("pkg_search_module(X REQUIRED libx >= 2 liby)", "CMakeLists.txt")
+        self.assertEqual(spaced[0].modules(), ["libx", "liby"])
         self.assertTrue(parse_calls("find_package(Python3 REQUIRED)",
                                     os.path.join("tests", "CMakeLists.txt"))[0].test_only)
 
