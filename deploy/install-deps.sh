@@ -1,29 +1,64 @@
 #!/usr/bin/env bash
-# Installs every build, test and runtime dependency of Picket from Debian 12's archive.
-# Idempotent: when every package is already present it only checks and exits (no apt-get call).
+# The Debian 12 packages of Picket, in three lists, and their installation from Debian's archive.
+#
+#   install-deps.sh [--build] [--runtime] [--test] [--print]
+#
+#   --build    compilers, cmake and the -dev libraries of a Release build of picket-manager,
+#              picket-sensor and picketctl (deploy/Dockerfile's build stage)
+#   --runtime  the shared-library packages those three binaries load, plus ca-certificates
+#              (deploy/Dockerfile's runtime stage); never a -dev package
+#   --test     what tests/run.sh needs beyond --build: test frameworks, clang for the sanitizer
+#              builds, the optional DPDK, servers and tools of the end-to-end tests
+#   --print    print the selected package names, one a line, and install nothing
+#
+# Options combine; no list option selects all three (tests/run.sh, deploy/quickstart.sh).
+# Idempotent: when every selected package is already present it only checks and exits (no
+# apt-get call). tests/deploy/deps_test.py checks the lists against the CMake files, the built
+# binaries and the Dockerfile.
 set -euo pipefail
 
-PACKAGES=(
-    # build
-    build-essential cmake ninja-build pkg-config ccache clang clang-format libclang-rt-14-dev
-    # libraries
+BUILD_PACKAGES=(
+    # compilers and build tools
+    build-essential cmake ninja-build pkg-config
+    # gRPC, protobuf and Abseil (manager <-> sensor RPC, absl::Status)
     libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
-    libpcre2-dev libhyperscan-dev libpcap-dev libsqlite3-dev libyaml-cpp-dev nlohmann-json3-dev
-    libcli11-dev libspdlog-dev libcivetweb-dev civetweb libnetfilter-queue-dev libmnl-dev
-    libbpf-dev libssl-dev zlib1g-dev liblzma-dev
+    # detection (Hyperscan, PCRE2), capture (libpcap; NFQUEUE: libnetfilter-queue, libmnl)
+    libhyperscan-dev libpcre2-dev libpcap-dev libnetfilter-queue-dev libmnl-dev
+    # configuration, CLI, JSON, the manager's store, metrics endpoint (civetweb)
+    libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libsqlite3-dev libcivetweb-dev
+    # hashes and TLS (OpenSSL), HTTP bodies (zlib, liblzma), EVE file magic, the EVE redis sink
+    libssl-dev zlib1g-dev liblzma-dev libmagic-dev libhiredis-dev
     # rule sources: fetching (libcurl) and unpacking (libarchive) upstream rulesets
     libcurl4-openssl-dev libarchive-dev
-    # the EVE redis sink (hiredis) and a real Redis server for its tests
-    libhiredis-dev redis-server
-    # file magic for EVE fileinfo (force-magic); logrotate for the rotation test
-    libmagic-dev logrotate
-    # DPDK 22.11 for the optional DPDK capture (picket_capture_dpdk); pulls in the net_pcap,
-    # net_ring and net_af_packet PMDs and the ring mempool that the virtual-device tests use
-    libdpdk-dev
+)
+
+# The packages of the sonames that picket-manager, picket-sensor and picketctl are linked
+# against (built with --build only: without DPDK). libc6, libgcc-s1 and libstdc++6 are in
+# debian:12 already; they are listed so that the check against the binaries has no exceptions.
+RUNTIME_PACKAGES=(
+    libc6 libgcc-s1 libstdc++6
+    libgrpc++1.51 libgrpc29 libprotobuf32 libabsl20220623
+    libhyperscan5 libpcre2-8-0 libpcap0.8 libnetfilter-queue1 libmnl0
+    libyaml-cpp0.7 libsqlite3-0 libcivetweb1
+    libssl3 zlib1g liblzma5 libmagic1 libhiredis0.14
+    libcurl4 libarchive13
+    # TLS to upstream rule sources (libcurl) needs the CA bundle
+    ca-certificates
+)
+
+TEST_PACKAGES=(
+    # sanitizer and fuzzer builds (clang, compiler-rt), formatting, the compiler cache
+    clang clang-format libclang-rt-14-dev ccache
     # tests and benchmarks
-    libgtest-dev libgmock-dev libbenchmark-dev
+    libgtest-dev libgmock-dev libbenchmark-dev python3 python3-yaml
+    # DPDK 22.11 for the optional DPDK capture (picket_capture_dpdk); pulls in the net_pcap,
+    # net_ring and net_af_packet PMDs and the ring mempool that the virtual-device tests use.
+    # Not in --build: the image's sensor is built without it.
+    libdpdk-dev
+    # a real Redis server for the EVE redis sink's tests; logrotate for the rotation test
+    redis-server logrotate
     # runtime tools used by the end-to-end tests
-    iproute2 iptables iputils-ping ethtool tcpdump procps python3 python3-yaml
+    iproute2 iptables iputils-ping ethtool tcpdump procps
     # a sensor's clock a day off in the fleet fault test (libfaketime, LD_PRELOAD)
     faketime
     # metrics and deployment files: a real Prometheus server (and promtool) for the tests and
@@ -31,10 +66,38 @@ PACKAGES=(
     # checks the units; unshare/nsenter (util-linux) enter the test namespaces
     prometheus docker-compose systemd util-linux
 )
-# kubectl renders deploy/k8s (kubectl kustomize) in tests/deploy. Any kubectl on the PATH will
-# do (some images ship Google's); otherwise Debian's kubernetes-client provides it.
-if ! command -v kubectl >/dev/null 2>&1; then
-    PACKAGES+=(kubernetes-client)
+
+want_build=0 want_runtime=0 want_test=0 print=0
+for a in "$@"; do
+    case "$a" in
+        --build) want_build=1 ;;
+        --runtime) want_runtime=1 ;;
+        --test) want_test=1 ;;
+        --print | --list) print=1 ;;
+        -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
+        *) echo "install-deps.sh: unknown option '$a' (--build, --runtime, --test, --print)" >&2
+           exit 2 ;;
+    esac
+done
+if [ $((want_build + want_runtime + want_test)) -eq 0 ]; then
+    want_build=1 want_runtime=1 want_test=1
+fi
+
+PACKAGES=()
+[ "$want_build" -eq 1 ] && PACKAGES+=("${BUILD_PACKAGES[@]}")
+[ "$want_runtime" -eq 1 ] && PACKAGES+=("${RUNTIME_PACKAGES[@]}")
+if [ "$want_test" -eq 1 ]; then
+    PACKAGES+=("${TEST_PACKAGES[@]}")
+    # kubectl renders deploy/k8s (kubectl kustomize) in tests/deploy. Any kubectl on the PATH
+    # will do (some images ship Google's); otherwise Debian's kubernetes-client provides it.
+    if ! command -v kubectl >/dev/null 2>&1; then
+        PACKAGES+=(kubernetes-client)
+    fi
+fi
+
+if [ "$print" -eq 1 ]; then
+    printf '%s\n' "${PACKAGES[@]}"
+    exit 0
 fi
 
 missing=()

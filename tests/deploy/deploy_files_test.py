@@ -665,18 +665,10 @@ class Dockerfile(unittest.TestCase):
         self.assertEqual(stages, ["debian:12", "debian:12"])
         self.assertNotRegex(text, r"\b(curl|wget|pip|npm|go get|git clone)\b")
         self.assertIn("COPY deploy/manager.yaml deploy/sensor.yaml /etc/picket/", text)
-        # Every package it installs exists in Debian 12's lists when apt-cache knows them.
         cmd = re.search(r'^CMD (\[.*\])$', text, re.M).group(1)
         self.assertEqual(yaml.safe_load(cmd), ["picket-manager", "-c", "/etc/picket/manager.yaml"])
-        pkgs = re.search(r"apt-get install -y --no-install-recommends \\\n([\s\S]*?)&&", text)
-        names = pkgs.group(1).replace("\\", " ").split()
-        apt_cache = shutil.which("apt-cache")
-        if not apt_cache:
-            skip(self, "apt-cache")
-        r = run([apt_cache, "policy"] + names)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        known = set(re.findall(r"^(\S+):$", r.stdout, re.M))
-        self.assertEqual(set(names) - known, set(), "packages apt-cache does not know")
+        # Its packages come from deploy/install-deps.sh --build / --runtime: tests/deploy/
+        # deps_test.py (ctest deploy_deps) checks those lists and how the Dockerfile uses them.
 
 
 def main():
