@@ -71,6 +71,30 @@ constexpr FamilyDef kEveDropped{"picket_sensor_eve_dropped_total",
                                 "event type.",
                                 Type::kCounter};
 
+constexpr FamilyDef kMemuse{"picket_sensor_memuse_bytes",
+                            "Memory in use, by pool: flow, defrag, stream (TCP sessions), "
+                            "reassembly (TCP segments), app_layer (parser state).",
+                            Type::kGauge};
+constexpr FamilyDef kAppLayerFlows{"picket_sensor_app_layer_flows_total",
+                                   "Flows by detected application protocol (http, tls, dns_tcp, "
+                                   "dns_udp; failed_tcp/failed_udp: none recognised).",
+                                   Type::kCounter};
+
+// pool label -> the sensor's counter (a gauge of bytes in its module).
+constexpr std::pair<const char*, const char*> kMemusePools[] = {
+    {"flow", "flow.memuse"},           {"defrag", "defrag.memuse"},
+    {"stream", "tcp.memuse"},          {"reassembly", "tcp.reassembly_memuse"},
+    {"app_layer", "app_layer.memuse"},
+};
+constexpr std::pair<const char*, const char*> kAppLayerProtocols[] = {
+    {"http", "app_layer.flow.http"},
+    {"tls", "app_layer.flow.tls"},
+    {"dns_tcp", "app_layer.flow.dns_tcp"},
+    {"dns_udp", "app_layer.flow.dns_udp"},
+    {"failed_tcp", "app_layer.flow.failed_tcp"},
+    {"failed_udp", "app_layer.flow.failed_udp"},
+};
+
 constexpr const FamilyDef* kAllFamilies[] = {
     &kUp,
     &kInfo,
@@ -95,6 +119,8 @@ constexpr const FamilyDef* kAllFamilies[] = {
     &kWorkerMaxBatch,
     &kEveRecords,
     &kEveDropped,
+    &kMemuse,
+    &kAppLayerFlows,
 };
 
 void put(Exposition& out, const FamilyDef& f, const Labels& labels, double value) {
@@ -202,6 +228,13 @@ void append_one(Exposition& out, const SensorSeriesInput& s) {
                 put(out, *family, with(base, "type", it->first.substr(prefix.size())),
                     static_cast<double>(it->second));
             }
+        }
+        for (const auto& [pool, counter] : kMemusePools) {
+            put(out, kMemuse, with(base, "pool", pool), value_of(*s.counters, counter));
+        }
+        for (const auto& [protocol, counter] : kAppLayerProtocols) {
+            put(out, kAppLayerFlows, with(base, "protocol", protocol),
+                value_of(*s.counters, counter));
         }
     }
 }

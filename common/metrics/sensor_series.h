@@ -39,10 +39,18 @@
 //   picket_sensor_eve_records_total {type}        counter  eve.records.<type> (absent for
 //                                                          types the sensor does not write)
 //   picket_sensor_eve_dropped_total {type}        counter  eve.dropped.<type> (likewise)
+//   picket_sensor_memuse_bytes {pool}             gauge    flow: flow.memuse,
+//                                                          defrag: defrag.memuse,
+//                                                          stream: tcp.memuse,
+//                                                          reassembly: tcp.reassembly_memuse,
+//                                                          app_layer: app_layer.memuse
+//   picket_sensor_app_layer_flows_total {protocol} counter app_layer.flow.<protocol>: http,
+//                                                          tls, dns_tcp, dns_udp, failed_tcp,
+//                                                          failed_udp
 // A counter missing from the map is exported as 0 (a sensor that predates the counter), except
 // where marked "absent"; a sensor with no report yet has only up, info, bundle_info and its
-// worker series. Label values are bounded: reasons and verdicts are fixed sets, worker ids
-// are the sensor's worker count, sensor labels come from its configuration.
+// worker series. Label values are bounded: reasons, verdicts, pools and protocols are fixed
+// sets, worker ids are the sensor's worker count, sensor labels come from its configuration.
 #pragma once
 
 #include <cstdint>

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -103,6 +104,10 @@ struct Core {
     ServiceMetrics metrics;
     std::unique_ptr<rollout::Rollout> rollout;
     std::atomic<bool> stopping{false};
+    // notAfter of the manager's own TLS certificate (Unix seconds), loaded once at start-up;
+    // 0 = insecure, no certificate. Exported as
+    // picket_manager_certificate_expiry_timestamp_seconds.
+    int64_t tls_cert_not_after = 0;
     // One rules update at a time (picketctl's and the schedule's).
     std::mutex rules_update_mu;
 };

@@ -273,6 +273,17 @@ void collect(Core& core, Exposition& out) {
         out.declare("picket_manager_sensor_clock_offset_seconds", kOffsetHelp,
                     picket::metrics::Type::kGauge);
     }
+
+    // Read at start-up: a renewed certificate takes effect (and shows here) after a restart.
+    constexpr std::string_view kCertHelp =
+        "Expiry (notAfter) of the manager's TLS certificate, Unix seconds; absent when insecure.";
+    if (core.tls_cert_not_after > 0) {
+        out.gauge("picket_manager_certificate_expiry_timestamp_seconds", kCertHelp, {},
+                  static_cast<double>(core.tls_cert_not_after));
+    } else {
+        out.declare("picket_manager_certificate_expiry_timestamp_seconds", kCertHelp,
+                    picket::metrics::Type::kGauge);
+    }
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <random>
 #include <thread>
@@ -95,6 +96,7 @@ absl::StatusOr<std::unique_ptr<ManagerServer>> ManagerServer::start(
     }
     auto impl = std::make_unique<Impl>(store, options);
     std::shared_ptr<grpc::ServerCredentials> creds;
+    int64_t not_after = 0;
     if (options.insecure) {
         creds = grpc::InsecureServerCredentials();
     } else {
@@ -109,9 +111,13 @@ absl::StatusOr<std::unique_ptr<ManagerServer>> ManagerServer::start(
         ssl.pem_root_certs = tls->ca_pem;
         ssl.pem_key_cert_pairs.push_back({tls->key_pem, tls->cert_pem});
         creds = grpc::SslServerCredentials(ssl);
+        not_after =
+            std::chrono::duration_cast<std::chrono::seconds>(tls->not_after.time_since_epoch())
+                .count();
     }
 
     Core& core = impl->core;
+    core.tls_cert_not_after = not_after;
     rollout::RolloutOptions ro;
     ro.poll_interval = options.rollout_poll;
     ro.target_timeout_seconds = options.target_timeout_seconds;

@@ -62,6 +62,7 @@ MANAGER_FAMILIES = {
     "picket_rules_update_last_success_timestamp_seconds": "gauge",
     "picket_rules_source_rules": "gauge",
     "picket_rules_source_fetch_failing": "gauge",
+    "picket_manager_sensor_clock_offset_seconds": "gauge",
 }
 
 
@@ -237,10 +238,12 @@ class Names(unittest.TestCase):
     def test_header_parsed(self):
         # A change of the header's layout must fail here, not silently shrink the list.
         sensor = {n: k for n, k in self.families.items() if n.startswith("picket_sensor_")}
-        self.assertEqual(len(sensor), 23, sorted(sensor))
+        self.assertEqual(len(sensor), 25, sorted(sensor))
         self.assertEqual(sensor["picket_sensor_up"], "gauge")
         self.assertEqual(sensor["picket_sensor_drops_total"], "counter")
         self.assertEqual(sensor["picket_sensor_worker_max_batch_seconds"], "gauge")
+        self.assertEqual(sensor["picket_sensor_memuse_bytes"], "gauge")
+        self.assertEqual(sensor["picket_sensor_app_layer_flows_total"], "counter")
 
     def test_tokenizer(self):
         self.assertEqual(metric_names(
@@ -445,6 +448,12 @@ class FakeFleet:
             for t in ("flow", "http", "dns"):
                 add("picket_sensor_eve_records_total", {"sensor": s, "type": t}, grow * 40)
                 add("picket_sensor_eve_dropped_total", {"sensor": s, "type": t}, 0)
+            for pool in ("flow", "defrag", "stream", "reassembly", "app_layer"):
+                add("picket_sensor_memuse_bytes", {"sensor": s, "pool": pool}, 1 << 20)
+            for proto in ("http", "tls", "dns_tcp", "dns_udp", "failed_tcp", "failed_udp"):
+                add("picket_sensor_app_layer_flows_total", {"sensor": s, "protocol": proto},
+                    grow * 5)
+            add("picket_manager_sensor_clock_offset_seconds", {"sensor": s}, 0.002 * (i + 1))
         for state, count in (("connected", 2), ("disconnected", 1)):
             add("picket_sensors", {"state": state}, count)
         for state in ("pending", "sent", "applied", "rejected", "timed_out", "rolled_back"):

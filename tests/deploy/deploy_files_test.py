@@ -8,6 +8,9 @@
   at the mounted dashboards and at the compose Prometheus.
 - kubectl kustomize renders deploy/k8s; the DaemonSet, StatefulSet, Services and ConfigMaps
   agree with each other and with deploy/manager.yaml / deploy/sensor.yaml.
+- prometheus.yml loads deploy/prometheus/picket-alerts.yml, compose mounts it there;
+  kubectl kustomize renders deploy/k8s/monitoring (ServiceMonitor on the manager's metrics
+  port, PrometheusRule equal to the rule file), which the base does not include.
 - systemd-analyze verify accepts the units (ExecStart binaries replaced by stubs, since
   they are not installed here); every flag they pass exists in sensor/engine/sensor_options.cc or
   manager/main.cc.
@@ -249,6 +252,13 @@ class Prometheus(unittest.TestCase):
         self.assertRegex(read("deploy", "prometheus.yml"),
                          r"#\s*- job_name: picket-sensor[\s\S]*:%d" % SENSOR_METRICS_PORT)
 
+    def test_loads_the_alerting_rules(self):
+        # Relative to prometheus.yml, as Prometheus resolves it; docker-compose mounts the
+        # file at the same place relative to /etc/prometheus/prometheus.yml.
+        prom = load_yaml("deploy", "prometheus.yml")
+        self.assertEqual(prom["rule_files"], ["prometheus/picket-alerts.yml"])
+        self.assertTrue(os.path.isfile(path("deploy", "prometheus", "picket-alerts.yml")))
+
 
 def compose_ports(service):
     """[(host_ip, published, target)] from docker-compose config's two renderings."""
@@ -329,6 +339,8 @@ class Compose(unittest.TestCase):
         vols = compose_volumes(p)
         self.assertEqual(vols["/etc/prometheus/prometheus.yml"],
                          (path("deploy", "prometheus.yml"), True))
+        self.assertEqual(vols["/etc/prometheus/prometheus/picket-alerts.yml"],
+                         (path("deploy", "prometheus", "picket-alerts.yml"), True))
         self.assertIn("--config.file=/etc/prometheus/prometheus.yml", p["command"])
         self.assertIn("--web.listen-address=0.0.0.0:%d" % PROMETHEUS_PORT, p["command"])
         self.assertEqual([(t, pub) for _, pub, t in compose_ports(p)],
@@ -566,6 +578,53 @@ def unit_sections(text):
 
 def unit_values(sections, section, key):
     return [v for k, v in sections.get(section, []) if k == key]
+
+
+class KustomizeMonitoring(unittest.TestCase):
+    """deploy/k8s/monitoring: the Prometheus operator's objects, outside the base."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tool = shutil.which("kubectl")
+        if cls.tool:
+            cls.result = run([cls.tool, "kustomize", path("deploy", "k8s", "monitoring")],
+                             timeout=120)
+
+    def setUp(self):
+        if not self.tool:
+            skip(self, "kubectl")
+        self.assertEqual(self.result.returncode, 0, self.result.stdout + self.result.stderr)
+        self.objs = {o["kind"]: o for o in yaml.safe_load_all(self.result.stdout) if o}
+
+    def test_objects(self):
+        self.assertEqual(sorted(self.objs), ["PrometheusRule", "ServiceMonitor"])
+        for o in self.objs.values():
+            self.assertEqual(o["apiVersion"], "monitoring.coreos.com/v1")
+            self.assertEqual(o["metadata"]["namespace"], "picket")
+            self.assertEqual(o["metadata"]["labels"]["app.kubernetes.io/part-of"], "picket")
+        # Kept out of the base: it applies on clusters without the operator's CRDs.
+        base = load_yaml("deploy", "k8s", "kustomization.yaml")
+        self.assertFalse([r for r in base["resources"] if "monitoring" in r])
+
+    def test_service_monitor_selects_the_manager_metrics_port(self):
+        sm = self.objs["ServiceMonitor"]["spec"]
+        services = [d for d in yaml.safe_load_all(read("deploy", "k8s", "manager-service.yaml"))
+                    if d]
+        selected = [svc for svc in services
+                    if sm["selector"]["matchLabels"].items() <= svc["metadata"]["labels"].items()]
+        self.assertTrue(selected)
+        self.assertEqual(len(sm["endpoints"]), 1)
+        ep = sm["endpoints"][0]
+        self.assertEqual(ep["path"], "/metrics")
+        # The port name exists on the picket-manager Service, on the manager's metrics port.
+        ports = {p["name"]: p["port"] for svc in selected for p in svc["spec"]["ports"]}
+        self.assertEqual(ports[ep["port"]], MANAGER_METRICS_PORT)
+        self.assertIn("picket-manager", [svc["metadata"]["name"] for svc in selected])
+
+    def test_prometheus_rule_is_the_rule_file(self):
+        rule = self.objs["PrometheusRule"]
+        self.assertEqual(rule["spec"]["groups"],
+                         load_yaml("deploy", "prometheus", "picket-alerts.yml")["groups"])
 
 
 class Systemd(unittest.TestCase):

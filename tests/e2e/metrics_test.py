@@ -6,7 +6,8 @@ drops), and a real Prometheus server scraping the manager every second, all on l
 Checks: the exposition passes `promtool check metrics`; exact fleet values (sensors up, bundle
 version, deployment targets); every query of every dashboard panel returns data from
 Prometheus; the dashboard's drop-ratio query is 0 for the healthy sensor and above 0 for the
-dropping one; `promtool check config` accepts deploy/prometheus.yml.
+dropping one; `promtool check config` accepts deploy/prometheus.yml; the alerting rules of
+deploy/prometheus/picket-alerts.yml load and evaluate with health "ok".
 
 Usage: metrics_test.py --build BUILD_DIR --source SOURCE_DIR
 """
@@ -100,8 +101,11 @@ class Metrics(fleetlib.FleetCase, unittest.TestCase):
         cls.prom_config = os.path.join(cls.tmp, "prometheus.yml")
         with open(cls.prom_config, "w") as f:
             f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                    "rule_files: ['%s']\n"
                     "scrape_configs:\n  - job_name: picket-manager\n"
-                    "    static_configs:\n      - targets: ['%s']\n" % cls.metrics_target)
+                    "    static_configs:\n      - targets: ['%s']\n"
+                    % (os.path.join(SOURCE, "deploy", "prometheus", "picket-alerts.yml"),
+                       cls.metrics_target))
         cls.prom = cls.start([PROMETHEUS, "--config.file=" + cls.prom_config,
                               "--storage.tsdb.path=" + os.path.join(cls.tmp, "tsdb"),
                               "--web.listen-address=127.0.0.1:%d" % cls.prom_port],
@@ -235,6 +239,28 @@ class Metrics(fleetlib.FleetCase, unittest.TestCase):
         self.assertEqual(by_sensor.get("s1"), 0.0, by_sensor)
         self.assertGreater(by_sensor.get("s2", 0.0), 0.0, by_sensor)
         self.assertLess(by_sensor["s2"], 1.0, by_sensor)
+
+    def test_alerting_rules_load_and_evaluate(self):
+        # deploy/prometheus/picket-alerts.yml in a real Prometheus: every group is there and
+        # every rule evaluates without error against the manager's real series.
+        def groups():
+            _, _, body = http_get(self.prom_url + "/api/v1/rules?type=alert")
+            return {g["name"]: g for g in json.loads(body)["data"]["groups"]}
+
+        deadline = time.time() + 30
+        got, health = {}, {}
+        while True:
+            try:  # Prometheus may still be starting
+                got = groups()
+                health = {r["name"]: r["health"] for g in got.values() for r in g["rules"]}
+            except OSError:
+                pass
+            if (set(health.values()) == {"ok"} and len(health) == 16) or time.time() > deadline:
+                break
+            time.sleep(0.5)
+        self.assertEqual(sorted(got), ["picket-manager", "picket-rules", "picket-sensors"])
+        self.assertEqual(len(health), 16, health)
+        self.assertEqual({n: h for n, h in health.items() if h != "ok"}, {})
 
     def test_promtool_accepts_the_shipped_prometheus_config(self):
         path = os.path.join(SOURCE, "deploy", "prometheus.yml")

@@ -59,6 +59,8 @@ FAMILIES = {
     "picket_sensor_worker_max_batch_seconds": "gauge",
     "picket_sensor_eve_records_total": "counter",
     "picket_sensor_eve_dropped_total": "counter",
+    "picket_sensor_memuse_bytes": "gauge",
+    "picket_sensor_app_layer_flows_total": "counter",
 }
 
 # Three rules load, one is refused (unknown keyword).
@@ -245,6 +247,10 @@ class SensorMetrics(unittest.TestCase):
             self.check_promtool(body)
         for a, b in zip(packets, packets[1:]):
             self.assertGreater(b, a, "packets did not increase: %s" % packets)
+        # The source counters exist under the names sensor_series.cc maps: flows are tracked
+        # (flow table memory) and the generated HTTP sessions are recognised as such.
+        self.assertGreater(value(fam, "picket_sensor_memuse_bytes", pool="flow"), 0)
+        self.assertGreater(value(fam, "picket_sensor_app_layer_flows_total", protocol="http"), 0)
         # 2000 packets/s: after ~1.8 s of scrapes, far fewer than 2000 x elapsed time.
         self.assertLessEqual(packets[-1], 2000 * (time.time() - started) + 1)
 

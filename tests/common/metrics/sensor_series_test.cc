@@ -72,6 +72,12 @@ const char* const kHeaders[] = {
     "# HELP picket_sensor_eve_dropped_total EVE records lost because a worker's record queue was "
     "full, by event type.\n"
     "# TYPE picket_sensor_eve_dropped_total counter\n",
+    "# HELP picket_sensor_memuse_bytes Memory in use, by pool: flow, defrag, stream (TCP "
+    "sessions), reassembly (TCP segments), app_layer (parser state).\n"
+    "# TYPE picket_sensor_memuse_bytes gauge\n",
+    "# HELP picket_sensor_app_layer_flows_total Flows by detected application protocol (http, "
+    "tls, dns_tcp, dns_udp; failed_tcp/failed_udp: none recognised).\n"
+    "# TYPE picket_sensor_app_layer_flows_total counter\n",
 };
 constexpr size_t kFamilies = sizeof(kHeaders) / sizeof(kHeaders[0]);
 
@@ -107,7 +113,16 @@ const std::map<std::string, uint64_t> kCounters = {
     {"eve.records.http", 20},
     {"eve.dropped.flow", 0},
     {"eve.dropped.http", 3},
-    {"decoder.ipv4", 999},  // not exported
+    {"flow.memuse", 4096},
+    {"defrag.memuse", 512},
+    {"tcp.memuse", 2048},
+    {"tcp.reassembly_memuse", 65536},  // app_layer.memuse missing (-> 0)
+    {"app_layer.flow.http", 5},
+    {"app_layer.flow.tls", 6},
+    {"app_layer.flow.dns_udp", 7},
+    {"app_layer.flow.failed_tcp", 1},
+    {"app_layer.tx.tls", 60},  // not exported
+    {"decoder.ipv4", 999},     // not exported
 };
 
 SensorSeriesInput busy_sensor() {
@@ -145,8 +160,8 @@ TEST(SensorSeries, EmptyFleetDeclaresEveryFamily) {
     EXPECT_EQ(render({}), expected);
     Exposition e;
     append_sensor_series(e, {});
-    EXPECT_EQ(e.family_count(), 23u);
-    EXPECT_EQ(kFamilies, 23u);
+    EXPECT_EQ(e.family_count(), 25u);
+    EXPECT_EQ(kFamilies, 25u);
 }
 
 TEST(SensorSeries, OneSensorWithCounters) {
@@ -185,6 +200,17 @@ TEST(SensorSeries, OneSensorWithCounters) {
         "picket_sensor_eve_records_total{sensor=\"s1\",type=\"http\"} 20\n",
         "picket_sensor_eve_dropped_total{sensor=\"s1\",type=\"flow\"} 0\n"
         "picket_sensor_eve_dropped_total{sensor=\"s1\",type=\"http\"} 3\n",
+        "picket_sensor_memuse_bytes{sensor=\"s1\",pool=\"flow\"} 4096\n"
+        "picket_sensor_memuse_bytes{sensor=\"s1\",pool=\"defrag\"} 512\n"
+        "picket_sensor_memuse_bytes{sensor=\"s1\",pool=\"stream\"} 2048\n"
+        "picket_sensor_memuse_bytes{sensor=\"s1\",pool=\"reassembly\"} 65536\n"
+        "picket_sensor_memuse_bytes{sensor=\"s1\",pool=\"app_layer\"} 0\n",
+        "picket_sensor_app_layer_flows_total{sensor=\"s1\",protocol=\"http\"} 5\n"
+        "picket_sensor_app_layer_flows_total{sensor=\"s1\",protocol=\"tls\"} 6\n"
+        "picket_sensor_app_layer_flows_total{sensor=\"s1\",protocol=\"dns_tcp\"} 0\n"
+        "picket_sensor_app_layer_flows_total{sensor=\"s1\",protocol=\"dns_udp\"} 7\n"
+        "picket_sensor_app_layer_flows_total{sensor=\"s1\",protocol=\"failed_tcp\"} 1\n"
+        "picket_sensor_app_layer_flows_total{sensor=\"s1\",protocol=\"failed_udp\"} 0\n",
     };
     ASSERT_EQ(samples.size(), kFamilies);
     std::string expected;
@@ -248,6 +274,17 @@ TEST(SensorSeries, SensorNotYetReportedAndPassiveSensor) {
         "picket_sensor_worker_max_batch_seconds{sensor=\"s2\"} 0\n",
         "",  // a sensor that writes no records has no eve series
         "",
+        "picket_sensor_memuse_bytes{sensor=\"s2\",pool=\"flow\"} 0\n"
+        "picket_sensor_memuse_bytes{sensor=\"s2\",pool=\"defrag\"} 0\n"
+        "picket_sensor_memuse_bytes{sensor=\"s2\",pool=\"stream\"} 0\n"
+        "picket_sensor_memuse_bytes{sensor=\"s2\",pool=\"reassembly\"} 0\n"
+        "picket_sensor_memuse_bytes{sensor=\"s2\",pool=\"app_layer\"} 0\n",
+        "picket_sensor_app_layer_flows_total{sensor=\"s2\",protocol=\"http\"} 0\n"
+        "picket_sensor_app_layer_flows_total{sensor=\"s2\",protocol=\"tls\"} 0\n"
+        "picket_sensor_app_layer_flows_total{sensor=\"s2\",protocol=\"dns_tcp\"} 0\n"
+        "picket_sensor_app_layer_flows_total{sensor=\"s2\",protocol=\"dns_udp\"} 0\n"
+        "picket_sensor_app_layer_flows_total{sensor=\"s2\",protocol=\"failed_tcp\"} 0\n"
+        "picket_sensor_app_layer_flows_total{sensor=\"s2\",protocol=\"failed_udp\"} 0\n",
     };
     ASSERT_EQ(samples.size(), kFamilies);
     std::string expected;

@@ -993,5 +993,41 @@ TEST_F(MeteredManager, SensorClockOffsetIsExported) {
     EXPECT_GT(offset, 86390.0);
 }
 
+// The manager's own certificate expiry (PicketManagerCertificateExpiring): absent when
+// insecure, its notAfter (issue time - backdate + validity) with TLS.
+TEST_F(MeteredManager, InsecureManagerHasNoCertificateExpiry) {
+    EXPECT_TRUE(has_line("# TYPE picket_manager_certificate_expiry_timestamp_seconds gauge"));
+    EXPECT_EQ(registry_.render().find("\npicket_manager_certificate_expiry_timestamp_seconds "),
+              std::string::npos);
+}
+
+class MeteredSecureManager : public testing::ManagerTest {
+protected:
+    MeteredSecureManager() : ManagerTest(kTempPrefix) {}
+    picket::metrics::Registry registry_;  // reset server_ (TearDown) before it goes
+};
+
+TEST_F(MeteredSecureManager, CertificateExpiryIsExported) {
+    auto unix_now = [] {
+        return std::chrono::duration_cast<std::chrono::seconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    };
+    ASSERT_TRUE(pki::init_ca(dir_.path(), "test-ca").ok());
+    const int64_t before = unix_now();
+    ASSERT_TRUE(pki::issue(dir_.path(), pki::CertKind::kManager, "manager", {"127.0.0.1"}, 20,
+                           std::chrono::seconds(300))
+                    .ok());
+    const int64_t after = unix_now();
+    ASSERT_NO_FATAL_FAILURE(start(testing::tls_options(dir_), &registry_));
+    const std::string prefix = "\npicket_manager_certificate_expiry_timestamp_seconds ";
+    const std::string text = registry_.render();
+    const size_t at = text.find(prefix);
+    ASSERT_NE(at, std::string::npos) << text;
+    const double expiry = std::stod(text.substr(at + prefix.size()));
+    EXPECT_GE(expiry, static_cast<double>(before - 300 + 20 * 86400));
+    EXPECT_LE(expiry, static_cast<double>(after - 300 + 20 * 86400));
+}
+
 }  // namespace
 }  // namespace picket::manager::service
