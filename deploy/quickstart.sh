@@ -126,6 +126,8 @@ cat >"$STATE/prometheus.yml" <<EOF
 global:
   scrape_interval: 2s
   evaluation_interval: 2s
+rule_files:
+  - $ROOT/deploy/prometheus/picket-alerts.yml
 scrape_configs:
   - job_name: picket-manager
     static_configs:
@@ -327,6 +329,21 @@ PY
 }
 wait_for "Prometheus to have samples" 60 query_prometheus
 query_prometheus
+echo
+echo "== Prometheus: the alerting rules (deploy/prometheus/picket-alerts.yml) and what fires"
+python3 - "$PROM_PORT" <<'PY'
+import json, sys, urllib.request
+base = "http://127.0.0.1:%s/api/v1/" % sys.argv[1]
+groups = json.load(urllib.request.urlopen(base + "rules", timeout=5))["data"]["groups"]
+rules = [r for g in groups for r in g["rules"] if r["type"] == "alerting"]
+bad = [r["name"] for r in rules if r.get("health") != "ok"]
+print("  %d alerting rules in %d groups loaded%s" % (len(rules), len(groups),
+      ", unhealthy: " + ", ".join(bad) if bad else ""))
+for a in json.load(urllib.request.urlopen(base + "alerts", timeout=5))["data"]["alerts"]:
+    print("  %-8s %s %s" % (a["state"], a["labels"].get("alertname"), a["labels"].get("sensor", "")))
+if not rules or bad:
+    sys.exit(1)
+PY
 
 cat <<EOF
 
