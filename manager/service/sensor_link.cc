@@ -25,6 +25,45 @@ constexpr const char* kRecordedCounters[] = {
     "capture.queue_drops",  "detect.alert",  "detect.alert_queue_overflow", "flow.active",
     "tcp.reassembly_memuse"};
 
+// Reconciliation on Hello: a sensor is identified by the (name, version, sha256) of the bundle
+// it runs. When that differs from the bundle the manager last brought it to (its saved copy
+// was damaged and it started on local rules, or it was restored from an older image), the
+// desired bundle is sent again as a deployment of its own (actor "reconcile", in the
+// history). Nothing is done while a deployment to it is open or after one did not apply:
+// that is the operator's to decide, and a bundle the sensor refuses is not resent forever.
+void reconcile(Core& core, const std::string& name, const picket::v1::BundleRef& running) {
+    auto desired = core.store.desired_version(name);
+    if (!desired.ok() || *desired == 0) {
+        return;
+    }
+    const picket::v1::BundleRef want = core.bundles.ref(*desired);
+    if (want.sha256().empty()) {
+        return;  // the stored bundle cannot be read now; dispatch would fail the same way
+    }
+    if (running.version() == want.version() && running.sha256() == want.sha256() &&
+        running.name() == want.name()) {
+        return;
+    }
+    store::NewDeployment nd;
+    nd.bundle_version = *desired;
+    nd.kind = store::DeploymentKind::kDeploy;
+    nd.selector = name;
+    nd.actor = "reconcile";
+    nd.created_at = wall_clock_ns();
+    auto d = core.store.create_deployment(nd);
+    if (!d.ok()) {
+        log::warning("sensor " + name + ": reconcile to version " + std::to_string(*desired) +
+                     ": " + std::string(d.status().message()));
+        return;
+    }
+    log::info(strings::cat("sensor ", name, " runs ", running.name().empty() ? "-" : running.name(),
+                           " version ", running.version(), " sha256 ",
+                           running.sha256().substr(0, 12), ", not ", want.name(), " version ",
+                           want.version(), " sha256 ", want.sha256().substr(0, 12),
+                           " that it last applied: sending it again (deployment ", d->id, ")"));
+    core.rollout->kick();
+}
+
 struct Authenticated {
     bool allow_create = false;
     std::string token_hash;
@@ -264,15 +303,24 @@ void Link::handle(const SensorMessage& m) {
             if (!r.applied() && error.empty()) {
                 error = "rejected by the sensor (no reason given)";
             }
+            bool applied = r.applied();
+            const picket::v1::BundleRef sent = core_.bundles.ref(static_cast<int64_t>(r.version()));
+            if (applied && !r.running().sha256().empty() &&
+                (r.running().sha256() != sent.sha256() || r.running().version() != r.version())) {
+                // "Applied", but what it says it runs is not what was sent: not applied.
+                applied = false;
+                error = strings::cat("sensor reports it runs version ", r.running().version(),
+                                     " sha256 ", r.running().sha256().substr(0, 12),
+                                     ", not the bundle sent (version ", r.version(), " sha256 ",
+                                     sent.sha256().substr(0, 12), ")");
+            }
             core_.live.on_apply(id, name_, {r.rules_loaded(), r.rules_skipped(), r.compile_ms()});
-            if (r.applied()) {
-                core_.live.on_running(
-                    name_, core_.bundles.ref(static_cast<int64_t>(r.version())).sha256());
+            if (applied) {
+                core_.live.on_running(name_, sent.sha256());
             }
             absl::Status st = core_.store.update_target(
-                id, name_,
-                r.applied() ? store::TargetState::kApplied : store::TargetState::kRejected, error,
-                now);
+                id, name_, applied ? store::TargetState::kApplied : store::TargetState::kRejected,
+                error, now);
             if (!st.ok()) {
                 log::warning("sensor " + name_ + ": ApplyResult: " + std::string(st.message()));
             }
@@ -395,6 +443,7 @@ grpc::Status SensorLinkService::Connect(grpc::ServerContext* ctx, Stream* stream
                             "sensor '" + name + "' is revoked");
     }
     log::info("sensor " + name + " connected from " + ctx->peer());
+    reconcile(core_, name, hello.bundle());
 
     ManagerMessage welcome;
     welcome.mutable_welcome()->set_accepted(true);

@@ -234,6 +234,18 @@ absl::StatusOr<int64_t> Store::previous_version(const std::string& sensor) {
     });
 }
 
+absl::StatusOr<int64_t> Store::desired_version(const std::string& sensor) {
+    return impl_->read([&sensor](Conn& c) -> absl::StatusOr<int64_t> {
+        ASSIGN_OR_RETURN(int64_t sid, sensor_id(c, sensor));
+        ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT state, bundle_version FROM deployment_targets "
+                                           "WHERE sensor_id = ? ORDER BY created_at DESC, "
+                                           "deployment_id DESC LIMIT 1"));
+        s.bind(1, sid);
+        ASSIGN_OR_RETURN(bool row, s.step());
+        return row && s.text(0) == "applied" ? s.i64(1) : int64_t{0};
+    });
+}
+
 absl::StatusOr<std::vector<Run>> Store::list_runs(const std::string& sensor) {
     return impl_->read([&sensor](Conn& c) -> absl::StatusOr<std::vector<Run>> {
         ASSIGN_OR_RETURN(int64_t sid, sensor_id(c, sensor));

@@ -387,6 +387,10 @@ public:
     // What to send to a sensor now: its open targets of the newest deployment that may be
     // dispatched (canary targets always, rest targets once the deployment is rolling).
     absl::StatusOr<std::vector<PendingTarget>> pending_targets(const std::string& sensor);
+    // The version the manager last brought the sensor to: that of its newest deployment
+    // target when that target applied; 0 when it has none, or when the newest is still open
+    // or did not apply (an operator's decision is pending: nothing to reconcile).
+    absl::StatusOr<int64_t> desired_version(const std::string& sensor);
     // The bundle version the sensor ran before its current one; NOT_FOUND if none.
     absl::StatusOr<int64_t> previous_version(const std::string& sensor);
     absl::StatusOr<std::vector<Run>> list_runs(const std::string& sensor);  // oldest first

@@ -448,6 +448,99 @@ TEST_F(InsecureManager, ADeploymentTakenOverByANewerOneEndsSuperseded) {
     EXPECT_EQ(d.targets(1).error(), "superseded by deployment " + second.deployment().id());
 }
 
+// #25 item 1: reconciliation on Hello. A sensor that comes back without the bundle the manager
+// last brought it to (its saved copy was damaged: it reports local rules, version 0) is sent
+// that bundle again, as a deployment of its own; one that reports it is left alone.
+TEST_F(InsecureManager, AReturningSensorThatLostItsBundleIsSentItAgain) {
+    uint64_t v = admin_->push(make_bundle("base", kRuleV1));
+    std::string sha;
+    std::string first_id;
+    {
+        FakeSensor s1(channel_, hello("s1"));
+        ASSERT_TRUE(wait_connected("s1"));
+        pb::DeployResponse dep;
+        ASSERT_TRUE(admin_->deploy(v, "s1", &dep).ok());
+        ASSERT_TRUE(s1.wait_applies(1));
+        ASSERT_TRUE(admin_->wait_state(dep.deployment().id(), pb::DEPLOYMENT_STATE_SUCCEEDED));
+        sha = bundle::bundle_sha256(s1.applies()[0].bundle());
+        first_id = dep.deployment().id();
+    }
+    ASSERT_TRUE(wait_connected("s1", false));
+    {
+        FakeSensor lost(channel_, hello("s1"));  // started on its local rules
+        ASSERT_TRUE(lost.wait_applies(1));
+        const pb::ApplyBundle ab = lost.applies()[0];
+        EXPECT_NE(ab.deployment_id(), first_id);
+        EXPECT_EQ(ab.bundle().manifest().version(), v);
+        EXPECT_EQ(ab.bundle().files(0).content(), kRuleV1);
+        ASSERT_TRUE(admin_->wait_state(ab.deployment_id(), pb::DEPLOYMENT_STATE_SUCCEEDED));
+        EXPECT_EQ(admin_->deployment(ab.deployment_id()).selector(), "s1");
+    }
+    ASSERT_TRUE(wait_connected("s1", false));
+    pb::Hello same = hello("s1", v);
+    same.mutable_bundle()->set_name("base");
+    same.mutable_bundle()->set_sha256(sha);
+    FakeSensor fine(channel_, same);
+    ASSERT_TRUE(wait_connected("s1"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_TRUE(fine.applies().empty());
+}
+
+// A bundle the sensor refuses on reconciliation is not resent on every reconnect; a sensor
+// that answers "applied" but reports running other content has not applied it.
+TEST_F(InsecureManager, ReconciliationStopsAtARefusalAndChecksWhatTheSensorRuns) {
+    uint64_t v = admin_->push(make_bundle("base", kRuleV1));
+    {
+        FakeSensor s1(channel_, hello("s1"));
+        ASSERT_TRUE(wait_connected("s1"));
+        pb::DeployResponse dep;
+        ASSERT_TRUE(admin_->deploy(v, "s1", &dep).ok());
+        ASSERT_TRUE(admin_->wait_state(dep.deployment().id(), pb::DEPLOYMENT_STATE_SUCCEEDED));
+    }
+    ASSERT_TRUE(wait_connected("s1", false));
+    std::string refused_id;
+    {
+        FakeSensor refusing(channel_, hello("s1"), "rules/a.rules:1: unknown keyword 'frob'");
+        ASSERT_TRUE(refusing.wait_applies(1));
+        refused_id = refusing.applies()[0].deployment_id();
+        ASSERT_TRUE(admin_->wait_state(refused_id, pb::DEPLOYMENT_STATE_FAILED));
+    }
+    ASSERT_TRUE(wait_connected("s1", false));
+    {
+        FakeSensor again(channel_, hello("s1"));
+        ASSERT_TRUE(wait_connected("s1"));
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        EXPECT_TRUE(again.applies().empty());
+    }
+    ASSERT_TRUE(wait_connected("s1", false));
+
+    // An operator's deploy; the sensor says "applied" but reports running something else.
+    FakeSensor liar(channel_, hello("s1"), {}, /*silent=*/true);
+    ASSERT_TRUE(wait_connected("s1"));
+    pb::DeployResponse dep;
+    ASSERT_TRUE(admin_->deploy(v, "s1", &dep).ok());
+    ASSERT_TRUE(liar.wait_applies(1));
+    pb::SensorMessage m;
+    pb::ApplyResult* r = m.mutable_apply_result();
+    r->set_deployment_id(dep.deployment().id());
+    r->set_version(v);
+    r->set_applied(true);
+    r->mutable_running()->set_name("base");
+    r->mutable_running()->set_version(v);
+    r->mutable_running()->set_sha256(std::string(64, 'f'));
+    liar.send(m);
+    ASSERT_TRUE(admin_->wait_state(dep.deployment().id(), pb::DEPLOYMENT_STATE_FAILED));
+    pb::Deployment d = admin_->deployment(dep.deployment().id());
+    ASSERT_EQ(d.targets_size(), 1);
+    EXPECT_EQ(d.targets(0).state(), pb::TARGET_STATE_REJECTED);
+    EXPECT_EQ(d.targets(0).error().rfind("sensor reports it runs version " + std::to_string(v) +
+                                             " sha256 ffffffffffff, not the bundle sent (version " +
+                                             std::to_string(v) + " sha256 ",
+                                         0),
+              0u)
+        << d.targets(0).error();
+}
+
 TEST_F(InsecureManager, RejectedApplyRecordsTheError) {
     uint64_t v = admin_->push(make_bundle("base", kRuleV1));
     FakeSensor s1(channel_, hello("s1"), "rules/a.rules:1: unknown keyword 'frob'");
