@@ -30,6 +30,8 @@ PACKAGES=(
     # the quickstart; docker-compose renders deploy/docker-compose.yml offline; systemd-analyze
     # checks the units; unshare/nsenter (util-linux) enter the test namespaces
     prometheus docker-compose systemd util-linux
+    # Debian packages (deploy/packaging): man pages, Depends, the .deb checks and the completion
+    help2man dpkg-dev lintian bash-completion
 )
 # kubectl renders deploy/k8s (kubectl kustomize) in tests/deploy. Any kubectl on the PATH will
 # do (some images ship Google's); otherwise Debian's kubernetes-client provides it.

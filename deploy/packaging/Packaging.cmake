@@ -95,11 +95,19 @@ foreach(comp IN LISTS _pkg_components)
 endforeach()
 add_custom_target(picket-manpages ALL DEPENDS ${_man_outputs})
 
-# systemd units: deploy/systemd's, with the binaries in /usr/bin instead of /usr/local/bin.
+# systemd units: deploy/systemd's, with the binaries in /usr/bin instead of /usr/local/bin and
+# a Documentation= line naming the man page (only here: systemd-analyze verify fails on a man
+# page that is not installed, as on a host that installs the units by hand).
 foreach(unit picket-manager.service picket-sensor@.service)
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_deploy}/systemd/${unit})
     file(READ ${_deploy}/systemd/${unit} text)
     string(REPLACE "/usr/local/bin/" "/usr/bin/" text "${text}")
+    string(REGEX MATCH "^[^@.]+" binary ${unit})
+    string(REGEX REPLACE "(\nDescription=[^\n]*\n)" "\\1Documentation=man:${binary}(8)\n" text
+           "${text}")
+    if(NOT text MATCHES "\nDocumentation=man:${binary}\\(8\\)\n")
+        message(FATAL_ERROR "deploy/systemd/${unit}: no Description= line to add Documentation= after")
+    endif()
     string(PREPEND text "# Installed by the Debian package (deploy/packaging); change it with "
            "`systemctl edit`, not here.\n")
     file(CONFIGURE OUTPUT ${_pkg_bin}/systemd/${unit} CONTENT "${text}" @ONLY)
