@@ -446,8 +446,23 @@ class Root:
                  "{d}/merged && mount -t proc proc {d}/merged/proc && "
                  "mount --bind /dev {d}/merged/dev && mount -t tmpfs tmpfs {d}/merged/run && "
                  "mount -t tmpfs tmpfs {d}/merged/tmp").format(d=d)
-        time.sleep(0.2)
         self.error = None
+        # nsenter must not run before unshare did: it would mount in this namespace.
+        mine = os.readlink("/proc/self/ns/mnt")
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                theirs = os.readlink("/proc/%d/ns/mnt" % self.proc.pid)
+            except OSError:
+                theirs = mine
+            if theirs != mine or self.proc.poll() is not None or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        if theirs == mine:
+            self.error = "unshare -m did not give the process its own mount namespace (%s)" % (
+                "it exited %s" % self.proc.returncode if self.proc.poll() is not None
+                else "timeout")
+            return
         r = subprocess.run(["nsenter", "-t", str(self.proc.pid), "-m", "sh", "-c", setup],
                            capture_output=True, text=True, timeout=60)
         if r.returncode != 0:
@@ -463,7 +478,8 @@ class Root:
                    check=check, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
 
     def close(self):
-        self.proc.kill()
+        if self.proc.poll() is None:
+            self.proc.kill()
         self.proc.wait()
 
 
