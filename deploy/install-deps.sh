@@ -30,6 +30,8 @@ BUILD_PACKAGES=(
     libssl-dev zlib1g-dev liblzma-dev libmagic-dev libhiredis-dev
     # rule sources: fetching (libcurl) and unpacking (libarchive) upstream rulesets
     libcurl4-openssl-dev libarchive-dev
+    # the Debian packages (`--target package`): man pages from --help, dpkg-shlibdeps
+    help2man dpkg-dev
 )
 
 # The packages of the sonames that picket-manager, picket-sensor and picketctl are linked
@@ -65,6 +67,8 @@ TEST_PACKAGES=(
     # the quickstart; docker-compose renders deploy/docker-compose.yml offline; systemd-analyze
     # checks the units; unshare/nsenter (util-linux) enter the test namespaces
     prometheus docker-compose systemd util-linux
+    # checks of the Debian packages (deploy_packages): lintian and the completion
+    lintian bash-completion
 )
 
 want_build=0 want_runtime=0 want_test=0 print=0
