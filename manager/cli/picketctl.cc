@@ -117,6 +117,27 @@ public:
         return to_absl(((*stub_).*method)(&ctx, request, response));
     }
 
+    // WatchDeployment until the stream ends or `deadline`; `update` gets each message.
+    absl::Status watch_deployment(const std::string& id,
+                                  std::chrono::steady_clock::time_point deadline,
+                                  const std::function<void(const v1::Deployment&)>& update) {
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() +
+                         (deadline - std::chrono::steady_clock::now()));
+        if (!g_.conn.token.empty()) {
+            ctx.AddMetadata("authorization", "Bearer " + g_.conn.token);
+        }
+        v1::WatchDeploymentRequest req;
+        req.set_id(id);
+        std::unique_ptr<grpc::ClientReader<v1::WatchDeploymentResponse>> reader =
+            stub_->WatchDeployment(&ctx, req);
+        v1::WatchDeploymentResponse resp;
+        while (reader->Read(&resp)) {
+            update(resp.deployment());
+        }
+        return to_absl(reader->Finish());
+    }
+
     // The shape of most commands: connect, one RPC; `answer(response)` prints it and returns
     // the exit code. A connect or RPC failure returns its exit code instead.
     template <typename Req, typename Resp, typename Answer>
@@ -211,24 +232,9 @@ int finish_deployment(Command& cmd, v1::Deployment d, const WaitOptions& w) {
     }
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
     bool timed_out = false;
-    while (!deployment_final(d)) {
-        if (std::chrono::steady_clock::now() >= deadline) {
-            timed_out = true;
-            break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(poll_ms));
-        v1::GetDeploymentRequest req;
-        req.set_id(d.id());
-        v1::GetDeploymentResponse resp;
-        absl::Status st = cmd.call(&Stub::GetDeployment, req, &resp);
-        if (st.code() == absl::StatusCode::kUnavailable ||
-            st.code() == absl::StatusCode::kDeadlineExceeded) {
-            continue;  // manager restarting: keep polling until our own timeout
-        }
-        if (!st.ok()) {
-            return cmd.fail(st);
-        }
-        d = resp.deployment();
+    // Each target's change, as it is seen.
+    auto update = [&](const v1::Deployment& next) {
+        d = next;
         if (!cmd.json_output()) {
             for (const v1::DeploymentTarget& t : d.targets()) {
                 auto it = seen.find(t.sensor());
@@ -245,6 +251,45 @@ int finish_deployment(Command& cmd, v1::Deployment d, const WaitOptions& w) {
                 seen[t.sensor()] = t.state();
             }
         }
+    };
+    // WatchDeployment streams each change; a manager without it (UNIMPLEMENTED) is polled.
+    bool watch = true;
+    while (!deployment_final(d)) {
+        if (std::chrono::steady_clock::now() >= deadline) {
+            timed_out = true;
+            break;
+        }
+        absl::Status st;
+        if (watch) {
+            st = cmd.watch_deployment(d.id(), deadline, update);
+            if (st.code() == absl::StatusCode::kUnimplemented) {
+                watch = false;
+                continue;
+            }
+            if (st.ok()) {
+                if (!deployment_final(d)) {  // not expected: the stream ends when it is final
+                    std::this_thread::sleep_for(std::chrono::milliseconds(poll_ms));
+                }
+                continue;
+            }
+        } else {
+            std::this_thread::sleep_for(std::chrono::milliseconds(poll_ms));
+            v1::GetDeploymentRequest req;
+            req.set_id(d.id());
+            v1::GetDeploymentResponse resp;
+            st = cmd.call(&Stub::GetDeployment, req, &resp);
+            if (st.ok()) {
+                update(resp.deployment());
+                continue;
+            }
+        }
+        if (st.code() == absl::StatusCode::kUnavailable ||
+            st.code() == absl::StatusCode::kDeadlineExceeded) {
+            // The manager restarting, or our own deadline: keep trying until our timeout.
+            std::this_thread::sleep_for(std::chrono::milliseconds(poll_ms));
+            continue;
+        }
+        return cmd.fail(st);
     }
     if (cmd.json_output()) {
         cmd.print(deployment_json(d));
@@ -347,9 +392,28 @@ int run(int argc, const char* const argv[], std::ostream& out, std::ostream& err
                 return *rc;
             }
         }
+        if (auto rc = cmd.connect()) {
+            return *rc;
+        }
+        // Every page (a manager returns at most 1000 sensors per call).
         v1::ListSensorsRequest req;
         req.set_selector(sensors_selector);
-        return cmd.show(&Stub::ListSensors, req, sensors_json, sensors_text);
+        v1::ListSensorsResponse all;
+        for (;;) {
+            v1::ListSensorsResponse page;
+            if (absl::Status st = cmd.call(&Stub::ListSensors, req, &page); !st.ok()) {
+                return cmd.fail(st);
+            }
+            for (v1::Sensor& s : *page.mutable_sensors()) {
+                *all.add_sensors() = std::move(s);
+            }
+            if (page.next_page_token().empty()) {
+                break;
+            }
+            req.set_page_token(page.next_page_token());
+        }
+        cmd.json_output() ? cmd.print(sensors_json(all)) : cmd.print(sensors_text(all));
+        return kExitOk;
     });
 
     // ---- sensor show NAME

@@ -3,8 +3,10 @@
 // the wire.
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <climits>
 #include <cmath>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/bundle/bundle.h"
@@ -253,12 +255,37 @@ grpc::Status FleetAdminService::ListSensors(grpc::ServerContext* ctx,
                                             const pb::ListSensorsRequest* req,
                                             pb::ListSensorsResponse* resp) {
     return serve(ctx, [&]() -> absl::Status {
+        // The page token is the last name of the previous page ("n:" + name): names are
+        // unique and the list is sorted by name, so a sensor added or removed meanwhile
+        // neither repeats nor hides another.
+        constexpr uint32_t kMaxPage = 1000;
+        const uint32_t page =
+            req->page_size() == 0 ? kMaxPage : std::min(req->page_size(), kMaxPage);
+        std::string after;
+        if (!req->page_token().empty()) {
+            const std::string& t = req->page_token();
+            if (t.rfind("n:", 0) != 0 || !store::validate_sensor_name(t.substr(2)).ok()) {
+                return absl::InvalidArgumentError("page_token '" + t.substr(0, 64) +
+                                                  "' is not one this manager issued");
+            }
+            after = t.substr(2);
+        }
         ASSIGN_OR_RETURN(std::vector<store::Sensor> sensors,
                          core_.store.list_sensors(req->selector()));
         std::sort(sensors.begin(), sensors.end(),
                   [](const store::Sensor& a, const store::Sensor& b) { return a.name < b.name; });
-        for (const store::Sensor& s : sensors) {
-            *resp->add_sensors() = sensor_proto(s, core_);
+        auto it = after.empty()
+                      ? sensors.begin()
+                      : std::upper_bound(sensors.begin(), sensors.end(), after,
+                                         [](const std::string& n, const store::Sensor& s) {
+                                             return n < s.name;
+                                         });
+        for (; it != sensors.end(); ++it) {
+            if (static_cast<uint32_t>(resp->sensors_size()) == page) {
+                resp->set_next_page_token("n:" + resp->sensors(resp->sensors_size() - 1).name());
+                break;
+            }
+            *resp->add_sensors() = sensor_proto(*it, core_);
         }
         return absl::OkStatus();
     });
@@ -501,6 +528,43 @@ grpc::Status FleetAdminService::GetDeployment(grpc::ServerContext* ctx,
         ASSIGN_OR_RETURN(store::Deployment d, core_.store.get_deployment(id));
         ASSIGN_OR_RETURN(*resp->mutable_deployment(), to_proto(d));
         return absl::OkStatus();
+    });
+}
+
+grpc::Status FleetAdminService::WatchDeployment(
+    grpc::ServerContext* ctx, const pb::WatchDeploymentRequest* req,
+    grpc::ServerWriter<pb::WatchDeploymentResponse>* writer) {
+    // Reads the deployment every 100 ms and sends it when it changed: bounded work per
+    // watcher, and nothing to keep in step with the rollout's and the streams' writes.
+    constexpr auto kPoll = std::chrono::milliseconds(100);
+    return serve(ctx, [&]() -> absl::Status {
+        ASSIGN_OR_RETURN(int64_t id, parse_id(req->id()));
+        std::string last;
+        for (;;) {
+            ASSIGN_OR_RETURN(store::Deployment d, core_.store.get_deployment(id));
+            pb::WatchDeploymentResponse resp;
+            ASSIGN_OR_RETURN(*resp.mutable_deployment(), to_proto(d));
+            std::string now = resp.SerializeAsString();
+            if (now != last) {
+                if (!writer->Write(resp)) {
+                    return absl::CancelledError("the watcher went away");
+                }
+                last = std::move(now);
+            }
+            const bool open_targets =
+                std::any_of(d.targets.begin(), d.targets.end(),
+                            [](const store::Target& t) { return !store::is_terminal(t.state); });
+            if (store::is_terminal(d.state) || !open_targets) {
+                return absl::OkStatus();
+            }
+            if (ctx->IsCancelled()) {
+                return absl::CancelledError("the watcher went away");
+            }
+            if (core_.stopping) {
+                return absl::UnavailableError("the manager is stopping; watch again");
+            }
+            std::this_thread::sleep_for(kPoll);
+        }
     });
 }
 

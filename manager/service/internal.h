@@ -144,6 +144,9 @@ public:
                           picket::v1::RollbackResponse*) override;
     grpc::Status GetDeployment(grpc::ServerContext*, const picket::v1::GetDeploymentRequest*,
                                picket::v1::GetDeploymentResponse*) override;
+    grpc::Status WatchDeployment(
+        grpc::ServerContext*, const picket::v1::WatchDeploymentRequest*,
+        grpc::ServerWriter<picket::v1::WatchDeploymentResponse>* writer) override;
     grpc::Status History(grpc::ServerContext*, const picket::v1::HistoryRequest*,
                          picket::v1::HistoryResponse*) override;
     grpc::Status ListAlerts(grpc::ServerContext*, const picket::v1::ListAlertsRequest*,

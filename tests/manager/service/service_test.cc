@@ -3,6 +3,7 @@
 #include "manager/service/service.h"
 
 #include <sqlite3.h>
+#include <functional>
 
 #include <cmath>
 #include <condition_variable>
@@ -72,6 +73,26 @@ public:
             ctx.AddMetadata("authorization", "Bearer " + token_);
         }
         return ((*stub_).*method)(&ctx, req, resp);
+    }
+    // WatchDeployment to its end: every message, in order, and the final status.
+    grpc::Status watch(const std::string& id, std::vector<pb::Deployment>* seen,
+                       const std::function<void(const pb::Deployment&)>& each = {}) {
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+        if (!token_.empty()) {
+            ctx.AddMetadata("authorization", "Bearer " + token_);
+        }
+        pb::WatchDeploymentRequest req;
+        req.set_id(id);
+        auto reader = stub_->WatchDeployment(&ctx, req);
+        pb::WatchDeploymentResponse resp;
+        while (reader->Read(&resp)) {
+            seen->push_back(resp.deployment());
+            if (each) {
+                each(resp.deployment());
+            }
+        }
+        return reader->Finish();
     }
     uint64_t push(const pb::Bundle& b) {
         pb::PushBundleRequest req;
@@ -539,6 +560,85 @@ TEST_F(InsecureManager, ReconciliationStopsAtARefusalAndChecksWhatTheSensorRuns)
                                          0),
               0u)
         << d.targets(0).error();
+}
+
+// #25: WatchDeployment sends the deployment now, then at each change, and ends after the
+// message in which it is final.
+TEST_F(InsecureManager, WatchDeploymentStreamsEachChangeAndEndsWhenFinal) {
+    uint64_t v = admin_->push(make_bundle("base", kRuleV1));
+    FakeSensor s1(channel_, hello("s1"), {}, /*silent=*/true);
+    ASSERT_TRUE(wait_connected("s1"));
+    pb::DeployResponse dep;
+    ASSERT_TRUE(admin_->deploy(v, "s1", &dep).ok());
+    ASSERT_TRUE(s1.wait_applies(1));
+    std::vector<pb::Deployment> seen;
+    bool answered = false;
+    grpc::Status st = admin_->watch(dep.deployment().id(), &seen, [&](const pb::Deployment& d) {
+        if (!answered && d.targets(0).state() == pb::TARGET_STATE_SENT) {
+            answered = true;
+            pb::SensorMessage m;
+            m.mutable_apply_result()->set_deployment_id(d.id());
+            m.mutable_apply_result()->set_version(v);
+            m.mutable_apply_result()->set_applied(true);
+            s1.send(m);
+        }
+    });
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    ASSERT_EQ(seen.size(), 2u);
+    EXPECT_EQ(seen[0].state(), pb::DEPLOYMENT_STATE_IN_PROGRESS);
+    EXPECT_EQ(seen[0].targets(0).state(), pb::TARGET_STATE_SENT);
+    EXPECT_EQ(seen[1].state(), pb::DEPLOYMENT_STATE_SUCCEEDED);
+    EXPECT_EQ(seen[1].targets(0).state(), pb::TARGET_STATE_APPLIED);
+
+    // A final deployment: one message and the end.
+    seen.clear();
+    ASSERT_TRUE(admin_->watch(dep.deployment().id(), &seen).ok());
+    EXPECT_EQ(seen.size(), 1u);
+    seen.clear();
+    st = admin_->watch("999", &seen);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_EQ(st.error_message(), "deployment 999 not found");
+    st = admin_->watch("x", &seen);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(st.error_message(), "deployment id 'x' is not a positive number");
+    EXPECT_TRUE(seen.empty());
+}
+
+// #25: ListSensors pages by name; every sensor exactly once; a forged token is refused.
+TEST_F(InsecureManager, ListSensorsPagesByName) {
+    std::vector<std::unique_ptr<FakeSensor>> fleet;
+    for (const char* n : {"s5", "s1", "s4", "s2", "s3"}) {
+        fleet.push_back(std::make_unique<FakeSensor>(channel_, hello(n)));
+        ASSERT_TRUE(wait_connected(n));
+    }
+    pb::ListSensorsRequest req;
+    req.set_page_size(2);
+    std::vector<std::string> names;
+    std::vector<std::string> tokens;
+    for (int pages = 0; pages < 10; ++pages) {
+        pb::ListSensorsResponse resp;
+        ASSERT_TRUE(admin_->call(&pb::FleetAdmin::Stub::ListSensors, req, &resp).ok());
+        for (const pb::Sensor& s : resp.sensors()) {
+            names.push_back(s.name());
+        }
+        tokens.push_back(resp.next_page_token());
+        if (resp.next_page_token().empty()) {
+            break;
+        }
+        req.set_page_token(resp.next_page_token());
+    }
+    EXPECT_EQ(names, (std::vector<std::string>{"s1", "s2", "s3", "s4", "s5"}));
+    EXPECT_EQ(tokens, (std::vector<std::string>{"n:s2", "n:s4", ""}));
+    pb::ListSensorsResponse all;
+    ASSERT_TRUE(
+        admin_->call(&pb::FleetAdmin::Stub::ListSensors, pb::ListSensorsRequest(), &all).ok());
+    EXPECT_EQ(all.sensors_size(), 5);
+    EXPECT_TRUE(all.next_page_token().empty());
+    req.set_page_token("s2");
+    pb::ListSensorsResponse bad;
+    grpc::Status st = admin_->call(&pb::FleetAdmin::Stub::ListSensors, req, &bad);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(st.error_message(), "page_token 's2' is not one this manager issued");
 }
 
 TEST_F(InsecureManager, RejectedApplyRecordsTheError) {
