@@ -192,7 +192,46 @@ CREATE TABLE rule_update_sources (
 ) WITHOUT ROWID;
 )sql";
 
-constexpr const char* kMigrations[] = {kV1, kV2, kV3, kV4};
+// Version 5: bootstrap enrollment. A token is stored as its public id and the SHA-256 of its
+// secret; its labels are imposed on the sensors it enrolls (sensor_imposed_labels, applied over
+// Hello's labels at every connect); every certificate the manager signs is recorded, so that
+// revoking a sensor revokes all of them, including those never presented yet.
+constexpr const char* kV5 = R"sql(
+CREATE TABLE bootstrap_tokens (
+    id TEXT PRIMARY KEY,
+    secret_hash TEXT NOT NULL,
+    uses INTEGER NOT NULL CHECK (uses > 0),
+    used INTEGER NOT NULL DEFAULT 0 CHECK (used >= 0 AND used <= uses),
+    expires_at INTEGER NOT NULL,
+    name_pattern TEXT NOT NULL DEFAULT '',
+    created_at INTEGER NOT NULL,
+    created_by TEXT NOT NULL DEFAULT '',
+    revoked_at INTEGER
+) WITHOUT ROWID;
+CREATE TABLE bootstrap_token_labels (
+    token_id TEXT NOT NULL REFERENCES bootstrap_tokens(id),
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (token_id, key)
+) WITHOUT ROWID;
+CREATE TABLE sensor_imposed_labels (
+    sensor_id INTEGER NOT NULL REFERENCES sensors(id),
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (sensor_id, key)
+) WITHOUT ROWID;
+CREATE TABLE issued_certs (
+    serial TEXT PRIMARY KEY,
+    sensor_id INTEGER NOT NULL REFERENCES sensors(id),
+    sha256 TEXT NOT NULL,
+    not_after INTEGER NOT NULL,
+    issued_at INTEGER NOT NULL,
+    token_id TEXT
+) WITHOUT ROWID;
+CREATE INDEX issued_certs_by_sensor ON issued_certs(sensor_id);
+)sql";
+
+constexpr const char* kMigrations[] = {kV1, kV2, kV3, kV4, kV5};
 
 }  // namespace
 

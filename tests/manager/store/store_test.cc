@@ -104,15 +104,16 @@ TEST(StoreOpen, MigratesEmptyDatabaseWithPrivateFiles) {
     std::string path = dir.file("m.db");
     auto store = open_store(path);
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->schema_version(), 4);
-    EXPECT_EQ(raw_int(path, "SELECT version FROM schema_version"), 4);
+    EXPECT_EQ(store->schema_version(), 5);
+    EXPECT_EQ(raw_int(path, "SELECT version FROM schema_version"), 5);
     EXPECT_EQ(raw_int(path,
                       "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
                       "('sensors', 'sensor_labels', 'blobs', 'bundles', 'deployments', "
                       "'deployment_targets', 'events', 'runs', 'metric_names', "
                       "'metric_minutes', 'revoked_certs', 'rule_sources', 'rule_policy', "
-                      "'rule_updates', 'rule_update_sources')"),
-              15);
+                      "'rule_updates', 'rule_update_sources', 'bootstrap_tokens', "
+                      "'bootstrap_token_labels', 'sensor_imposed_labels', 'issued_certs')"),
+              19);
     EXPECT_EQ(raw_text(path, "PRAGMA journal_mode"), "wal");
     EXPECT_EQ(mode_of(path), 0600);
     EXPECT_EQ(mode_of(path + "-wal"), 0600);
@@ -138,7 +139,7 @@ TEST(StoreOpen, UpgradesFromVersionOneKeepingData) {
     EXPECT_EQ(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE name = 'runs'"), 0);
     auto store = open_store(path);
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->schema_version(), 4);
+    EXPECT_EQ(store->schema_version(), 5);
     auto s = store->get_sensor("s1");
     ASSERT_TRUE(s.ok()) << s.status();
     EXPECT_TRUE(s->enrolled);
@@ -156,7 +157,7 @@ TEST(StoreOpen, ReopenKeepsDataAndResetsConnections) {
         ASSERT_TRUE(store->push_bundle(bundle("rules-a")).ok());
     }
     auto store = open_store(path);
-    EXPECT_EQ(store->schema_version(), 4);
+    EXPECT_EQ(store->schema_version(), 5);
     auto s = store->get_sensor("s1");
     ASSERT_TRUE(s.ok());
     EXPECT_FALSE(s->connected);
