@@ -174,7 +174,7 @@ TEST(StoreOpen, RefusesNewerSchema) {
     ASSERT_FALSE(store.ok());
     EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
     EXPECT_NE(store.status().message().find("schema version 99 is newer than this picket-manager "
-                                            "supports (4)"),
+                                            "supports (5)"),
               std::string::npos)
         << store.status();
 }
