@@ -239,8 +239,8 @@ absl::StatusOr<BootstrapToken> Store::redeem_bootstrap_token(const Redemption& r
         }
         ASSIGN_OR_RETURN(bool matches, secret_matches_in(c, r.token_id, r.secret_hash));
         RETURN_IF_ERROR(check_bootstrap_token(*t, matches, r.ts));
-        ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT id, revoked_at IS NOT NULL FROM sensors WHERE "
-                                           "name = ?"));
+        ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT id, revoked_at IS NOT NULL, may_enroll FROM "
+                                           "sensors WHERE name = ?"));
         s.bind(1, r.sensor);
         ASSIGN_OR_RETURN(bool row, s.step());
         int64_t sid = 0;
@@ -248,11 +248,20 @@ absl::StatusOr<BootstrapToken> Store::redeem_bootstrap_token(const Redemption& r
             if (s.i64(1) != 0) {
                 return sensor_revoked_error(r.sensor);
             }
+            if (s.i64(2) == 0) {
+                // A token mints new names only: whoever holds one must not get a second
+                // identity for a sensor in use.
+                return absl::PermissionDeniedError(
+                    cat("sensor '", r.sensor,
+                        "' already exists; to give it a new key, revoke and readmit it first "
+                        "(picketctl sensor revoke ",
+                        r.sensor, "; picketctl sensor readmit ", r.sensor, ")"));
+            }
             sid = s.i64(0);
             // From now on it authenticates by its certificate: a per-name token it may have had
             // is forgotten.
             ASSIGN_OR_RETURN(Stmt u, c.prepare("UPDATE sensors SET token_hash = NULL, "
-                                               "enrolled_at = ? WHERE id = ?"));
+                                               "may_enroll = 0, enrolled_at = ? WHERE id = ?"));
             u.bind(1, r.ts).bind(2, sid);
             RETURN_IF_ERROR(u.run());
         } else {
@@ -315,11 +324,13 @@ absl::StatusOr<bool> Store::readmit_sensor(const std::string& name, int64_t ts,
         if (s.i64(1) == 0) {
             return false;
         }
-        ASSIGN_OR_RETURN(Stmt u, c.prepare("UPDATE sensors SET revoked_at = NULL WHERE id = ?"));
+        ASSIGN_OR_RETURN(Stmt u, c.prepare("UPDATE sensors SET revoked_at = NULL, may_enroll = 1 "
+                                           "WHERE id = ?"));
         u.bind(1, s.i64(0));
         RETURN_IF_ERROR(u.run());
         RETURN_IF_ERROR(log_event(c, ts, actor, "sensor.readmit", name, 0, 0,
-                                  "revocation lifted; its revoked certificates stay refused"));
+                                  "revocation lifted: it may enroll once; its revoked "
+                                  "certificates stay refused"));
         return true;
     });
 }

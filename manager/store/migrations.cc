@@ -195,8 +195,11 @@ CREATE TABLE rule_update_sources (
 // Version 5: bootstrap enrollment. A token is stored as its public id and the SHA-256 of its
 // secret; its labels are imposed on the sensors it enrolls (sensor_imposed_labels, applied over
 // Hello's labels at every connect); every certificate the manager signs is recorded, so that
-// revoking a sensor revokes all of them, including those never presented yet.
+// revoking a sensor revokes all of them, including those never presented yet. A token enrolls
+// new names only: an existing sensor may enroll again once readmitted (may_enroll = 1, set by
+// readmit, cleared by the enrollment), so a token holder cannot take over a sensor in use.
 constexpr const char* kV5 = R"sql(
+ALTER TABLE sensors ADD COLUMN may_enroll INTEGER NOT NULL DEFAULT 0;
 CREATE TABLE bootstrap_tokens (
     id TEXT PRIMARY KEY,
     secret_hash TEXT NOT NULL,

@@ -421,7 +421,8 @@ public:
     absl::StatusOr<bool> revoke_bootstrap_token(const std::string& id, int64_t ts,
                                                 const std::string& actor);
     // One transaction: check_bootstrap_token again (UNAUTHENTICATED / PERMISSION_DENIED), the
-    // sensor is not revoked (PERMISSION_DENIED), one use spent, the sensor created when new
+    // sensor is not revoked and is new or readmitted (PERMISSION_DENIED: a token never gives a
+    // sensor in use a second identity), one use spent, the sensor created when new
     // (authenticating by certificate from now on), the token's labels imposed on it, the
     // certificate recorded, an event "sensor.enroll" logged. Returns the token as it is now.
     absl::StatusOr<BootstrapToken> redeem_bootstrap_token(const Redemption& r);
@@ -430,8 +431,8 @@ public:
     absl::Status record_renewal(const std::string& sensor, const std::string& presented_sha256,
                                 const std::string& cert_serial, const std::string& cert_sha256,
                                 int64_t not_after, int64_t ts);
-    // Lifts a revocation so that the sensor may enroll again (its revoked certificates stay
-    // refused). NOT_FOUND for an unknown name; false when it was not revoked.
+    // Lifts a revocation so that the sensor may enroll again, once (its revoked certificates
+    // stay refused). NOT_FOUND for an unknown name; false when it was not revoked.
     absl::StatusOr<bool> readmit_sensor(const std::string& name, int64_t ts,
                                         const std::string& actor);
 

@@ -8,7 +8,8 @@ pcap with --bootstrap-token-file and no certificate.
   serials); both are listed with site=lab and report metrics;
 - edge-b's key and certificate cannot report as edge-a;
 - a used-up token, an expired one, an unknown one and a name outside the token's pattern are
-  refused with the manager's reason, and the sensor exits 1;
+  refused with the manager's reason, and the sensor exits 1; a fresh token cannot give a
+  sensor in use a second key;
 - a revoked sensor cannot re-enroll with a fresh token until `picketctl sensor readmit`; its
   old certificate stays refused;
 - a restarted sensor reuses its stored key and certificate (the token's uses do not change);
@@ -236,6 +237,12 @@ class Enroll(unittest.TestCase):
                         "up (2 of 2 uses)" % self.token.split(".")[0])
         self.assertFalse(os.path.exists(os.path.join(self.state("edge-c"), "tls")))
         self.assertNotIn("edge-c", [s["name"] for s in self.ctl("sensors")])
+        # A fresh token does not give a sensor in use a second key: only new or readmitted names.
+        fresh = self.ctl("enroll", "token", "create")
+        p = self.bootstrap("edge-b-twin", "edge-b", fresh["token"])
+        self.refused(p, "enrollment refused: PERMISSION_DENIED: sensor 'edge-b' already exists; "
+                        "to give it a new key, revoke and readmit it first")
+        self.assertEqual(self.token_info(fresh["id"])["used"], 0)
 
     def test_04_expired_unknown_and_pattern_refusals(self):
         expiring = self.ctl("enroll", "token", "create", "--ttl", "1s")

@@ -95,6 +95,14 @@ TEST_F(Bootstrap, RedeemSpendsUsesImposesLabelsAndUsesUp) {
     EXPECT_EQ(c.status().message(), "bootstrap token 'abc123' is used up (2 of 2 uses)");
     EXPECT_EQ(store_->get_bootstrap_token("abc123")->state(at(13)), "used_up");
     EXPECT_EQ(store_->get_sensor("edge-c").status().code(), absl::StatusCode::kNotFound);
+    // A sensor in use cannot be enrolled again, not even with a fresh token.
+    ASSERT_TRUE(store_->create_bootstrap_token(token("def456")).ok());
+    auto again = store_->redeem_bootstrap_token(redeem("def456", "edge-a", at(12), "04"));
+    EXPECT_EQ(again.status().code(), absl::StatusCode::kPermissionDenied);
+    EXPECT_EQ(again.status().message(),
+              "sensor 'edge-a' already exists; to give it a new key, revoke and readmit it first "
+              "(picketctl sensor revoke edge-a; picketctl sensor readmit edge-a)");
+    EXPECT_EQ(store_->get_bootstrap_token("def456")->used, 0);
 
     // The sensor connects with its certificate; the token's label wins over its own.
     SensorHello h;
@@ -149,6 +157,10 @@ TEST_F(Bootstrap, RevokedSensorNeedsReadmitAndItsCertificatesStayRevoked) {
     EXPECT_EQ(store_->readmit_sensor("nobody", at(41), "admin").status().code(),
               absl::StatusCode::kNotFound);
     ASSERT_TRUE(store_->redeem_bootstrap_token(redeem("abc123", "edge-a", at(50), "02")).ok());
+    // Readmission allows one enrollment.
+    EXPECT_EQ(
+        store_->redeem_bootstrap_token(redeem("abc123", "edge-a", at(51), "09")).status().code(),
+        absl::StatusCode::kPermissionDenied);
     // Certificate 01 was signed for it but never presented: revoked with it all the same.
     SensorHello h;
     h.name = "edge-a";
