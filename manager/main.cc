@@ -78,6 +78,8 @@ constexpr const char* kConfigKeys[] = {"listen",
                                        "tls.cert",
                                        "tls.key",
                                        "tls.client-ca",
+                                       "tls.ca-key",
+                                       "tls.enroll-validity",
                                        "admin-token-file",
                                        "insecure",
                                        "target-timeout",
@@ -140,7 +142,7 @@ void check_keys(const picket::Config& cfg, const YAML::Node& node, const std::st
 // Fills every option not given on the command line from the file.
 void apply_config(const picket::Config& cfg, const CLI::App& app,
                   picket::manager::service::ManagerOptions* o, std::string* token_file,
-                  std::string* metrics_listen) {
+                  std::string* metrics_listen, std::string* enroll_validity) {
     check_keys(cfg, cfg.root(), "");
     auto unset = [&](const char* flag) { return app.count(flag) == 0; };
     if (unset("--listen")) {
@@ -157,6 +159,12 @@ void apply_config(const picket::Config& cfg, const CLI::App& app,
     }
     if (unset("--client-ca")) {
         o->client_ca_file = cfg.get_string("tls.client-ca", o->client_ca_file);
+    }
+    if (unset("--ca-key")) {
+        o->ca_key_file = cfg.get_string("tls.ca-key", o->ca_key_file);
+    }
+    if (unset("--enroll-validity")) {
+        *enroll_validity = cfg.get_string("tls.enroll-validity", *enroll_validity);
     }
     if (unset("--admin-token-file")) {
         *token_file = cfg.get_string("admin-token-file", *token_file);
@@ -203,6 +211,7 @@ int main(int argc, char** argv) {
     std::string enroll;
     std::string config_path;
     std::string metrics_listen;
+    std::string enroll_validity = "30d";
     app.add_option("-c,--config", config_path,
                    "configuration file (YAML, see deploy/manager.yaml); flags override it")
         ->type_name("manager.yaml")
@@ -214,6 +223,13 @@ int main(int argc, char** argv) {
     app.add_option("--tls-key", o.tls_key_file, "manager private key (PEM)")->type_name("FILE");
     app.add_option("--client-ca", o.client_ca_file, "fleet CA that signs sensor certificates")
         ->type_name("FILE");
+    app.add_option("--ca-key", o.ca_key_file,
+                   "fleet CA private key (the CA is --client-ca): sign bootstrap enrollments "
+                   "and renewals (SensorLink.Enroll); without it enrollment is off")
+        ->type_name("FILE");
+    app.add_option("--enroll-validity", enroll_validity,
+                   "validity of the certificates it signs: 90s, 30m, 6h, 1d (default 30d)")
+        ->type_name("D");
     app.add_option("--admin-token-file", token_file, "file holding the picketctl admin token")
         ->type_name("FILE");
     app.add_flag("--insecure", o.insecure,
@@ -252,11 +268,35 @@ int main(int argc, char** argv) {
     }
     if (!config_path.empty()) {
         try {
-            apply_config(Config::load_file(config_path), app, &o, &token_file, &metrics_listen);
+            apply_config(Config::load_file(config_path), app, &o, &token_file, &metrics_listen,
+                         &enroll_validity);
         } catch (const ConfigError& e) {
             std::fprintf(stderr, "picket-manager: %s\n", e.what());
             return kExitUsage;
         }
+    }
+    {
+        // Same duration forms as rules.update-interval; 0 is refused.
+        const std::string& v = enroll_validity;
+        int64_t n = 0;
+        size_t i = 0;
+        while (i < v.size() && v[i] >= '0' && v[i] <= '9' && n < 100'000'000) {
+            n = n * 10 + (v[i++] - '0');
+        }
+        const std::string unit = v.substr(i);
+        const int64_t mult = unit.empty() || unit == "s" ? 1
+                             : unit == "m"               ? 60
+                             : unit == "h"               ? 3600
+                             : unit == "d"               ? 86400
+                                                         : 0;
+        if (i == 0 || mult == 0 || n == 0 || n * mult > 3650LL * 86400) {
+            std::fprintf(stderr,
+                         "picket-manager: --enroll-validity (tls.enroll-validity): expected a "
+                         "duration of 1 second to 3650 days (90s, 30m, 6h, 30d), got '%s'\n",
+                         v.c_str());
+            return kExitUsage;
+        }
+        o.enroll_validity = std::chrono::seconds(n * mult);
     }
     if (o.db_path.empty()) {
         std::fprintf(stderr,
@@ -269,6 +309,7 @@ int main(int argc, char** argv) {
          {std::pair<const char*, const std::string*>{"--tls-cert", &o.tls_cert_file},
           {"--tls-key", &o.tls_key_file},
           {"--client-ca", &o.client_ca_file},
+          {"--ca-key", &o.ca_key_file},
           {"--admin-token-file", &token_file}}) {
         if (!path->empty() && !std::filesystem::is_regular_file(*path)) {
             std::fprintf(stderr, "picket-manager: %s %s: no such file\n", what, path->c_str());

@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -53,6 +55,28 @@ std::string subject_line(X509* cert) {
     return buf;
 }
 
+// PKCS#8, unencrypted: what gRPC (OpenSSL or BoringSSL) reads.
+absl::StatusOr<std::string> key_to_pem(EVP_PKEY* key) {
+    BioPtr bio(BIO_new(BIO_s_mem()));
+    if (!bio ||
+        PEM_write_bio_PrivateKey(bio.get(), key, nullptr, nullptr, 0, nullptr, nullptr) != 1) {
+        return openssl_failure("PEM_write_bio_PrivateKey");
+    }
+    char* data = nullptr;
+    long n = BIO_get_mem_data(bio.get(), &data);
+    std::string out(data, static_cast<size_t>(n));
+    OPENSSL_cleanse(data, static_cast<size_t>(n));
+    return out;
+}
+
+absl::StatusOr<PkeyPtr> generate_p256_key() {
+    PkeyPtr key(EVP_EC_gen("P-256"));
+    if (!key) {
+        return openssl_failure("generating an ECDSA P-256 key");
+    }
+    return key;
+}
+
 }  // namespace internal
 
 namespace {
@@ -67,8 +91,10 @@ using strings::cat;
 using internal::BioPtr;
 using internal::Deleter;
 using internal::GeneralNamesPtr;
+using internal::generate_p256_key;
+using internal::key_to_pem;
+using internal::PkeyPtr;
 using internal::X509Ptr;
-using PkeyPtr = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY_free>>;
 using StorePtr = std::unique_ptr<X509_STORE, Deleter<X509_STORE_free>>;
 using StoreCtxPtr = std::unique_ptr<X509_STORE_CTX, Deleter<X509_STORE_CTX_free>>;
 using BnPtr = std::unique_ptr<BIGNUM, Deleter<BN_free>>;
@@ -305,28 +331,6 @@ absl::StatusOr<std::string> to_pem(X509* cert) {
     return std::string(data, static_cast<size_t>(n));
 }
 
-// PKCS#8, unencrypted: what gRPC (OpenSSL or BoringSSL) reads.
-absl::StatusOr<std::string> key_to_pem(EVP_PKEY* key) {
-    BioPtr bio(BIO_new(BIO_s_mem()));
-    if (!bio ||
-        PEM_write_bio_PrivateKey(bio.get(), key, nullptr, nullptr, 0, nullptr, nullptr) != 1) {
-        return openssl_failure("PEM_write_bio_PrivateKey");
-    }
-    char* data = nullptr;
-    long n = BIO_get_mem_data(bio.get(), &data);
-    std::string out(data, static_cast<size_t>(n));
-    OPENSSL_cleanse(data, static_cast<size_t>(n));
-    return out;
-}
-
-absl::StatusOr<PkeyPtr> generate_p256_key() {
-    PkeyPtr key(EVP_EC_gen("P-256"));
-    if (!key) {
-        return openssl_failure("generating an ECDSA P-256 key");
-    }
-    return key;
-}
-
 absl::Status set_random_serial(X509* cert) {
     unsigned char bytes[16];
     if (RAND_bytes(bytes, sizeof(bytes)) != 1) {
@@ -476,6 +480,31 @@ absl::Status add_sans(X509* cert, std::string_view name, const std::vector<std::
     }
     if (X509_add1_ext_i2d(cert, NID_subject_alt_name, gens.get(), 0, X509V3_ADD_DEFAULT) != 1) {
         return openssl_failure("adding subjectAltName");
+    }
+    return absl::OkStatus();
+}
+
+// The extensions every leaf gets (issue() and sign_csr() alike), its SANs, and the CA's
+// signature. The subject, issuer, key and validity are already set.
+absl::Status finish_leaf(X509* cert, X509* ca, EVP_PKEY* ca_key, CertKind kind,
+                         std::string_view name, const std::vector<std::string>& sans) {
+    X509V3_CTX ctx;
+    X509V3_set_ctx(&ctx, ca, cert, nullptr, nullptr, 0);
+    const char* eku = kind == CertKind::kManager ? "serverAuth" : "clientAuth";
+    for (auto [nid, value] :
+         {std::pair{NID_basic_constraints, "critical,CA:FALSE"},
+          std::pair{NID_key_usage, "critical,digitalSignature"}, std::pair{NID_ext_key_usage, eku},
+          std::pair{NID_subject_key_identifier, "hash"},
+          std::pair{NID_authority_key_identifier, "keyid:always"}}) {
+        if (absl::Status st = add_ext(cert, &ctx, nid, value); !st.ok()) {
+            return st;
+        }
+    }
+    if (absl::Status st = add_sans(cert, name, sans); !st.ok()) {
+        return st;
+    }
+    if (X509_sign(cert, ca_key, EVP_sha256()) <= 0) {
+        return openssl_failure("signing the certificate");
     }
     return absl::OkStatus();
 }
@@ -683,23 +712,8 @@ absl::StatusOr<IssuedFiles> issue(const fs::path& dir, CertKind kind, std::strin
         X509_set_pubkey(cert.get(), key.get()) != 1) {
         return openssl_failure("filling the certificate");
     }
-    X509V3_CTX ctx;
-    X509V3_set_ctx(&ctx, ca, cert.get(), nullptr, nullptr, 0);
-    const char* eku = kind == CertKind::kManager ? "serverAuth" : "clientAuth";
-    for (auto [nid, value] :
-         {std::pair{NID_basic_constraints, "critical,CA:FALSE"},
-          std::pair{NID_key_usage, "critical,digitalSignature"}, std::pair{NID_ext_key_usage, eku},
-          std::pair{NID_subject_key_identifier, "hash"},
-          std::pair{NID_authority_key_identifier, "keyid:always"}}) {
-        if (absl::Status st = add_ext(cert.get(), &ctx, nid, value); !st.ok()) {
-            return st;
-        }
-    }
-    if (absl::Status st = add_sans(cert.get(), name, sans); !st.ok()) {
+    if (absl::Status st = finish_leaf(cert.get(), ca, ca_key.get(), kind, name, sans); !st.ok()) {
         return st;
-    }
-    if (X509_sign(cert.get(), ca_key.get(), EVP_sha256()) <= 0) {
-        return openssl_failure("signing the certificate");
     }
     return write_pair(dir, name, cert.get(), key.get());
 }
@@ -798,6 +812,152 @@ absl::StatusOr<TlsCredentials> load_credentials(const fs::path& cert_file, const
     out.key_pem = std::move(key_pem);
     out.ca_pem = std::move(ca_pem);
     return out;
+}
+
+absl::StatusOr<CaSigner> load_ca(const fs::path& cert_file, const fs::path& key_file) {
+    CaSigner out;
+    if (absl::Status st = read_small_files(
+            {{cert_file, "CA certificate", &out.cert_pem}, {key_file, "CA key", &out.key_pem}});
+        !st.ok()) {
+        return st;
+    }
+    absl::StatusOr<ChainAndKey> pair =
+        parse_chain_and_key(out.cert_pem, cert_file, out.key_pem, key_file);
+    if (!pair.ok()) {
+        return pair.status();
+    }
+    X509* ca = pair->chain.certs.front().get();
+    if (X509_check_ca(ca) == 0) {
+        return absl::FailedPreconditionError(cat(cert_file.string(), ": not a CA certificate"));
+    }
+    if (EVP_PKEY_eq(X509_get0_pubkey(ca), pair->key.get()) != 1) {
+        ERR_clear_error();
+        return absl::FailedPreconditionError(
+            cat(key_file.string(), ": key does not match the CA certificate ", cert_file.string()));
+    }
+    // Keep only the CA certificate itself (a bundle file may hold more).
+    absl::StatusOr<std::string> pem = to_pem(ca);
+    if (!pem.ok()) {
+        return pem.status();
+    }
+    out.cert_pem = std::move(*pem);
+    return out;
+}
+
+namespace {
+
+std::string serial_hex(X509* cert) {
+    BnPtr bn(ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert), nullptr));
+    if (!bn) {
+        ERR_clear_error();
+        return "";
+    }
+    char* hex = BN_bn2hex(bn.get());
+    if (hex == nullptr) {
+        ERR_clear_error();
+        return "";
+    }
+    std::string out(hex);
+    OPENSSL_free(hex);
+    for (char& c : out) {
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    return out;
+}
+
+}  // namespace
+
+absl::StatusOr<SignedCert> sign_csr(const CaSigner& ca, std::string_view csr_pem, CertKind kind,
+                                    std::chrono::seconds validity) {
+    constexpr int64_t kMaxValiditySeconds = int64_t{kMaxValidityDays} * 86400;
+    if (validity.count() < 1 || validity.count() > kMaxValiditySeconds) {
+        return absl::InvalidArgumentError(
+            cat("validity of ", validity.count(), " seconds is outside 1..", kMaxValiditySeconds));
+    }
+    absl::StatusOr<CheckedCsr> csr = parse_and_check_csr(csr_pem);
+    if (!csr.ok()) {
+        return csr.status();
+    }
+    absl::StatusOr<ChainAndKey> pair =
+        parse_chain_and_key(ca.cert_pem, "CA certificate", ca.key_pem, "CA key");
+    if (!pair.ok()) {
+        return pair.status();
+    }
+    X509* ca_cert = pair->chain.certs.front().get();
+    const unsigned char* der = reinterpret_cast<const unsigned char*>(csr->public_key_der.data());
+    PkeyPtr pub(d2i_PUBKEY(nullptr, &der, static_cast<long>(csr->public_key_der.size())));
+    if (!pub) {
+        return openssl_failure("decoding the CSR's public key");
+    }
+    X509Ptr cert(X509_new());
+    if (!cert || X509_set_version(cert.get(), X509_VERSION_3) != 1) {
+        return openssl_failure("X509_new");
+    }
+    if (absl::Status st = set_random_serial(cert.get()); !st.ok()) {
+        return st;
+    }
+    // A short-lived certificate is backdated by a tenth of its life at most, so that a third
+    // of its life is still ahead when it arrives (renewal_due).
+    const std::chrono::seconds backdate = std::min<std::chrono::seconds>(
+        kDefaultBackdate, std::chrono::seconds(validity.count() / 10));
+    long back = static_cast<long>(backdate.count());
+    if (X509_time_adj_ex(X509_getm_notBefore(cert.get()), 0, -back, nullptr) == nullptr ||
+        X509_time_adj_ex(X509_getm_notAfter(cert.get()), static_cast<int>(validity.count() / 86400),
+                         static_cast<long>(validity.count() % 86400), nullptr) == nullptr) {
+        return openssl_failure("setting the validity period");
+    }
+    if (ASN1_TIME_compare(X509_get0_notAfter(cert.get()), X509_get0_notAfter(ca_cert)) > 0 &&
+        X509_set1_notAfter(cert.get(), X509_get0_notAfter(ca_cert)) != 1) {
+        return openssl_failure("clamping notAfter");
+    }
+    absl::StatusOr<NamePtr> subject = make_subject(cert_kind_name(kind), csr->name);
+    if (!subject.ok()) {
+        return subject.status();
+    }
+    if (X509_set_subject_name(cert.get(), subject->get()) != 1 ||
+        X509_set_issuer_name(cert.get(), X509_get_subject_name(ca_cert)) != 1 ||
+        X509_set_pubkey(cert.get(), pub.get()) != 1) {
+        return openssl_failure("filling the certificate");
+    }
+    if (absl::Status st = finish_leaf(cert.get(), ca_cert, pair->key.get(), kind, csr->name, {});
+        !st.ok()) {
+        return st;
+    }
+    absl::StatusOr<std::string> pem = to_pem(cert.get());
+    if (!pem.ok()) {
+        return pem.status();
+    }
+    SignedCert out;
+    out.cert_pem = std::move(*pem);
+    out.serial_hex = serial_hex(cert.get());
+    out.not_before = asn1_time_point(X509_get0_notBefore(cert.get()));
+    out.not_after = asn1_time_point(X509_get0_notAfter(cert.get()));
+    return out;
+}
+
+absl::StatusOr<CertInfo> cert_info(std::string_view cert_pem) {
+    absl::StatusOr<CertChain> chain = parse_certs(cert_pem, "certificate");
+    if (!chain.ok()) {
+        return chain.status();
+    }
+    X509* cert = chain->certs.front().get();
+    CertInfo out;
+    out.serial_hex = serial_hex(cert);
+    out.not_before = asn1_time_point(X509_get0_notBefore(cert));
+    out.not_after = asn1_time_point(X509_get0_notAfter(cert));
+    X509_NAME* subject = X509_get_subject_name(cert);
+    int idx = X509_NAME_get_index_by_NID(subject, NID_commonName, -1);
+    if (idx >= 0) {
+        const ASN1_STRING* data = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, idx));
+        out.common_name.assign(reinterpret_cast<const char*>(ASN1_STRING_get0_data(data)),
+                               static_cast<size_t>(ASN1_STRING_length(data)));
+    }
+    return out;
+}
+
+bool renewal_due(const CertInfo& cert, std::chrono::system_clock::time_point now) {
+    const auto lifetime = cert.not_after - cert.not_before;
+    return (cert.not_after - now) * 3 < lifetime;
 }
 
 }  // namespace picket::pki

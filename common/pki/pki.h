@@ -115,4 +115,82 @@ bool constant_time_equal(std::string_view a, std::string_view b);
 // 32 bytes from the OpenSSL CSPRNG, base64url without padding (43 chars).
 absl::StatusOr<std::string> generate_token();
 
+// ---- Enrollment: certificate signing requests (csr.cc) and signing them with the fleet CA.
+
+// A CSR is refused past this size (a P-256 CSR is about 450 bytes).
+inline constexpr size_t kMaxCsrBytes = 16 * 1024;
+
+struct KeyAndCsr {
+    std::string key_pem;  // PKCS#8, unencrypted: stays with the sensor, never sent
+    std::string csr_pem;  // PKCS#10, subject O=Picket, OU=sensor, CN=name, signed by the key
+};
+
+// A new ECDSA P-256 key and a CSR for `name` (validate_name). No extensions are requested:
+// the CA decides them.
+absl::StatusOr<KeyAndCsr> make_csr(std::string_view name);
+
+// What the manager takes from a CSR after checking it.
+struct CheckedCsr {
+    std::string name;            // the CN
+    std::string public_key_der;  // SubjectPublicKeyInfo, DER
+};
+
+// Parses one PEM CSR and checks it; every failure is InvalidArgument "certificate signing
+// request: ...": not PEM, larger than kMaxCsrBytes, signature not verifying (proof of
+// possession of the key), key not ECDSA P-256, subject without exactly one CN, CN not a valid
+// name. Requested extensions and SANs are ignored (sign_csr sets its own).
+absl::StatusOr<CheckedCsr> parse_and_check_csr(std::string_view csr_pem);
+
+// The fleet CA as the manager holds it to sign enrollments (tls.ca-key).
+struct CaSigner {
+    std::string cert_pem;
+    std::string key_pem;
+};
+
+// Reads the CA certificate (the first one in the file) and its key: NotFound / InvalidArgument
+// naming the file, FailedPrecondition when it is not a CA or the key does not match it.
+absl::StatusOr<CaSigner> load_ca(const std::filesystem::path& cert_file,
+                                 const std::filesystem::path& key_file);
+
+struct SignedCert {
+    std::string cert_pem;
+    std::string serial_hex;  // lowercase
+    std::chrono::system_clock::time_point not_before;
+    std::chrono::system_clock::time_point not_after;
+};
+
+// Checks the CSR (parse_and_check_csr) and issues a certificate for its key, as issue() would
+// for `kind` (subject O=Picket, OU=kind, CN=name; SAN dNSName = name; the extensions of
+// issue(); random serial). Valid from now - min(kDefaultBackdate, validity / 10) for
+// `validity` (1 second .. 100 years), never past the CA's notAfter.
+absl::StatusOr<SignedCert> sign_csr(const CaSigner& ca, std::string_view csr_pem, CertKind kind,
+                                    std::chrono::seconds validity);
+
+// Serial, CN and validity of the first certificate in cert_pem (InvalidArgument if none).
+struct CertInfo {
+    std::string serial_hex;
+    std::string common_name;
+    std::chrono::system_clock::time_point not_before;
+    std::chrono::system_clock::time_point not_after;
+};
+absl::StatusOr<CertInfo> cert_info(std::string_view cert_pem);
+
+// True when less than a third of the certificate's lifetime (notBefore..notAfter) is left at
+// `now`: time to renew.
+bool renewal_due(const CertInfo& cert, std::chrono::system_clock::time_point now);
+
+// ---- Bootstrap tokens (tokens.cc): "<id>.<secret>", id public, secret shown once.
+
+struct BootstrapToken {
+    std::string id;      // 8 characters of [a-z0-9] when generated; 6-16 accepted
+    std::string secret;  // 43 characters of base64url (256 bits) when generated; 22-128 accepted
+    std::string text() const { return id + "." + secret; }
+};
+absl::StatusOr<BootstrapToken> generate_bootstrap_token();
+// InvalidArgument "bootstrap token: ..." naming what is wrong with the form (never echoing
+// the secret).
+absl::StatusOr<BootstrapToken> parse_bootstrap_token(std::string_view text);
+// InvalidArgument unless 6-16 characters of [a-z0-9].
+absl::Status validate_bootstrap_token_id(std::string_view id);
+
 }  // namespace picket::pki

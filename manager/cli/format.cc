@@ -707,4 +707,77 @@ std::string alerts_text(const v1::ListAlertsResponse& response) {
            std::to_string(response.dropped_by_sensors()) + " dropped by sensors\n";
 }
 
+// ---- bootstrap tokens and readmit
+
+json bootstrap_token_json(const v1::BootstrapTokenInfo& t) {
+    return json{{"id", t.id()},
+                {"uses", t.uses()},
+                {"used", t.used()},
+                {"uses_left", t.uses() > t.used() ? t.uses() - t.used() : 0},
+                {"expires_at", time_json(t.expires_at())},
+                {"created_at", time_json(t.created_at())},
+                {"revoked_at", time_json(t.revoked_at())},
+                {"labels", labels_json(t.labels())},
+                {"name_pattern", t.name_pattern()},
+                {"state", t.state()},
+                {"created_by", t.created_by()}};
+}
+
+json token_create_json(const v1::CreateBootstrapTokenResponse& response) {
+    json out = bootstrap_token_json(response.info());
+    out["token"] = response.token();
+    return out;
+}
+
+// The token alone, so that `picketctl enroll token create > token` makes the sensor's file;
+// --json has the details.
+std::string token_create_text(const v1::CreateBootstrapTokenResponse& response) {
+    return response.token() + "\n";
+}
+
+json tokens_json(const v1::ListBootstrapTokensResponse& response) {
+    json list = json::array();
+    for (const v1::BootstrapTokenInfo& t : response.tokens()) {
+        list.push_back(bootstrap_token_json(t));
+    }
+    return json{{"tokens", list}};
+}
+
+std::string tokens_text(const v1::ListBootstrapTokensResponse& response) {
+    std::vector<std::vector<std::string>> rows;
+    for (const v1::BootstrapTokenInfo& t : response.tokens()) {
+        rows.push_back({t.id(), t.state(),
+                        std::to_string(t.used()) + "/" + std::to_string(t.uses()),
+                        format_time(t.expires_at()), labels_text(t.labels()),
+                        t.name_pattern().empty() ? "-" : t.name_pattern()});
+    }
+    return render_table({"ID", "STATE", "USED", "EXPIRES", "LABELS", "NAME PATTERN"}, rows);
+}
+
+json token_revoke_json(const v1::RevokeBootstrapTokenResponse& response) {
+    json out = bootstrap_token_json(response.info());
+    out["revoked_now"] = response.revoked_now();
+    return out;
+}
+
+std::string token_revoke_text(const v1::RevokeBootstrapTokenResponse& response) {
+    return (response.revoked_now() ? "revoked bootstrap token " : "bootstrap token ") +
+           response.info().id() + (response.revoked_now() ? "" : " was already revoked") + " (" +
+           std::to_string(response.info().used()) + " of " +
+           std::to_string(response.info().uses()) + " uses spent)\n";
+}
+
+json readmit_json(const v1::ReadmitSensorResponse& response) {
+    return json{{"name", response.sensor().name()}, {"readmitted_now", response.readmitted_now()}};
+}
+
+std::string readmit_text(const v1::ReadmitSensorResponse& response) {
+    const std::string& name = response.sensor().name();
+    if (!response.readmitted_now()) {
+        return "sensor " + name + " was not revoked\n";
+    }
+    return "readmitted sensor " + name +
+           ": it may enroll again (its revoked certificates stay refused)\n";
+}
+
 }  // namespace picket::manager::cli

@@ -337,6 +337,38 @@ int on_sensor(Command& cmd, const std::string& name,
     return cmd.show(method, req, to_json, to_text);
 }
 
+// "90s", "30m", "6h", "7d" or plain seconds; nullopt when it is none of these.
+std::optional<uint64_t> parse_duration(const std::string& text) {
+    uint64_t n = 0;
+    size_t i = 0;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9' && n < 1'000'000'000) {
+        n = n * 10 + static_cast<uint64_t>(text[i++] - '0');
+    }
+    const std::string unit = text.substr(i);
+    const uint64_t mult = unit.empty() || unit == "s" ? 1
+                          : unit == "m"               ? 60
+                          : unit == "h"               ? 3600
+                          : unit == "d"               ? 86400
+                                                      : 0;
+    if (i == 0 || mult == 0) {
+        return std::nullopt;
+    }
+    return n * mult;
+}
+
+std::vector<std::string_view> split_commas(std::string_view text) {
+    std::vector<std::string_view> out;
+    size_t start = 0;
+    for (;;) {
+        const size_t comma = text.find(',', start);
+        out.push_back(text.substr(start, comma == std::string_view::npos ? comma : comma - start));
+        if (comma == std::string_view::npos) {
+            return out;
+        }
+        start = comma + 1;
+    }
+}
+
 std::optional<int> check_selector(Command& cmd, const std::string& selector) {
     absl::StatusOr<store::Selector> sel = store::Selector::parse(selector);
     if (!sel.ok()) {
@@ -435,6 +467,83 @@ int run(int argc, const char* const argv[], std::ostream& out, std::ostream& err
     leaf(sensor_revoke, [&] {
         Command cmd("sensor revoke", g, out, err);
         return on_sensor(cmd, revoke_name, &Stub::RevokeSensor, revoke_json, revoke_text);
+    });
+
+    // ---- sensor readmit NAME
+    std::string readmit_name;
+    auto* sensor_readmit =
+        sensor->add_subcommand("readmit", "Lift a sensor's revocation so that it may enroll again");
+    sensor_readmit->add_option("NAME", readmit_name, "Sensor name")->required();
+    leaf(sensor_readmit, [&] {
+        Command cmd("sensor readmit", g, out, err);
+        return on_sensor(cmd, readmit_name, &Stub::ReadmitSensor, readmit_json, readmit_text);
+    });
+
+    // ---- enroll token create|list|revoke
+    auto* enroll = app.add_subcommand("enroll", "Bootstrap enrollment of sensors");
+    enroll->require_subcommand(1);
+    auto* enroll_token = enroll->add_subcommand("token", "Bootstrap tokens: create, list, revoke");
+    enroll_token->require_subcommand(1);
+    uint32_t token_uses = 1;
+    std::string token_ttl = "24h";
+    std::string token_labels;
+    std::string token_pattern;
+    auto* token_create = enroll_token->add_subcommand(
+        "create", "Create a bootstrap token (printed once: ID.SECRET)");
+    token_create->add_option("--uses", token_uses, "Enrollments it allows (default 1)")
+        ->check(CLI::Range(1, 10000));
+    token_create->add_option("--ttl", token_ttl, "Lifetime: 90s, 30m, 6h, 7d (default 24h)");
+    token_create->add_option("--labels", token_labels,
+                             "Labels imposed on the sensors it enrolls: k=v,k=v");
+    token_create->add_option("--name-pattern", token_pattern,
+                             "Sensor names it may enroll (full-match regex; default any)");
+    leaf(token_create, [&] {
+        Command cmd("enroll token create", g, out, err);
+        v1::CreateBootstrapTokenRequest req;
+        req.set_uses(token_uses);
+        std::optional<uint64_t> ttl = parse_duration(token_ttl);
+        if (!ttl || *ttl == 0 || *ttl > 365ULL * 86400) {
+            return cmd.usage("--ttl '" + token_ttl +
+                             "': expected a duration of 1s to 365d (90s, 30m, 6h, 7d)");
+        }
+        req.set_ttl_seconds(*ttl);
+        if (!token_labels.empty()) {
+            for (std::string_view item : split_commas(token_labels)) {
+                const size_t eq = item.find('=');
+                if (eq == std::string_view::npos) {
+                    return cmd.usage("--labels: '" + std::string(item) + "': expected KEY=VALUE");
+                }
+                std::string k(item.substr(0, eq)), v(item.substr(eq + 1));
+                if (absl::Status st = store::validate_label(k, v); !st.ok()) {
+                    return cmd.usage("--labels: " + std::string(st.message()));
+                }
+                if (!req.mutable_labels()->insert({k, v}).second) {
+                    return cmd.usage("--labels: '" + k + "' given twice");
+                }
+            }
+        }
+        req.set_name_pattern(token_pattern);
+        return cmd.show(&Stub::CreateBootstrapToken, req, token_create_json, token_create_text);
+    });
+    auto* token_list = enroll_token->add_subcommand("list", "List bootstrap tokens (no secrets)");
+    leaf(token_list, [&] {
+        Command cmd("enroll token list", g, out, err);
+        return cmd.show(&Stub::ListBootstrapTokens, v1::ListBootstrapTokensRequest{}, tokens_json,
+                        tokens_text);
+    });
+    std::string revoke_token_id;
+    auto* token_revoke =
+        enroll_token->add_subcommand("revoke", "Revoke a bootstrap token (it enrolls no more)");
+    token_revoke->add_option("ID", revoke_token_id, "Token id (the part before the dot)")
+        ->required();
+    leaf(token_revoke, [&] {
+        Command cmd("enroll token revoke", g, out, err);
+        if (absl::Status st = pki::validate_bootstrap_token_id(revoke_token_id); !st.ok()) {
+            return cmd.usage(st);
+        }
+        v1::RevokeBootstrapTokenRequest req;
+        req.set_id(revoke_token_id);
+        return cmd.show(&Stub::RevokeBootstrapToken, req, token_revoke_json, token_revoke_text);
     });
 
     // ---- bundle push|list|show|diff

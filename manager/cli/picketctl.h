@@ -100,6 +100,18 @@ std::string sensor_text(const picket::v1::GetSensorResponse& response);
 nlohmann::json revoke_json(const picket::v1::RevokeSensorResponse& response);
 std::string revoke_text(const picket::v1::RevokeSensorResponse& response);
 
+// Bootstrap tokens (`enroll token create|list|revoke`) and `sensor readmit`. create's text is
+// the token alone on one line (for `> file`); its --json adds the token's facts.
+nlohmann::json bootstrap_token_json(const picket::v1::BootstrapTokenInfo& token);
+nlohmann::json token_create_json(const picket::v1::CreateBootstrapTokenResponse& response);
+std::string token_create_text(const picket::v1::CreateBootstrapTokenResponse& response);
+nlohmann::json tokens_json(const picket::v1::ListBootstrapTokensResponse& response);
+std::string tokens_text(const picket::v1::ListBootstrapTokensResponse& response);
+nlohmann::json token_revoke_json(const picket::v1::RevokeBootstrapTokenResponse& response);
+std::string token_revoke_text(const picket::v1::RevokeBootstrapTokenResponse& response);
+nlohmann::json readmit_json(const picket::v1::ReadmitSensorResponse& response);
+std::string readmit_text(const picket::v1::ReadmitSensorResponse& response);
+
 nlohmann::json push_json(const picket::v1::PushBundleResponse& response,
                          const picket::v1::Manifest& pushed);
 std::string push_text(const picket::v1::PushBundleResponse& response,

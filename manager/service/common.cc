@@ -79,6 +79,10 @@ absl::Status validate_options(const ManagerOptions& o) {
             return absl::InvalidArgumentError(
                 "--insecure cannot be combined with --tls-cert/--tls-key/--client-ca");
         }
+        if (!o.ca_key_file.empty()) {
+            return absl::InvalidArgumentError(
+                "--ca-key (enrollment) needs TLS: it cannot be combined with --insecure");
+        }
         return absl::OkStatus();
     }
     if (o.tls_cert_file.empty() || o.tls_key_file.empty() || o.client_ca_file.empty()) {
@@ -88,6 +92,9 @@ absl::Status validate_options(const ManagerOptions& o) {
     if (o.admin_token.empty()) {
         return absl::InvalidArgumentError(
             "an admin token (--admin-token-file) is required unless --insecure");
+    }
+    if (o.enroll_validity.count() < 1 || o.enroll_validity.count() > 3650LL * 86400) {
+        return absl::InvalidArgumentError("--enroll-validity must be 1 second .. 3650 days");
     }
     return absl::OkStatus();
 }

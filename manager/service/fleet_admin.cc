@@ -689,4 +689,21 @@ grpc::Status FleetAdminService::RevokeSensor(grpc::ServerContext* ctx,
     });
 }
 
+grpc::Status FleetAdminService::ReadmitSensor(grpc::ServerContext* ctx,
+                                              const pb::ReadmitSensorRequest* req,
+                                              pb::ReadmitSensorResponse* resp) {
+    return serve(ctx, [&]() -> absl::Status {
+        RETURN_IF_ERROR(store::validate_sensor_name(req->name()));
+        ASSIGN_OR_RETURN(bool now,
+                         core_.store.readmit_sensor(req->name(), wall_clock_ns(), "admin"));
+        resp->set_readmitted_now(now);
+        ASSIGN_OR_RETURN(store::Sensor s, core_.store.get_sensor(req->name()));
+        *resp->mutable_sensor() = sensor_proto(s, core_);
+        if (now) {
+            log::info("sensor " + req->name() + " readmitted: it may enroll again");
+        }
+        return absl::OkStatus();
+    });
+}
+
 }  // namespace picket::manager::service

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/metrics/metrics.h"
+#include "common/pki/pki.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/support/server_interceptor.h"
 #include "manager/rollout/rollout.h"
@@ -103,6 +104,8 @@ struct Core {
     Hub hub;
     ServiceMetrics metrics;
     std::unique_ptr<rollout::Rollout> rollout;
+    // The fleet CA that signs enrollments (options.ca_key_file); unset = enrollment off.
+    std::optional<pki::CaSigner> ca;
     std::atomic<bool> stopping{false};
     // notAfter of the manager's own TLS certificate (Unix seconds), loaded once at start-up;
     // 0 = insecure, no certificate. Exported as
@@ -118,6 +121,11 @@ public:
     grpc::Status Connect(grpc::ServerContext* ctx,
                          grpc::ServerReaderWriter<picket::v1::ManagerMessage,
                                                   picket::v1::SensorMessage>* stream) override;
+    // Bootstrap enrollment and renewal (enroll.cc).
+    grpc::Status Enroll(grpc::ServerContext*, const picket::v1::EnrollRequest*,
+                        picket::v1::EnrollResponse*) override;
+    grpc::Status RenewCertificate(grpc::ServerContext*, const picket::v1::RenewCertificateRequest*,
+                                  picket::v1::RenewCertificateResponse*) override;
 
 private:
     Core& core_;
@@ -153,6 +161,18 @@ public:
                             picket::v1::ListAlertsResponse*) override;
     grpc::Status RevokeSensor(grpc::ServerContext*, const picket::v1::RevokeSensorRequest*,
                               picket::v1::RevokeSensorResponse*) override;
+    grpc::Status ReadmitSensor(grpc::ServerContext*, const picket::v1::ReadmitSensorRequest*,
+                               picket::v1::ReadmitSensorResponse*) override;
+    // Bootstrap tokens (enroll.cc).
+    grpc::Status CreateBootstrapToken(grpc::ServerContext*,
+                                      const picket::v1::CreateBootstrapTokenRequest*,
+                                      picket::v1::CreateBootstrapTokenResponse*) override;
+    grpc::Status ListBootstrapTokens(grpc::ServerContext*,
+                                     const picket::v1::ListBootstrapTokensRequest*,
+                                     picket::v1::ListBootstrapTokensResponse*) override;
+    grpc::Status RevokeBootstrapToken(grpc::ServerContext*,
+                                      const picket::v1::RevokeBootstrapTokenRequest*,
+                                      picket::v1::RevokeBootstrapTokenResponse*) override;
     // Rule sources, policy and the update (rules_admin.cc).
     grpc::Status AddRuleSource(grpc::ServerContext*, const picket::v1::AddRuleSourceRequest*,
                                picket::v1::AddRuleSourceResponse*) override;

@@ -118,6 +118,14 @@ absl::StatusOr<std::unique_ptr<ManagerServer>> ManagerServer::start(
 
     Core& core = impl->core;
     core.tls_cert_not_after = not_after;
+    if (!options.ca_key_file.empty()) {
+        auto ca = pki::load_ca(options.client_ca_file, options.ca_key_file);
+        if (!ca.ok()) {
+            return absl::Status(ca.status().code(),
+                                "--ca-key (tls.ca-key): " + std::string(ca.status().message()));
+        }
+        core.ca = std::move(*ca);
+    }
     rollout::RolloutOptions ro;
     ro.poll_interval = options.rollout_poll;
     ro.target_timeout_seconds = options.target_timeout_seconds;

@@ -34,6 +34,12 @@ struct ManagerOptions {
     std::string tls_cert_file;
     std::string tls_key_file;
     std::string client_ca_file;
+    // tls.ca-key / --ca-key: the fleet CA's private key (the CA certificate is client_ca_file).
+    // Set, the manager signs bootstrap enrollments and renewals (SensorLink.Enroll,
+    // RenewCertificate); empty, both are FAILED_PRECONDITION.
+    std::string ca_key_file;
+    // tls.enroll-validity / --enroll-validity: validity of the certificates it signs.
+    std::chrono::seconds enroll_validity{30 * 86400};
     std::string admin_token;  // empty: admin RPCs refused unless insecure
     bool insecure = false;    // no TLS, no auth: loopback only
     int64_t target_timeout_seconds = 60;

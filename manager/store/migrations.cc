@@ -192,11 +192,53 @@ CREATE TABLE rule_update_sources (
 ) WITHOUT ROWID;
 )sql";
 
-// Version 5: a deployment that a newer one took over ends 'superseded', a state of its own.
+// Version 5: bootstrap enrollment. A token is stored as its public id and the SHA-256 of its
+// secret; its labels are imposed on the sensors it enrolls (sensor_imposed_labels, applied over
+// Hello's labels at every connect); every certificate the manager signs is recorded, so that
+// revoking a sensor revokes all of them, including those never presented yet. A token enrolls
+// new names only: an existing sensor may enroll again once readmitted (may_enroll = 1, set by
+// readmit, cleared by the enrollment), so a token holder cannot take over a sensor in use.
+constexpr const char* kV5 = R"sql(
+ALTER TABLE sensors ADD COLUMN may_enroll INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE bootstrap_tokens (
+    id TEXT PRIMARY KEY,
+    secret_hash TEXT NOT NULL,
+    uses INTEGER NOT NULL CHECK (uses > 0),
+    used INTEGER NOT NULL DEFAULT 0 CHECK (used >= 0 AND used <= uses),
+    expires_at INTEGER NOT NULL,
+    name_pattern TEXT NOT NULL DEFAULT '',
+    created_at INTEGER NOT NULL,
+    created_by TEXT NOT NULL DEFAULT '',
+    revoked_at INTEGER
+) WITHOUT ROWID;
+CREATE TABLE bootstrap_token_labels (
+    token_id TEXT NOT NULL REFERENCES bootstrap_tokens(id),
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (token_id, key)
+) WITHOUT ROWID;
+CREATE TABLE sensor_imposed_labels (
+    sensor_id INTEGER NOT NULL REFERENCES sensors(id),
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (sensor_id, key)
+) WITHOUT ROWID;
+CREATE TABLE issued_certs (
+    serial TEXT PRIMARY KEY,
+    sensor_id INTEGER NOT NULL REFERENCES sensors(id),
+    sha256 TEXT NOT NULL,
+    not_after INTEGER NOT NULL,
+    issued_at INTEGER NOT NULL,
+    token_id TEXT
+) WITHOUT ROWID;
+CREATE INDEX issued_certs_by_sensor ON issued_certs(sensor_id);
+)sql";
+
+// Version 6: a deployment that a newer one took over ends 'superseded', a state of its own.
 // SQLite cannot alter a CHECK constraint: the table is rebuilt (migrate() runs every step with
 // foreign keys off and checks them before it commits, as SQLite's ALTER TABLE guide says).
-constexpr const char* kV5 = R"sql(
-CREATE TABLE deployments_v5 (
+constexpr const char* kV6 = R"sql(
+CREATE TABLE deployments_v6 (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     bundle_version INTEGER REFERENCES bundles(version),
     kind TEXT NOT NULL CHECK (kind IN ('deploy', 'rollback')),
@@ -213,17 +255,17 @@ CREATE TABLE deployments_v5 (
     gate_max_drop_ratio REAL,
     gate_max_alert_rate REAL
 );
-INSERT INTO deployments_v5(id, bundle_version, kind, selector, canary_percent, soak_seconds,
+INSERT INTO deployments_v6(id, bundle_version, kind, selector, canary_percent, soak_seconds,
                            state, parent_id, actor, error, created_at, updated_at,
                            gate_max_drop_ratio, gate_max_alert_rate)
     SELECT id, bundle_version, kind, selector, canary_percent, soak_seconds, state, parent_id,
            actor, error, created_at, updated_at, gate_max_drop_ratio, gate_max_alert_rate
     FROM deployments;
 DROP TABLE deployments;
-ALTER TABLE deployments_v5 RENAME TO deployments;
+ALTER TABLE deployments_v6 RENAME TO deployments;
 )sql";
 
-constexpr const char* kMigrations[] = {kV1, kV2, kV3, kV4, kV5};
+constexpr const char* kMigrations[] = {kV1, kV2, kV3, kV4, kV5, kV6};
 
 }  // namespace
 

@@ -264,13 +264,29 @@ absl::StatusOr<Sensor> Store::connect_sensor(const SensorHello& h, int64_t ts, b
             l.bind(1, sid).bind(2, k).bind(3, v);
             RETURN_IF_ERROR(l.run());
         }
+        // Labels a bootstrap token imposed win over the sensor's own (schema 5).
+        std::map<std::string, std::string> labels = h.labels;
+        ASSIGN_OR_RETURN(Stmt imposed, c.prepare("SELECT key, value FROM sensor_imposed_labels "
+                                                 "WHERE sensor_id = ?"));
+        imposed.bind(1, sid);
+        RETURN_IF_ERROR(each_row(
+            imposed, [&labels](const Stmt& r) { labels.insert_or_assign(r.text(0), r.text(1)); }));
+        for (const auto& [k, v] : labels) {
+            if (h.labels.count(k) != 0 && h.labels.at(k) == v) {
+                continue;
+            }
+            ASSIGN_OR_RETURN(Stmt l, c.prepare("INSERT OR REPLACE INTO sensor_labels(sensor_id, "
+                                               "key, value) VALUES(?, ?, ?)"));
+            l.bind(1, sid).bind(2, k).bind(3, v);
+            RETURN_IF_ERROR(l.run());
+        }
         RETURN_IF_ERROR(begin_run_in(c, sid, h.running_version, ts));
         static const std::string kSql = std::string(kSensorColumns) + "WHERE id = ?";
         ASSIGN_OR_RETURN(auto found, load_sensor_row(c, kSql, sid, [] {
                              return absl::InternalError("sensor row vanished");
                          }));
         Sensor out = std::move(found.second);
-        out.labels = h.labels;
+        out.labels = std::move(labels);
         return out;
     });
 }
@@ -306,6 +322,13 @@ absl::StatusOr<bool> Store::revoke_sensor(const std::string& name, int64_t ts,
             rc.bind(1, cert).bind(2, sid).bind(3, ts);
             RETURN_IF_ERROR(rc.run());
         }
+        // Every certificate the manager signed for it (bootstrap enrollment, renewals), also
+        // those it has not presented yet.
+        ASSIGN_OR_RETURN(Stmt ic, c.prepare("INSERT OR IGNORE INTO revoked_certs(sha256, "
+                                            "sensor_id, revoked_at) SELECT sha256, sensor_id, ? "
+                                            "FROM issued_certs WHERE sensor_id = ?"));
+        ic.bind(1, ts).bind(2, sid);
+        RETURN_IF_ERROR(ic.run());
         // Its open targets can never be answered: cancel them so deployments can finish.
         std::vector<int64_t> touched;
         RETURN_IF_ERROR(supersede_sensor_targets(c, sid, 0, "sensor revoked", ts, touched));

@@ -62,6 +62,48 @@ struct Sensor {
     int64_t revoked_at = 0;
 };
 
+// ---- Bootstrap tokens (SensorLink.Enroll; docs/fleet.md "Enrolling sensors")
+struct NewBootstrapToken {
+    std::string id;            // public part of "<id>.<secret>" (pki::validate_bootstrap_token_id)
+    std::string secret_hash;   // pki::token_hash(secret): the secret itself is never stored
+    int64_t uses = 1;          // enrollments allowed, 1..10000
+    int64_t expires_at = 0;    // ns, after created_at
+    std::string name_pattern;  // full-match ECMAScript regex over sensor names; "" = any
+    std::map<std::string, std::string> labels;  // imposed on the sensors it enrolls
+    int64_t created_at = 0;
+    std::string actor;
+};
+
+struct BootstrapToken {
+    std::string id;
+    int64_t uses = 0;
+    int64_t used = 0;
+    int64_t expires_at = 0;
+    int64_t created_at = 0;
+    int64_t revoked_at = 0;  // 0 = not revoked
+    std::string name_pattern;
+    std::map<std::string, std::string> labels;
+    std::string created_by;
+    // "revoked", "expired", "used_up" or "active", in that order of precedence.
+    std::string state(int64_t now) const;
+};
+
+// The enrollment the service checked and signed: redeem_bootstrap_token re-checks the token
+// and the sensor in the same transaction that spends one use.
+struct Redemption {
+    std::string token_id;
+    std::string secret_hash;
+    std::string sensor;
+    std::string cert_serial;
+    std::string cert_sha256;  // pki::token_hash(certificate PEM), as the TLS link reports it
+    int64_t not_after = 0;
+    int64_t ts = 0;
+};
+
+// UNAUTHENTICATED "bootstrap token 'ID' unknown" for a wrong secret; PERMISSION_DENIED
+// "bootstrap token 'ID' is revoked | expired at T | used up (N of N uses)". OK when usable.
+absl::Status check_bootstrap_token(const BootstrapToken& token, bool secret_matches, int64_t now);
+
 // ---- Bundles (immutable; versions only grow; nothing is overwritten or deleted)
 struct NewBundle {
     std::string name;
@@ -291,7 +333,7 @@ struct StoreOptions {
 
 class Store {
 public:
-    static constexpr int kSchemaVersion = 5;
+    static constexpr int kSchemaVersion = 6;
 
     // Creates (mode 0600) or opens the database and migrates it. FAILED_PRECONDITION when the
     // file's schema is newer than kSchemaVersion; DATA_LOSS when it is not a database.
@@ -371,6 +413,35 @@ public:
     absl::Status remove_rule_policy(const std::string& name, int64_t ts, const std::string& actor);
     // Returns the id of the history entry.
     absl::StatusOr<int64_t> record_rule_update(const RuleUpdateRow& update);
+
+    // ---- Bootstrap tokens and issued certificates (bootstrap.cc)
+    // ALREADY_EXISTS for an id in use; INVALID_ARGUMENT for a bad id, uses, expiry or label.
+    absl::Status create_bootstrap_token(const NewBootstrapToken& token);
+    // Oldest first.
+    absl::StatusOr<std::vector<BootstrapToken>> list_bootstrap_tokens();
+    // NOT_FOUND "bootstrap token 'ID' unknown".
+    absl::StatusOr<BootstrapToken> get_bootstrap_token(const std::string& id);
+    // The stored secret hash matches (constant time). NOT_FOUND for an unknown id.
+    absl::StatusOr<bool> bootstrap_secret_matches(const std::string& id,
+                                                  const std::string& secret_hash);
+    // NOT_FOUND for an unknown id; false when it was already revoked.
+    absl::StatusOr<bool> revoke_bootstrap_token(const std::string& id, int64_t ts,
+                                                const std::string& actor);
+    // One transaction: check_bootstrap_token again (UNAUTHENTICATED / PERMISSION_DENIED), the
+    // sensor is not revoked and is new or readmitted (PERMISSION_DENIED: a token never gives a
+    // sensor in use a second identity), one use spent, the sensor created when new
+    // (authenticating by certificate from now on), the token's labels imposed on it, the
+    // certificate recorded, an event "sensor.enroll" logged. Returns the token as it is now.
+    absl::StatusOr<BootstrapToken> redeem_bootstrap_token(const Redemption& r);
+    // A renewed certificate of a known, non-revoked sensor (PERMISSION_DENIED when revoked or
+    // when `presented_sha256`, the certificate it authenticated with, is revoked).
+    absl::Status record_renewal(const std::string& sensor, const std::string& presented_sha256,
+                                const std::string& cert_serial, const std::string& cert_sha256,
+                                int64_t not_after, int64_t ts);
+    // Lifts a revocation so that the sensor may enroll again, once (its revoked certificates
+    // stay refused). NOT_FOUND for an unknown name; false when it was not revoked.
+    absl::StatusOr<bool> readmit_sensor(const std::string& name, int64_t ts,
+                                        const std::string& actor);
 
     // ---- Reads (snapshot of the last commit).
     // Empty selector = all sensors, possibly none. With a selector: see select_sensors.

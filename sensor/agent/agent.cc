@@ -206,6 +206,27 @@ absl::Status validate_options(const AgentOptions& o) {
     if (o.metrics_interval.count() <= 0) {
         return absl::InvalidArgumentError("metrics interval must be positive");
     }
+    if (o.bootstrap) {
+        if (o.insecure) {
+            return absl::InvalidArgumentError(
+                "--bootstrap-token-file needs TLS: it cannot be combined with --insecure");
+        }
+        if (!o.token.empty()) {
+            return absl::InvalidArgumentError(
+                "--bootstrap-token-file and --token cannot be combined");
+        }
+        if (!o.tls_cert.empty() || !o.tls_key.empty()) {
+            return absl::InvalidArgumentError(
+                "--bootstrap-token-file cannot be combined with --tls-cert / --tls-key (the "
+                "enrolled key and certificate live in the state directory)");
+        }
+        if (o.ca.empty()) {
+            return absl::InvalidArgumentError(
+                "--bootstrap-token-file needs --ca (the fleet CA that signed the manager's "
+                "certificate)");
+        }
+        return absl::OkStatus();
+    }
     if (o.insecure) {
         if (!o.tls_cert.empty() || !o.tls_key.empty() || !o.ca.empty()) {
             return absl::InvalidArgumentError(
@@ -222,7 +243,8 @@ absl::Status validate_options(const AgentOptions& o) {
     }
     if (o.tls_cert.empty() && o.token.empty()) {
         return absl::InvalidArgumentError(
-            "no sensor credentials: give --token T or --tls-cert F --tls-key F");
+            "no sensor credentials: give --token T, --tls-cert F --tls-key F or "
+            "--bootstrap-token-file F");
     }
     return absl::OkStatus();
 }
@@ -409,8 +431,36 @@ absl::Status check_credentials(const AgentOptions& options) {
 
 // One stream. A reader thread moves incoming messages into `inbox`; this (agent) thread does
 // every write, so the stream has one reader and one writer as gRPC requires.
+// Bootstrap identity: renews the certificate when a third of its life is left; a failure is
+// retried a minute later (the current certificate stays in use meanwhile).
+void Agent::maybe_renew() {
+    if (!options_.bootstrap || options_.tls_cert.empty()) {
+        return;
+    }
+    const auto now = std::chrono::system_clock::now();
+    absl::StatusOr<std::chrono::system_clock::time_point> when = renewal_time(options_);
+    if (!when.ok()) {
+        log::error("agent: " + std::string(when.status().message()));
+        renew_at_ = now + std::chrono::minutes(1);
+        return;
+    }
+    renew_at_ = *when;
+    if (now < renew_at_) {
+        return;
+    }
+    if (absl::Status st = renew_identity(options_); !st.ok()) {
+        log::warning("agent: certificate renewal failed: " + std::string(st.message()) +
+                     "; retrying in a minute");
+        renew_at_ = now + std::chrono::minutes(1);
+        return;
+    }
+    when = renewal_time(options_);
+    renew_at_ = when.ok() ? *when : now + std::chrono::minutes(1);
+}
+
 bool Agent::run_session() {
     ++counters_.connect_attempts;
+    maybe_renew();
     auto creds = channel_credentials(options_);
     if (!creds.ok()) {
         log::error("agent: credentials: " + std::string(creds.status().message()));
@@ -537,6 +587,11 @@ bool Agent::run_session() {
             }
         }
         if (!ok) {
+            break;
+        }
+        if (welcomed && std::chrono::system_clock::now() >= renew_at_) {
+            // The renewal happens before the next connect, which then uses the new pair.
+            log::info("agent: certificate due for renewal; reconnecting");
             break;
         }
         if (!welcomed && Clock::now() >= welcome_deadline) {

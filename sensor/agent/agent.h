@@ -71,7 +71,12 @@ struct RunningBundle {
 struct AgentOptions {
     std::string manager;  // HOST:PORT
     std::string name;
-    std::string token;                  // enrollment token (sent in Hello)
+    std::string token;  // enrollment token (sent in Hello)
+    // Bootstrap enrollment (--bootstrap-token-file, read by main): the agent keeps its own
+    // key and certificate in state_dir/tls, enrolls with this token when it has none, and
+    // renews the certificate when less than a third of its life is left.
+    std::string bootstrap_token;
+    bool bootstrap = false;
     std::string tls_cert, tls_key, ca;  // PEM file paths; ca alone = server-authenticated TLS
     bool insecure = false;              // plaintext; only for a loopback manager
     std::filesystem::path state_dir;
@@ -155,6 +160,32 @@ absl::StatusOr<std::optional<RunningBundle>> load_last_good(const std::filesyste
                                                             const std::string& public_key_pem = "");
 
 // ---------------------------------------------------------------------------------------
+// Bootstrap enrollment and renewal (enroll.cc). Called on the main thread before the agent
+// starts (ensure_identity) and on the agent thread (renew_identity).
+
+struct IdentityFiles {
+    std::filesystem::path cert;
+    std::filesystem::path key;
+};
+// STATE/tls/sensor.crt and STATE/tls/sensor.key (STATE/tls is a symlink swapped atomically).
+IdentityFiles identity_files(const std::filesystem::path& state_dir);
+// Writes key (0600) and certificate (0644) into a new directory and points STATE/tls at it.
+absl::Status install_identity(const std::filesystem::path& state_dir, const std::string& key_pem,
+                              const std::string& cert_pem);
+// With a stored identity: checks its CN is options.name (FailedPrecondition otherwise) and
+// sets options.tls_cert / tls_key to it; no enrollment. Without one: generates a key, sends a
+// CSR with the bootstrap token (SensorLink.Enroll, TLS verifying the manager against
+// options.ca), stores the pair and sets tls_cert / tls_key. UNAVAILABLE and DEADLINE_EXCEEDED
+// are retried with options.backoff; any other status is returned ("enrollment refused: CODE:
+// the manager's message").
+absl::Status ensure_identity(AgentOptions& options);
+// When the certificate in options.tls_cert should be renewed (a third of its life left).
+absl::StatusOr<std::chrono::system_clock::time_point> renewal_time(const AgentOptions& options);
+// A new key and CSR, SensorLink.RenewCertificate over mutual TLS with the current pair, then
+// the new pair replaces the old one (install_identity).
+absl::Status renew_identity(const AgentOptions& options);
+
+// ---------------------------------------------------------------------------------------
 // The agent
 
 struct AgentCounters {
@@ -224,6 +255,9 @@ private:
     std::chrono::steady_clock::time_point next_report_;
     uint64_t seq_ = 0;
     std::mt19937_64 rng_;
+    // Bootstrap identity: when its certificate is due for renewal (agent thread only).
+    std::chrono::system_clock::time_point renew_at_ = std::chrono::system_clock::time_point::max();
+    void maybe_renew();
 };
 
 }  // namespace picket::sensor::agent

@@ -156,6 +156,12 @@ int parse_sensor_options(int argc, char** argv, SensorOptions* out) {
         ->needs(manager_opt)
         ->group("Fleet");
     app.add_option("--token", margs.token, "enrollment token")->needs(manager_opt)->group("Fleet");
+    app.add_option("--bootstrap-token-file", margs.bootstrap_token_file,
+                   "bootstrap token (picketctl enroll token create): enroll with it once, keep "
+                   "the generated key and certificate in --state-dir/tls and renew them")
+        ->type_name("FILE")
+        ->needs(manager_opt)
+        ->group("Fleet");
     app.add_option("--tls-cert", margs.tls_cert, "sensor client certificate (PEM)")
         ->type_name("FILE")
         ->needs(manager_opt)

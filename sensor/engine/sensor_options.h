@@ -19,6 +19,7 @@ inline constexpr int kExitUsage = 2;  // bad options or configuration
 struct ManagerArgs {
     std::string manager, name, token, tls_cert, tls_key, ca, state_dir = "/var/lib/picket-sensor";
     std::string labels, bundle_key;
+    std::string bootstrap_token_file;  // --bootstrap-token-file (a file: argv shows in ps)
     bool insecure = false;
     double metrics_interval = 10;
 };

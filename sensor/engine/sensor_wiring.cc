@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -25,6 +26,19 @@ std::string build_agent_options(const ManagerArgs& a, agent::AgentOptions* o) {
     o->ca = a.ca;
     o->insecure = a.insecure;
     o->state_dir = a.state_dir;
+    if (!a.bootstrap_token_file.empty()) {
+        std::ifstream in(a.bootstrap_token_file);
+        std::string token;
+        std::getline(in, token);
+        while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) {
+            token.pop_back();
+        }
+        if (token.empty()) {
+            return "--bootstrap-token-file " + a.bootstrap_token_file + ": empty or unreadable";
+        }
+        o->bootstrap_token = token;
+        o->bootstrap = true;
+    }
     o->metrics_interval =
         std::chrono::milliseconds(static_cast<int64_t>(a.metrics_interval * 1000));
     auto labels = agent::parse_labels(a.labels);
@@ -105,6 +119,14 @@ int prepare_managed(const ManagerArgs& margs, SensorConfig& sc,
     if (std::string err = build_agent_options(margs, &agent_options); !err.empty()) {
         std::fprintf(stderr, "picket-sensor: %s\n", err.c_str());
         return kExitUsage;
+    }
+    if (agent_options.bootstrap) {
+        // A node's identity: the stored pair, or a new key enrolled with the token now. A
+        // refusal (bad / spent token, revoked name) is final: exit 1 with the manager's reason.
+        if (absl::Status st = agent::ensure_identity(agent_options); !st.ok()) {
+            std::fprintf(stderr, "picket-sensor: %s\n", std::string(st.message()).c_str());
+            return 1;
+        }
     }
     // Start on the last good bundle, if any; the manager is not needed for that.
     agent_options.base_detect = sc.detect;

@@ -532,14 +532,42 @@ class Kustomize(unittest.TestCase):
                 self.assertNotEqual(self.configmap(ref["name"])["data"].get(ref["key"], ""), "",
                                     "%s: empty %s/%s" % (e["name"], ref["name"], ref["key"]))
 
-        # TLS files come from the sensor Secret, named after the node.
+        # Per-node identity (bootstrap enrollment): no certificate or key is mounted; the only
+        # Secret is the bootstrap token, the CA certificate comes alone from a ConfigMap.
         mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
-        pki_dir = os.path.dirname(option_value(argv, "--ca"))
-        self.assertEqual(option_value(argv, "--tls-cert"), pki_dir + "/$(NODE_NAME).crt")
-        self.assertEqual(option_value(argv, "--tls-key"), pki_dir + "/$(NODE_NAME).key")
+        volumes = {v["name"]: v for v in spec["volumes"]}
         self.assertEqual(option_value(argv, "--name"), "$(NODE_NAME)")
-        pki = [v for v in spec["volumes"] if v["name"] == mounts[pki_dir]]
-        self.assertEqual(pki[0]["secret"]["secretName"], "picket-sensor-pki")
+        self.assertNotIn("--tls-cert", argv)
+        self.assertNotIn("--tls-key", argv)
+        self.assertNotIn("--token", argv)
+        token_file = option_value(argv, "--bootstrap-token-file")
+        token_vol = volumes[mounts[os.path.dirname(token_file)]]
+        self.assertEqual(token_vol["secret"]["secretName"], "picket-bootstrap-token")
+        self.assertEqual(token_vol["secret"]["items"],
+                         [{"key": "token", "path": os.path.basename(token_file)}])
+        ca_file = option_value(argv, "--ca")
+        ca_vol = volumes[mounts[os.path.dirname(ca_file)]]
+        self.assertEqual(ca_vol["configMap"]["name"], "picket-fleet-ca")
+        self.assertEqual(ca_vol["configMap"]["items"],
+                         [{"key": "ca.crt", "path": os.path.basename(ca_file)}])
+        secrets = [v for v in spec["volumes"] if "secret" in v or "projected" in v]
+        self.assertEqual([v["name"] for v in secrets], [token_vol["name"]],
+                         "sensor pods mount a Secret other than the bootstrap token")
+        for v in spec["volumes"]:
+            for item in v.get("secret", v.get("configMap", {})).get("items", []):
+                self.assertFalse(item["key"].endswith(".key"), "%s mounts a key" % v["name"])
+        # The node's key and certificate are generated in the state directory, on the node.
+        state = volumes[mounts[option_value(argv, "--state-dir")]]
+        self.assertEqual(state["hostPath"], {"path": "/var/lib/picket/sensor",
+                                             "type": "DirectoryOrCreate"})
+        # The manager signs enrollments with the CA key from its own Secret.
+        sts = self.one("StatefulSet", "picket-manager")
+        mc = sts["spec"]["template"]["spec"]["containers"][0]
+        ca_key = option_value(mc["command"] + mc["args"], "--ca-key")
+        mmounts = {m["mountPath"]: m["name"] for m in mc["volumeMounts"]}
+        mvol = [v for v in sts["spec"]["template"]["spec"]["volumes"]
+                if v["name"] == mmounts[os.path.dirname(ca_key)]][0]
+        self.assertEqual(mvol["secret"]["secretName"], "picket-manager-pki")
         # State and logs survive the pod: host paths.
         for flag in ("--state-dir", "-l"):
             d = option_value(argv, flag)

@@ -104,15 +104,16 @@ TEST(StoreOpen, MigratesEmptyDatabaseWithPrivateFiles) {
     std::string path = dir.file("m.db");
     auto store = open_store(path);
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->schema_version(), 5);
-    EXPECT_EQ(raw_int(path, "SELECT version FROM schema_version"), 5);
+    EXPECT_EQ(store->schema_version(), 6);
+    EXPECT_EQ(raw_int(path, "SELECT version FROM schema_version"), 6);
     EXPECT_EQ(raw_int(path,
                       "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
                       "('sensors', 'sensor_labels', 'blobs', 'bundles', 'deployments', "
                       "'deployment_targets', 'events', 'runs', 'metric_names', "
                       "'metric_minutes', 'revoked_certs', 'rule_sources', 'rule_policy', "
-                      "'rule_updates', 'rule_update_sources')"),
-              15);
+                      "'rule_updates', 'rule_update_sources', 'bootstrap_tokens', "
+                      "'bootstrap_token_labels', 'sensor_imposed_labels', 'issued_certs')"),
+              19);
     EXPECT_EQ(raw_text(path, "PRAGMA journal_mode"), "wal");
     EXPECT_EQ(mode_of(path), 0600);
     EXPECT_EQ(mode_of(path + "-wal"), 0600);
@@ -138,7 +139,7 @@ TEST(StoreOpen, UpgradesFromVersionOneKeepingData) {
     EXPECT_EQ(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE name = 'runs'"), 0);
     auto store = open_store(path);
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->schema_version(), 5);
+    EXPECT_EQ(store->schema_version(), 6);
     auto s = store->get_sensor("s1");
     ASSERT_TRUE(s.ok()) << s.status();
     EXPECT_TRUE(s->enrolled);
@@ -146,12 +147,12 @@ TEST(StoreOpen, UpgradesFromVersionOneKeepingData) {
     EXPECT_EQ(store->list_runs("s1")->size(), 1u);
 }
 
-TEST(StoreOpen, UpgradeToVersionFiveKeepsDeploymentsAndTheirReferences) {
+TEST(StoreOpen, UpgradeToVersionSixKeepsDeploymentsAndTheirReferences) {
     TempDir dir;
     std::string path = dir.file("m.db");
     {
         StoreOptions opt;
-        opt.max_schema_version = 4;
+        opt.max_schema_version = 5;
         auto store = open_store(path, opt);
         ASSERT_NE(store, nullptr);
     }
@@ -173,7 +174,7 @@ TEST(StoreOpen, UpgradeToVersionFiveKeepsDeploymentsAndTheirReferences) {
     }
     auto store = open_store(path);
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->schema_version(), 5);
+    EXPECT_EQ(store->schema_version(), 6);
     auto d7 = store->get_deployment(7);
     ASSERT_TRUE(d7.ok()) << d7.status();
     EXPECT_EQ(d7->state, DeploymentState::kRolledBack);
@@ -204,7 +205,7 @@ TEST(StoreOpen, ReopenKeepsDataAndResetsConnections) {
         ASSERT_TRUE(store->push_bundle(bundle("rules-a")).ok());
     }
     auto store = open_store(path);
-    EXPECT_EQ(store->schema_version(), 5);
+    EXPECT_EQ(store->schema_version(), 6);
     auto s = store->get_sensor("s1");
     ASSERT_TRUE(s.ok());
     EXPECT_FALSE(s->connected);
@@ -221,7 +222,7 @@ TEST(StoreOpen, RefusesNewerSchema) {
     ASSERT_FALSE(store.ok());
     EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
     EXPECT_NE(store.status().message().find("schema version 99 is newer than this picket-manager "
-                                            "supports (5)"),
+                                            "supports (6)"),
               std::string::npos)
         << store.status();
 }
