@@ -562,6 +562,8 @@ print(sha)
         self.send()
         self.wait_base("s1", base)
         # A restart re-verifies the copy: refused, named in the log, local rules.
+        with open(os.path.join(self.tmp, "manager.log")) as f:
+            mseen = len(f.read())
         p = self.sensor_procs["s1"]
         p.send_signal(signal.SIGKILL)
         p.wait(timeout=20)
@@ -573,12 +575,15 @@ print(sha)
             open(os.path.join(self.tmp, "s1.log")).read()[seen:]), "s1's warning", 30)
         warning = [ln for ln in log.splitlines() if "last good bundle unusable" in ln][0]
         self.assertIn("local.rules", warning)
-        running = self.poll(lambda: (lambda f: (f["s1"][1],) if f["s1"][0] else None)(
-            self.fleet()), "s1 to reconnect", 30)[0]
-        # What the operator sees: s1 connected on its local rules (version 0), not the fleet's.
-        self.assertEqual(running, 0)
-        # Recovery: deploy the version again to s1 (re-fetch); s1 rewrites its copy.
-        self.deploy_wait(old, to="s1")
+        # s1 says in its Hello that it runs its local rules (version 0), not what it last
+        # applied: the manager sends that bundle again by itself (reconciliation, #25), as a
+        # deployment of its own, and s1 rewrites its copy. No operator step.
+        said = self.poll(lambda: [ln for ln in open(os.path.join(self.tmp, "manager.log"))
+                                  .read()[mseen:].splitlines() if "sending it again" in ln],
+                         "the manager to resend s1's bundle", 30)
+        self.assertEqual(len(said), 1, said)
+        self.assertIn("sensor s1 runs - version 0 sha256 , not ", said[0])
+        self.assertIn(" version %d sha256 " % old, said[0])
         self.poll(lambda: self.fleet()["s1"] == (True, old), "s1 back on v%d" % old, 60)
         converged = time.time() - restarted
         with open(rules) as f:
@@ -587,7 +592,7 @@ print(sha)
         self.send()
         self.wait_base("s1", base)
         fault("corrupt_bundle_sensor", warning='"%s"' % warning.strip()[:160],
-              version_reported_at_reconnect=running, converge_s="%.1f" % converged)
+              reconciled_by_manager=1, converge_s="%.1f" % converged)
 
     # ---- f. a sensor's clock a day off
 
