@@ -697,12 +697,18 @@ class Systemd(unittest.TestCase):
         caps = set(unit_values(s, "Service", "AmbientCapabilities")[0].split())
         self.assertLessEqual({"CAP_NET_RAW", "CAP_NET_ADMIN"}, caps)
         self.assertEqual(set(unit_values(s, "Service", "CapabilityBoundingSet")[0].split()), caps)
-        # Every ${VAR} of ExecStart has a default in the unit.
-        defaults = {v.split("=", 1)[0] for v in unit_values(s, "Service", "Environment")}
+        # Every ${VAR} of ExecStart has a default in the unit. An Environment= line holds
+        # assignments separated by spaces, each one quoted when its value has spaces.
+        env = dict(a.split("=", 1) for v in unit_values(s, "Service", "Environment")
+                   for a in shlex.split(v))
         used = set(re.findall(r"\$\{?(\w+)\}?", unit_values(s, "Service", "ExecStart")[0]))
-        self.assertEqual(used - defaults, set())
-        self.assertEqual(port_of(dict(v.split("=", 1) for v in unit_values(
-            s, "Service", "Environment"))["PICKET_MANAGER"]), MANAGER_GRPC_PORT)
+        self.assertEqual(used - set(env), set())
+        self.assertEqual(port_of(env["PICKET_MANAGER"]), MANAGER_GRPC_PORT)
+        # Both ways a sensor proves its name pass flags the sensor has.
+        flags = cli_flags("sensor/engine/sensor_options.cc")
+        self.assertEqual(flags_in(shlex.split(env["PICKET_CREDENTIALS"])),
+                         ["--tls-cert", "--tls-key"])
+        self.assertIn("--bootstrap-token-file", flags)
 
     def test_sensor_env_example(self):
         env = {}
@@ -712,6 +718,9 @@ class Systemd(unittest.TestCase):
                 k, _, v = line.partition("=")
                 env[k] = v
         self.assertEqual(port_of(env["PICKET_MANAGER"]), MANAGER_GRPC_PORT)
+        # The recommended identity: enrollment with a bootstrap token (deploy/README.md).
+        self.assertEqual(shlex.split(env["PICKET_CREDENTIALS"]),
+                         ["--bootstrap-token-file", "/etc/picket/bootstrap.token"])
         args = shlex.split(env["PICKET_SENSOR_ARGS"])
         self.assertEqual(set(flags_in(args)) - cli_flags("sensor/engine/sensor_options.cc"), set())
         self.assertEqual(port_of(option_value(args, "--metrics-listen")), SENSOR_METRICS_PORT)
