@@ -14,13 +14,26 @@
   an edit of /etc/picket/sensor.yaml survives the upgrade; dpkg -r keeps conffiles and state,
   dpkg -P removes them. Without the privileges for the overlay, that part prints that it was
   skipped and the maintainer scripts are checked by content only.
+- In that root, deploy/README.md "Install from packages" with TLS and bootstrap enrollment, as
+  far as a root without systemd allows: the manager host's PKI, admin token, file modes and
+  tls.ca-key in the installed manager.yaml; the installed units' ExecStart, expanded as
+  systemd would with the guide's sensor.env, run as user picket (setpriv), the sensor replaying
+  a pcap instead of capturing; the sensor enrolls (its key 0600 picket in its state directory,
+  a certificate for its name) and picketctl lists it connected. The CA key with the mode of a
+  key the manager does not need (root 0600) stops the manager.
 
 Usage: packages_test.py --source SOURCE_DIR --build BUILD_DIR
 """
 import gzip
+import json
 import os
 import re
+import shlex
 import shutil
+import signal
+import socket
+import ssl
+import struct
 import subprocess
 import sys
 import tempfile
@@ -477,6 +490,15 @@ class Root:
         return run(["nsenter", "-t", str(self.proc.pid), "-m", "chroot", self.root] + args,
                    check=check, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
 
+    def popen(self, args, log):
+        """A long-running process in the root, stderr and stdout to the host file `log`."""
+        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"}
+        with open(log, "w") as f:
+            # nsenter (mount namespace only), chroot and setpriv exec: the pid is the program's.
+            return subprocess.Popen(["nsenter", "-t", str(self.proc.pid), "-m", "chroot",
+                                     self.root] + args, stdout=f, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, env=env)
+
     def close(self):
         if self.proc.poll() is None:
             self.proc.kill()
@@ -561,6 +583,7 @@ class Install(unittest.TestCase):
             r = root.run(["/usr/bin/" + BINARY[pkg], "--help"])
             self.assertIn("Usage:", r.stdout)
         self.verify_units(root)
+        self.guide(root)
 
         # State as the services would leave it, for the purge to remove.
         for d in ("/var/lib/picket/sensor-eth1", "/var/log/picket/eth1"):
@@ -624,6 +647,170 @@ class Install(unittest.TestCase):
             self.assertFalse(os.path.exists(root.path(path)), path)
         self.assertEqual(root.run(["getent", "passwd", "picket"]).stdout.split(":")[0], "picket")
 
+    # deploy/README.md "Install from packages", both hosts in this root. The commands are the
+    # guide's; only the addresses (loopback, free ports) and the capture (a pcap) differ.
+    GUIDE_NAME = "pkg-edge-1"
+
+    def ctl(self, root, port, *args):
+        return root.run(["picketctl", "--manager", "127.0.0.1:%d" % port, "--ca",
+                         "/etc/picket/pki/ca.crt", "--token-file", "/etc/picket/admin.token"] +
+                        list(args), timeout=30)
+
+    def unit_argv(self, root, unit, instance):
+        """The installed unit's command as systemd would run it, as user picket (setpriv),
+        with the directories systemd would create for it (StateDirectory=, LogsDirectory=)."""
+        def read_file(path):
+            p = root.path(path)
+            return slurp(p) if os.path.exists(p) else None
+
+        argv, keys = systemd_exec(slurp(root.path("/lib/systemd/system/" + unit)), instance,
+                                  socket.gethostname(), read_file)
+        self.assertEqual((keys["User"], keys["Group"]), ("picket", "picket"), unit)
+        for key, base in (("StateDirectory", "/var/lib/"), ("LogsDirectory", "/var/log/")):
+            if key in keys:
+                root.run(["install", "-d", "-o", "picket", "-g", "picket", "-m",
+                          keys.get(key + "Mode", "0755"), base + keys[key]])
+        return ["setpriv", "--reuid", "picket", "--regid", "picket", "--init-groups",
+                "--"] + argv
+
+    def start(self, root, procs, name, argv):
+        log = os.path.join(WORK, "guide-%s-%d.log" % (name, len(procs)))
+        p = root.popen(argv, log)
+        procs.append((p, log))
+        return p, log
+
+    def wait_log(self, p, log, pattern, seconds=30):
+        rx = re.compile(pattern)
+
+        def found():
+            m = rx.search(slurp(log))
+            if not m and p.poll() is not None:
+                raise AssertionError("exited %s before /%s/:\n%s" % (p.returncode, pattern,
+                                                                       slurp(log)))
+            return m
+        return picket_e2e.poll(found, "/%s/ in %s" % (pattern, log), seconds)
+
+    def guide(self, root):
+        t = time.monotonic()
+        procs = []
+        try:
+            self.guide_steps(root, procs)
+        finally:
+            for p, _ in procs:
+                if p.poll() is None:
+                    p.send_signal(signal.SIGTERM)
+                    try:
+                        p.wait(timeout=15)
+                    except subprocess.TimeoutExpired:
+                        p.kill()
+                        p.wait()
+        # The administrator's files of the guide; the purge below must leave nothing else.
+        root.run(["rm", "-rf", "/etc/picket/pki", "/etc/picket/admin.token",
+                  "/etc/picket/bootstrap.token", "/etc/picket/sensor.env"])
+        print("install guide (manager and enrolled sensor): %.1f s" % (time.monotonic() - t),
+              flush=True)
+
+    def guide_steps(self, root, procs):
+        # The manager host: PKI, admin token, enrollment on in the packaged manager.yaml.
+        root.run(["picketctl", "pki", "init", "/etc/picket/pki", "--cn", "Package test CA"])
+        root.run(["picketctl", "pki", "issue", "/etc/picket/pki", "--kind", "manager", "--name",
+                  "manager", "--san", "127.0.0.1"])
+        root.run(["sh", "-c", "head -c 32 /dev/urandom | base64 | tr -d '=+/' > "
+                  "/etc/picket/admin.token"])
+        root.run(["sed", "-i", "s|^  # ca-key: |  ca-key: |", "/etc/picket/manager.yaml"])
+        port, metrics = free_port(), free_port()
+        conf = slurp(root.path("/etc/picket/manager.yaml"))
+        for key, value in (("listen", "127.0.0.1:%d" % port),
+                           ("metrics-listen", "127.0.0.1:%d" % metrics)):
+            conf, n = re.subn(r"(?m)^%s: .*$" % key, "%s: %s" % (key, value), conf)
+            self.assertEqual(n, 1, key)
+        self.assertEqual(re.findall(r"(?m)^  ca-key: (\S+)", conf), ["/etc/picket/pki/ca.key"])
+        with open(root.path("/etc/picket/manager.yaml"), "w") as f:
+            f.write(conf)
+        files = ["/etc/picket/pki/manager.key", "/etc/picket/admin.token"]
+        root.run(["chgrp", "picket", "/etc/picket/pki"] + files)
+        root.run(["chmod", "0750", "/etc/picket/pki"])
+        root.run(["chmod", "0640"] + files)
+        manager = self.unit_argv(root, "picket-manager.service", "")
+        self.assertEqual(manager[-3:], ["/usr/bin/picket-manager", "-c",
+                                        "/etc/picket/manager.yaml"])
+        # The CA key as pki init left it (root 0600): the manager, user picket, cannot sign.
+        p, log = self.start(root, procs, "manager-no-ca-key", manager)
+        try:
+            rc = p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            rc = None
+        self.assertNotIn(rc, (None, 0), "the manager ran without read access to ca.key:\n" +
+                         slurp(log))
+        self.assertIn("/etc/picket/pki/ca.key", slurp(log))
+        print("manager with ca.key root 0600: exit %d: %s" % (rc, slurp(log).strip()),
+              flush=True)
+        # The guide's mode for it: root:picket 0640.
+        root.run(["chgrp", "picket", "/etc/picket/pki/ca.key"])
+        root.run(["chmod", "0640", "/etc/picket/pki/ca.key"])
+        r = root.run(["stat", "-c", "%n %a %U:%G", "/etc/picket/pki", "/etc/picket/pki/ca.key",
+                      "/etc/picket/pki/manager.key", "/etc/picket/admin.token"])
+        self.assertEqual(r.stdout.splitlines(), [
+            "/etc/picket/pki 750 root:picket", "/etc/picket/pki/ca.key 640 root:picket",
+            "/etc/picket/pki/manager.key 640 root:picket",
+            "/etc/picket/admin.token 640 root:picket"])
+        p, log = self.start(root, procs, "manager", manager)
+        self.wait_log(p, log, r"serving on 127\.0\.0\.1:%d " % port)
+        r = self.ctl(root, port, "enroll", "token", "create", "--uses", "1", "--ttl", "1h",
+                     "--labels", "site=pkgtest")
+        token = r.stdout.strip()
+        self.assertRegex(token, r"^\w{8}\.\S+$")
+
+        # The sensor host (the same root here): ca.crt and the token only, the example
+        # sensor.env edited as the guide says.
+        with open(root.path("/tmp/bootstrap.token"), "w") as f:
+            f.write(token + "\n")
+        root.run(["install", "-o", "root", "-g", "picket", "-m", "0640", "/tmp/bootstrap.token",
+                  "/etc/picket/bootstrap.token"])
+        root.run(["cp", "/usr/share/doc/picket-sensor/examples/picket-sensor.env",
+                  "/etc/picket/sensor.env"])
+        env = slurp(root.path("/etc/picket/sensor.env"))
+        for key, value in (("PICKET_MANAGER", "127.0.0.1:%d" % port),
+                           ("#?PICKET_NAME", self.GUIDE_NAME),
+                           ("PICKET_SENSOR_ARGS", "--workers 1 --metrics-interval 1")):
+            env, n = re.subn(r"(?m)^%s=.*$" % key, "%s=%s" % (key.lstrip("#?"), value), env)
+            self.assertEqual(n, 1, key)
+        # As packaged, the example enrolls with the token file.
+        self.assertRegex(env, r"(?m)^PICKET_CREDENTIALS=--bootstrap-token-file "
+                              r"/etc/picket/bootstrap.token$")
+        with open(root.path("/etc/picket/sensor.env"), "w") as f:
+            f.write(env)
+        write_pcap(root.path("/tmp/guide.pcap"))
+        root.run(["chmod", "0644", "/tmp/guide.pcap"])
+        argv = self.unit_argv(root, "picket-sensor@.service", "lo")
+        # No AF_PACKET capture in a test: the same command replays the pcap.
+        i = argv.index("-i")
+        self.assertEqual(argv[i:i + 4], ["-i", "lo", "--capture", "afpacket"])
+        argv[i:i + 4] = ["-r", "/tmp/guide.pcap", "--pcap-loop", "0", "--pcap-rate", "20"]
+        self.assertNotIn("--tls-cert", argv)
+        p, log = self.start(root, procs, "sensor", argv)
+        self.wait_log(p, log, r"agent: enrolled as '%s' with bootstrap token" % self.GUIDE_NAME)
+        self.wait_log(p, log, r"agent: connected to manager")
+
+        tls = "/var/lib/picket/sensor-lo/tls/"
+        r = root.run(["stat", "-L", "-c", "%a %U:%G", tls + "sensor.key", tls + "sensor.crt"])
+        modes = r.stdout.split("\n")
+        self.assertEqual(modes[0], "600 picket:picket", "sensor.key")
+        self.assertEqual(modes[1].split()[1], "picket:picket", "sensor.crt")
+        crt = os.path.join(WORK, "guide-sensor.crt")
+        with open(crt, "w") as f:
+            f.write(root.run(["cat", tls + "sensor.crt"]).stdout)
+        subject = ssl._ssl._test_decode_cert(crt)["subject"]
+        self.assertEqual([v for rdn in subject for (k, v) in rdn if k == "commonName"],
+                         [self.GUIDE_NAME])
+
+        def listed():
+            out = json.loads(self.ctl(root, port, "--json", "sensors").stdout)
+            return [s for s in out if s["name"] == self.GUIDE_NAME and s["connected"]]
+        sensor = picket_e2e.poll(listed, self.GUIDE_NAME + " connected", 20)[0]
+        # The token's labels win over the same keys of PICKET_LABELS (site=paris,zone=dmz).
+        self.assertEqual(sensor["labels"], {"site": "pkgtest", "zone": "dmz"})
+
     def verify_units(self, root):
         if not os.path.exists(root.path("/usr/bin/systemd-analyze")):
             print("SKIP: systemd-analyze verify: systemd is not installed", flush=True)
@@ -635,6 +822,75 @@ class Install(unittest.TestCase):
             self.assertEqual(r.returncode, 0, out)
             ours = [l for l in out.split("\n") if "picket-" in l]
             self.assertEqual(ours, [], unit)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_pcap(path, count=20):
+    """A small pcap (Ethernet, IPv4, UDP 127.0.0.1:40000 -> 127.0.0.2:53) the sensor replays."""
+    out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)]
+    for i in range(count):
+        payload = b"picket package test %d" % i
+        udp = struct.pack("!HHHH", 40000, 53, 8 + len(payload), 0) + payload
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), i, 0, 64, 17, 0,
+                         bytes([127, 0, 0, 1]), bytes([127, 0, 0, 2]))
+        csum = sum(struct.unpack("!10H", ip))
+        csum = (csum & 0xFFFF) + (csum >> 16)
+        csum = (csum & 0xFFFF) + (csum >> 16)
+        ip = ip[:10] + struct.pack("!H", ~csum & 0xFFFF) + ip[12:]
+        frame = b"\x02\0\0\0\0\x02" + b"\x02\0\0\0\0\x01" + b"\x08\x00" + ip + udp
+        out.append(struct.pack("<IIII", 1700000000 + i, 0, len(frame), len(frame)) + frame)
+    with open(path, "wb") as f:
+        f.write(b"".join(out))
+
+
+def systemd_exec(unit_text, instance, hostname, read_file):
+    """(argv, {key: value}) of a unit's [Service] as systemd would run it: specifiers %I, %i,
+    %H; Environment= assignments, then EnvironmentFile= files in order (they win; a leading
+    '-' = optional); in ExecStart a word $VAR is split on whitespace, ${VAR} is replaced
+    inside its word. The dict holds User, StateDirectory, LogsDirectory and the like."""
+    spec = {"%I": instance, "%i": instance, "%H": hostname, "%%": "%"}
+    env, files, execs, keys, section = {}, [], [], {}, None
+    for line in unit_text.replace("\\\n", " ").split("\n"):
+        line = line.strip()
+        if line.startswith("["):
+            section = line
+            continue
+        if section != "[Service]" or not line or line.startswith(("#", ";")):
+            continue
+        key, value = line.split("=", 1)
+        value = re.sub(r"%[IiH%]", lambda m: spec[m.group(0)], value)
+        if key == "Environment":
+            env.update(a.split("=", 1) for a in shlex.split(value))
+        elif key == "EnvironmentFile":
+            files.append(value)
+        elif key == "ExecStart":
+            execs.append(value)
+        else:
+            keys[key] = value
+    for f in files:
+        text = read_file(f.lstrip("-"))
+        if text is None:
+            assert f.startswith("-"), "EnvironmentFile %s does not exist" % f
+            continue
+        for line in text.splitlines():
+            line = line.strip()
+            if line and not line.startswith("#"):
+                k, v = line.split("=", 1)
+                env[k] = v
+    assert len(execs) == 1, execs
+    argv = []
+    for w in shlex.split(execs[0]):
+        m = re.fullmatch(r"\$(\w+)", w)
+        if m:
+            argv.extend(env.get(m.group(1), "").split())
+        else:
+            argv.append(re.sub(r"\$\{(\w+)\}", lambda m: env.get(m.group(1), ""), w))
+    return argv, keys
 
 
 def main():
