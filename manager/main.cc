@@ -311,8 +311,21 @@ int main(int argc, char** argv) {
           {"--client-ca", &o.client_ca_file},
           {"--ca-key", &o.ca_key_file},
           {"--admin-token-file", &token_file}}) {
-        if (!path->empty() && !std::filesystem::is_regular_file(*path)) {
-            std::fprintf(stderr, "picket-manager: %s %s: no such file\n", what, path->c_str());
+        if (path->empty()) {
+            continue;
+        }
+        // stat() tells a missing file from one in a directory this user may not enter
+        // (a pki directory not yet given to group picket).
+        std::error_code ec;
+        const auto st = std::filesystem::status(*path, ec);
+        if (ec && ec != std::errc::no_such_file_or_directory) {
+            std::fprintf(stderr, "picket-manager: %s %s: %s\n", what, path->c_str(),
+                         ec.message().c_str());
+            return kExitUsage;
+        }
+        if (!std::filesystem::is_regular_file(st)) {
+            std::fprintf(stderr, "picket-manager: %s %s: %s\n", what, path->c_str(),
+                         std::filesystem::exists(st) ? "not a regular file" : "no such file");
             return kExitUsage;
         }
     }

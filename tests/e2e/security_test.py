@@ -171,6 +171,38 @@ class Security(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("an admin token (--admin-token-file) is required unless --insecure",
                       r.stderr)
+        # A key file in a directory the service user may not enter is named as such, not as
+        # missing (a pki directory not yet given to group picket).
+        tls = ["--tls-cert", os.path.join(self.pki, "manager.crt"), "--tls-key",
+               os.path.join(self.pki, "manager.key"), "--client-ca", os.path.join(self.pki, "ca.crt")]
+        r = subprocess.run(base + ["--listen", "127.0.0.1:0"] + tls[:2] + [
+            "--tls-key", os.path.join(self.tmp, "missing.key")] + tls[4:],
+            capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--tls-key %s: no such file" % os.path.join(self.tmp, "missing.key"),
+                      r.stderr)
+        if os.geteuid() == 0 and shutil.which("setpriv"):
+            # Readable certificates beside a key in a directory only root may enter.
+            open_dir = tempfile.mkdtemp(prefix="picket-security-open-")
+            try:
+                os.chmod(open_dir, 0o755)
+                for f in ("manager.crt", "ca.crt"):
+                    shutil.copy(os.path.join(self.pki, f), open_dir)
+                    os.chmod(os.path.join(open_dir, f), 0o644)
+                locked = os.path.join(open_dir, "locked")
+                os.mkdir(locked, 0o700)
+                key = os.path.join(locked, "manager.key")
+                shutil.copy(os.path.join(self.pki, "manager.key"), key)
+                r = subprocess.run(
+                    ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                     binary("manager", "picket-manager"), "--db", os.path.join(open_dir, "x.db"),
+                     "--listen", "127.0.0.1:0", "--tls-cert", os.path.join(open_dir, "manager.crt"),
+                     "--tls-key", key, "--client-ca", os.path.join(open_dir, "ca.crt")],
+                    capture_output=True, text=True)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn("--tls-key %s: Permission denied" % key, r.stderr)
+            finally:
+                shutil.rmtree(open_dir)
         # Without the admin token, picketctl gets nothing.
         r = subprocess.run([binary("manager", "cli", "picketctl"), "--manager", self.addr,
                             "--ca", os.path.join(self.pki, "ca.crt"), "sensors"],
