@@ -590,20 +590,13 @@ grpc::Status FleetAdminService::History(grpc::ServerContext* ctx, const pb::Hist
                                         pb::HistoryResponse* resp) {
     return serve(ctx, [&]() -> absl::Status {
         const size_t limit = req->limit() == 0 ? kDefaultLimit : req->limit();
-        std::vector<std::string> names;
+        std::vector<store::Run> runs;
         if (!req->sensor().empty()) {
             ASSIGN_OR_RETURN(store::Sensor s, core_.store.get_sensor(req->sensor()));
-            names.push_back(s.name);
+            ASSIGN_OR_RETURN(runs, core_.store.list_runs(s.name));
         } else {
-            ASSIGN_OR_RETURN(std::vector<store::Sensor> all, core_.store.list_sensors());
-            for (const store::Sensor& s : all) {
-                names.push_back(s.name);
-            }
-        }
-        std::vector<store::Run> runs;
-        for (const std::string& n : names) {
-            ASSIGN_OR_RETURN(std::vector<store::Run> r, core_.store.list_runs(n));
-            runs.insert(runs.end(), r.begin(), r.end());
+            // One query for the fleet (it was one per sensor: 10,000 at 10,000 sensors).
+            ASSIGN_OR_RETURN(runs, core_.store.recent_runs(limit));
         }
         std::sort(runs.begin(), runs.end(), [](const store::Run& a, const store::Run& b) {
             return a.started_at != b.started_at ? a.started_at > b.started_at : a.id > b.id;

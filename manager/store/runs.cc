@@ -246,6 +246,24 @@ absl::StatusOr<int64_t> Store::desired_version(const std::string& sensor) {
     });
 }
 
+absl::StatusOr<std::vector<Run>> Store::recent_runs(size_t limit) {
+    return impl_->read([limit](Conn& c) -> absl::StatusOr<std::vector<Run>> {
+        ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT r.id, s.name, r.bundle_version, r.started_at, "
+                                           "coalesce(r.ended_at, 0), r.packets, r.bytes, r.drops, "
+                                           "r.alerts, coalesce(r.deployment_id, 0) FROM runs r "
+                                           "JOIN sensors s ON s.id = r.sensor_id "
+                                           "ORDER BY r.started_at DESC, r.id DESC LIMIT ?"));
+        s.bind(1, static_cast<int64_t>(limit));
+        return collect<Run>(s, [](const Stmt& r) {
+            Run run;
+            r.get(0, run.id, run.sensor, run.bundle_version, run.started_at, run.ended_at,
+                  run.totals.packets, run.totals.bytes, run.totals.drops, run.totals.alerts,
+                  run.deployment_id);
+            return run;
+        });
+    });
+}
+
 absl::StatusOr<std::vector<Run>> Store::list_runs(const std::string& sensor) {
     return impl_->read([&sensor](Conn& c) -> absl::StatusOr<std::vector<Run>> {
         ASSIGN_OR_RETURN(int64_t sid, sensor_id(c, sensor));

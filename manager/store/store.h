@@ -465,6 +465,8 @@ public:
     // The bundle version the sensor ran before its current one; NOT_FOUND if none.
     absl::StatusOr<int64_t> previous_version(const std::string& sensor);
     absl::StatusOr<std::vector<Run>> list_runs(const std::string& sensor);  // oldest first
+    // The `limit` newest run periods of the whole fleet (by start, then id), in one query.
+    absl::StatusOr<std::vector<Run>> recent_runs(size_t limit);
     absl::StatusOr<std::vector<MetricPoint>> metric_history(const std::string& sensor,
                                                             const std::string& counter,
                                                             int64_t from, int64_t to);

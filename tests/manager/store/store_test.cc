@@ -621,6 +621,21 @@ TEST(StoreRuns, PeriodsAndTotalsExact) {
     auto no_run = store->add_run_totals("s2", {1, 0, 0, 0});
     EXPECT_EQ(no_run.code(), absl::StatusCode::kFailedPrecondition);
     EXPECT_EQ(no_run.message(), "sensor 's2' has no open run");
+
+    // The fleet's newest periods in one query: s3 started last, then s1's two newest.
+    ASSERT_TRUE(store->connect_sensor(hello("s3"), at(30), true).ok());
+    auto recent = store->recent_runs(3);
+    ASSERT_TRUE(recent.ok()) << recent.status();
+    ASSERT_EQ(recent->size(), 3u);
+    EXPECT_EQ((*recent)[0].sensor, "s3");
+    EXPECT_EQ((*recent)[0].started_at, at(30));
+    EXPECT_EQ((*recent)[1].sensor, "s1");
+    EXPECT_EQ((*recent)[1].bundle_version, 2);
+    EXPECT_EQ((*recent)[1].totals.packets, 3);
+    EXPECT_EQ((*recent)[2].sensor, "s1");
+    EXPECT_EQ((*recent)[2].bundle_version, 1);
+    EXPECT_EQ((*recent)[2].ended_at, at(20));
+    EXPECT_EQ(store->recent_runs(100)->size(), 4u);
 }
 
 // ---------------------------------------------------------------- metrics
