@@ -67,6 +67,19 @@ std::optional<uint64_t> parse_u64(std::string_view s) {
     return parse_decimal<uint64_t>(s, 20);
 }
 
+std::optional<uint64_t> parse_duration_seconds(std::string_view s) {
+    const char last = s.empty() ? '0' : s.back();
+    const uint64_t unit = last == 'm' ? 60 : last == 'h' ? 3600 : last == 'd' ? 86400 : 1;
+    if (last == 's' || unit != 1) {
+        s.remove_suffix(1);
+    }
+    const std::optional<uint64_t> n = parse_decimal<uint64_t>(s, 9);
+    if (!n) {
+        return std::nullopt;
+    }
+    return *n * unit;
+}
+
 std::string hex_encode(std::string_view bytes) {
     std::string out;
     out.reserve(bytes.size() * 2);

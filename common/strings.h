@@ -103,6 +103,10 @@ inline bool parse_u32(std::string_view s, uint32_t* out) {
 // The same for 64 bits (1..20 digits).
 std::optional<uint64_t> parse_u64(std::string_view s);
 
+// A duration in seconds: 1..9 digits and an optional unit s, m, h or d ("90s", "30m", "6h",
+// "7d", "3600"); nothing else. Callers check their own range.
+std::optional<uint64_t> parse_duration_seconds(std::string_view s);
+
 // The value of one hex digit (either case), or -1.
 constexpr int hex_value(char c) {
     if (c >= '0' && c <= '9') {

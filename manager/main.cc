@@ -14,6 +14,7 @@
 #include "common/metrics/http_exporter.h"
 #include "common/metrics/metrics.h"
 #include "common/pki/pki.h"
+#include "common/strings.h"
 #include "common/time_util.h"
 #include "manager/service/service.h"
 #include "manager/store/selector.h"
@@ -93,27 +94,12 @@ constexpr const char* kConfigKeys[] = {"listen",
 // "90s", "30m", "6h", "1d" or plain seconds; 0 = off. At most 30 days.
 std::chrono::seconds parse_interval(const picket::Config& cfg, const std::string& key,
                                     const std::string& text) {
-    int64_t n = 0;
-    size_t i = 0;
-    while (i < text.size() && text[i] >= '0' && text[i] <= '9' && n < 100'000'000) {
-        n = n * 10 + (text[i++] - '0');
-    }
-    int64_t unit = 1;
-    std::string rest = text.substr(i);
-    if (rest == "m") {
-        unit = 60;
-    } else if (rest == "h") {
-        unit = 3600;
-    } else if (rest == "d") {
-        unit = 86400;
-    } else if (!rest.empty() && rest != "s") {
-        i = 0;  // not a duration
-    }
-    if (i == 0 || n * unit > 30LL * 86400) {
+    const std::optional<uint64_t> s = picket::strings::parse_duration_seconds(text);
+    if (!s || *s > 30ULL * 86400) {
         throw picket::ConfigError(cfg.source() + ": " + key + ": expected a duration of at most " +
                                   "30 days (90s, 30m, 6h, 1d or seconds), got '" + text + "'");
     }
-    return std::chrono::seconds(n * unit);
+    return std::chrono::seconds(static_cast<int64_t>(*s));
 }
 
 void check_keys(const picket::Config& cfg, const YAML::Node& node, const std::string& prefix) {
@@ -278,25 +264,15 @@ int main(int argc, char** argv) {
     {
         // Same duration forms as rules.update-interval; 0 is refused.
         const std::string& v = enroll_validity;
-        int64_t n = 0;
-        size_t i = 0;
-        while (i < v.size() && v[i] >= '0' && v[i] <= '9' && n < 100'000'000) {
-            n = n * 10 + (v[i++] - '0');
-        }
-        const std::string unit = v.substr(i);
-        const int64_t mult = unit.empty() || unit == "s" ? 1
-                             : unit == "m"               ? 60
-                             : unit == "h"               ? 3600
-                             : unit == "d"               ? 86400
-                                                         : 0;
-        if (i == 0 || mult == 0 || n == 0 || n * mult > 3650LL * 86400) {
+        const std::optional<uint64_t> s = strings::parse_duration_seconds(v);
+        if (!s || *s == 0 || *s > 3650ULL * 86400) {
             std::fprintf(stderr,
                          "picket-manager: --enroll-validity (tls.enroll-validity): expected a "
                          "duration of 1 second to 3650 days (90s, 30m, 6h, 30d), got '%s'\n",
                          v.c_str());
             return kExitUsage;
         }
-        o.enroll_validity = std::chrono::seconds(n * mult);
+        o.enroll_validity = std::chrono::seconds(static_cast<int64_t>(*s));
     }
     if (o.db_path.empty()) {
         std::fprintf(stderr,

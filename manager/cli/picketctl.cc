@@ -16,24 +16,12 @@
 
 #include "common/bundle/bundle.h"
 #include "common/pki/pki.h"
+#include "common/strings.h"
+#include "manager/cli/command.h"
 #include "manager/store/selector.h"
 
 namespace picket::manager::cli {
-
-namespace v1 = picket::v1;
-using nlohmann::json;
-
 namespace {
-
-using Stub = v1::FleetAdmin::Stub;
-
-constexpr std::chrono::seconds kRpcTimeout{60};
-
-struct Globals {
-    ConnectOptions conn;
-    std::string token_file;
-    bool json = false;
-};
 
 // A bundle or CA name: what verify_bundle / pki accept, checked before any I/O.
 bool valid_name(std::string_view name) {
@@ -61,138 +49,6 @@ int64_t now_ns() {
                std::chrono::system_clock::now().time_since_epoch())
         .count();
 }
-
-class Command {
-public:
-    Command(std::string name, Globals& g, std::ostream& out, std::ostream& err)
-        : name_(std::move(name)), g_(g), out_(out), err_(err) {}
-
-    int usage(std::string_view message) {
-        err_ << "picketctl: " << name_ << ": " << message << "\n";
-        return kExitUsage;
-    }
-    int usage(const absl::Status& status) { return usage(std::string(status.message())); }
-    int fail(const absl::Status& status) {
-        err_ << "picketctl: " << name_ << ": " << status_text(status) << "\n";
-        return kExitFailed;
-    }
-    int fail(std::string_view message) {
-        err_ << "picketctl: " << name_ << ": " << message << "\n";
-        return kExitFailed;
-    }
-
-    // Opens the channel; a usage problem (missing --manager, --insecure off loopback) -> 2.
-    std::optional<int> connect() {
-        if (!g_.token_file.empty()) {
-            std::ifstream in(g_.token_file);
-            std::string token;
-            std::getline(in, token);
-            while (!token.empty() && isspace(static_cast<unsigned char>(token.back()))) {
-                token.pop_back();
-            }
-            if (token.empty()) {
-                return usage("--token-file " + g_.token_file + ": empty or unreadable");
-            }
-            g_.conn.token = token;
-        }
-        absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = make_channel(g_.conn);
-        if (!channel.ok()) {
-            if (channel.status().code() == absl::StatusCode::kInvalidArgument) {
-                return usage(channel.status());
-            }
-            return fail(channel.status());
-        }
-        stub_ = v1::FleetAdmin::NewStub(*channel);
-        return std::nullopt;
-    }
-
-    template <typename Req, typename Resp>
-    absl::Status call(grpc::Status (Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
-                      const Req& request, Resp* response) {
-        grpc::ClientContext ctx;
-        ctx.set_deadline(std::chrono::system_clock::now() + rpc_timeout_);
-        if (!g_.conn.token.empty()) {
-            ctx.AddMetadata("authorization", "Bearer " + g_.conn.token);
-        }
-        return to_absl(((*stub_).*method)(&ctx, request, response));
-    }
-
-    // WatchDeployment until the stream ends or `deadline`; `update` gets each message.
-    absl::Status watch_deployment(const std::string& id,
-                                  std::chrono::steady_clock::time_point deadline,
-                                  const std::function<void(const v1::Deployment&)>& update) {
-        grpc::ClientContext ctx;
-        ctx.set_deadline(std::chrono::system_clock::now() +
-                         (deadline - std::chrono::steady_clock::now()));
-        if (!g_.conn.token.empty()) {
-            ctx.AddMetadata("authorization", "Bearer " + g_.conn.token);
-        }
-        v1::WatchDeploymentRequest req;
-        req.set_id(id);
-        std::unique_ptr<grpc::ClientReader<v1::WatchDeploymentResponse>> reader =
-            stub_->WatchDeployment(&ctx, req);
-        v1::WatchDeploymentResponse resp;
-        while (reader->Read(&resp)) {
-            update(resp.deployment());
-        }
-        return to_absl(reader->Finish());
-    }
-
-    // The shape of most commands: connect, one RPC; `answer(response)` prints it and returns
-    // the exit code. A connect or RPC failure returns its exit code instead.
-    template <typename Req, typename Resp, typename Answer>
-    int exchange(grpc::Status (Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
-                 const Req& request, Answer&& answer) {
-        if (auto rc = connect()) {
-            return *rc;
-        }
-        Resp response;
-        if (absl::Status st = call(method, request, &response); !st.ok()) {
-            return fail(st);
-        }
-        return answer(response);
-    }
-
-    // exchange() that prints the response as to_json(response) with --json, else as
-    // to_text(response); exit 0.
-    template <typename Req, typename Resp, typename ToJson, typename ToText>
-    int show(grpc::Status (Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
-             const Req& request, ToJson&& to_json, ToText&& to_text) {
-        return exchange(method, request, [&](const Resp& r) {
-            json_output() ? print(to_json(r)) : print(to_text(r));
-            return kExitOk;
-        });
-    }
-
-    // Usage error (exit 2) for a sensor name the manager would refuse; with `optional`
-    // (a --sensor filter) the empty name is fine.
-    std::optional<int> check_sensor_name(const std::string& name, bool optional = false) {
-        if (optional && name.empty()) {
-            return std::nullopt;
-        }
-        if (absl::Status st = store::validate_sensor_name(name); !st.ok()) {
-            return usage(st);
-        }
-        return std::nullopt;
-    }
-
-    void print(const json& doc) {
-        out_ << doc.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
-    }
-    void print(const std::string& text) { out_ << text; }
-    bool json_output() const { return g_.json; }
-    std::ostream& out() { return out_; }
-    // A longer deadline for an RPC that does slow work on the manager (a rules update fetches).
-    void set_rpc_timeout(std::chrono::seconds t) { rpc_timeout_ = t; }
-
-private:
-    std::string name_;
-    Globals& g_;
-    std::ostream& out_;
-    std::ostream& err_;
-    std::unique_ptr<Stub> stub_;
-    std::chrono::seconds rpc_timeout_ = kRpcTimeout;
-};
 
 // --wait, --timeout and --poll-ms of deploy and rollback.
 struct WaitOptions {
@@ -337,38 +193,6 @@ int on_sensor(Command& cmd, const std::string& name,
     return cmd.show(method, req, to_json, to_text);
 }
 
-// "90s", "30m", "6h", "7d" or plain seconds; nullopt when it is none of these.
-std::optional<uint64_t> parse_duration(const std::string& text) {
-    uint64_t n = 0;
-    size_t i = 0;
-    while (i < text.size() && text[i] >= '0' && text[i] <= '9' && n < 1'000'000'000) {
-        n = n * 10 + static_cast<uint64_t>(text[i++] - '0');
-    }
-    const std::string unit = text.substr(i);
-    const uint64_t mult = unit.empty() || unit == "s" ? 1
-                          : unit == "m"               ? 60
-                          : unit == "h"               ? 3600
-                          : unit == "d"               ? 86400
-                                                      : 0;
-    if (i == 0 || mult == 0) {
-        return std::nullopt;
-    }
-    return n * mult;
-}
-
-std::vector<std::string_view> split_commas(std::string_view text) {
-    std::vector<std::string_view> out;
-    size_t start = 0;
-    for (;;) {
-        const size_t comma = text.find(',', start);
-        out.push_back(text.substr(start, comma == std::string_view::npos ? comma : comma - start));
-        if (comma == std::string_view::npos) {
-            return out;
-        }
-        start = comma + 1;
-    }
-}
-
 std::optional<int> check_selector(Command& cmd, const std::string& selector) {
     absl::StatusOr<store::Selector> sel = store::Selector::parse(selector);
     if (!sel.ok()) {
@@ -479,72 +303,7 @@ int run(int argc, const char* const argv[], std::ostream& out, std::ostream& err
         return on_sensor(cmd, readmit_name, &Stub::ReadmitSensor, readmit_json, readmit_text);
     });
 
-    // ---- enroll token create|list|revoke
-    auto* enroll = app.add_subcommand("enroll", "Bootstrap enrollment of sensors");
-    enroll->require_subcommand(1);
-    auto* enroll_token = enroll->add_subcommand("token", "Bootstrap tokens: create, list, revoke");
-    enroll_token->require_subcommand(1);
-    uint32_t token_uses = 1;
-    std::string token_ttl = "24h";
-    std::string token_labels;
-    std::string token_pattern;
-    auto* token_create = enroll_token->add_subcommand(
-        "create", "Create a bootstrap token (printed once: ID.SECRET)");
-    token_create->add_option("--uses", token_uses, "Enrollments it allows (default 1)")
-        ->check(CLI::Range(1, 10000));
-    token_create->add_option("--ttl", token_ttl, "Lifetime: 90s, 30m, 6h, 7d (default 24h)");
-    token_create->add_option("--labels", token_labels,
-                             "Labels imposed on the sensors it enrolls: k=v,k=v");
-    token_create->add_option("--name-pattern", token_pattern,
-                             "Sensor names it may enroll (full-match regex; default any)");
-    leaf(token_create, [&] {
-        Command cmd("enroll token create", g, out, err);
-        v1::CreateBootstrapTokenRequest req;
-        req.set_uses(token_uses);
-        std::optional<uint64_t> ttl = parse_duration(token_ttl);
-        if (!ttl || *ttl == 0 || *ttl > 365ULL * 86400) {
-            return cmd.usage("--ttl '" + token_ttl +
-                             "': expected a duration of 1s to 365d (90s, 30m, 6h, 7d)");
-        }
-        req.set_ttl_seconds(*ttl);
-        if (!token_labels.empty()) {
-            for (std::string_view item : split_commas(token_labels)) {
-                const size_t eq = item.find('=');
-                if (eq == std::string_view::npos) {
-                    return cmd.usage("--labels: '" + std::string(item) + "': expected KEY=VALUE");
-                }
-                std::string k(item.substr(0, eq)), v(item.substr(eq + 1));
-                if (absl::Status st = store::validate_label(k, v); !st.ok()) {
-                    return cmd.usage("--labels: " + std::string(st.message()));
-                }
-                if (!req.mutable_labels()->insert({k, v}).second) {
-                    return cmd.usage("--labels: '" + k + "' given twice");
-                }
-            }
-        }
-        req.set_name_pattern(token_pattern);
-        return cmd.show(&Stub::CreateBootstrapToken, req, token_create_json, token_create_text);
-    });
-    auto* token_list = enroll_token->add_subcommand("list", "List bootstrap tokens (no secrets)");
-    leaf(token_list, [&] {
-        Command cmd("enroll token list", g, out, err);
-        return cmd.show(&Stub::ListBootstrapTokens, v1::ListBootstrapTokensRequest{}, tokens_json,
-                        tokens_text);
-    });
-    std::string revoke_token_id;
-    auto* token_revoke =
-        enroll_token->add_subcommand("revoke", "Revoke a bootstrap token (it enrolls no more)");
-    token_revoke->add_option("ID", revoke_token_id, "Token id (the part before the dot)")
-        ->required();
-    leaf(token_revoke, [&] {
-        Command cmd("enroll token revoke", g, out, err);
-        if (absl::Status st = pki::validate_bootstrap_token_id(revoke_token_id); !st.ok()) {
-            return cmd.usage(st);
-        }
-        v1::RevokeBootstrapTokenRequest req;
-        req.set_id(revoke_token_id);
-        return cmd.show(&Stub::RevokeBootstrapToken, req, token_revoke_json, token_revoke_text);
-    });
+    add_enroll_commands(app, g, out, err, leaf);
 
     // ---- bundle push|list|show|diff
     auto* bundle = app.add_subcommand("bundle", "Bundles: push, list, show, diff");

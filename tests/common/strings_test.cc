@@ -58,6 +58,20 @@ TEST(StringsTest, ParseU32AcceptsOnlyDecimalDigitsThatFit) {
     EXPECT_EQ(parse_u64("18446744073709551616"), std::nullopt);
 }
 
+TEST(StringsTest, DurationsInSecondsWithOneUnit) {
+    EXPECT_EQ(parse_duration_seconds("0"), 0u);
+    EXPECT_EQ(parse_duration_seconds("3600"), 3600u);
+    EXPECT_EQ(parse_duration_seconds("90s"), 90u);
+    EXPECT_EQ(parse_duration_seconds("30m"), 1800u);
+    EXPECT_EQ(parse_duration_seconds("6h"), 21600u);
+    EXPECT_EQ(parse_duration_seconds("7d"), 604800u);
+    EXPECT_EQ(parse_duration_seconds("999999999d"), 999999999ull * 86400);
+    for (const char* bad : {"", "s", "d", "1w", "1.5h", "-1s", " 1s", "1s ", "1hs", "1ms",
+                            "1000000000", "10000000000d"}) {
+        EXPECT_EQ(parse_duration_seconds(bad), std::nullopt) << bad;
+    }
+}
+
 TEST(StringsTest, HexDigitsBothCases) {
     EXPECT_EQ(hex_value('0'), 0);
     EXPECT_EQ(hex_value('9'), 9);
