@@ -620,9 +620,11 @@ TEST(Tls, MutualTlsWithPkiCertificates) {
     fake.sensors.add_sensors()->set_name("s9");
     FakeServer server(fake, grpc::SslServerCredentials(opts));
 
+    fake.sync();  // see FakeAdmin::sync()
     Result r = picketctl({"--manager", server.address(), "--ca", (dir / "ca.crt").string(),
                           "--cert", (dir / "ops.crt").string(), "--key", (dir / "ops.key").string(),
                           "--token", "tok", "--json", "sensors"});
+    fake.sync();
     ASSERT_EQ(r.code, kExitOk) << r.err;
     EXPECT_EQ(json::parse(r.out)[0]["name"], "s9");
     EXPECT_EQ(fake.authorization, std::vector<std::string>{"Bearer tok"});
@@ -630,6 +632,7 @@ TEST(Tls, MutualTlsWithPkiCertificates) {
     // Without a client certificate the server refuses the handshake.
     Result anon =
         picketctl({"--manager", server.address(), "--ca", (dir / "ca.crt").string(), "sensors"});
+    fake.sync();
     EXPECT_EQ(anon.code, kExitFailed);
     EXPECT_EQ(anon.err.rfind("picketctl: sensors: UNAVAILABLE: ", 0), 0u) << anon.err;
 }
