@@ -552,6 +552,17 @@ std::string diff_text(const v1::BundleDiff& diff) {
     return out;
 }
 
+namespace {
+
+json target_counts_json(const v1::TargetCounts& n) {
+    return json{{"total", n.total()},        {"pending", n.pending()},
+                {"sent", n.sent()},          {"applied", n.applied()},
+                {"rejected", n.rejected()},  {"timed_out", n.timed_out()},
+                {"cancelled", n.cancelled()}};
+}
+
+}  // namespace
+
 json deployment_json(const v1::Deployment& d) {
     json targets = json::array();
     for (const v1::DeploymentTarget& t : d.targets()) {
@@ -569,6 +580,7 @@ json deployment_json(const v1::Deployment& d) {
                 {"finished_at", time_json(d.finished_at())},
                 {"rollback_deployment", d.rollback_deployment_id()},
                 {"rolls_back_deployment", d.rolls_back_deployment_id()},
+                {"target_counts", target_counts_json(d.target_counts())},
                 {"targets", targets}};
 }
 
@@ -644,14 +656,12 @@ std::string history_text(const v1::HistoryResponse& response) {
     }
     std::vector<std::vector<std::string>> deps;
     for (const v1::Deployment& d : response.deployments()) {
-        int applied = 0;
-        for (const v1::DeploymentTarget& t : d.targets()) {
-            applied += t.state() == v1::TARGET_STATE_APPLIED ? 1 : 0;
-        }
+        // Counted by the manager (the targets themselves are left out of a fleet's history).
         deps.push_back({d.id(), std::string(deployment_kind_name(d.kind())),
                         d.version() == 0 ? "per target" : std::to_string(d.version()), d.selector(),
                         std::string(deployment_state_name(d.state())),
-                        std::to_string(applied) + "/" + std::to_string(d.targets_size()),
+                        std::to_string(d.target_counts().applied()) + "/" +
+                            std::to_string(d.target_counts().total()),
                         format_time(d.created_at())});
     }
     return "Runs\n" +

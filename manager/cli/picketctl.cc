@@ -484,6 +484,10 @@ int run(int argc, const char* const argv[], std::ostream& out, std::ostream& err
     history->add_option("--sensor", history_sensor, "Only this sensor");
     history->add_option("--limit", history_limit, "At most N of each (default: manager's, 100)")
         ->check(CLI::Range(1, 100000));
+    bool history_targets = false;
+    history->add_flag("--targets", history_targets,
+                      "With --json and no --sensor: every deployment's targets, not only their "
+                      "counts (large on a big fleet; `deployment ID` shows one)");
     leaf(history, [&] {
         Command cmd("history", g, out, err);
         if (auto rc = cmd.check_sensor_name(history_sensor, /*optional=*/true)) {
@@ -492,6 +496,7 @@ int run(int argc, const char* const argv[], std::ostream& out, std::ostream& err
         v1::HistoryRequest req;
         req.set_sensor(history_sensor);
         req.set_limit(history_limit);
+        req.set_counts_only(history_sensor.empty() && !history_targets);
         return cmd.show(&Stub::History, req, history_json, history_text);
     });
 

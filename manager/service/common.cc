@@ -348,7 +348,7 @@ void LiveState::on_alerts(const std::string& sensor, const picket::v1::AlertBatc
         if (alerts_.size() == ring_size_) {
             alerts_.pop_front();
         }
-        alerts_.push_back({sensor, a});
+        alerts_.push_back({sensor, a, ++alert_seq_});
     }
 }
 

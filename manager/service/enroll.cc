@@ -8,6 +8,7 @@
 #include "common/pki/pki.h"
 #include "common/time_util.h"
 #include "manager/service/internal.h"
+#include "manager/service/paging.h"
 #include "manager/status.h"
 
 namespace picket::manager::service {
@@ -223,13 +224,31 @@ grpc::Status FleetAdminService::CreateBootstrapToken(grpc::ServerContext* ctx,
 }
 
 grpc::Status FleetAdminService::ListBootstrapTokens(grpc::ServerContext* ctx,
-                                                    const pb::ListBootstrapTokensRequest*,
+                                                    const pb::ListBootstrapTokensRequest* req,
                                                     pb::ListBootstrapTokensResponse* resp) {
     return serve(ctx, [&]() -> absl::Status {
+        // Listed by id; the token is "t:" + the previous page's last id (paging.h).
+        ASSIGN_OR_RETURN(PageRequest page,
+                         page_request(req->page_size(), kMaxPageSize, req->page_token(), "t",
+                                      [](std::string_view id) {
+                                          return pki::validate_bootstrap_token_id(id).ok();
+                                      }));
         ASSIGN_OR_RETURN(std::vector<store::BootstrapToken> tokens,
                          core_.store.list_bootstrap_tokens());
+        std::sort(tokens.begin(), tokens.end(),
+                  [](const store::BootstrapToken& a, const store::BootstrapToken& b) {
+                      return a.id < b.id;
+                  });
         const int64_t now = wall_clock_ns();
         for (const store::BootstrapToken& t : tokens) {
+            if (!page.after.empty() && t.id <= page.after) {
+                continue;
+            }
+            if (static_cast<uint32_t>(resp->tokens_size()) == page.size) {
+                resp->set_next_page_token(
+                    page_token("t", resp->tokens(resp->tokens_size() - 1).id()));
+                break;
+            }
             *resp->add_tokens() = token_proto(t, now);
         }
         return absl::OkStatus();

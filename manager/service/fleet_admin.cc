@@ -15,6 +15,7 @@
 #include "common/time_util.h"
 #include "manager/rules/rules.h"
 #include "manager/service/internal.h"
+#include "manager/service/paging.h"
 #include "manager/status.h"
 
 namespace picket::manager::service {
@@ -46,6 +47,18 @@ pb::TargetState target_state(store::TargetState s) {
             return pb::TARGET_STATE_CANCELLED;
     }
     return pb::TARGET_STATE_UNSPECIFIED;
+}
+
+void set_counts(const store::TargetCounts& n, pb::TargetCounts* p) {
+    using TS = store::TargetState;
+    auto at = [&n](TS s) { return static_cast<uint32_t>(n.by_state[static_cast<size_t>(s)]); };
+    p->set_total(static_cast<uint32_t>(n.total));
+    p->set_pending(at(TS::kPending));
+    p->set_sent(at(TS::kSent));
+    p->set_applied(at(TS::kApplied));
+    p->set_rejected(at(TS::kRejected));
+    p->set_timed_out(at(TS::kTimedOut));
+    p->set_cancelled(at(TS::kSuperseded));
 }
 
 pb::DeploymentState deployment_state(store::DeploymentState s) {
@@ -149,12 +162,7 @@ absl::StatusOr<std::vector<store::Sensor>> FleetAdminService::resolve(const std:
 }
 
 absl::StatusOr<pb::Deployment> FleetAdminService::to_proto(const store::Deployment& d,
-                                                           const std::string& only_sensor,
-                                                           RunCache* runs) {
-    RunCache local;
-    if (runs == nullptr) {
-        runs = &local;
-    }
+                                                           const store::TargetCounts* counts) {
     pb::Deployment p;
     p.set_id(std::to_string(d.id));
     if (d.kind == store::DeploymentKind::kDeploy) {
@@ -187,10 +195,25 @@ absl::StatusOr<pb::Deployment> FleetAdminService::to_proto(const store::Deployme
             }
         }
     }
-    for (const store::Target& t : d.targets) {
-        if (!only_sensor.empty() && t.sensor != only_sensor) {
-            continue;
+    store::TargetCounts own;
+    if (counts == nullptr) {
+        for (const store::Target& t : d.targets) {
+            ++own.by_state[static_cast<size_t>(t.state)];
         }
+        own.total = static_cast<int64_t>(d.targets.size());
+        counts = &own;
+    }
+    set_counts(*counts, p.mutable_target_counts());
+    // previous_version: the bundle of the run open when the deployment was created (one query
+    // for all targets; only the one sensor's when the targets were narrowed to it).
+    std::map<std::string, int64_t> previous;
+    if (!d.targets.empty()) {
+        ASSIGN_OR_RETURN(
+            previous, core_.store.previous_versions(d.id, d.targets.size() == 1 && counts->total > 1
+                                                              ? d.targets[0].sensor
+                                                              : std::string()));
+    }
+    for (const store::Target& t : d.targets) {
         pb::DeploymentTarget* pt = p.add_targets();
         pt->set_sensor(t.sensor);
         pt->set_state(target_state(t.state));
@@ -200,19 +223,8 @@ absl::StatusOr<pb::Deployment> FleetAdminService::to_proto(const store::Deployme
         pt->set_created_at(t.created_at);
         pt->set_sent_at(t.sent_at);
         pt->set_finished_at(t.finished_at);
-        // previous_version: the bundle of the run open when the deployment was created.
-        auto cached = runs->find(t.sensor);
-        if (cached == runs->end()) {
-            auto list = core_.store.list_runs(t.sensor);
-            if (!list.ok()) {
-                return list.status();
-            }
-            cached = runs->emplace(t.sensor, std::move(*list)).first;
-        }
-        for (const store::Run& r : cached->second) {
-            if (r.started_at <= d.created_at && (r.ended_at == 0 || r.ended_at > d.created_at)) {
-                pt->set_previous_version(static_cast<uint64_t>(r.bundle_version));
-            }
+        if (auto it = previous.find(t.sensor); it != previous.end()) {
+            pt->set_previous_version(static_cast<uint64_t>(it->second));
         }
         if (auto st = core_.live.apply_stats(d.id, t.sensor)) {
             pt->set_rules_loaded(st->rules_loaded);
@@ -255,21 +267,13 @@ grpc::Status FleetAdminService::ListSensors(grpc::ServerContext* ctx,
                                             const pb::ListSensorsRequest* req,
                                             pb::ListSensorsResponse* resp) {
     return serve(ctx, [&]() -> absl::Status {
-        // The page token is the last name of the previous page ("n:" + name): names are
-        // unique and the list is sorted by name, so a sensor added or removed meanwhile
-        // neither repeats nor hides another.
-        constexpr uint32_t kMaxPage = 1000;
-        const uint32_t page =
-            req->page_size() == 0 ? kMaxPage : std::min(req->page_size(), kMaxPage);
-        std::string after;
-        if (!req->page_token().empty()) {
-            const std::string& t = req->page_token();
-            if (t.rfind("n:", 0) != 0 || !store::validate_sensor_name(t.substr(2)).ok()) {
-                return absl::InvalidArgumentError("page_token '" + t.substr(0, 64) +
-                                                  "' is not one this manager issued");
-            }
-            after = t.substr(2);
-        }
+        // Sorted by name; the token is "n:" + the previous page's last name (paging.h).
+        ASSIGN_OR_RETURN(PageRequest page,
+                         page_request(req->page_size(), kMaxPageSize, req->page_token(), "n",
+                                      [](std::string_view n) {
+                                          return store::validate_sensor_name(std::string(n)).ok();
+                                      }));
+        const std::string& after = page.after;
         ASSIGN_OR_RETURN(std::vector<store::Sensor> sensors,
                          core_.store.list_sensors(req->selector()));
         std::sort(sensors.begin(), sensors.end(),
@@ -281,8 +285,9 @@ grpc::Status FleetAdminService::ListSensors(grpc::ServerContext* ctx,
                                              return n < s.name;
                                          });
         for (; it != sensors.end(); ++it) {
-            if (static_cast<uint32_t>(resp->sensors_size()) == page) {
-                resp->set_next_page_token("n:" + resp->sensors(resp->sensors_size() - 1).name());
+            if (static_cast<uint32_t>(resp->sensors_size()) == page.size) {
+                resp->set_next_page_token(
+                    page_token("n", resp->sensors(resp->sensors_size() - 1).name()));
                 break;
             }
             *resp->add_sensors() = sensor_proto(*it, core_);
@@ -382,12 +387,20 @@ grpc::Status FleetAdminService::ListBundles(grpc::ServerContext* ctx,
                   [](const store::BundleInfo& a, const store::BundleInfo& b) {
                       return a.version > b.version;
                   });
-        uint32_t limit = req->limit() == 0 ? kDefaultLimit : req->limit();
+        // Newest first; the token is "v:" + the previous page's last (oldest) version.
+        ASSIGN_OR_RETURN(PageRequest page,
+                         page_request(req->page_size() != 0 ? req->page_size() : req->limit(),
+                                      kDefaultLimit, req->page_token(), "v", is_decimal_key));
+        const uint64_t before = page.after.empty() ? UINT64_MAX : decimal_key(page.after);
         for (const store::BundleInfo& i : infos) {
-            if (!req->name().empty() && i.name != req->name()) {
+            if ((!req->name().empty() && i.name != req->name()) ||
+                static_cast<uint64_t>(i.version) >= before) {
                 continue;
             }
-            if (static_cast<uint32_t>(resp->bundles_size()) >= limit) {
+            if (static_cast<uint32_t>(resp->bundles_size()) >= page.size) {
+                resp->set_next_page_token(page_token(
+                    "v",
+                    std::to_string(resp->bundles(resp->bundles_size() - 1).manifest().version())));
                 break;
             }
             ASSIGN_OR_RETURN(*resp->add_bundles(), core_.bundles.summary(i.version));
@@ -607,19 +620,24 @@ grpc::Status FleetAdminService::History(grpc::ServerContext* ctx, const pb::Hist
             }
             run_proto(r, core_, resp->add_runs());
         }
-        RunCache run_cache;
+        // Deployments: a page of rows (with the one sensor's target when narrowed), their
+        // targets counted in one aggregate each; the full target lists only when asked for
+        // and not narrowed. Bounded by `limit` whatever the fleet's size.
+        const int n = static_cast<int>(std::min<size_t>(limit, INT_MAX));
         ASSIGN_OR_RETURN(std::vector<store::Deployment> deployments,
-                         core_.store.list_deployments(req->sensor().empty() ? limit : 1000, true));
+                         core_.store.deployments_page(n, 0, req->sensor()));
+        std::vector<int64_t> ids;
         for (const store::Deployment& d : deployments) {
-            if (static_cast<size_t>(resp->deployments_size()) >= limit) {
-                break;
+            ids.push_back(d.id);
+        }
+        ASSIGN_OR_RETURN(auto counts, core_.store.target_counts(ids));
+        for (store::Deployment& d : deployments) {
+            if (req->sensor().empty() && !req->counts_only()) {
+                ASSIGN_OR_RETURN(d, core_.store.get_deployment(d.id));
+            } else if (req->counts_only()) {
+                d.targets.clear();
             }
-            if (!req->sensor().empty() &&
-                std::none_of(d.targets.begin(), d.targets.end(),
-                             [&](const store::Target& t) { return t.sensor == req->sensor(); })) {
-                continue;
-            }
-            ASSIGN_OR_RETURN(*resp->add_deployments(), to_proto(d, req->sensor(), &run_cache));
+            ASSIGN_OR_RETURN(*resp->add_deployments(), to_proto(d, &counts[d.id]));
         }
         return absl::OkStatus();
     });
@@ -644,16 +662,25 @@ grpc::Status FleetAdminService::ListAlerts(grpc::ServerContext* ctx,
             }
         }
         const std::vector<LiveState::RecentAlert> ring = core_.live.recent_alerts();
-        size_t limit = req->limit() == 0 ? kDefaultAlertLimit : req->limit();
-        limit = std::min(limit, core_.options.alert_ring_size);
+        // Newest first; the token is "a:" + the receive sequence number of the previous page's
+        // last (oldest) alert: the next page starts below it as far as the ring still holds.
+        ASSIGN_OR_RETURN(PageRequest page,
+                         page_request(req->page_size() != 0 ? req->page_size() : req->limit(),
+                                      kDefaultAlertLimit, req->page_token(), "a", is_decimal_key));
+        const size_t limit =
+            std::min<size_t>(std::max<uint32_t>(page.size, 1), core_.options.alert_ring_size);
+        const uint64_t before = page.after.empty() ? UINT64_MAX : decimal_key(page.after);
+        uint64_t last_seq = 0;
         for (auto it = ring.rbegin(); it != ring.rend(); ++it) {
-            if (static_cast<size_t>(resp->alerts_size()) >= limit) {
-                break;
-            }
             if ((!only.empty() && it->sensor != only) ||
-                (req->sid() != 0 && it->alert.sid() != req->sid())) {
+                (req->sid() != 0 && it->alert.sid() != req->sid()) || it->seq >= before) {
                 continue;
             }
+            if (static_cast<size_t>(resp->alerts_size()) >= limit) {
+                resp->set_next_page_token(page_token("a", std::to_string(last_seq)));
+                break;
+            }
+            last_seq = it->seq;
             pb::AlertEntry* e = resp->add_alerts();
             e->set_sensor(it->sensor);
             *e->mutable_alert() = it->alert;

@@ -221,11 +221,10 @@ private:
     absl::StatusOr<store::PushResult> store_bundle(const picket::v1::Bundle& bundle);
     // Deploy after authorization, and UpdateRules --deploy.
     absl::StatusOr<picket::v1::Deployment> deploy_version(const picket::v1::DeployRequest& req);
-    using RunCache = std::map<std::string, std::vector<store::Run>>;
-    // `runs` caches each sensor's run history across calls (History converts many).
+    // `counts`: the deployment's targets by state when `d.targets` is not all of them (a
+    // history page); null = counted from d.targets.
     absl::StatusOr<picket::v1::Deployment> to_proto(const store::Deployment& d,
-                                                    const std::string& only_sensor = {},
-                                                    RunCache* runs = nullptr);
+                                                    const store::TargetCounts* counts = nullptr);
     Core& core_;
 };
 

@@ -2,6 +2,7 @@
 // update itself (fetch, merge, policy, validate, store a new version when something changed,
 // optionally deploy), each run recorded in the store's history.
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -12,6 +13,7 @@
 #include "common/time_util.h"
 #include "manager/rules/rules.h"
 #include "manager/service/internal.h"
+#include "manager/service/paging.h"
 #include "manager/status.h"
 
 namespace picket::manager::service {
@@ -108,11 +110,29 @@ grpc::Status FleetAdminService::AddRuleSource(grpc::ServerContext* ctx,
 }
 
 grpc::Status FleetAdminService::ListRuleSources(grpc::ServerContext* ctx,
-                                                const pb::ListRuleSourcesRequest*,
+                                                const pb::ListRuleSourcesRequest* req,
                                                 pb::ListRuleSourcesResponse* resp) {
     return serve(ctx, [&]() -> absl::Status {
+        // Sorted by name; the token is "s:" + the previous page's last name (paging.h).
+        ASSIGN_OR_RETURN(
+            PageRequest page,
+            page_request(req->page_size(), kMaxPageSize, req->page_token(), "s",
+                         [](std::string_view n) {
+                             return n.size() <= 64 && std::all_of(n.begin(), n.end(), [](char c) {
+                                        return std::isalnum(static_cast<unsigned char>(c)) ||
+                                               c == '.' || c == '_' || c == '-';
+                                    });
+                         }));
         ASSIGN_OR_RETURN(std::vector<store::RuleSourceRow> all, core_.store.list_rule_sources());
         for (const auto& r : all) {
+            if (!page.after.empty() && r.name <= page.after) {
+                continue;
+            }
+            if (static_cast<uint32_t>(resp->sources_size()) == page.size) {
+                resp->set_next_page_token(
+                    page_token("s", resp->sources(resp->sources_size() - 1).name()));
+                break;
+            }
             *resp->add_sources() = source_proto(r);
         }
         return absl::OkStatus();

@@ -108,6 +108,7 @@ public:
     struct RecentAlert {
         std::string sensor;
         picket::v1::Alert alert;
+        uint64_t seq = 0;  // 1, 2, ... in the order received (ListAlerts' page tokens)
     };
     struct ApplyStats {
         uint64_t rules_loaded = 0;
@@ -141,6 +142,7 @@ private:
     size_t ring_size_;
     std::map<std::string, SensorLive> sensors_;
     std::deque<RecentAlert> alerts_;
+    uint64_t alert_seq_ = 0;
     std::map<std::pair<int64_t, std::string>, ApplyStats> apply_;
 };
 

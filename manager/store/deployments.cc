@@ -12,8 +12,6 @@ namespace picket::manager::store {
 
 using strings::cat;
 
-namespace {
-
 Target target_from_row(const Stmt& t) {
     Target x;
     t.get(0, x.sensor, x.bundle_version, x.stage, x.state, x.error, x.created_at, x.sent_at,
@@ -47,6 +45,8 @@ absl::StatusOr<Deployment> load_deployment(Conn& c, int64_t id, bool with_target
     ASSIGN_OR_RETURN(d.targets, collect<Target>(t, target_from_row));
     return d;
 }
+
+namespace {
 
 // The sensors a new deployment targets: the selector's, less revoked ones (naming one is
 // FAILED_PRECONDITION), each with the bundle version it gets.

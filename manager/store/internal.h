@@ -53,6 +53,15 @@ absl::Status maybe_finish(Conn& c, int64_t deployment_id, int64_t ts);
 absl::Status supersede_sensor_targets(Conn& c, int64_t sid, int64_t keep, const char* error,
                                       int64_t ts, std::vector<int64_t>& touched);
 
+// ---- Deployments (deployments.cc)
+
+// A deployment's row; with `with_targets` its targets sorted by sensor name. NOT_FOUND
+// "deployment N not found".
+absl::StatusOr<Deployment> load_deployment(Conn& c, int64_t id, bool with_targets);
+// A Target from the columns name, bundle_version, stage, state, error, created_at,
+// coalesce(sent_at, 0), coalesce(finished_at, 0), updated_at.
+Target target_from_row(const Stmt& t);
+
 // ---- Runs and events (runs.cc)
 
 // Closes the sensor's open run and opens one for `version` (no-op for the same version).

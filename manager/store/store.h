@@ -216,6 +216,12 @@ struct Deployment {
     std::vector<Target> targets;  // sorted by sensor name
 };
 
+// A deployment's targets by state (index: TargetState), and their number.
+struct TargetCounts {
+    int64_t by_state[6] = {};
+    int64_t total = 0;
+};
+
 struct PendingTarget {
     int64_t deployment_id = 0;
     int64_t bundle_version = 0;
@@ -467,6 +473,20 @@ public:
     absl::StatusOr<std::vector<Run>> list_runs(const std::string& sensor);  // oldest first
     // The `limit` newest run periods of the whole fleet (by start, then id), in one query.
     absl::StatusOr<std::vector<Run>> recent_runs(size_t limit);
+    // ---- History pages (deployment_pages.cc): bounded work at any fleet size.
+    // At most `limit` deployments, newest first, with id < before_id (0: from the newest).
+    // Empty `sensor`: without targets. Otherwise only those targeting it, each holding that
+    // sensor's target only (NOT_FOUND for an unknown sensor).
+    absl::StatusOr<std::vector<Deployment>> deployments_page(int limit, int64_t before_id,
+                                                             const std::string& sensor = {});
+    // Targets per state of each of these deployments, in one query (absent id: no targets).
+    absl::StatusOr<std::map<int64_t, TargetCounts>> target_counts(
+        const std::vector<int64_t>& deployment_ids);
+    // For each target of the deployment (by sensor name): the bundle version of the run that
+    // was open when the deployment was created (absent: none), in one query; only `sensor`'s
+    // when it is given.
+    absl::StatusOr<std::map<std::string, int64_t>> previous_versions(
+        int64_t deployment_id, const std::string& sensor = {});
     absl::StatusOr<std::vector<MetricPoint>> metric_history(const std::string& sensor,
                                                             const std::string& counter,
                                                             int64_t from, int64_t to);

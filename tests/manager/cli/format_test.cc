@@ -268,7 +268,12 @@ TEST(History, TextAndJson) {
     run->set_drops(1);
     run->set_alerts(5);
     run->set_deployment_id("7");
-    *r.add_deployments() = canned_deployment();
+    v1::Deployment* d = r.add_deployments();
+    *d = canned_deployment();
+    d->clear_targets();  // a fleet's history carries the manager's counts, not the targets
+    d->mutable_target_counts()->set_total(2);
+    d->mutable_target_counts()->set_applied(1);
+    d->mutable_target_counts()->set_rejected(1);
     EXPECT_EQ(history_text(r),
               "Runs\n"
               "SENSOR  BUNDLE      STARTED               ENDED    PACKETS  DROPS  ALERTS  "
@@ -282,6 +287,14 @@ TEST(History, TextAndJson) {
     EXPECT_EQ(doc["runs"][0]["version"], 42);
     EXPECT_EQ(doc["runs"][0]["ended_at"], nullptr);
     EXPECT_EQ(doc["deployments"][0]["deployment"], "7");
+    EXPECT_EQ(doc["deployments"][0]["target_counts"], (json{{"total", 2},
+                                                            {"pending", 0},
+                                                            {"sent", 0},
+                                                            {"applied", 1},
+                                                            {"rejected", 1},
+                                                            {"timed_out", 0},
+                                                            {"cancelled", 0}}));
+    EXPECT_EQ(doc["deployments"][0]["targets"], json::array());
 }
 
 v1::ListAlertsResponse two_alerts() {

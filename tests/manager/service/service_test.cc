@@ -641,6 +641,116 @@ TEST_F(InsecureManager, ListSensorsPagesByName) {
     EXPECT_EQ(st.error_message(), "page_token 's2' is not one this manager issued");
 }
 
+// #25: a fleet's history holds deployments with their targets counted, not listed (counts_only),
+// one sensor's history its own target with the fleet's counts; previous versions come from the
+// runs open at the deployment's creation.
+TEST_F(InsecureManager, HistoryCountsTargetsAndNarrowsToOneSensor) {
+    const uint64_t v1 = admin_->push(make_bundle("base", kRuleV1));
+    const uint64_t v2 = admin_->push(make_bundle("base", kRuleV2));
+    std::vector<std::unique_ptr<FakeSensor>> fleet;
+    for (const char* n : {"s1", "s2", "s3"}) {
+        fleet.push_back(std::make_unique<FakeSensor>(channel_, hello(n, v1)));
+        ASSERT_TRUE(wait_connected(n));
+    }
+    pb::DeployResponse all;
+    ASSERT_TRUE(admin_->deploy(v2, "all", &all).ok());
+    ASSERT_TRUE(admin_->wait_state(all.deployment().id(), pb::DEPLOYMENT_STATE_SUCCEEDED));
+    pb::DeployResponse one;
+    ASSERT_TRUE(admin_->deploy(v1, "s1", &one).ok());
+    ASSERT_TRUE(admin_->wait_state(one.deployment().id(), pb::DEPLOYMENT_STATE_SUCCEEDED));
+
+    pb::HistoryRequest req;
+    req.set_counts_only(true);
+    pb::HistoryResponse h;
+    ASSERT_TRUE(admin_->call(&pb::FleetAdmin::Stub::History, req, &h).ok());
+    ASSERT_EQ(h.deployments_size(), 2);
+    EXPECT_EQ(h.deployments(0).id(), one.deployment().id());
+    EXPECT_EQ(h.deployments(0).targets_size(), 0);
+    EXPECT_EQ(h.deployments(0).target_counts().total(), 1u);
+    EXPECT_EQ(h.deployments(0).target_counts().applied(), 1u);
+    EXPECT_EQ(h.deployments(1).id(), all.deployment().id());
+    EXPECT_EQ(h.deployments(1).targets_size(), 0);
+    EXPECT_EQ(h.deployments(1).target_counts().total(), 3u);
+    EXPECT_EQ(h.deployments(1).target_counts().applied(), 3u);
+    EXPECT_EQ(h.deployments(1).target_counts().pending(), 0u);
+
+    req.set_counts_only(false);
+    ASSERT_TRUE(admin_->call(&pb::FleetAdmin::Stub::History, req, &h).ok());
+    ASSERT_EQ(h.deployments_size(), 2);
+    ASSERT_EQ(h.deployments(1).targets_size(), 3);
+    for (const pb::DeploymentTarget& t : h.deployments(1).targets()) {
+        EXPECT_EQ(t.previous_version(), v1) << t.sensor();
+        EXPECT_EQ(t.state(), pb::TARGET_STATE_APPLIED) << t.sensor();
+    }
+    EXPECT_EQ(h.deployments(0).targets(0).previous_version(), v2);
+    EXPECT_EQ(h.deployments(1).target_counts().applied(), 3u);
+
+    req.set_sensor("s2");
+    ASSERT_TRUE(admin_->call(&pb::FleetAdmin::Stub::History, req, &h).ok());
+    ASSERT_EQ(h.deployments_size(), 1);  // the deployment to s1 alone is not s2's
+    ASSERT_EQ(h.deployments(0).targets_size(), 1);
+    EXPECT_EQ(h.deployments(0).targets(0).sensor(), "s2");
+    EXPECT_EQ(h.deployments(0).targets(0).previous_version(), v1);
+    EXPECT_EQ(h.deployments(0).target_counts().total(), 3u);
+
+    // GetDeployment and Deploy count their targets too.
+    EXPECT_EQ(admin_->deployment(all.deployment().id()).target_counts().applied(), 3u);
+    EXPECT_EQ(all.deployment().target_counts().total(), 3u);
+    EXPECT_EQ(all.deployment().target_counts().pending(), 3u);
+}
+
+// #25: ListBundles pages newest first, ListAlerts pages down the ring; forged tokens refused.
+TEST_F(InsecureManager, ListBundlesAndAlertsPage) {
+    for (int i = 1; i <= 3; ++i) {
+        admin_->push(make_bundle(
+            "base", "alert ip any any -> any any (msg:\"x\"; sid:" + std::to_string(i) + ";)\n"));
+    }
+    pb::ListBundlesRequest breq;
+    breq.set_page_size(2);
+    pb::ListBundlesResponse b;
+    ASSERT_TRUE(admin_->call(&pb::FleetAdmin::Stub::ListBundles, breq, &b).ok());
+    ASSERT_EQ(b.bundles_size(), 2);
+    EXPECT_EQ(b.bundles(0).manifest().version(), 3u);
+    EXPECT_EQ(b.bundles(1).manifest().version(), 2u);
+    EXPECT_EQ(b.next_page_token(), "v:2");
+    breq.set_page_token(b.next_page_token());
+    ASSERT_TRUE(admin_->call(&pb::FleetAdmin::Stub::ListBundles, breq, &b).ok());
+    ASSERT_EQ(b.bundles_size(), 1);
+    EXPECT_EQ(b.bundles(0).manifest().version(), 1u);
+    EXPECT_EQ(b.next_page_token(), "");
+    breq.set_page_token("v:-1");
+    grpc::Status st = admin_->call(&pb::FleetAdmin::Stub::ListBundles, breq, &b);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(st.error_message(), "page_token 'v:-1' is not one this manager issued");
+
+    FakeSensor s1(channel_, hello("s1"));
+    ASSERT_TRUE(wait_connected("s1"));
+    s1.send(alert_batch({alert(1, 1), alert(2, 2), alert(3, 3), alert(4, 4), alert(5, 5)}));
+    ASSERT_TRUE(wait_for([&] { return server_->live().recent_alerts().size() == 5; }));
+    pb::ListAlertsRequest areq;
+    areq.set_page_size(2);
+    std::vector<std::string> pages;
+    for (int i = 0; i < 5; ++i) {
+        pb::ListAlertsResponse a;
+        ASSERT_TRUE(admin_->call(&pb::FleetAdmin::Stub::ListAlerts, areq, &a).ok());
+        std::string page;
+        for (const pb::AlertEntry& e : a.alerts()) {
+            page += std::to_string(e.alert().sid());
+        }
+        pages.push_back(page + "|" + a.next_page_token());
+        if (a.next_page_token().empty()) {
+            break;
+        }
+        areq.set_page_token(a.next_page_token());
+    }
+    EXPECT_EQ(pages, (std::vector<std::string>{"54|a:4", "32|a:2", "1|"}));
+    areq.set_page_token("n:s1");
+    pb::ListAlertsResponse a;
+    st = admin_->call(&pb::FleetAdmin::Stub::ListAlerts, areq, &a);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(st.error_message(), "page_token 'n:s1' is not one this manager issued");
+}
+
 TEST_F(InsecureManager, RejectedApplyRecordsTheError) {
     uint64_t v = admin_->push(make_bundle("base", kRuleV1));
     FakeSensor s1(channel_, hello("s1"), "rules/a.rules:1: unknown keyword 'frob'");
