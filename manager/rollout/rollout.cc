@@ -1,6 +1,7 @@
 #include "manager/rollout/rollout.h"
 
 #include <cstdio>
+#include <iterator>
 #include <string_view>
 #include <vector>
 
@@ -156,17 +157,22 @@ void Rollout::run() {
 
 absl::Status Rollout::step() {
     std::lock_guard<std::mutex> step_lock(step_mu_);
-    auto deployments = store_.list_deployments(100, true);
+    // Only the open deployments, with their counts and without their targets: a pass reads the
+    // targets it acts on (overdue ones, canaries), so its cost does not grow with the fleet.
+    auto deployments = store_.open_deployments();
     if (!deployments.ok()) {
         return deployments.status();
+    }
+    for (auto it = soaks_.begin(); it != soaks_.end();) {
+        bool open = false;
+        for (const store::Deployment& d : *deployments) {
+            open = open || d.id == it->first;
+        }
+        it = open ? std::next(it) : soaks_.erase(it);
     }
     bool woke = false;
     absl::Status first;
     for (const store::Deployment& d : *deployments) {
-        if (store::is_terminal(d.state)) {
-            soaks_.erase(d.id);
-            continue;
-        }
         if (absl::Status st = drive(d, &woke); !st.ok() && first.ok()) {
             first = st;
         }
@@ -180,64 +186,82 @@ absl::Status Rollout::step() {
 absl::Status Rollout::drive(const store::Deployment& d, bool* woke) {
     const int64_t t = now();
     const int64_t timeout = options_.target_timeout_seconds * kNsPerSec;
-    std::vector<store::Target> targets = d.targets;
+    const bool canary_stage =
+        d.state == DeploymentState::kCanary || d.state == DeploymentState::kSoaking;
+    std::vector<store::Target> canaries;
+    if (canary_stage) {
+        auto c = store_.canary_targets(d.id);
+        if (!c.ok()) {
+            return c.status();
+        }
+        canaries = std::move(*c);
+    }
     // Timeouts first: a sent target that never answered, and a canary whose sensor never
     // came (the canary stage would otherwise wait forever). Rest targets of offline sensors
     // stay pending: they are sent when the sensor connects.
-    for (store::Target& tg : targets) {
-        std::string why;
-        if (tg.state == TargetState::kSent && tg.sent_at != 0 && t - tg.sent_at >= timeout) {
-            why = "no ApplyResult within " + std::to_string(options_.target_timeout_seconds) + " s";
-        } else if (tg.state == TargetState::kPending && tg.stage == Stage::kCanary &&
-                   d.state == DeploymentState::kCanary && t - d.created_at >= timeout) {
-            why = "canary sensor did not take the bundle within " +
-                  std::to_string(options_.target_timeout_seconds) + " s";
+    std::vector<store::Target> overdue;
+    if (d.counts.sent > 0) {
+        auto o = store_.sent_targets_before(d.id, t - timeout);
+        if (!o.ok()) {
+            return o.status();
         }
-        if (why.empty()) {
-            continue;
+        overdue = std::move(*o);
+    }
+    if (d.state == DeploymentState::kCanary && t - d.created_at >= timeout) {
+        for (const store::Target& tg : canaries) {
+            if (tg.state == TargetState::kPending) {
+                overdue.push_back(tg);
+            }
         }
+    }
+    int64_t timed_out = 0;
+    for (const store::Target& tg : overdue) {
+        const std::string why =
+            tg.state == TargetState::kSent
+                ? "no ApplyResult within " + std::to_string(options_.target_timeout_seconds) + " s"
+                : "canary sensor did not take the bundle within " +
+                      std::to_string(options_.target_timeout_seconds) + " s";
         absl::Status st = store_.update_target(d.id, tg.sensor, TargetState::kTimedOut, why, t);
         if (st.ok()) {
-            tg.state = TargetState::kTimedOut;
-            tg.error = why;
+            ++timed_out;
+            for (store::Target& c : canaries) {
+                if (c.sensor == tg.sensor) {
+                    c.state = TargetState::kTimedOut;
+                    c.error = why;
+                }
+            }
         } else if (!absl::IsFailedPrecondition(st)) {  // raced with a result: fine
             return st;
         }
     }
 
-    if (d.state == DeploymentState::kCanary || d.state == DeploymentState::kSoaking) {
-        std::vector<const store::Target*> canaries;
-        for (const store::Target& tg : targets) {
-            if (tg.stage == Stage::kCanary) {
-                canaries.push_back(&tg);
-            }
-        }
+    if (canary_stage) {
         bool all_applied = true;
-        for (const store::Target* tg : canaries) {
-            if (tg->state == TargetState::kSuperseded) {
+        for (const store::Target& tg : canaries) {
+            if (tg.state == TargetState::kSuperseded) {
                 // A newer deployment took over this sensor (or it was revoked): stop here, and
                 // do not roll back (that would undo the newer deployment).
                 soaks_.erase(d.id);
-                if (tg->error == "sensor revoked") {
+                if (tg.error == "sensor revoked") {
                     return store_.set_deployment_state(d.id, DeploymentState::kFailed,
-                                                       "canary " + tg->sensor + " was revoked", t);
+                                                       "canary " + tg.sensor + " was revoked", t);
                 }
                 return store_.set_deployment_state(
                     d.id, DeploymentState::kSuperseded,
-                    "canary " + tg->sensor + " " +
-                        (tg->error.empty() ? std::string("superseded by a newer deployment")
-                                           : tg->error),
+                    "canary " + tg.sensor + " " +
+                        (tg.error.empty() ? std::string("superseded by a newer deployment")
+                                          : tg.error),
                     t);
             }
-            if (tg->state == TargetState::kRejected || tg->state == TargetState::kTimedOut) {
+            if (tg.state == TargetState::kRejected || tg.state == TargetState::kTimedOut) {
                 std::string reason =
-                    "canary " + tg->sensor + " " + std::string(store::to_string(tg->state));
-                if (!tg->error.empty()) {
-                    reason += ": " + tg->error.substr(0, tg->error.find('\n'));
+                    "canary " + tg.sensor + " " + std::string(store::to_string(tg.state));
+                if (!tg.error.empty()) {
+                    reason += ": " + tg.error.substr(0, tg.error.find('\n'));
                 }
-                return fail(d, reason, woke);
+                return fail(d, canaries, reason, woke);
             }
-            all_applied = all_applied && tg->state == TargetState::kApplied;
+            all_applied = all_applied && tg.state == TargetState::kApplied;
         }
         if (d.state == DeploymentState::kCanary) {
             if (!all_applied) {
@@ -260,18 +284,18 @@ absl::Status Rollout::drive(const store::Deployment& d, bool* woke) {
         }
         Soak& soak = soaks_.try_emplace(d.id, Soak{t, {}}).first->second;
         HealthGate g = gate(d);
-        for (const store::Target* tg : canaries) {
-            std::optional<CounterSnapshot> cur = counters_ ? counters_(tg->sensor) : std::nullopt;
+        for (const store::Target& tg : canaries) {
+            std::optional<CounterSnapshot> cur = counters_ ? counters_(tg.sensor) : std::nullopt;
             if (!cur) {
                 continue;
             }
-            auto [it, inserted] = soak.baseline.try_emplace(tg->sensor, *cur);
+            auto [it, inserted] = soak.baseline.try_emplace(tg.sensor, *cur);
             if (inserted) {
                 continue;
             }
-            GateVerdict v = evaluate_gate(g, tg->sensor, it->second, *cur);
+            GateVerdict v = evaluate_gate(g, tg.sensor, it->second, *cur);
             if (!v.ok) {
-                return fail(d, "health gate failed: " + v.reason, woke);
+                return fail(d, canaries, "health gate failed: " + v.reason, woke);
             }
         }
         if (t - soak.started_at >= d.soak_seconds * kNsPerSec) {
@@ -288,17 +312,11 @@ absl::Status Rollout::drive(const store::Deployment& d, bool* woke) {
 
     if (d.state == DeploymentState::kRolling) {
         // The store finishes a rolling deployment when its last target ends; this catches one
-        // whose targets all ended before it became rolling.
-        bool open = false;
-        bool failed = false;
-        bool superseded = false;
-        for (const store::Target& tg : targets) {
-            open = open || !store::is_terminal(tg.state);
-            failed =
-                failed || tg.state == TargetState::kRejected || tg.state == TargetState::kTimedOut;
-            superseded = superseded || (tg.state == TargetState::kSuperseded &&
-                                        tg.error.starts_with(store::kSupersededByPrefix));
-        }
+        // whose targets all ended before it became rolling. The counts are those read at the
+        // start of the pass, less the targets this pass timed out.
+        const bool open = d.counts.open() - timed_out > 0;
+        const bool failed = d.counts.rejected + d.counts.timed_out + timed_out > 0;
+        const bool superseded = d.counts.taken_over > 0;
         if (!open) {
             absl::Status st =
                 store_.set_deployment_state(d.id,
@@ -314,13 +332,14 @@ absl::Status Rollout::drive(const store::Deployment& d, bool* woke) {
     return absl::OkStatus();
 }
 
-absl::Status Rollout::fail(const store::Deployment& d, const std::string& reason, bool* woke) {
+absl::Status Rollout::fail(const store::Deployment& d, const std::vector<store::Target>& canaries,
+                           const std::string& reason, bool* woke) {
     const int64_t t = now();
     soaks_.erase(d.id);
     // Only canaries that applied run the new bundle; a rejected or timed-out one still runs
     // its previous bundle and must not be "rolled back" further.
     std::vector<std::string> applied;
-    for (const store::Target& tg : d.targets) {
+    for (const store::Target& tg : canaries) {
         if (tg.stage == Stage::kCanary && tg.state == TargetState::kApplied) {
             applied.push_back(tg.sensor);
         }

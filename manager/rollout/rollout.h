@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "manager/store/store.h"
@@ -86,7 +87,10 @@ private:
 
     int64_t now() const;
     absl::Status drive(const store::Deployment& d, bool* woke);
-    absl::Status fail(const store::Deployment& d, const std::string& reason, bool* woke);
+    // Ends a deployment in its canary stage: rolled back (with a rollback deployment of the
+    // canaries that applied) or failed.
+    absl::Status fail(const store::Deployment& d, const std::vector<store::Target>& canaries,
+                      const std::string& reason, bool* woke);
     void run();
 
     store::Store& store_;

@@ -50,15 +50,13 @@ pb::TargetState target_state(store::TargetState s) {
 }
 
 void set_counts(const store::TargetCounts& n, pb::TargetCounts* p) {
-    using TS = store::TargetState;
-    auto at = [&n](TS s) { return static_cast<uint32_t>(n.by_state[static_cast<size_t>(s)]); };
-    p->set_total(static_cast<uint32_t>(n.total));
-    p->set_pending(at(TS::kPending));
-    p->set_sent(at(TS::kSent));
-    p->set_applied(at(TS::kApplied));
-    p->set_rejected(at(TS::kRejected));
-    p->set_timed_out(at(TS::kTimedOut));
-    p->set_cancelled(at(TS::kSuperseded));
+    p->set_total(static_cast<uint32_t>(n.total()));
+    p->set_pending(static_cast<uint32_t>(n.pending));
+    p->set_sent(static_cast<uint32_t>(n.sent));
+    p->set_applied(static_cast<uint32_t>(n.applied));
+    p->set_rejected(static_cast<uint32_t>(n.rejected));
+    p->set_timed_out(static_cast<uint32_t>(n.timed_out));
+    p->set_cancelled(static_cast<uint32_t>(n.superseded));
 }
 
 pb::DeploymentState deployment_state(store::DeploymentState s) {
@@ -161,8 +159,7 @@ absl::StatusOr<std::vector<store::Sensor>> FleetAdminService::resolve(const std:
     return out;
 }
 
-absl::StatusOr<pb::Deployment> FleetAdminService::to_proto(const store::Deployment& d,
-                                                           const store::TargetCounts* counts) {
+absl::StatusOr<pb::Deployment> FleetAdminService::to_proto(const store::Deployment& d) {
     pb::Deployment p;
     p.set_id(std::to_string(d.id));
     if (d.kind == store::DeploymentKind::kDeploy) {
@@ -195,23 +192,15 @@ absl::StatusOr<pb::Deployment> FleetAdminService::to_proto(const store::Deployme
             }
         }
     }
-    store::TargetCounts own;
-    if (counts == nullptr) {
-        for (const store::Target& t : d.targets) {
-            ++own.by_state[static_cast<size_t>(t.state)];
-        }
-        own.total = static_cast<int64_t>(d.targets.size());
-        counts = &own;
-    }
-    set_counts(*counts, p.mutable_target_counts());
+    set_counts(d.counts, p.mutable_target_counts());
     // previous_version: the bundle of the run open when the deployment was created (one query
     // for all targets; only the one sensor's when the targets were narrowed to it).
     std::map<std::string, int64_t> previous;
     if (!d.targets.empty()) {
         ASSIGN_OR_RETURN(
-            previous, core_.store.previous_versions(d.id, d.targets.size() == 1 && counts->total > 1
-                                                              ? d.targets[0].sensor
-                                                              : std::string()));
+            previous, core_.store.previous_versions(
+                          d.id, d.targets.size() == 1 && d.counts.total() > 1 ? d.targets[0].sensor
+                                                                              : std::string()));
     }
     for (const store::Target& t : d.targets) {
         pb::DeploymentTarget* pt = p.add_targets();
@@ -620,24 +609,19 @@ grpc::Status FleetAdminService::History(grpc::ServerContext* ctx, const pb::Hist
             }
             run_proto(r, core_, resp->add_runs());
         }
-        // Deployments: a page of rows (with the one sensor's target when narrowed), their
-        // targets counted in one aggregate each; the full target lists only when asked for
-        // and not narrowed. Bounded by `limit` whatever the fleet's size.
+        // Deployments: a page of rows with their kept counts (and the one sensor's target when
+        // narrowed); the full target lists only when asked for and not narrowed. Bounded by `limit`
+        // whatever the fleet's size.
         const int n = static_cast<int>(std::min<size_t>(limit, INT_MAX));
         ASSIGN_OR_RETURN(std::vector<store::Deployment> deployments,
                          core_.store.deployments_page(n, 0, req->sensor()));
-        std::vector<int64_t> ids;
-        for (const store::Deployment& d : deployments) {
-            ids.push_back(d.id);
-        }
-        ASSIGN_OR_RETURN(auto counts, core_.store.target_counts(ids));
         for (store::Deployment& d : deployments) {
             if (req->sensor().empty() && !req->counts_only()) {
                 ASSIGN_OR_RETURN(d, core_.store.get_deployment(d.id));
             } else if (req->counts_only()) {
                 d.targets.clear();
             }
-            ASSIGN_OR_RETURN(*resp->add_deployments(), to_proto(d, &counts[d.id]));
+            ASSIGN_OR_RETURN(*resp->add_deployments(), to_proto(d));
         }
         return absl::OkStatus();
     });

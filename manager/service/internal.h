@@ -221,10 +221,8 @@ private:
     absl::StatusOr<store::PushResult> store_bundle(const picket::v1::Bundle& bundle);
     // Deploy after authorization, and UpdateRules --deploy.
     absl::StatusOr<picket::v1::Deployment> deploy_version(const picket::v1::DeployRequest& req);
-    // `counts`: the deployment's targets by state when `d.targets` is not all of them (a
-    // history page); null = counted from d.targets.
-    absl::StatusOr<picket::v1::Deployment> to_proto(const store::Deployment& d,
-                                                    const store::TargetCounts* counts = nullptr);
+    // With d.counts (all targets) also when d.targets holds fewer (a history page).
+    absl::StatusOr<picket::v1::Deployment> to_proto(const store::Deployment& d);
     Core& core_;
 };
 

@@ -1,6 +1,6 @@
 // Store reads behind the history and a deployment's details whose cost does not grow with the
-// fleet times the number of deployments: pages of deployments without their targets, the
-// targets counted by state in one aggregate, and each target's previous version in one query
+// fleet times the number of deployments: pages of deployments without their targets (their
+// counts are kept in the deployment's row), and each target's previous version in one query
 // (it was one run-history read per target sensor: 10,000 queries per GetDeployment at 10,000
 // sensors).
 #include "absl/strings/str_cat.h"
@@ -46,24 +46,6 @@ absl::StatusOr<std::vector<Deployment>> Store::deployments_page(int limit, int64
                 ASSIGN_OR_RETURN(d.targets, collect<Target>(t, target_from_row));
             }
             out.push_back(std::move(d));
-        }
-        return out;
-    });
-}
-
-absl::StatusOr<std::map<int64_t, TargetCounts>> Store::target_counts(
-    const std::vector<int64_t>& deployment_ids) {
-    return impl_->read([&](Conn& c) -> absl::StatusOr<std::map<int64_t, TargetCounts>> {
-        std::map<int64_t, TargetCounts> out;
-        for (int64_t id : deployment_ids) {
-            ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT state, count(*) FROM deployment_targets "
-                                               "WHERE deployment_id = ? GROUP BY state"));
-            s.bind(1, id);
-            RETURN_IF_ERROR(each_row(s, [&](const Stmt& r) {
-                TargetCounts& n = out[id];
-                n.by_state[static_cast<size_t>(target_state_from(r.text(0)))] += r.i64(1);
-                n.total += r.i64(1);
-            }));
         }
         return out;
     });

@@ -140,18 +140,9 @@ bool valid_transition(DeploymentState from, DeploymentState to) {
 // ---- Row helpers (internal.h)
 
 absl::Status maybe_finish(Conn& c, int64_t id, int64_t ts) {
-    ASSIGN_OR_RETURN(Stmt s,
-                     c.prepare("SELECT d.state, "
-                               "(SELECT count(*) FROM deployment_targets WHERE deployment_id = "
-                               "d.id AND state IN ('pending', 'sent')), "
-                               "(SELECT count(*) FROM deployment_targets WHERE deployment_id = "
-                               "d.id AND state IN ('rejected', 'timed_out')), "
-                               "(SELECT count(*) FROM deployment_targets WHERE deployment_id = "
-                               "d.id AND state = 'superseded' AND substr(error, 1, ?2) = ?3), "
-                               "(SELECT count(*) FROM deployment_targets WHERE deployment_id = "
-                               "d.id) FROM deployments d WHERE d.id = ?1"));
-    s.bind(1, id).bind(2, static_cast<int64_t>(kSupersededByPrefix.size()));
-    s.bind(3, kSupersededByPrefix);
+    // The counts the triggers keep (schema 7): one row, whatever the number of targets.
+    ASSIGN_OR_RETURN(Stmt s, c.prepare(kFinishCountsSql));
+    s.bind(1, id);
     ASSIGN_OR_RETURN(bool row, s.step());
     if (!row || s.text(0) != "rolling" || s.i64(1) != 0) {
         return absl::OkStatus();
@@ -201,8 +192,7 @@ absl::Status Store::update_target(int64_t deployment_id, const std::string& sens
             return absl::NotFoundError(cat("deployment ", deployment_id, " not found"));
         }
         ASSIGN_OR_RETURN(int64_t sid, sensor_id(c, sensor));
-        ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT state, bundle_version FROM deployment_targets "
-                                           "WHERE deployment_id = ? AND sensor_id = ?"));
+        ASSIGN_OR_RETURN(Stmt s, c.prepare(kTargetStateSql));
         s.bind(1, deployment_id).bind(2, sid);
         RETURN_IF_ERROR(s.expect_row([&] {
             return absl::NotFoundError(

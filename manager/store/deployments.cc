@@ -19,20 +19,21 @@ Target target_from_row(const Stmt& t) {
     return x;
 }
 
-absl::StatusOr<Deployment> load_deployment(Conn& c, int64_t id, bool with_targets) {
-    ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT id, coalesce(bundle_version, 0), kind, selector, "
-                                       "canary_percent, soak_seconds, state, "
-                                       "coalesce(parent_id, 0), actor, error, created_at, "
-                                       "updated_at, coalesce(gate_max_drop_ratio, 0), "
-                                       "coalesce(gate_max_alert_rate, 0) FROM deployments "
-                                       "WHERE id = ?"));
-    s.bind(1, id);
-    RETURN_IF_ERROR(
-        s.expect_row([&] { return absl::NotFoundError(cat("deployment ", id, " not found")); }));
+Deployment deployment_from_row(const Stmt& s) {
     Deployment d;
     s.get(0, d.id, d.bundle_version, d.kind, d.selector, d.canary_percent, d.soak_seconds, d.state,
           d.parent_id, d.actor, d.error, d.created_at, d.updated_at, d.gate_max_drop_ratio,
-          d.gate_max_alerts_per_second);
+          d.gate_max_alerts_per_second, d.counts.pending, d.counts.sent, d.counts.applied,
+          d.counts.rejected, d.counts.timed_out, d.counts.superseded, d.counts.taken_over);
+    return d;
+}
+
+absl::StatusOr<Deployment> load_deployment(Conn& c, int64_t id, bool with_targets) {
+    ASSIGN_OR_RETURN(Stmt s, c.prepare(kDeploymentByIdSql));
+    s.bind(1, id);
+    RETURN_IF_ERROR(
+        s.expect_row([&] { return absl::NotFoundError(cat("deployment ", id, " not found")); }));
+    Deployment d = deployment_from_row(s);
     if (!with_targets) {
         return d;
     }
@@ -198,18 +199,37 @@ absl::StatusOr<std::vector<Deployment>> Store::list_deployments(int limit, bool 
 absl::StatusOr<std::vector<PendingTarget>> Store::pending_targets(const std::string& sensor) {
     return impl_->read([&sensor](Conn& c) -> absl::StatusOr<std::vector<PendingTarget>> {
         ASSIGN_OR_RETURN(int64_t sid, sensor_id(c, sensor));
-        ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT t.deployment_id, t.bundle_version, t.stage, "
-                                           "t.state FROM deployment_targets t JOIN deployments d "
-                                           "ON d.id = t.deployment_id WHERE t.sensor_id = ? AND "
-                                           "t.state IN ('pending', 'sent') AND (t.stage = "
-                                           "'canary' OR d.state = 'rolling') "
-                                           "ORDER BY t.deployment_id DESC"));
+        ASSIGN_OR_RETURN(Stmt s, c.prepare(kPendingTargetsSql));
         s.bind(1, sid);
         return collect<PendingTarget>(s, [](const Stmt& r) {
             PendingTarget p;
             r.get(0, p.deployment_id, p.bundle_version, p.stage, p.state);
             return p;
         });
+    });
+}
+
+absl::StatusOr<std::vector<Deployment>> Store::open_deployments() {
+    return impl_->read([](Conn& c) -> absl::StatusOr<std::vector<Deployment>> {
+        ASSIGN_OR_RETURN(Stmt s, c.prepare(kOpenDeploymentsSql));
+        return collect<Deployment>(s, deployment_from_row);
+    });
+}
+
+absl::StatusOr<std::vector<Target>> Store::canary_targets(int64_t deployment_id) {
+    return impl_->read([deployment_id](Conn& c) -> absl::StatusOr<std::vector<Target>> {
+        ASSIGN_OR_RETURN(Stmt s, c.prepare(kCanaryTargetsSql));
+        s.bind(1, deployment_id);
+        return collect<Target>(s, target_from_row);
+    });
+}
+
+absl::StatusOr<std::vector<Target>> Store::sent_targets_before(int64_t deployment_id,
+                                                               int64_t sent_before) {
+    return impl_->read([=](Conn& c) -> absl::StatusOr<std::vector<Target>> {
+        ASSIGN_OR_RETURN(Stmt s, c.prepare(kSentTargetsBeforeSql));
+        s.bind(1, deployment_id).bind(2, sent_before);
+        return collect<Target>(s, target_from_row);
     });
 }
 

@@ -62,6 +62,53 @@ absl::StatusOr<Deployment> load_deployment(Conn& c, int64_t id, bool with_target
 // coalesce(sent_at, 0), coalesce(finished_at, 0), updated_at.
 Target target_from_row(const Stmt& t);
 
+// ---- Queries run per target event or per rollout pass (deployments.cc,
+// deployment_states.cc). Named here so that a test can check their query plans: each must be
+// an index or primary-key search, never a scan of a table that grows with the fleet.
+
+// One deployment with its counts (?1 = id); columns as deployment_from_row reads them.
+inline constexpr const char* kDeploymentByIdSql =
+    "SELECT id, coalesce(bundle_version, 0), kind, selector, canary_percent, soak_seconds, state, "
+    "coalesce(parent_id, 0), actor, error, created_at, updated_at, "
+    "coalesce(gate_max_drop_ratio, 0), coalesce(gate_max_alert_rate, 0), targets_pending, "
+    "targets_sent, targets_applied, targets_rejected, targets_timed_out, targets_superseded, "
+    "targets_taken_over FROM deployments WHERE id = ?";
+// The open deployments, newest first (same columns).
+inline constexpr const char* kOpenDeploymentsSql =
+    "SELECT id, coalesce(bundle_version, 0), kind, selector, canary_percent, soak_seconds, state, "
+    "coalesce(parent_id, 0), actor, error, created_at, updated_at, "
+    "coalesce(gate_max_drop_ratio, 0), coalesce(gate_max_alert_rate, 0), targets_pending, "
+    "targets_sent, targets_applied, targets_rejected, targets_timed_out, targets_superseded, "
+    "targets_taken_over FROM deployments WHERE state IN ('canary', 'soaking', 'rolling') "
+    "ORDER BY id DESC";
+// A sensor's dispatchable open targets (?1 = sensor id).
+inline constexpr const char* kPendingTargetsSql =
+    "SELECT t.deployment_id, t.bundle_version, t.stage, t.state FROM deployment_targets t "
+    "JOIN deployments d ON d.id = t.deployment_id WHERE t.sensor_id = ? AND t.state IN "
+    "('pending', 'sent') AND (t.stage = 'canary' OR d.state = 'rolling') "
+    "ORDER BY t.deployment_id DESC";
+// A deployment's canary targets (?1 = deployment id), Target columns, by sensor name.
+inline constexpr const char* kCanaryTargetsSql =
+    "SELECT s.name, t.bundle_version, t.stage, t.state, t.error, t.created_at, "
+    "coalesce(t.sent_at, 0), coalesce(t.finished_at, 0), t.updated_at FROM deployment_targets t "
+    "JOIN sensors s ON s.id = t.sensor_id WHERE t.deployment_id = ? AND t.stage = 'canary' "
+    "ORDER BY s.name";
+// A deployment's sent targets with 0 < sent_at <= ?2 (?1 = deployment id), by sensor name.
+inline constexpr const char* kSentTargetsBeforeSql =
+    "SELECT s.name, t.bundle_version, t.stage, t.state, t.error, t.created_at, "
+    "coalesce(t.sent_at, 0), coalesce(t.finished_at, 0), t.updated_at FROM deployment_targets t "
+    "JOIN sensors s ON s.id = t.sensor_id WHERE t.deployment_id = ?1 AND t.state = 'sent' "
+    "AND t.sent_at > 0 AND t.sent_at <= ?2 ORDER BY s.name";
+// What maybe_finish reads (?1 = deployment id): state, open, failed, taken over, total.
+inline constexpr const char* kFinishCountsSql =
+    "SELECT state, targets_pending + targets_sent, targets_rejected + targets_timed_out, "
+    "targets_taken_over, targets_pending + targets_sent + targets_applied + targets_rejected + "
+    "targets_timed_out + targets_superseded FROM deployments WHERE id = ?";
+// A target of a deployment (?1 = deployment id, ?2 = sensor id).
+inline constexpr const char* kTargetStateSql =
+    "SELECT state, bundle_version FROM deployment_targets WHERE deployment_id = ? AND "
+    "sensor_id = ?";
+
 // ---- Runs and events (runs.cc)
 
 // Closes the sensor's open run and opens one for `version` (no-op for the same version).

@@ -265,7 +265,120 @@ DROP TABLE deployments;
 ALTER TABLE deployments_v6 RENAME TO deployments;
 )sql";
 
-constexpr const char* kMigrations[] = {kV1, kV2, kV3, kV4, kV5, kV6};
+// Version 7: bounded work per target event at any fleet size. Each deployment keeps its target
+// counts by state (targets_taken_over: superseded by a newer deployment, error
+// "superseded by deployment N"), maintained by triggers on every insert, update and delete of a
+// target, so that finishing a deployment (maybe_finish) and the rollout's pass read one row
+// instead of counting K targets per event. Indexes for the rollout's per-deployment reads
+// (sent targets by age, canary targets) and for the open deployments.
+constexpr const char* kV7 = R"sql(
+ALTER TABLE deployments ADD COLUMN targets_pending INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE deployments ADD COLUMN targets_sent INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE deployments ADD COLUMN targets_applied INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE deployments ADD COLUMN targets_rejected INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE deployments ADD COLUMN targets_timed_out INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE deployments ADD COLUMN targets_superseded INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE deployments ADD COLUMN targets_taken_over INTEGER NOT NULL DEFAULT 0;
+UPDATE deployments SET
+    targets_pending =
+        (SELECT count(*) FROM deployment_targets t WHERE t.deployment_id = deployments.id
+            AND t.state = 'pending'),
+    targets_sent =
+        (SELECT count(*) FROM deployment_targets t WHERE t.deployment_id = deployments.id
+            AND t.state = 'sent'),
+    targets_applied =
+        (SELECT count(*) FROM deployment_targets t WHERE t.deployment_id = deployments.id
+            AND t.state = 'applied'),
+    targets_rejected =
+        (SELECT count(*) FROM deployment_targets t WHERE t.deployment_id = deployments.id
+            AND t.state = 'rejected'),
+    targets_timed_out =
+        (SELECT count(*) FROM deployment_targets t WHERE t.deployment_id = deployments.id
+            AND t.state = 'timed_out'),
+    targets_superseded =
+        (SELECT count(*) FROM deployment_targets t WHERE t.deployment_id = deployments.id
+            AND t.state = 'superseded'),
+    targets_taken_over =
+        (SELECT count(*) FROM deployment_targets t WHERE t.deployment_id = deployments.id
+            AND t.state = 'superseded' AND substr(t.error, 1, 25) = 'superseded by deployment ');
+CREATE TRIGGER deployment_targets_count_insert AFTER INSERT ON deployment_targets
+BEGIN
+    UPDATE deployments SET
+        targets_pending = targets_pending + (NEW.state = 'pending'),
+        targets_sent = targets_sent + (NEW.state = 'sent'),
+        targets_applied = targets_applied + (NEW.state = 'applied'),
+        targets_rejected = targets_rejected + (NEW.state = 'rejected'),
+        targets_timed_out = targets_timed_out + (NEW.state = 'timed_out'),
+        targets_superseded = targets_superseded + (NEW.state = 'superseded'),
+        targets_taken_over = targets_taken_over
+            + (NEW.state = 'superseded' AND substr(NEW.error, 1, 25) = 'superseded by deployment ')
+    WHERE id = NEW.deployment_id;
+END;
+CREATE TRIGGER deployment_targets_count_delete AFTER DELETE ON deployment_targets
+BEGIN
+    UPDATE deployments SET
+        targets_pending = targets_pending - (OLD.state = 'pending'),
+        targets_sent = targets_sent - (OLD.state = 'sent'),
+        targets_applied = targets_applied - (OLD.state = 'applied'),
+        targets_rejected = targets_rejected - (OLD.state = 'rejected'),
+        targets_timed_out = targets_timed_out - (OLD.state = 'timed_out'),
+        targets_superseded = targets_superseded - (OLD.state = 'superseded'),
+        targets_taken_over = targets_taken_over
+            - (OLD.state = 'superseded' AND substr(OLD.error, 1, 25) = 'superseded by deployment ')
+    WHERE id = OLD.deployment_id;
+END;
+CREATE TRIGGER deployment_targets_count_update AFTER UPDATE OF deployment_id, state, error
+ON deployment_targets WHEN OLD.deployment_id = NEW.deployment_id
+BEGIN
+    UPDATE deployments SET
+        targets_pending = targets_pending + (NEW.state = 'pending') - (OLD.state = 'pending'),
+        targets_sent = targets_sent + (NEW.state = 'sent') - (OLD.state = 'sent'),
+        targets_applied = targets_applied + (NEW.state = 'applied') - (OLD.state = 'applied'),
+        targets_rejected = targets_rejected + (NEW.state = 'rejected') - (OLD.state = 'rejected'),
+        targets_timed_out = targets_timed_out
+            + (NEW.state = 'timed_out')
+            - (OLD.state = 'timed_out'),
+        targets_superseded = targets_superseded
+            + (NEW.state = 'superseded')
+            - (OLD.state = 'superseded'),
+        targets_taken_over = targets_taken_over
+            + (NEW.state = 'superseded' AND substr(NEW.error, 1, 25) = 'superseded by deployment ')
+            - (OLD.state = 'superseded' AND substr(OLD.error, 1, 25) = 'superseded by deployment ')
+    WHERE id = NEW.deployment_id;
+END;
+CREATE TRIGGER deployment_targets_count_move AFTER UPDATE OF deployment_id ON deployment_targets
+WHEN OLD.deployment_id != NEW.deployment_id
+BEGIN
+    UPDATE deployments SET
+        targets_pending = targets_pending - (OLD.state = 'pending'),
+        targets_sent = targets_sent - (OLD.state = 'sent'),
+        targets_applied = targets_applied - (OLD.state = 'applied'),
+        targets_rejected = targets_rejected - (OLD.state = 'rejected'),
+        targets_timed_out = targets_timed_out - (OLD.state = 'timed_out'),
+        targets_superseded = targets_superseded - (OLD.state = 'superseded'),
+        targets_taken_over = targets_taken_over
+            - (OLD.state = 'superseded' AND substr(OLD.error, 1, 25) = 'superseded by deployment ')
+    WHERE id = OLD.deployment_id;
+    UPDATE deployments SET
+        targets_pending = targets_pending + (NEW.state = 'pending'),
+        targets_sent = targets_sent + (NEW.state = 'sent'),
+        targets_applied = targets_applied + (NEW.state = 'applied'),
+        targets_rejected = targets_rejected + (NEW.state = 'rejected'),
+        targets_timed_out = targets_timed_out + (NEW.state = 'timed_out'),
+        targets_superseded = targets_superseded + (NEW.state = 'superseded'),
+        targets_taken_over = targets_taken_over
+            + (NEW.state = 'superseded' AND substr(NEW.error, 1, 25) = 'superseded by deployment ')
+    WHERE id = NEW.deployment_id;
+END;
+CREATE INDEX deployment_targets_by_state ON deployment_targets(deployment_id, state, sent_at);
+CREATE INDEX deployment_targets_by_stage ON deployment_targets(deployment_id, stage);
+CREATE INDEX deployments_by_state ON deployments(state);
+)sql";
+// The triggers above spell the prefix out (SQL cannot see C++ constants).
+static_assert(kSupersededByPrefix == "superseded by deployment " &&
+              kSupersededByPrefix.size() == 25);
+
+constexpr const char* kMigrations[] = {kV1, kV2, kV3, kV4, kV5, kV6, kV7};
 
 }  // namespace
 

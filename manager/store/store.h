@@ -198,6 +198,21 @@ struct Target {
     int64_t updated_at = 0;
 };
 
+// A deployment's targets counted by state, kept by the store as targets change (schema 7), so
+// reading them costs the same at any fleet size.
+struct TargetCounts {
+    int64_t pending = 0;
+    int64_t sent = 0;
+    int64_t applied = 0;
+    int64_t rejected = 0;
+    int64_t timed_out = 0;
+    int64_t superseded = 0;  // all superseded ones, including taken_over
+    int64_t taken_over = 0;  // superseded by a newer deployment (error kSupersededByPrefix...)
+    int64_t open() const { return pending + sent; }
+    int64_t total() const { return pending + sent + applied + rejected + timed_out + superseded; }
+    bool operator==(const TargetCounts&) const = default;
+};
+
 struct Deployment {
     int64_t id = 0;
     int64_t bundle_version = 0;  // 0 for a rollback to each sensor's previous version
@@ -213,13 +228,8 @@ struct Deployment {
     int64_t updated_at = 0;
     double gate_max_drop_ratio = 0;  // 0 = the manager's default
     double gate_max_alerts_per_second = 0;
+    TargetCounts counts;          // always filled, with or without targets
     std::vector<Target> targets;  // sorted by sensor name
-};
-
-// A deployment's targets by state (index: TargetState), and their number.
-struct TargetCounts {
-    int64_t by_state[6] = {};
-    int64_t total = 0;
 };
 
 struct PendingTarget {
@@ -339,7 +349,7 @@ struct StoreOptions {
 
 class Store {
 public:
-    static constexpr int kSchemaVersion = 6;
+    static constexpr int kSchemaVersion = 7;
 
     // Creates (mode 0600) or opens the database and migrates it. FAILED_PRECONDITION when the
     // file's schema is newer than kSchemaVersion; DATA_LOSS when it is not a database.
@@ -461,6 +471,15 @@ public:
     absl::StatusOr<int64_t> latest_version();  // 0 when no bundle was pushed
     absl::StatusOr<Deployment> get_deployment(int64_t id);
     absl::StatusOr<std::vector<Deployment>> list_deployments(int limit, bool with_targets);
+    // The deployments not yet terminal (canary, soaking, rolling), newest first, with their
+    // counts and without targets: what the rollout drives each pass.
+    absl::StatusOr<std::vector<Deployment>> open_deployments();
+    // A deployment's canary targets, sorted by sensor name (empty without canaries).
+    absl::StatusOr<std::vector<Target>> canary_targets(int64_t deployment_id);
+    // A deployment's targets in state sent with sent_at <= sent_before, sorted by sensor name:
+    // those whose ApplyResult is overdue. Index range reads, proportional to the result.
+    absl::StatusOr<std::vector<Target>> sent_targets_before(int64_t deployment_id,
+                                                            int64_t sent_before);
     // What to send to a sensor now: its open targets of the newest deployment that may be
     // dispatched (canary targets always, rest targets once the deployment is rolling).
     absl::StatusOr<std::vector<PendingTarget>> pending_targets(const std::string& sensor);
@@ -474,14 +493,11 @@ public:
     // The `limit` newest run periods of the whole fleet (by start, then id), in one query.
     absl::StatusOr<std::vector<Run>> recent_runs(size_t limit);
     // ---- History pages (deployment_pages.cc): bounded work at any fleet size.
-    // At most `limit` deployments, newest first, with id < before_id (0: from the newest).
-    // Empty `sensor`: without targets. Otherwise only those targeting it, each holding that
-    // sensor's target only (NOT_FOUND for an unknown sensor).
+    // At most `limit` deployments (with their counts), newest first, with id < before_id (0:
+    // from the newest). Empty `sensor`: without targets. Otherwise only those targeting it, each
+    // holding that sensor's target only (NOT_FOUND for an unknown sensor).
     absl::StatusOr<std::vector<Deployment>> deployments_page(int limit, int64_t before_id,
                                                              const std::string& sensor = {});
-    // Targets per state of each of these deployments, in one query (absent id: no targets).
-    absl::StatusOr<std::map<int64_t, TargetCounts>> target_counts(
-        const std::vector<int64_t>& deployment_ids);
     // For each target of the deployment (by sensor name): the bundle version of the run that
     // was open when the deployment was created (absent: none), in one query; only `sensor`'s
     // when it is given.

@@ -206,6 +206,38 @@ TEST_F(RolloutTest, UnansweredTargetsTimeOut) {
     EXPECT_EQ(d.targets[1].state, TargetState::kPending);  // never sent: waits for its sensor
 }
 
+// A pass reads the open deployments, not the newest 100 with all their targets: an open
+// deployment with 101 newer (finished) ones still has its overdue targets timed out.
+TEST_F(RolloutTest, AnOpenDeploymentBehindAHundredNewerOnesIsStillDriven) {
+    int64_t id = deploy(0, 0);
+    ASSERT_TRUE(store_->update_target(id, "s1", TargetState::kSent, "", now_).ok());
+    int64_t last = 0;
+    for (int i = 0; i < 101; ++i) {  // each supersedes the one before it on s4
+        store::NewDeployment d;
+        d.bundle_version = 2;
+        d.selector = "s4";
+        d.created_at = now_;
+        auto created = store_->create_deployment(d);
+        ASSERT_TRUE(created.ok()) << created.status();
+        last = created->id;
+    }
+    auto open = store_->open_deployments();
+    ASSERT_TRUE(open.ok()) << open.status();
+    ASSERT_EQ(open->size(), 2u);
+    EXPECT_EQ((*open)[0].id, last);
+    EXPECT_EQ((*open)[1].id, id);
+    now_ += 60 * kSec;
+    ASSERT_TRUE(rollout_->step().ok());
+    store::Deployment d = get(id);
+    EXPECT_EQ(d.state, DeploymentState::kRolling);  // s2 and s3 still pending
+    EXPECT_EQ(d.targets[0].state, TargetState::kTimedOut);
+    EXPECT_EQ(d.targets[0].error, "no ApplyResult within 60 s");
+    EXPECT_EQ(d.targets[3].state, TargetState::kSuperseded);
+    EXPECT_EQ(d.counts.timed_out, 1);
+    EXPECT_EQ(d.counts.pending, 2);
+    EXPECT_EQ(get(last).targets[0].state, TargetState::kPending);
+}
+
 TEST_F(RolloutTest, OfflineCanaryTimesOutAndFailsTheDeployment) {
     int64_t id = deploy(25, 10);
     now_ += 60 * kSec;

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "manager/store/internal.h"
 #include "tests/manager/store/store_fixture.h"
 
 namespace picket::manager::store {
@@ -97,6 +99,47 @@ std::string sensor_name(int t) {
     return n;
 }
 
+// The counts of a deployment's targets, from the targets themselves.
+TargetCounts count_of(const Deployment& d) {
+    TargetCounts n;
+    for (const Target& t : d.targets) {
+        switch (t.state) {
+            case TargetState::kPending:
+                ++n.pending;
+                break;
+            case TargetState::kSent:
+                ++n.sent;
+                break;
+            case TargetState::kApplied:
+                ++n.applied;
+                break;
+            case TargetState::kRejected:
+                ++n.rejected;
+                break;
+            case TargetState::kTimedOut:
+                ++n.timed_out;
+                break;
+            case TargetState::kSuperseded:
+                ++n.superseded;
+                n.taken_over += t.error.starts_with(kSupersededByPrefix) ? 1 : 0;
+                break;
+        }
+    }
+    return n;
+}
+
+TargetCounts counts(int64_t pending, int64_t sent, int64_t applied, int64_t rejected,
+                    int64_t timed_out, int64_t superseded, int64_t taken_over) {
+    return {pending, sent, applied, rejected, timed_out, superseded, taken_over};
+}
+
+std::string show(const TargetCounts& c) {
+    return "pending " + std::to_string(c.pending) + " sent " + std::to_string(c.sent) +
+           " applied " + std::to_string(c.applied) + " rejected " + std::to_string(c.rejected) +
+           " timed_out " + std::to_string(c.timed_out) + " superseded " +
+           std::to_string(c.superseded) + " taken_over " + std::to_string(c.taken_over);
+}
+
 // ---------------------------------------------------------------- open and migrations
 
 TEST(StoreOpen, MigratesEmptyDatabaseWithPrivateFiles) {
@@ -104,8 +147,8 @@ TEST(StoreOpen, MigratesEmptyDatabaseWithPrivateFiles) {
     std::string path = dir.file("m.db");
     auto store = open_store(path);
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->schema_version(), 6);
-    EXPECT_EQ(raw_int(path, "SELECT version FROM schema_version"), 6);
+    EXPECT_EQ(store->schema_version(), 7);
+    EXPECT_EQ(raw_int(path, "SELECT version FROM schema_version"), 7);
     EXPECT_EQ(raw_int(path,
                       "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
                       "('sensors', 'sensor_labels', 'blobs', 'bundles', 'deployments', "
@@ -139,7 +182,7 @@ TEST(StoreOpen, UpgradesFromVersionOneKeepingData) {
     EXPECT_EQ(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE name = 'runs'"), 0);
     auto store = open_store(path);
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->schema_version(), 6);
+    EXPECT_EQ(store->schema_version(), 7);
     auto s = store->get_sensor("s1");
     ASSERT_TRUE(s.ok()) << s.status();
     EXPECT_TRUE(s->enrolled);
@@ -174,7 +217,7 @@ TEST(StoreOpen, UpgradeToVersionSixKeepsDeploymentsAndTheirReferences) {
     }
     auto store = open_store(path);
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->schema_version(), 6);
+    EXPECT_EQ(store->schema_version(), 7);
     auto d7 = store->get_deployment(7);
     ASSERT_TRUE(d7.ok()) << d7.status();
     EXPECT_EQ(d7->state, DeploymentState::kRolledBack);
@@ -195,6 +238,47 @@ TEST(StoreOpen, UpgradeToVersionSixKeepsDeploymentsAndTheirReferences) {
     EXPECT_TRUE(store->integrity_check().ok());
 }
 
+TEST(StoreOpen, UpgradeToVersionSevenCountsTheTargetsOfEveryDeployment) {
+    TempDir dir;
+    std::string path = dir.file("m.db");
+    {
+        StoreOptions opt;
+        opt.max_schema_version = 6;
+        auto store = open_store(path, opt);
+        ASSERT_NE(store, nullptr);
+    }
+    // Version 6 rows: deployment 7 with an applied, a sent and a taken-over target, and the
+    // deployment 8 that took it over.
+    for (const char* sql :
+         {"INSERT INTO sensors(id, name, first_seen, last_seen) VALUES(1, 's1', 0, 0), "
+          "(2, 's2', 0, 0), (3, 's3', 0, 0)",
+          "INSERT INTO blobs(sha256, size, data) VALUES('aa', 1, x'00')",
+          "INSERT INTO bundles(version, name, sha256, created_at) VALUES(1, 'b', 'aa', 0)",
+          "INSERT INTO deployments(id, bundle_version, kind, selector, state, created_at, "
+          "updated_at) VALUES(7, 1, 'deploy', 'all', 'rolling', 1, 2), "
+          "(8, 1, 'deploy', 's3', 'rolling', 3, 3)",
+          "INSERT INTO deployment_targets(deployment_id, sensor_id, bundle_version, stage, "
+          "state, error, created_at, sent_at, updated_at) VALUES"
+          "(7, 1, 1, 'rest', 'applied', '', 1, 1, 2), (7, 2, 1, 'rest', 'sent', '', 1, 1, 1), "
+          "(7, 3, 1, 'rest', 'superseded', 'superseded by deployment 8', 1, NULL, 3), "
+          "(8, 3, 1, 'rest', 'pending', '', 3, NULL, 3)"}) {
+        ASSERT_EQ(raw_exec(path, sql), SQLITE_OK) << sql;
+    }
+    auto store = open_store(path);
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(store->schema_version(), 7);
+    auto d7 = store->get_deployment(7);
+    ASSERT_TRUE(d7.ok()) << d7.status();
+    EXPECT_EQ(show(d7->counts), show(counts(0, 1, 1, 0, 0, 1, 1)));
+    EXPECT_EQ(show(store->get_deployment(8)->counts), show(counts(1, 0, 0, 0, 0, 0, 0)));
+    // The last open target ends deployment 7 from the migrated counts.
+    ASSERT_TRUE(store->update_target(7, "s2", TargetState::kApplied, "", at(1)).ok());
+    d7 = store->get_deployment(7);
+    EXPECT_EQ(d7->state, DeploymentState::kSuperseded);
+    EXPECT_EQ(d7->error, "1 of 3 targets taken over by a newer deployment");
+    EXPECT_TRUE(store->integrity_check().ok());
+}
+
 TEST(StoreOpen, ReopenKeepsDataAndResetsConnections) {
     TempDir dir;
     std::string path = dir.file("m.db");
@@ -205,7 +289,7 @@ TEST(StoreOpen, ReopenKeepsDataAndResetsConnections) {
         ASSERT_TRUE(store->push_bundle(bundle("rules-a")).ok());
     }
     auto store = open_store(path);
-    EXPECT_EQ(store->schema_version(), 6);
+    EXPECT_EQ(store->schema_version(), 7);
     auto s = store->get_sensor("s1");
     ASSERT_TRUE(s.ok());
     EXPECT_FALSE(s->connected);
@@ -222,7 +306,7 @@ TEST(StoreOpen, RefusesNewerSchema) {
     ASSERT_FALSE(store.ok());
     EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
     EXPECT_NE(store.status().message().find("schema version 99 is newer than this picket-manager "
-                                            "supports (6)"),
+                                            "supports (7)"),
               std::string::npos)
         << store.status();
 }
@@ -564,6 +648,182 @@ TEST_F(StoreDeploy, RollbackDefaultsToPreviousVersion) {
     EXPECT_EQ(rb_b.status().message(), "rollback: sensor 'b' has no earlier bundle version than 1");
     rb.bundle_version = 1;
     EXPECT_TRUE(store_->create_deployment(rb).ok());
+}
+
+// The counts the store keeps per deployment (schema 7, what finishing a deployment and the
+// rollout read instead of every target) follow every way a target changes: transitions,
+// supersession by a newer deployment, revocation, a deployment ending with open targets.
+TEST_F(StoreDeploy, TargetCountsFollowEveryChange) {
+    auto expect = [&](int64_t id, TargetCounts want, DeploymentState state) {
+        auto d = store_->get_deployment(id);
+        ASSERT_TRUE(d.ok()) << d.status();
+        EXPECT_EQ(show(d->counts), show(want)) << "deployment " << id;
+        EXPECT_EQ(show(count_of(*d)), show(want)) << "deployment " << id << " targets";
+        EXPECT_EQ(d->state, state) << "deployment " << id;
+    };
+    ASSERT_TRUE(store_->create_deployment(deploy(1, "all")).ok());
+    expect(1, counts(3, 0, 0, 0, 0, 0, 0), DeploymentState::kRolling);
+    ASSERT_TRUE(store_->update_target(1, "a", TargetState::kSent, "", at(11)).ok());
+    expect(1, counts(2, 1, 0, 0, 0, 0, 0), DeploymentState::kRolling);
+    ASSERT_TRUE(store_->update_target(1, "a", TargetState::kApplied, "", at(12)).ok());
+    ASSERT_TRUE(store_->update_target(1, "b", TargetState::kSent, "", at(12)).ok());
+    expect(1, counts(1, 1, 1, 0, 0, 0, 0), DeploymentState::kRolling);
+    // A refused transition changes nothing.
+    EXPECT_EQ(store_->update_target(1, "a", TargetState::kSent, "", at(12)).code(),
+              absl::StatusCode::kFailedPrecondition);
+    expect(1, counts(1, 1, 1, 0, 0, 0, 0), DeploymentState::kRolling);
+
+    auto d2 = deploy(2, "b");
+    d2.created_at = at(13);
+    ASSERT_TRUE(store_->create_deployment(d2).ok());
+    expect(1, counts(1, 0, 1, 0, 0, 1, 1), DeploymentState::kRolling);
+    expect(2, counts(1, 0, 0, 0, 0, 0, 0), DeploymentState::kRolling);
+    // Revoked: superseded, but not taken over; the last open target ends deployment 1.
+    ASSERT_TRUE(store_->revoke_sensor("c", at(14), "admin").ok());
+    expect(1, counts(0, 0, 1, 0, 0, 2, 1), DeploymentState::kSuperseded);
+    EXPECT_EQ(store_->get_deployment(1)->error, "1 of 3 targets taken over by a newer deployment");
+
+    ASSERT_TRUE(store_->update_target(2, "b", TargetState::kSent, "", at(15)).ok());
+    ASSERT_TRUE(store_->update_target(2, "b", TargetState::kTimedOut, "late", at(16)).ok());
+    expect(2, counts(0, 0, 0, 0, 1, 0, 0), DeploymentState::kFailed);
+
+    auto d3 = deploy(2, "a,b", 50);
+    d3.created_at = at(17);
+    ASSERT_TRUE(store_->create_deployment(d3).ok());
+    ASSERT_TRUE(store_->update_target(3, "a", TargetState::kSent, "", at(18)).ok());
+    ASSERT_TRUE(store_->update_target(3, "a", TargetState::kRejected, "bad", at(19)).ok());
+    expect(3, counts(1, 0, 0, 1, 0, 0, 0), DeploymentState::kCanary);
+    ASSERT_TRUE(store_->set_deployment_state(3, DeploymentState::kRolledBack, "x", at(20)).ok());
+    expect(3, counts(0, 0, 0, 1, 0, 1, 0), DeploymentState::kRolledBack);
+
+    // Only the open deployments, newest first, with their counts.
+    EXPECT_TRUE(store_->open_deployments()->empty());
+    auto d4 = deploy(1, "a,b", 50);
+    d4.created_at = at(21);
+    ASSERT_TRUE(store_->create_deployment(d4).ok());
+    auto d5 = deploy(1, "label=env=prod");  // b and a, not the revoked c
+    d5.created_at = at(22);
+    ASSERT_TRUE(store_->create_deployment(d5).ok());
+    auto open = store_->open_deployments();
+    ASSERT_TRUE(open.ok()) << open.status();
+    // Deployment 4 was taken over whole, in its canary stage: the rollout ends it, not the store.
+    ASSERT_EQ(open->size(), 2u);
+    EXPECT_EQ((*open)[0].id, 5);
+    EXPECT_EQ((*open)[1].id, 4);
+    EXPECT_TRUE((*open)[0].targets.empty());
+    EXPECT_EQ(show((*open)[0].counts), show(counts(2, 0, 0, 0, 0, 0, 0)));
+    EXPECT_EQ(show((*open)[1].counts), show(counts(0, 0, 0, 0, 0, 2, 2)));
+    expect(4, counts(0, 0, 0, 0, 0, 2, 2), DeploymentState::kCanary);
+    auto listed = store_->list_deployments(10, false);
+    ASSERT_TRUE(listed.ok()) << listed.status();
+    ASSERT_EQ(listed->size(), 5u);
+    for (const Deployment& d : *listed) {
+        auto full = store_->get_deployment(d.id);
+        EXPECT_EQ(show(d.counts), show(count_of(*full))) << "deployment " << d.id;
+    }
+}
+
+TEST_F(StoreDeploy, CanaryAndOverdueTargetsOfOneDeployment) {
+    ASSERT_TRUE(store_->create_deployment(deploy(2, "all", 50)).ok());  // canaries a, b
+    auto canaries = store_->canary_targets(1);
+    ASSERT_TRUE(canaries.ok()) << canaries.status();
+    ASSERT_EQ(canaries->size(), 2u);
+    EXPECT_EQ((*canaries)[0].sensor, "a");
+    EXPECT_EQ((*canaries)[1].sensor, "b");
+    EXPECT_EQ((*canaries)[1].state, TargetState::kPending);
+    ASSERT_TRUE(store_->set_deployment_state(1, DeploymentState::kRolling, "", at(11)).ok());
+    ASSERT_TRUE(store_->update_target(1, "a", TargetState::kSent, "", at(20)).ok());
+    ASSERT_TRUE(store_->update_target(1, "c", TargetState::kSent, "", at(30)).ok());
+    ASSERT_TRUE(store_->update_target(1, "b", TargetState::kSent, "", at(31)).ok());
+    ASSERT_TRUE(store_->update_target(1, "b", TargetState::kApplied, "", at(32)).ok());
+    EXPECT_TRUE(store_->sent_targets_before(1, at(19))->empty());
+    auto overdue = store_->sent_targets_before(1, at(20));
+    ASSERT_EQ(overdue->size(), 1u);
+    EXPECT_EQ((*overdue)[0].sensor, "a");
+    EXPECT_EQ((*overdue)[0].sent_at, at(20));
+    overdue = store_->sent_targets_before(1, at(40));
+    ASSERT_EQ(overdue->size(), 2u);  // b applied: not sent any more
+    EXPECT_EQ((*overdue)[0].sensor, "a");
+    EXPECT_EQ((*overdue)[1].sensor, "c");
+    EXPECT_EQ((*overdue)[1].stage, Stage::kRest);
+    EXPECT_TRUE(store_->sent_targets_before(2, at(40))->empty());
+    EXPECT_TRUE(store_->canary_targets(2)->empty());
+}
+
+// EXPLAIN QUERY PLAN of `sql` on the database at `path`: the detail of every step.
+std::vector<std::string> query_plan(const std::string& path, const std::string& sql) {
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* s = nullptr;
+    std::string eqp = "EXPLAIN QUERY PLAN " + sql;
+    EXPECT_EQ(sqlite3_prepare_v2(db, eqp.c_str(), -1, &s, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(db) << ": " << sql;
+    std::vector<std::string> steps;
+    while (s != nullptr && sqlite3_step(s) == SQLITE_ROW) {
+        steps.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(s, 3)));
+    }
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    return steps;
+}
+
+// Every query that runs per target event (dispatch, a result, finishing a deployment) or per
+// rollout pass reads through an index or the primary key: none scans a table, so its cost
+// does not grow with the number of targets (a deploy to K sensors was O(K^2): finishing
+// counted every target of the deployment on each result).
+TEST(StoreQueryPlans, PerTargetQueriesReadOnlyThroughIndexes) {
+    TempDir dir;
+    std::string path = dir.file("m.db");
+    ASSERT_NE(open_store(path), nullptr);
+    struct Case {
+        const char* name;
+        const char* sql;
+        std::vector<std::string> want;  // the plan's steps, exactly (a sort sorts the result)
+    };
+    const Case cases[] = {
+        {"pending targets",
+         kPendingTargetsSql,
+         {"SEARCH t USING INDEX deployment_targets_by_sensor (sensor_id=? AND state=?)",
+          "SEARCH d USING INTEGER PRIMARY KEY (rowid=?)", "USE TEMP B-TREE FOR ORDER BY"}},
+        {"target state",
+         kTargetStateSql,
+         {"SEARCH deployment_targets USING INDEX sqlite_autoindex_deployment_targets_1 "
+          "(deployment_id=? AND sensor_id=?)"}},
+        {"finish counts",
+         kFinishCountsSql,
+         {"SEARCH deployments USING INTEGER PRIMARY KEY (rowid=?)"}},
+        {"deployment",
+         kDeploymentByIdSql,
+         {"SEARCH deployments USING INTEGER PRIMARY KEY (rowid=?)"}},
+        {"open deployments",
+         kOpenDeploymentsSql,
+         {"SEARCH deployments USING INDEX deployments_by_state (state=?)",
+          "USE TEMP B-TREE FOR ORDER BY"}},
+        {"canary targets",
+         kCanaryTargetsSql,
+         {"SEARCH t USING INDEX deployment_targets_by_stage (deployment_id=? AND stage=?)",
+          "SEARCH s USING INTEGER PRIMARY KEY (rowid=?)", "USE TEMP B-TREE FOR ORDER BY"}},
+        {"overdue targets",
+         kSentTargetsBeforeSql,
+         {"SEARCH t USING INDEX deployment_targets_by_state (deployment_id=? AND state=? AND "
+          "sent_at>? AND sent_at<?)",
+          "SEARCH s USING INTEGER PRIMARY KEY (rowid=?)", "USE TEMP B-TREE FOR ORDER BY"}},
+    };
+    for (const Case& c : cases) {
+        std::vector<std::string> plan = query_plan(path, c.sql);
+        std::string all;
+        for (const std::string& step : plan) {
+            all += "\n  " + step;
+            EXPECT_FALSE(step.starts_with("SCAN")) << c.name << " scans: " << step;
+        }
+        // Exactly these steps: a subquery counting targets, or a second table read, is a
+        // regression even when it uses an index.
+        std::string want;
+        for (const std::string& w : c.want) {
+            want += "\n  " + w;
+        }
+        EXPECT_EQ(all, want) << c.name;
+    }
 }
 
 // ---------------------------------------------------------------- run history
