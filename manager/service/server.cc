@@ -196,6 +196,8 @@ void ManagerServer::stop() {
     impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     impl_->server->Wait();
     impl_->core.rollout->stop();
+    // Every stream has ended (its worker finished it): the link workers and timer can go.
+    impl_->sensor_link.stop();
     if (impl_->prune.joinable()) {
         impl_->prune.join();
     }
