@@ -205,7 +205,15 @@ bool Hub::remove_if(const std::string& name, const std::shared_ptr<Session>& s) 
         return false;
     }
     sessions_.erase(it);
+    if (sessions_.empty()) {
+        empty_cv_.notify_all();
+    }
     return true;
+}
+
+bool Hub::wait_empty(std::chrono::milliseconds limit) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return empty_cv_.wait_for(lock, limit, [this] { return sessions_.empty(); });
 }
 
 bool Hub::revoke(const std::string& name) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -49,10 +50,13 @@ public:
     bool revoke(const std::string& name);
     void wake_all();
     void cancel_all();
+    // Waits until no stream is registered (each cancelled one has ended), at most `limit`.
+    bool wait_empty(std::chrono::milliseconds limit);
 
 private:
     std::vector<std::shared_ptr<Session>> snapshot();
     std::mutex mu_;
+    std::condition_variable empty_cv_;
     std::map<std::string, std::shared_ptr<Session>> sessions_;
 };
 
