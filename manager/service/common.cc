@@ -205,41 +205,50 @@ bool Hub::remove_if(const std::string& name, const std::shared_ptr<Session>& s) 
         return false;
     }
     sessions_.erase(it);
+    if (sessions_.empty()) {
+        empty_cv_.notify_all();
+    }
     return true;
+}
+
+bool Hub::wait_empty(std::chrono::milliseconds limit) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return empty_cv_.wait_for(lock, limit, [this] { return sessions_.empty(); });
 }
 
 bool Hub::revoke(const std::string& name) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = sessions_.find(name);
-    if (it == sessions_.end()) {
-        return false;
+    std::shared_ptr<Session> s;
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = sessions_.find(name);
+        if (it == sessions_.end()) {
+            return false;
+        }
+        s = it->second;
     }
-    std::lock_guard<std::mutex> sl(it->second->mu);
-    it->second->revoked = true;
-    if (it->second->ctx != nullptr) {
-        it->second->ctx->TryCancel();
-    }
+    s->cancel(/*revoked=*/true);
     return true;
 }
 
-void Hub::wake_all() {
+std::vector<std::shared_ptr<Session>> Hub::snapshot() {
     std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::shared_ptr<Session>> out;
+    out.reserve(sessions_.size());
     for (auto& [name, s] : sessions_) {
-        {
-            std::lock_guard<std::mutex> sl(s->mu);
-            s->wake = true;
-        }
-        s->cv.notify_all();
+        out.push_back(s);
+    }
+    return out;
+}
+
+void Hub::wake_all() {
+    for (const auto& s : snapshot()) {
+        s->wake();
     }
 }
 
 void Hub::cancel_all() {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [name, s] : sessions_) {
-        std::lock_guard<std::mutex> sl(s->mu);
-        if (s->ctx != nullptr) {
-            s->ctx->TryCancel();
-        }
+    for (const auto& s : snapshot()) {
+        s->cancel(/*revoked=*/false);
     }
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -9,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/metrics/metrics.h"
@@ -24,17 +26,21 @@ namespace picket::manager::service {
 
 grpc::Status to_grpc(const absl::Status& status);
 
-// One open SensorLink stream, as seen by the other threads.
+// One open SensorLink stream, as seen by the other threads (the Hub, the rollout's wake-ups,
+// RevokeSensor, stop()). Implemented by the stream's reactor (sensor_link.cc); both calls only
+// record the request and hand the stream to the link's worker pool: they never block on the
+// store or on the network, and are safe on a stream that has already ended.
 struct Session {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool wake = false;     // pending targets may have changed
-    bool stop = false;     // the handler is ending
-    bool revoked = false;  // the sensor was revoked: drop whatever it still sends
-    grpc::ServerContext* ctx = nullptr;
+    virtual ~Session() = default;
+    // Pending targets may have changed: dispatch again.
+    virtual void wake() = 0;
+    // Cancel the stream (the sensor reconnected, the manager stops); `revoked` also drops
+    // whatever the sensor still sends on it.
+    virtual void cancel(bool revoked) = 0;
 };
 
-// Open streams by sensor name; a new stream of a name replaces (cancels) the old one.
+// Open streams by sensor name; a new stream of a name replaces (cancels) the old one. The
+// sessions are called outside the hub's lock.
 class Hub {
 public:
     std::shared_ptr<Session> replace(const std::string& name, std::shared_ptr<Session> s);
@@ -44,9 +50,13 @@ public:
     bool revoke(const std::string& name);
     void wake_all();
     void cancel_all();
+    // Waits until no stream is registered (each cancelled one has ended), at most `limit`.
+    bool wait_empty(std::chrono::milliseconds limit);
 
 private:
+    std::vector<std::shared_ptr<Session>> snapshot();
     std::mutex mu_;
+    std::condition_variable empty_cv_;
     std::map<std::string, std::shared_ptr<Session>> sessions_;
 };
 
@@ -115,20 +125,30 @@ struct Core {
     std::mutex rules_update_mu;
 };
 
-class SensorLinkService final : public picket::v1::SensorLink::Service {
+class LinkRuntime;
+
+// SensorLink: Connect on gRPC's callback API (sensor_link.cc: a reactor per stream, a small
+// fixed pool of worker threads for the store work, one timer thread for the pings; no thread
+// per stream); Enroll and RenewCertificate on the sync API (enroll.cc, low volume).
+class SensorLinkService final
+    : public picket::v1::SensorLink::WithCallbackMethod_Connect<picket::v1::SensorLink::Service> {
 public:
-    explicit SensorLinkService(Core& core) : core_(core) {}
-    grpc::Status Connect(grpc::ServerContext* ctx,
-                         grpc::ServerReaderWriter<picket::v1::ManagerMessage,
-                                                  picket::v1::SensorMessage>* stream) override;
+    explicit SensorLinkService(Core& core);
+    ~SensorLinkService() override;
+    grpc::ServerBidiReactor<picket::v1::SensorMessage, picket::v1::ManagerMessage>* Connect(
+        grpc::CallbackServerContext* ctx) override;
     // Bootstrap enrollment and renewal (enroll.cc).
     grpc::Status Enroll(grpc::ServerContext*, const picket::v1::EnrollRequest*,
                         picket::v1::EnrollResponse*) override;
     grpc::Status RenewCertificate(grpc::ServerContext*, const picket::v1::RenewCertificateRequest*,
                                   picket::v1::RenewCertificateResponse*) override;
+    // Joins the worker and timer threads; after the gRPC server's Shutdown and Wait (every
+    // stream has ended: the workers finish the streams). Idempotent.
+    void stop();
 
 private:
     Core& core_;
+    std::unique_ptr<LinkRuntime> runtime_;
 };
 
 class FleetAdminService final : public picket::v1::FleetAdmin::Service {

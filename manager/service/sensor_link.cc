@@ -1,8 +1,27 @@
-// SensorLink.Connect: one handler thread reads, one writer thread per stream sends ApplyBundle
-// and Ping (gRPC allows one concurrent reader and one concurrent writer per stream).
+// SensorLink.Connect on gRPC's callback API: a reactor (Link) per stream, no thread per stream.
+//
+// Threads: gRPC's callback threads run the reactions (OnReadDone, OnWriteDone, OnDone) and do
+// only what cannot block: metrics, alerts and pongs are handled there; everything that talks
+// to the store (Hello, dispatch, ApplyResult, the disconnect bookkeeping) is handed to a small
+// fixed pool of workers (LinkRuntime). A link is queued at most once and run by one worker at
+// a time, so its store work stays sequential, as in the thread-per-stream design it replaces.
+// One timer thread sends every stream's Ping. Writes: one StartWrite outstanding per stream,
+// the rest wait in the link's queue; OnWriteDone starts the next.
+//
+// Lifetime: a Link is owned by shared_ptrs (itself until OnDone, the hub, the worker queue; the
+// timer holds a weak_ptr). No lock of ours is held while calling into gRPC (a reaction may run
+// inline on the calling thread). Finish is called only by a worker, once, when no write is
+// outstanding and no read will be started; gRPC calls OnDone only after Finish, so a worker
+// or the timer that still holds the link never touches a finished stream: they check
+// `finish_wanted_` / `finish_called_` / `writing_` under the link's lock first.
 #include <charconv>
+#include <condition_variable>
+#include <deque>
+#include <list>
+#include <queue>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "common/log.h"
 #include "common/pki/pki.h"
@@ -15,7 +34,6 @@ namespace {
 
 using picket::v1::ManagerMessage;
 using picket::v1::SensorMessage;
-using Stream = grpc::ServerReaderWriter<ManagerMessage, SensorMessage>;
 
 constexpr int64_t kNsPerSec = 1'000'000'000;
 
@@ -72,7 +90,7 @@ struct Authenticated {
 };
 
 // Decides who may say this Hello. Errors are the stream's final status; nothing is sent.
-absl::StatusOr<Authenticated> authenticate(const Core& core, grpc::ServerContext* ctx,
+absl::StatusOr<Authenticated> authenticate(const Core& core, grpc::ServerContextBase* ctx,
                                            const picket::v1::Hello& hello) {
     Authenticated a;
     const std::string& token = hello.enrollment_token();
@@ -113,64 +131,503 @@ absl::StatusOr<Authenticated> authenticate(const Core& core, grpc::ServerContext
     return a;
 }
 
-class Link {
+class Link;
+
+}  // namespace
+
+// The workers, the ping timer and the cache of decoded bundles shared by every stream.
+class LinkRuntime {
 public:
-    Link(Core& core, grpc::ServerContext* ctx, Stream* stream, std::string name,
-         std::shared_ptr<Session> session)
-        : core_(core), ctx_(ctx), stream_(stream), name_(std::move(name)), session_(session) {}
+    // Store work of the streams: a few threads whatever the number of streams (the store
+    // serializes its writes anyway; more threads would only wait on it).
+    static constexpr int kWorkers = 4;
+    // Decoded bundles kept for dispatch: a deployment sends one version to many streams.
+    static constexpr size_t kCachedBundles = 8;
 
-    void run_writer();
-    void handle(const SensorMessage& m);
-    void disconnected();
-
-private:
-    bool dispatch();
-
-    Core& core_;
-    grpc::ServerContext* ctx_;
-    Stream* stream_;
-    std::string name_;
-    std::shared_ptr<Session> session_;
-    std::set<int64_t> sent_here_;  // writer thread only
-    uint64_t ping_nonce_ = 0;
-    bool warned_bad_report_ = false;  // reader thread only
-};
-
-void Link::run_writer() {
-    auto interval = core_.options.ping_interval;
-    auto next_ping = std::chrono::steady_clock::now() + interval;
-    bool do_dispatch = true;  // whatever is pending when the sensor arrives
-    for (;;) {
-        if (do_dispatch && !dispatch()) {
-            return;
+    explicit LinkRuntime(Core& core) : core_(core) {
+        for (int i = 0; i < kWorkers; ++i) {
+            workers_.emplace_back([this] { work_loop(); });
         }
-        if (std::chrono::steady_clock::now() >= next_ping) {
-            ManagerMessage m;
-            m.mutable_ping()->set_nonce(++ping_nonce_);
-            m.mutable_ping()->set_sent_at(wall_clock_ns());
-            if (!stream_->Write(m)) {
+        timer_ = std::thread([this] { timer_loop(); });
+    }
+    ~LinkRuntime() { stop(); }
+
+    // Queues `link` for a worker (the caller has marked it scheduled). Dropped after stop().
+    void enqueue(std::shared_ptr<Link> link) {
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            if (stopped_) {
                 return;
             }
-            next_ping = std::chrono::steady_clock::now() + interval;
+            ready_.push_back(std::move(link));
         }
-        std::unique_lock<std::mutex> lock(session_->mu);
-        session_->cv.wait_until(lock, next_ping,
-                                [this] { return session_->stop || session_->wake; });
-        if (session_->stop) {
+        cv_.notify_one();
+    }
+
+    // Calls link->ping() at `at`, unless the link is gone by then.
+    void ping_at(std::chrono::steady_clock::time_point at, std::weak_ptr<Link> link) {
+        bool first = false;
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            if (stopped_) {
+                return;
+            }
+            first = timers_.empty() || at < timers_.top().at;
+            timers_.push({at, seq_++, std::move(link)});
+        }
+        if (first) {
+            timer_cv_.notify_one();
+        }
+    }
+
+    // Stored bundle `version` decoded, with its version and parent set (bundles are immutable:
+    // shared by every stream it is sent to). Errors are not cached: a repaired blob is read
+    // again on the next dispatch.
+    absl::StatusOr<std::shared_ptr<const picket::v1::Bundle>> bundle(int64_t version);
+
+    void stop() {
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            if (stopped_) {
+                return;
+            }
+            stopped_ = true;
+        }
+        cv_.notify_all();
+        timer_cv_.notify_all();
+        for (std::thread& t : workers_) {
+            t.join();
+        }
+        timer_.join();
+        std::lock_guard<std::mutex> lock(mu_);
+        ready_.clear();
+        timers_ = {};
+    }
+
+    Core& core() { return core_; }
+
+private:
+    struct Timer {
+        std::chrono::steady_clock::time_point at;
+        uint64_t seq;
+        std::weak_ptr<Link> link;
+        bool operator>(const Timer& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+    };
+
+    void work_loop();
+    void timer_loop();
+
+    Core& core_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::condition_variable timer_cv_;
+    bool stopped_ = false;
+    std::deque<std::shared_ptr<Link>> ready_;
+    std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
+    uint64_t seq_ = 0;
+    std::vector<std::thread> workers_;
+    std::thread timer_;
+
+    std::mutex bundles_mu_;
+    // Least recently used first.
+    std::list<std::pair<int64_t, std::shared_ptr<const picket::v1::Bundle>>> bundles_;
+};
+
+namespace {
+
+class Link final : public grpc::ServerBidiReactor<SensorMessage, ManagerMessage>, public Session {
+public:
+    Link(LinkRuntime& rt, grpc::CallbackServerContext* ctx)
+        : rt_(rt), core_(rt.core()), ctx_(ctx) {}
+
+    // Called once from Connect: the reactor keeps itself alive until OnDone.
+    void start(const std::shared_ptr<Link>& self) {
+        self_ = self;
+        self_weak_ = self;
+        StartRead(&in_);  // the Hello
+    }
+
+    // Session
+    void wake() override {
+        std::unique_lock<std::mutex> lock(mu_);
+        if (phase_ != Phase::kOpen) {
+            return;  // Hello's dispatch comes after registration; an ending stream sends nothing
+        }
+        want_dispatch_ = true;
+        schedule(lock);
+    }
+    void cancel(bool revoked) override {
+        std::unique_lock<std::mutex> lock(mu_);
+        if (revoked) {
+            revoked_ = true;
+        }
+        want_cancel_ = true;
+        schedule(lock);
+    }
+
+    void ping() {
+        std::unique_lock<std::mutex> lock(mu_);
+        if (phase_ != Phase::kOpen) {
+            return;  // no further pings: the timer drops the link
+        }
+        ManagerMessage m;
+        m.mutable_ping()->set_nonce(++ping_nonce_);
+        m.mutable_ping()->set_sent_at(wall_clock_ns());
+        send(std::move(m), lock);
+        lock.unlock();
+        rt_.ping_at(std::chrono::steady_clock::now() + core_.options.ping_interval, self_weak_);
+    }
+
+    // A worker: everything pending for this link, until nothing is.
+    void run();
+
+    // Reactions (gRPC's threads).
+    void OnReadDone(bool ok) override;
+    void OnWriteDone(bool ok) override;
+    void OnDone() override;
+
+private:
+    enum class Phase { kHello, kOpen, kEnding };
+    // One message waiting to be written; ApplyBundle is built when it is written, from the
+    // shared decoded bundle.
+    struct Out {
+        ManagerMessage msg;
+        int64_t deployment_id = 0;
+        std::shared_ptr<const picket::v1::Bundle> bundle;
+    };
+
+    // Needs mu_ (held by `lock`): queues the link for a worker unless it is queued or running.
+    void schedule(std::unique_lock<std::mutex>& lock) {
+        if (scheduled_) {
             return;
         }
-        do_dispatch = session_->wake;
-        session_->wake = false;
+        scheduled_ = true;
+        std::shared_ptr<Link> self = self_weak_.lock();
+        lock.unlock();
+        if (self) {
+            rt_.enqueue(std::move(self));
+        }
+        lock.lock();
+    }
+    // Needs mu_: queues `m` and starts writing unless a write is outstanding or the stream is
+    // being finished. Unlocks while it calls StartWrite; returns with the lock held.
+    void send(Out out, std::unique_lock<std::mutex>& lock) {
+        if (finish_wanted_ || write_broken_) {
+            return;
+        }
+        out_.push_back(std::move(out));
+        start_next_write(lock);
+    }
+    void send(ManagerMessage m, std::unique_lock<std::mutex>& lock) {
+        Out out;
+        out.msg = std::move(m);
+        send(std::move(out), lock);
+    }
+    void start_next_write(std::unique_lock<std::mutex>& lock) {
+        if (writing_ || out_.empty() || finish_wanted_ || write_broken_) {
+            return;
+        }
+        Out next = std::move(out_.front());
+        out_.pop_front();
+        if (next.bundle) {
+            current_.Clear();
+            auto* ab = current_.mutable_apply_bundle();
+            ab->set_deployment_id(std::to_string(next.deployment_id));
+            *ab->mutable_bundle() = *next.bundle;
+        } else {
+            current_ = std::move(next.msg);
+        }
+        writing_ = true;
+        lock.unlock();
+        StartWrite(&current_);
+        lock.lock();
+    }
+    // The worker asks for the stream's end with `status` (sent once no write is outstanding).
+    void finish_with(grpc::Status status) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!finish_wanted_) {
+            finish_wanted_ = true;
+            finish_status_ = std::move(status);
+            out_.clear();
+        }
+    }
+
+    void on_hello(const SensorMessage& first);
+    void dispatch();
+    void apply_result(const SensorMessage& m);
+    void handle_inline(const SensorMessage& m);
+    void disconnected();
+
+    LinkRuntime& rt_;
+    Core& core_;
+    grpc::CallbackServerContext* const ctx_;  // valid until OnDone; used before Finish only
+    std::shared_ptr<Link> self_;              // until OnDone
+    std::weak_ptr<Link> self_weak_;
+
+    SensorMessage in_;        // the read in progress (gRPC's, between StartRead and OnReadDone)
+    ManagerMessage current_;  // the write in progress (gRPC's, StartWrite .. OnWriteDone)
+
+    std::mutex mu_;
+    Phase phase_ = Phase::kHello;
+    bool scheduled_ = false;  // queued for, or run by, a worker
+    // Work for the worker.
+    std::optional<SensorMessage> hello_;
+    std::optional<SensorMessage> apply_;  // an ApplyResult; the next read starts after it
+    bool want_dispatch_ = false;
+    bool want_cancel_ = false;
+    bool read_ended_ = false;
+    // Writes.
+    std::deque<Out> out_;
+    bool writing_ = false;
+    bool write_broken_ = false;
+    // The end.
+    bool finish_wanted_ = false;
+    grpc::Status finish_status_;
+    bool finish_called_ = false;
+    bool revoked_ = false;  // drop whatever the sensor still sends
+    uint64_t ping_nonce_ = 0;
+
+    // Worker-only state (one worker at a time).
+    std::string name_;
+    bool registered_ = false;  // in the hub
+    std::set<int64_t> sent_here_;
+    std::shared_ptr<Session> as_session_;
+    // Reader-only (one read at a time).
+    bool warned_bad_report_ = false;
+};
+
+grpc::ServerBidiReactor<SensorMessage, ManagerMessage>* make_link(
+    LinkRuntime& rt, grpc::CallbackServerContext* ctx) {
+    auto link = std::make_shared<Link>(rt, ctx);
+    link->start(link);
+    return link.get();
+}
+
+void Link::OnReadDone(bool ok) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!ok) {
+        read_ended_ = true;
+        schedule(lock);
+        return;
+    }
+    if (phase_ == Phase::kHello) {
+        hello_ = std::move(in_);
+        schedule(lock);
+        return;  // reading resumes after the Welcome
+    }
+    if (revoked_) {
+        // Messages read before the revocation cancelled the stream are dropped.
+        lock.unlock();
+        StartRead(&in_);
+        return;
+    }
+    if (in_.has_apply_result()) {
+        apply_ = std::move(in_);
+        schedule(lock);
+        return;  // the worker starts the next read when it has stored this one
+    }
+    lock.unlock();
+    handle_inline(in_);
+    StartRead(&in_);
+}
+
+void Link::OnWriteDone(bool ok) {
+    std::unique_lock<std::mutex> lock(mu_);
+    writing_ = false;
+    if (!ok) {
+        write_broken_ = true;  // the stream is cancelled or gone: the read ends too
+        out_.clear();
+    }
+    if (finish_wanted_) {
+        schedule(lock);  // the finish waited for this write
+        return;
+    }
+    start_next_write(lock);
+}
+
+void Link::OnDone() {
+    std::shared_ptr<Link> keep;
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        keep = std::move(self_);
+        out_.clear();
+    }
+    // `keep` goes here: the link is freed now unless a worker, the hub or the timer still
+    // holds it (they find it finished and leave it).
+}
+
+void Link::run() {
+    for (;;) {
+        std::optional<SensorMessage> hello;
+        std::optional<SensorMessage> apply;
+        bool dispatch_now = false;
+        bool cancel_now = false;
+        bool end_now = false;
+        bool before_hello = false;
+        bool finish_now = false;
+        grpc::Status status;
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            hello.swap(hello_);
+            apply.swap(apply_);
+            dispatch_now = std::exchange(want_dispatch_, false) && phase_ == Phase::kOpen;
+            cancel_now = std::exchange(want_cancel_, false) && !finish_called_;
+            if (read_ended_ && phase_ != Phase::kEnding) {
+                end_now = true;
+                before_hello = phase_ == Phase::kHello;
+                phase_ = Phase::kEnding;
+            }
+            if (!hello && !apply && !dispatch_now && !cancel_now && !end_now) {
+                if (finish_wanted_ && !finish_called_ && !writing_) {
+                    finish_called_ = true;
+                    finish_now = true;
+                    status = finish_status_;
+                } else {
+                    scheduled_ = false;
+                    return;
+                }
+            }
+        }
+        if (finish_now) {
+            Finish(std::move(status));
+            continue;  // and see whether anything else came meanwhile
+        }
+        if (cancel_now) {
+            ctx_->TryCancel();  // Finish not called yet: the context is valid
+        }
+        if (hello) {
+            on_hello(*hello);
+        }
+        if (apply) {
+            apply_result(*apply);
+            StartRead(&in_);
+        }
+        if (dispatch_now) {
+            dispatch();
+        }
+        if (end_now) {
+            if (registered_ && core_.hub.remove_if(name_, as_session_)) {
+                disconnected();
+                log::info("sensor " + name_ + " disconnected");
+            }
+            registered_ = false;
+            as_session_.reset();
+            // (finish_with keeps an earlier status: Hello's refusal)
+            finish_with(before_hello ? grpc::Status(grpc::StatusCode::CANCELLED,
+                                                    "stream closed before Hello")
+                                     : grpc::Status::OK);
+        }
     }
 }
 
-// Sends every dispatchable target not yet sent on this stream. False when the stream broke.
-bool Link::dispatch() {
+// Hello (on a worker): authentication, registration, reconciliation, Welcome; then reading
+// and dispatching begin. Any refusal is the stream's final status; nothing is sent.
+void Link::on_hello(const SensorMessage& first) {
+    if (!first.has_hello()) {
+        finish_with(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                 "the first message of a stream must be Hello"));
+        return;
+    }
+    const picket::v1::Hello& hello = first.hello();
+    const std::string name = hello.sensor_name();
+    if (absl::Status st = store::validate_sensor_name(name); !st.ok()) {
+        finish_with(to_grpc(st));
+        return;
+    }
+    auto auth = authenticate(core_, ctx_, hello);
+    if (!auth.ok()) {
+        log::warning("sensor '" + name + "' from " + ctx_->peer() +
+                     " refused: " + std::string(auth.status().message()));
+        finish_with(to_grpc(auth.status()));
+        return;
+    }
+    store::SensorHello sh;
+    sh.name = name;
+    sh.host = hello.host();
+    sh.version = hello.version();
+    sh.capture_mode = picket::v1::CaptureMode_Name(hello.capture_mode());
+    sh.workers = static_cast<int>(std::min<uint32_t>(hello.workers(), 1u << 20));
+    sh.labels.insert(hello.labels().begin(), hello.labels().end());
+    sh.running_version = static_cast<int64_t>(hello.bundle().version());
+    sh.token_hash = auth->token_hash;
+    sh.auth = auth->method;
+    sh.cert_sha256 = auth->cert_sha256;
+    auto sensor = core_.store.connect_sensor(sh, wall_clock_ns(), auth->allow_create);
+    if (!sensor.ok()) {
+        absl::Status st = sensor.status();
+        if (absl::IsNotFound(st)) {
+            st = absl::PermissionDeniedError("unknown sensor '" + name + "'");
+        } else if (absl::IsAlreadyExists(st)) {
+            st = absl::UnauthenticatedError("bad enrollment token for sensor '" + name + "'");
+        }
+        log::warning("sensor '" + name + "' from " + ctx_->peer() +
+                     " refused: " + std::string(st.message()));
+        finish_with(to_grpc(st));
+        return;
+    }
+    const std::string peer = ctx_->peer();
+    core_.live.on_hello(name, hello, peer);
+    ServiceMetrics::inc(core_.metrics.hello);
+
+    name_ = name;
+    as_session_ = self_weak_.lock();
+    registered_ = true;
+    if (std::shared_ptr<Session> old = core_.hub.replace(name, as_session_)) {
+        old->cancel(false);  // the sensor reconnected; the old stream is stale
+    }
+    // A revocation that committed after connect_sensor but before the session was registered
+    // found no stream to close, and so did a stop() that began meanwhile (its cancel_all()
+    // would leave this stream open until the server's shutdown deadline): check both again
+    // now that it is registered. RevokeSensor updates the store first, then the hub; stop()
+    // sets `stopping` before Hub::cancel_all(); so one of the two sides sees the other.
+    const auto now = core_.store.get_sensor(name);
+    const bool revoked = now.ok() && now->revoked;
+    if (revoked || core_.stopping) {
+        core_.hub.remove_if(name, as_session_);
+        registered_ = false;
+        as_session_.reset();
+        (void)core_.store.disconnect_sensor(name, wall_clock_ns());
+        if (!revoked) {
+            finish_with(grpc::Status(grpc::StatusCode::CANCELLED, "the manager is stopping"));
+            return;
+        }
+        log::warning("sensor '" + name + "' from " + peer + " refused: revoked");
+        finish_with(
+            grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "sensor '" + name + "' is revoked"));
+        return;
+    }
+    log::info("sensor " + name + " connected from " + peer);
+    reconcile(core_, name, hello.bundle());
+
+    ManagerMessage welcome;
+    welcome.mutable_welcome()->set_accepted(true);
+    welcome.mutable_welcome()->set_reason("welcome, " + name);
+    {
+        std::unique_lock<std::mutex> lock(mu_);
+        if (read_ended_ || finish_wanted_) {
+            return;  // cancelled meanwhile (replaced, revoked, stopping): the end follows
+        }
+        phase_ = Phase::kOpen;
+        send(std::move(welcome), lock);
+    }
+    StartRead(&in_);
+    rt_.ping_at(std::chrono::steady_clock::now() + core_.options.ping_interval, self_weak_);
+    dispatch();  // whatever is pending when the sensor arrives
+}
+
+// Sends every dispatchable target not yet sent on this stream.
+void Link::dispatch() {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (finish_wanted_ || write_broken_ || phase_ != Phase::kOpen) {
+            return;
+        }
+    }
     auto pending = core_.store.pending_targets(name_);
     if (!pending.ok()) {
         log::warning("sensor " + name_ +
                      ": pending targets: " + std::string(pending.status().message()));
-        return true;
+        return;
     }
     int64_t running = -1;
     if (auto s = core_.store.get_sensor(name_); s.ok()) {
@@ -198,9 +655,7 @@ bool Link::dispatch() {
             core_.rollout->kick();
             continue;
         }
-        auto stored = core_.store.get_bundle(p.bundle_version, true);
-        absl::StatusOr<picket::v1::Bundle> bundle =
-            stored.ok() ? bundle_from_blob(stored->blob) : stored.status();
+        auto bundle = rt_.bundle(p.bundle_version);
         if (!bundle.ok()) {
             log::error("sensor " + name_ + ": deployment " + std::to_string(p.deployment_id) +
                        ": bundle " + std::to_string(p.bundle_version) + ": " +
@@ -222,9 +677,6 @@ bool Link::dispatch() {
             }
             continue;
         }
-        bundle->mutable_manifest()->set_version(static_cast<uint64_t>(stored->info.version));
-        bundle->mutable_manifest()->set_parent_version(
-            static_cast<uint64_t>(stored->info.parent_version));
         if (p.state == store::TargetState::kPending) {
             absl::Status st = core_.store.update_target(p.deployment_id, name_,
                                                         store::TargetState::kSent, "", now);
@@ -233,25 +685,16 @@ bool Link::dispatch() {
                 continue;
             }
         }
-        ManagerMessage m;
-        m.mutable_apply_bundle()->set_deployment_id(std::to_string(p.deployment_id));
-        *m.mutable_apply_bundle()->mutable_bundle() = std::move(*bundle);
         sent_here_.insert(p.deployment_id);
-        if (!stream_->Write(m)) {
-            return false;
-        }
+        Out out;
+        out.deployment_id = p.deployment_id;
+        out.bundle = std::move(*bundle);
+        std::unique_lock<std::mutex> lock(mu_);
+        send(std::move(out), lock);
     }
-    return true;
 }
 
-void Link::handle(const SensorMessage& m) {
-    {
-        // Messages read before the revocation cancelled the stream are dropped.
-        std::lock_guard<std::mutex> lock(session_->mu);
-        if (session_->revoked) {
-            return;
-        }
-    }
+void Link::handle_inline(const SensorMessage& m) {
     const int64_t now = wall_clock_ns();
     switch (m.msg_case()) {
         case SensorMessage::kMetrics: {
@@ -288,52 +731,59 @@ void Link::handle(const SensorMessage& m) {
             ServiceMetrics::inc(core_.metrics.alerts);
             core_.live.on_alerts(name_, m.alerts());
             return;
-        case SensorMessage::kApplyResult: {
-            ServiceMetrics::inc(core_.metrics.apply_result);
-            const picket::v1::ApplyResult& r = m.apply_result();
-            int64_t id = 0;
-            const std::string& s = r.deployment_id();
-            auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), id);
-            if (ec != std::errc() || end != s.data() + s.size() || id <= 0) {
-                log::warning("sensor " + name_ + ": ApplyResult for unknown deployment '" + s +
-                             "'");
-                return;
-            }
-            std::string error = strings::join(r.errors(), "\n");
-            if (!r.applied() && error.empty()) {
-                error = "rejected by the sensor (no reason given)";
-            }
-            bool applied = r.applied();
-            const picket::v1::BundleRef sent = core_.bundles.ref(static_cast<int64_t>(r.version()));
-            if (applied && !r.running().sha256().empty() &&
-                (r.running().sha256() != sent.sha256() || r.running().version() != r.version())) {
-                // "Applied", but what it says it runs is not what was sent: not applied.
-                applied = false;
-                error = strings::cat("sensor reports it runs version ", r.running().version(),
-                                     " sha256 ", r.running().sha256().substr(0, 12),
-                                     ", not the bundle sent (version ", r.version(), " sha256 ",
-                                     sent.sha256().substr(0, 12), ")");
-            }
-            core_.live.on_apply(id, name_, {r.rules_loaded(), r.rules_skipped(), r.compile_ms()});
-            if (applied) {
-                core_.live.on_running(name_, sent.sha256());
-            }
-            absl::Status st = core_.store.update_target(
-                id, name_, applied ? store::TargetState::kApplied : store::TargetState::kRejected,
-                error, now);
-            if (!st.ok()) {
-                log::warning("sensor " + name_ + ": ApplyResult: " + std::string(st.message()));
-            }
-            core_.rollout->kick();
-            return;
-        }
         case SensorMessage::kPong:
             ServiceMetrics::inc(core_.metrics.pong);
             return;
+        case SensorMessage::kApplyResult:  // on a worker (apply_result)
         case SensorMessage::kHello:
         case SensorMessage::MSG_NOT_SET:
             return;
     }
+}
+
+void Link::apply_result(const SensorMessage& m) {
+    {
+        // An ApplyResult read before the revocation cancelled the stream is dropped.
+        std::lock_guard<std::mutex> lock(mu_);
+        if (revoked_) {
+            return;
+        }
+    }
+    const int64_t now = wall_clock_ns();
+    ServiceMetrics::inc(core_.metrics.apply_result);
+    const picket::v1::ApplyResult& r = m.apply_result();
+    int64_t id = 0;
+    const std::string& s = r.deployment_id();
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), id);
+    if (ec != std::errc() || end != s.data() + s.size() || id <= 0) {
+        log::warning("sensor " + name_ + ": ApplyResult for unknown deployment '" + s + "'");
+        return;
+    }
+    std::string error = strings::join(r.errors(), "\n");
+    if (!r.applied() && error.empty()) {
+        error = "rejected by the sensor (no reason given)";
+    }
+    bool applied = r.applied();
+    const picket::v1::BundleRef sent = core_.bundles.ref(static_cast<int64_t>(r.version()));
+    if (applied && !r.running().sha256().empty() &&
+        (r.running().sha256() != sent.sha256() || r.running().version() != r.version())) {
+        // "Applied", but what it says it runs is not what was sent: not applied.
+        applied = false;
+        error = strings::cat("sensor reports it runs version ", r.running().version(), " sha256 ",
+                             r.running().sha256().substr(0, 12), ", not the bundle sent (version ",
+                             r.version(), " sha256 ", sent.sha256().substr(0, 12), ")");
+    }
+    core_.live.on_apply(id, name_, {r.rules_loaded(), r.rules_skipped(), r.compile_ms()});
+    if (applied) {
+        core_.live.on_running(name_, sent.sha256());
+    }
+    absl::Status st = core_.store.update_target(
+        id, name_, applied ? store::TargetState::kApplied : store::TargetState::kRejected, error,
+        now);
+    if (!st.ok()) {
+        log::warning("sensor " + name_ + ": ApplyResult: " + std::string(st.message()));
+    }
+    core_.rollout->kick();
 }
 
 // The stream ended: the sensor is offline, and what it was sent but did not answer is sent
@@ -371,106 +821,93 @@ void Link::disconnected() {
 
 }  // namespace
 
-grpc::Status SensorLinkService::Connect(grpc::ServerContext* ctx, Stream* stream) {
-    SensorMessage first;
-    if (!stream->Read(&first)) {
-        return grpc::Status(grpc::StatusCode::CANCELLED, "stream closed before Hello");
-    }
-    if (!first.has_hello()) {
-        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                            "the first message of a stream must be Hello");
-    }
-    const picket::v1::Hello& hello = first.hello();
-    const std::string name = hello.sensor_name();
-    if (absl::Status st = store::validate_sensor_name(name); !st.ok()) {
-        return to_grpc(st);
-    }
-    auto auth = authenticate(core_, ctx, hello);
-    if (!auth.ok()) {
-        log::warning("sensor '" + name + "' from " + ctx->peer() +
-                     " refused: " + std::string(auth.status().message()));
-        return to_grpc(auth.status());
-    }
-    store::SensorHello sh;
-    sh.name = name;
-    sh.host = hello.host();
-    sh.version = hello.version();
-    sh.capture_mode = picket::v1::CaptureMode_Name(hello.capture_mode());
-    sh.workers = static_cast<int>(std::min<uint32_t>(hello.workers(), 1u << 20));
-    sh.labels.insert(hello.labels().begin(), hello.labels().end());
-    sh.running_version = static_cast<int64_t>(hello.bundle().version());
-    sh.token_hash = auth->token_hash;
-    sh.auth = auth->method;
-    sh.cert_sha256 = auth->cert_sha256;
-    auto sensor = core_.store.connect_sensor(sh, wall_clock_ns(), auth->allow_create);
-    if (!sensor.ok()) {
-        absl::Status st = sensor.status();
-        if (absl::IsNotFound(st)) {
-            st = absl::PermissionDeniedError("unknown sensor '" + name + "'");
-        } else if (absl::IsAlreadyExists(st)) {
-            st = absl::UnauthenticatedError("bad enrollment token for sensor '" + name + "'");
-        }
-        log::warning("sensor '" + name + "' from " + ctx->peer() +
-                     " refused: " + std::string(st.message()));
-        return to_grpc(st);
-    }
-    core_.live.on_hello(name, hello, ctx->peer());
-    ServiceMetrics::inc(core_.metrics.hello);
-
-    auto session = std::make_shared<Session>();
-    session->ctx = ctx;
-    if (std::shared_ptr<Session> old = core_.hub.replace(name, session)) {
-        std::lock_guard<std::mutex> lock(old->mu);
-        if (old->ctx != nullptr) {
-            old->ctx->TryCancel();  // the sensor reconnected; the old stream is stale
-        }
-    }
-    // A revocation that committed after connect_sensor but before the session was registered
-    // found no stream to close, and so did a stop() that began meanwhile (its cancel_all()
-    // would leave this stream open until the server's shutdown deadline): check both again
-    // now that it is registered. RevokeSensor updates the store first, then the hub; stop()
-    // sets `stopping` before Hub::cancel_all(); so one of the two sides sees the other.
-    const auto now = core_.store.get_sensor(name);
-    const bool revoked = now.ok() && now->revoked;
-    if (revoked || core_.stopping) {
-        core_.hub.remove_if(name, session);
-        (void)core_.store.disconnect_sensor(name, wall_clock_ns());
-        if (!revoked) {
-            return grpc::Status(grpc::StatusCode::CANCELLED, "the manager is stopping");
-        }
-        log::warning("sensor '" + name + "' from " + ctx->peer() + " refused: revoked");
-        return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                            "sensor '" + name + "' is revoked");
-    }
-    log::info("sensor " + name + " connected from " + ctx->peer());
-    reconcile(core_, name, hello.bundle());
-
-    ManagerMessage welcome;
-    welcome.mutable_welcome()->set_accepted(true);
-    welcome.mutable_welcome()->set_reason("welcome, " + name);
-    Link link(core_, ctx, stream, name, session);
-    if (stream->Write(welcome)) {
-        std::thread writer([&link] { link.run_writer(); });
-        SensorMessage m;
-        while (stream->Read(&m)) {
-            link.handle(m);
-        }
+void LinkRuntime::work_loop() {
+    for (;;) {
+        std::shared_ptr<Link> link;
         {
-            std::lock_guard<std::mutex> lock(session->mu);
-            session->stop = true;
+            std::unique_lock<std::mutex> lock(mu_);
+            cv_.wait(lock, [this] { return stopped_ || !ready_.empty(); });
+            if (stopped_) {
+                return;
+            }
+            link = std::move(ready_.front());
+            ready_.pop_front();
         }
-        session->cv.notify_all();
-        writer.join();
+        link->run();
     }
+}
+
+void LinkRuntime::timer_loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stopped_) {
+        if (timers_.empty()) {
+            timer_cv_.wait(lock);
+            continue;
+        }
+        auto at = timers_.top().at;
+        if (std::chrono::steady_clock::now() < at) {
+            timer_cv_.wait_until(lock, at);
+            continue;
+        }
+        std::weak_ptr<Link> weak = timers_.top().link;
+        timers_.pop();
+        lock.unlock();
+        if (std::shared_ptr<Link> link = weak.lock()) {
+            link->ping();  // re-arms itself while the stream is open
+        }
+        lock.lock();
+    }
+}
+
+absl::StatusOr<std::shared_ptr<const picket::v1::Bundle>> LinkRuntime::bundle(int64_t version) {
     {
-        std::lock_guard<std::mutex> lock(session->mu);
-        session->ctx = nullptr;
+        std::lock_guard<std::mutex> lock(bundles_mu_);
+        for (auto it = bundles_.begin(); it != bundles_.end(); ++it) {
+            if (it->first == version) {
+                bundles_.splice(bundles_.end(), bundles_, it);
+                return bundles_.back().second;
+            }
+        }
     }
-    if (core_.hub.remove_if(name, session)) {
-        link.disconnected();
-        log::info("sensor " + name + " disconnected");
+    auto stored = core_.store.get_bundle(version, true);
+    if (!stored.ok()) {
+        return stored.status();
     }
-    return grpc::Status::OK;
+    auto decoded = bundle_from_blob(stored->blob);
+    if (!decoded.ok()) {
+        return decoded.status();
+    }
+    decoded->mutable_manifest()->set_version(static_cast<uint64_t>(stored->info.version));
+    decoded->mutable_manifest()->set_parent_version(
+        static_cast<uint64_t>(stored->info.parent_version));
+    auto shared = std::make_shared<const picket::v1::Bundle>(std::move(*decoded));
+    std::lock_guard<std::mutex> lock(bundles_mu_);
+    for (const auto& [v, b] : bundles_) {
+        if (v == version) {
+            return b;  // another worker decoded it meanwhile
+        }
+    }
+    bundles_.emplace_back(version, shared);
+    if (bundles_.size() > kCachedBundles) {
+        bundles_.pop_front();
+    }
+    return shared;
+}
+
+SensorLinkService::SensorLinkService(Core& core)
+    : core_(core), runtime_(std::make_unique<LinkRuntime>(core)) {}
+
+SensorLinkService::~SensorLinkService() {
+    stop();
+}
+
+void SensorLinkService::stop() {
+    runtime_->stop();
+}
+
+grpc::ServerBidiReactor<SensorMessage, ManagerMessage>* SensorLinkService::Connect(
+    grpc::CallbackServerContext* ctx) {
+    return make_link(*runtime_, ctx);
 }
 
 }  // namespace picket::manager::service

@@ -193,9 +193,14 @@ void ManagerServer::stop() {
     }
     impl_->core.stopping = true;
     impl_->core.hub.cancel_all();
+    // The cancellations run on the link workers: let them reach the streams before the server
+    // shuts down (a sensor sees CANCELLED, as it did when stop() cancelled them itself).
+    (void)impl_->core.hub.wait_empty(std::chrono::seconds(2));
     impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     impl_->server->Wait();
     impl_->core.rollout->stop();
+    // Every stream has ended (its worker finished it): the link workers and timer can go.
+    impl_->sensor_link.stop();
     if (impl_->prune.joinable()) {
         impl_->prune.join();
     }

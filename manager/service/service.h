@@ -1,8 +1,9 @@
 // picket-manager's gRPC front: the SensorLink service (one bidirectional stream per sensor:
 // Hello/auth, metrics, alerts, apply results; ApplyBundle and Ping going out), the FleetAdmin
 // service used by picketctl, and the in-memory live state (latest counters, recent alerts) the
-// Prometheus exporter reads (metrics.cc). gRPC's sync API: every stream holds one handler thread
-// plus one writer thread (README.md "Limits"). All public methods are thread-safe.
+// Prometheus exporter reads (metrics.cc). SensorLink.Connect runs on gRPC's callback API: no
+// thread per stream, the store work of all streams on a few worker threads, one ping timer
+// (README.md "Threads and ownership", "Limits"). All public methods are thread-safe.
 #pragma once
 
 #include <chrono>
