@@ -347,6 +347,8 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
     // One pass of a rule's options: header options, then each buffer (the packet payload or
     // the stream window for pkt_data, the transaction's buffers otherwise).
     auto options_match = [&](const Rule& r, const uint8_t* pkt, uint32_t pkt_len) {
+        pc.data = pkt;
+        pc.data_len = pkt_len;
         for (const auto& h : r.header_options) {
             if (!h->match(pc)) {
                 return false;

@@ -74,8 +74,8 @@ constexpr const char* kUnsupported[] = {
     // Snort 2.9 only.
     "http_encode", "resp", "react", "session", "logto", "activates", "activated_by", "count",
     "sd_pattern", "file_type", "file_group", "protected_content", "hash", "length",
-    "stream_reassemble", "cvs", "gtp_type", "gtp_info", "gtp_version", "sip_method",
-    "sip_stat_code", "sip_header", "sip_body", "appid", "service", "soid",
+    "stream_reassemble", "cvs", "gtp_type", "gtp_info", "gtp_version", "sip_header",
+    "sip_body", "appid", "service", "soid",
 };
 
 constexpr const char* kUnsupportedProtocols[] = {

@@ -95,6 +95,11 @@ struct PacketContext {
     AppProto app = AppProto::kUnknown;  // flow's detected app protocol
     // The transaction being inspected (app-layer rules only), else nullptr.
     const AppView* view = nullptr;
+    // The bytes pkt_data is being matched against: the packet's payload or the stream window
+    // (from_stream). nullptr: the packet's payload (for header options that read the
+    // message, such as sip_method).
+    const uint8_t* data = nullptr;
+    uint32_t data_len = 0;
 };
 
 // Per-worker scratch owned by the engine generation, handed to payload evaluation.

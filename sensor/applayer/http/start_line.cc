@@ -68,8 +68,13 @@ void ParserAccess::request_line(std::string_view line) {
     }
     t->request_progress = HttpTx::kRequestLine;
     if (proto.empty()) {
-        // HTTP/0.9 simple request: no headers, no body.
+        // HTTP/0.9 simple request: no headers, no body, and nothing after it is a request
+        // (libhtp's REQ_IGNORE_DATA_AFTER_HTTP_0_9). "GET /HTTP/1.1\r\nHost: x\r\n\r\n"
+        // (no space before the version) is such a request: its "Host:" line would otherwise
+        // be an invalid request line that abandons the flow, and its answer, which starts
+        // with "HTTP/", would go unread (Snort 3's http_inspect and libhtp read it).
         complete_request();
+        d.st = St::kIgnore;
         return;
     }
     d.st = St::kHeaders;

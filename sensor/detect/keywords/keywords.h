@@ -76,6 +76,10 @@ PICKET_KEYWORD(parse_urilen);
 PICKET_KEYWORD(parse_tls_version);
 PICKET_KEYWORD(parse_dns_opcode);
 
+// SIP start-line keywords (sip.cc): sip_method, sip_stat_code.
+PICKET_KEYWORD(parse_sip_method);
+PICKET_KEYWORD(parse_sip_stat_code);
+
 #undef PICKET_KEYWORD
 
 }  // namespace picket::sensor::detect::keywords

@@ -78,6 +78,9 @@ constexpr KeywordDef kKeywords[] = {
     {"urilen", parse_urilen},
     {"tls.version", parse_tls_version},
     {"dns.opcode", parse_dns_opcode},
+    // SIP start line (sip.cc).
+    {"sip_method", parse_sip_method},
+    {"sip_stat_code", parse_sip_stat_code},
 };
 
 }  // namespace

@@ -169,6 +169,12 @@ TEST(KeywordsListTest, Snort3StatusesFollowTheDecidingCode) {
            "not supported: unsupported keyword 'dce_stub_data'");
     expect(all, "snort3", "so", "option",
            "not supported: shared-object rules (so:) need Snort's .so plugins");
+    expect(all, "snort3", "sip_method", "option", "supported");
+    expect(all, "snort3", "sip_stat_code", "option", "supported");
+    expect(all, "snort3", "sip_header", "sticky buffer",
+           "not supported: unsupported buffer 'sip_header'");
+    expect(all, "suricata", "sip_method", "option", "supported");
+    expect(all, "suricata", "sip_stat_code", "option", "supported");
     expect(all, "snort3", "http", "service header", "supported");
     expect(all, "snort3", "file", "service header",
            "partly: no service condition; the buffers choose (file_data: HTTP bodies)");

@@ -1215,5 +1215,47 @@ TEST(HttpEvader, RequestBodyDecompressedByDefault) {
     EXPECT_EQ(p.tx_at(0).request_progress, HttpTx::kRequestComplete);
 }
 
+// http-mix.pcap, 128.2.6.136:46568 -> 173.194.75.103:80: no space before the version, so the
+// request line is an HTTP/0.9 one (uri "/HTTP/1.1") and "Host: ..." follows it. The answer
+// starts with "HTTP/": it is read as a status line (Snort 3's http_inspect does; libhtp too),
+// so http.stat_code is "403" (Snort 3 community rule 1:1201).
+TEST(HttpParser, StatusLineAfterHttp09LookingRequest) {
+    HttpConfig cfg;
+    const std::string req = "GET /HTTP/1.1\r\nHost: www.google.com\r\n\r\n";
+    const std::string resp =
+        "HTTP/1.0 403 Forbidden\r\nContent-Length: 5\r\nServer: GFE/2.0\r\n\r\nSorry";
+    for (size_t piece : {0, 1, 7}) {
+        HttpCounters ctr;
+        HttpParser p(&cfg, &ctr);
+        for (size_t i = 0; i < req.size(); i += piece == 0 ? req.size() : piece) {
+            p.feed(Dir::kToServer, u8(req) + i,
+                   std::min(piece == 0 ? req.size() : piece, req.size() - i));
+        }
+        for (size_t i = 0; i < resp.size(); i += piece == 0 ? resp.size() : piece) {
+            p.feed(Dir::kToClient, u8(resp) + i,
+                   std::min(piece == 0 ? resp.size() : piece, resp.size() - i));
+        }
+        EXPECT_FALSE(p.failed()) << piece;
+        ASSERT_EQ(p.tx_count(), 1u) << piece;  // "Host: ..." is no second request
+        const HttpTx& t = p.tx_at(0);
+        EXPECT_EQ(t.method, "GET");
+        EXPECT_EQ(t.uri, "/HTTP/1.1");
+        EXPECT_EQ(t.protocol, "");
+        EXPECT_EQ(t.request_headers, "");
+        EXPECT_EQ(t.request_progress, HttpTx::kRequestComplete);
+        EXPECT_EQ(t.response_line, "HTTP/1.0 403 Forbidden");
+        EXPECT_EQ(t.response_protocol, "HTTP/1.0");
+        EXPECT_EQ(t.stat_code, "403");
+        EXPECT_EQ(t.stat_msg, "Forbidden");
+        EXPECT_EQ(t.status, 403);
+        EXPECT_EQ(t.server, "GFE/2.0");
+        EXPECT_EQ(t.response_body, "Sorry");
+        EXPECT_EQ(t.response_progress, HttpTx::kResponseComplete);
+        EXPECT_TRUE(t.events.empty()) << piece;
+        EXPECT_EQ(ctr.events[static_cast<size_t>(Event::kInvalidRequestLine)].get(), 0u);
+        EXPECT_EQ(ctr.flows_abandoned.get(), 0u);
+    }
+}
+
 }  // namespace
 }  // namespace picket::sensor::applayer::http
