@@ -928,16 +928,20 @@ void raise_fd_limit(int sensors) {
     }
 }
 
-// Waits until the manager answers on `target` (a fresh channel: an old one may be in gRPC's
-// reconnect backoff).
+// Waits until the manager answers on `target`. Each try is a fresh channel with a short
+// deadline: a channel whose first connect was refused waits out gRPC's reconnect backoff (1 s),
+// which would make a restart look slower than it is.
 std::shared_ptr<grpc::Channel> wait_manager(const std::string& target, double timeout_s) {
-    auto channel = make_channel(target);
-    if (!channel->WaitForConnected(
-            std::chrono::system_clock::now() +
-            std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)))) {
-        return nullptr;
+    const Clock::time_point t0 = Clock::now();
+    while (seconds_since(t0) < timeout_s) {
+        auto channel = make_channel(target);
+        if (channel->WaitForConnected(std::chrono::system_clock::now() +
+                                      std::chrono::milliseconds(200))) {
+            return channel;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    return channel;
+    return nullptr;
 }
 
 // Waits until no report write is in flight (at most 10 s), so reports_sent is final.
