@@ -723,7 +723,8 @@ DeployOutcome push_and_deploy(const std::shared_ptr<grpc::Channel>& channel,
     v1::PushBundleResponse presp;
     {
         grpc::ClientContext ctx;
-        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+        ctx.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
         grpc::Status st = admin->PushBundle(&ctx, preq, &presp);
         if (!st.ok()) {
             out.error = "PushBundle: " + st.error_message();
@@ -737,7 +738,8 @@ DeployOutcome push_and_deploy(const std::shared_ptr<grpc::Channel>& channel,
     const Clock::time_point t0 = Clock::now();
     {
         grpc::ClientContext ctx;
-        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+        ctx.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
         grpc::Status st = admin->Deploy(&ctx, dreq, &dresp);
         if (!st.ok()) {
             out.error = "Deploy: " + st.error_message();
@@ -928,20 +930,34 @@ void raise_fd_limit(int sensors) {
     }
 }
 
-// Waits until the manager answers on `target`. Each try is a fresh channel with a short
-// deadline: a channel whose first connect was refused waits out gRPC's reconnect backoff (1 s),
-// which would make a restart look slower than it is.
+// Waits until the manager answers on `target`. Each try is a fresh channel: a channel whose
+// first connect was refused waits out gRPC's reconnect backoff (1 s), which would make a restart
+// look slower than it is. The deadline of a try doubles from 200 ms to 5 s (a manager busy with
+// thousands of reconnecting streams may take longer than 200 ms to answer a handshake).
 std::shared_ptr<grpc::Channel> wait_manager(const std::string& target, double timeout_s) {
     const Clock::time_point t0 = Clock::now();
+    int64_t try_ms = 200;
     while (seconds_since(t0) < timeout_s) {
         auto channel = make_channel(target);
         if (channel->WaitForConnected(std::chrono::system_clock::now() +
-                                      std::chrono::milliseconds(200))) {
+                                      std::chrono::milliseconds(try_ms))) {
             return channel;
         }
+        try_ms = std::min<int64_t>(try_ms * 2, 5000);
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     return nullptr;
+}
+
+long self_rss_kb() {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+        if (line.rfind("VmRSS:", 0) == 0) {
+            return std::stol(line.substr(6));
+        }
+    }
+    return -1;
 }
 
 // Waits until no report write is in flight (at most 10 s), so reports_sent is final.
@@ -998,12 +1014,10 @@ KillOutcome kill_and_restart(Fleet& fleet, const Options& opt, pid_t* mgr,
         k.error = "fork failed";
         return k;
     }
-    *new_admin = wait_manager(target, 30);
-    if (*new_admin == nullptr) {
-        k.error = "restarted manager not reachable on " + target + " within 30 s";
-        return k;
+    *new_admin = wait_manager(target, 60);
+    if (*new_admin != nullptr) {
+        k.restart_s = seconds_since(k0);
     }
-    k.restart_s = seconds_since(k0);
     {
         std::unique_lock<std::mutex> lock(fleet.mu);
         fleet.cv.wait_for(lock, std::chrono::duration<double>(opt.connect_timeout_s),
@@ -1012,6 +1026,13 @@ KillOutcome kill_and_restart(Fleet& fleet, const Options& opt, pid_t* mgr,
     }
     if (k.reconnected >= k.expected) {
         k.reconnect_s = seconds_since(k0);
+    }
+    if (*new_admin == nullptr) {
+        *new_admin = wait_manager(target, 60);
+    }
+    if (*new_admin == nullptr) {
+        k.error = "restarted manager not reachable on " + target;
+        return k;
     }
     // No report is sent from the kill on, so what History counts now is what survived.
     k.stored_after = reports_stored(*new_admin, opt.sensors);
@@ -1135,6 +1156,7 @@ int main(int argc, char** argv) {
     const ProcSample after = sample_proc(mgr);
     const double self_after = self_cpu_s();
     const long bench_threads = self_threads();
+    const double bench_rss_mb = static_cast<double>(self_rss_kb()) / 1024.0;
     const uint64_t reports = fleet.reports_sent.load() - reports_before;
     const double cpu_pct = (after.cpu_s - before.cpu_s) / soak_wall * 100.0;
     const double self_pct = (self_after - self_before) / soak_wall * 100.0;
@@ -1252,16 +1274,17 @@ int main(int argc, char** argv) {
     std::printf(
         "fleet: K=%d connect_s=%.2f cpu_pct=%.1f rss_mb=%.1f hwm_mb=%.1f reports_per_s=%.1f "
         "deploy_all_applied_ms=%s connected=%d failed=%d ended_early=%d report_write_failures=%llu "
-        "mgr_threads=%ld bench_threads=%ld idle_rss_mb=%.1f end_hwm_mb=%.1f applied=%d/%d "
+        "mgr_threads=%ld bench_threads=%ld bench_rss_mb=%.1f idle_rss_mb=%.1f end_hwm_mb=%.1f "
+        "applied=%d/%d "
         "bench_cpu_pct=%.1f reports_sent_total=%llu reports_stored_total=%lld "
         "store_settle_s=%.0f deploy_first_applied_ms=%.0f deploy_half_applied_ms=%.0f "
         "mgr_stop_s=%.1f%s\n",
         opt.sensors, connect_s, cpu_pct, after.rss_mb, after.hwm_mb, reports_per_s,
         d.ms < 0 ? "none" : std::to_string(static_cast<long long>(d.ms + 0.5)).c_str(), connected,
         failed, ended, static_cast<unsigned long long>(fleet.report_write_failures.load()),
-        after.threads, bench_threads, idle.rss_mb, end.hwm_mb, d.applied, d.targets, self_pct,
-        static_cast<unsigned long long>(sent_total), static_cast<long long>(stored), drain_s,
-        d.first_ms, d.half_ms, mgr_stop_s, kill_fields.c_str());
+        after.threads, bench_threads, bench_rss_mb, idle.rss_mb, end.hwm_mb, d.applied, d.targets,
+        self_pct, static_cast<unsigned long long>(sent_total), static_cast<long long>(stored),
+        drain_s, d.first_ms, d.half_ms, mgr_stop_s, kill_fields.c_str());
     std::fflush(stdout);
     bool ok = connected == opt.sensors && d.ms >= 0;
     if (opt.kill_restart) {
