@@ -120,7 +120,6 @@ struct SimSensor {
     std::string name;
     int64_t started_at = 0;
     std::mutex mu;
-    std::shared_ptr<grpc::Channel> channel;    // under mu; the channel of the next attempt
     Call* call = nullptr;                      // under mu; the live attempt, if any
     std::vector<std::unique_ptr<Call>> calls;  // under mu; every attempt, freed at the end
     uint64_t seq = 0;                          // under mu
@@ -145,6 +144,10 @@ struct Fleet {
     int reconnected = 0;      // under mu: sensors welcomed again after the kill
     int live_calls = 0;       // under mu: attempts whose OnDone has not run yet
     std::string first_error;  // under mu
+    // Stubs (and so channels) of ended attempts, destroyed by the scheduler thread, not in a
+    // reaction: a channel left alive keeps reconnecting in the background (pick_first), which
+    // at 10,000 sensors ran this process out of file descriptors and hammered the manager.
+    std::vector<std::unique_ptr<v1::SensorLink::Stub>> graveyard;  // under mu
 
     std::atomic<uint64_t> reports_sent{0};  // report writes that completed ok
     std::atomic<uint64_t> report_write_failures{0};
@@ -366,6 +369,7 @@ public:
             schedule_reconnect(fleet_, s_.index, attempt);
         }
         std::lock_guard<std::mutex> lock(fleet_.mu);
+        fleet_.graveyard.push_back(std::move(stub_));
         if (settle_initial) {
             ++fleet_.settled;
             if (fleet_.first_error.empty()) {
@@ -440,12 +444,9 @@ void start_attempt(Fleet& fleet, int index) {
         if (fleet.streams_per_channel > 1) {
             channel = fleet.group_channels[static_cast<size_t>(index / fleet.streams_per_channel)];
         } else {
-            // A reconnect opens a fresh channel, as the real sensor does for each attempt
-            // (gRPC's own subchannel backoff would otherwise stack on ours).
-            if (s.channel == nullptr || !s.calls.empty()) {
-                s.channel = make_channel(fleet.target);
-            }
-            channel = s.channel;
+            // Every attempt opens a fresh channel, as the real sensor does (gRPC's own
+            // subchannel backoff would otherwise stack on ours).
+            channel = make_channel(fleet.target);
         }
         s.calls.push_back(std::make_unique<Call>(fleet, s, channel));
         call = s.calls.back().get();
@@ -523,6 +524,12 @@ void run_scheduler(Fleet& fleet, double interval_s) {
                                     static_cast<double>(i) / static_cast<double>(k)));
     };
     while (!fleet.stopping) {
+        std::vector<std::unique_ptr<v1::SensorLink::Stub>> dead;
+        {
+            std::lock_guard<std::mutex> lock(fleet.mu);
+            dead.swap(fleet.graveyard);
+        }
+        dead.clear();
         std::vector<int> reconnects;
         {
             std::unique_lock<std::mutex> lock(fleet.timer_mu);
@@ -903,7 +910,7 @@ bool parse(int argc, char** argv, Options* o) {
 // limit to the hard one, and the hard one too when it is below what K needs and this process may
 // (root / CAP_SYS_RESOURCE). Warns when the limit stays too low.
 void raise_fd_limit(int sensors) {
-    const rlim_t want = static_cast<rlim_t>(sensors) * 2 + 1024;  // old + new channels, slack
+    const rlim_t want = static_cast<rlim_t>(sensors) + 1024;
     rlimit rl{};
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
         return;
