@@ -120,13 +120,12 @@ struct SimSensor {
     std::string name;
     int64_t started_at = 0;
     std::mutex mu;
-    Call* call = nullptr;                      // under mu; the live attempt, if any
-    std::vector<std::unique_ptr<Call>> calls;  // under mu; every attempt, freed at the end
-    uint64_t seq = 0;                          // under mu
-    uint64_t pkts = 0;                         // under mu
-    v1::BundleRef running;                     // under mu
-    uint32_t attempt = 0;                      // under mu; failed attempts since the last Welcome
-    std::string error;                         // under mu; the last attempt's error
+    Call* call = nullptr;   // under mu; the live attempt, if any
+    uint64_t seq = 0;       // under mu
+    uint64_t pkts = 0;      // under mu
+    v1::BundleRef running;  // under mu
+    uint32_t attempt = 0;   // under mu; failed attempts since the last Welcome
+    std::string error;      // under mu; the last attempt's error
     std::atomic<LinkState> state{LinkState::kConnecting};
     bool was_connected = false;  // under mu; welcomed before the kill (--kill-restart)
     bool reconnected = false;    // under mu; welcomed again after the kill
@@ -144,10 +143,11 @@ struct Fleet {
     int reconnected = 0;      // under mu: sensors welcomed again after the kill
     int live_calls = 0;       // under mu: attempts whose OnDone has not run yet
     std::string first_error;  // under mu
-    // Stubs (and so channels) of ended attempts, destroyed by the scheduler thread, not in a
-    // reaction: a channel left alive keeps reconnecting in the background (pick_first), which
-    // at 10,000 sensors ran this process out of file descriptors and hammered the manager.
-    std::vector<std::unique_ptr<v1::SensorLink::Stub>> graveyard;  // under mu
+    // Attempts whose OnDone ran, deleted by the scheduler thread (never in a reaction). An
+    // ended attempt's ClientContext keeps its call, and so its transport and socket, and its
+    // channel keeps reconnecting in the background (pick_first): kept until the end, they ran
+    // this process out of file descriptors after the kill at 10,000 sensors.
+    std::vector<Call*> graveyard;  // under mu
 
     std::atomic<uint64_t> reports_sent{0};  // report writes that completed ok
     std::atomic<uint64_t> report_write_failures{0};
@@ -369,7 +369,7 @@ public:
             schedule_reconnect(fleet_, s_.index, attempt);
         }
         std::lock_guard<std::mutex> lock(fleet_.mu);
-        fleet_.graveyard.push_back(std::move(stub_));
+        fleet_.graveyard.push_back(this);  // `this` is not touched after the unlock
         if (settle_initial) {
             ++fleet_.settled;
             if (fleet_.first_error.empty()) {
@@ -448,8 +448,7 @@ void start_attempt(Fleet& fleet, int index) {
             // subchannel backoff would otherwise stack on ours).
             channel = make_channel(fleet.target);
         }
-        s.calls.push_back(std::make_unique<Call>(fleet, s, channel));
-        call = s.calls.back().get();
+        call = new Call(fleet, s, channel);  // deleted through fleet.graveyard after OnDone
     }
     call->start();
 }
@@ -524,12 +523,14 @@ void run_scheduler(Fleet& fleet, double interval_s) {
                                     static_cast<double>(i) / static_cast<double>(k)));
     };
     while (!fleet.stopping) {
-        std::vector<std::unique_ptr<v1::SensorLink::Stub>> dead;
+        std::vector<Call*> dead;
         {
             std::lock_guard<std::mutex> lock(fleet.mu);
             dead.swap(fleet.graveyard);
         }
-        dead.clear();
+        for (Call* c : dead) {
+            delete c;
+        }
         std::vector<int> reconnects;
         {
             std::unique_lock<std::mutex> lock(fleet.timer_mu);
@@ -1238,7 +1239,7 @@ int main(int argc, char** argv) {
         }
     }
     for (Call* c : live) {
-        c->cancel();  // the Call lives until the sensors are freed, after every OnDone
+        c->cancel();  // the scheduler, which deletes ended Calls, has stopped
     }
     {
         std::unique_lock<std::mutex> lock(fleet.mu);
@@ -1246,6 +1247,15 @@ int main(int argc, char** argv) {
                                [&] { return fleet.live_calls == 0; })) {
             std::fprintf(stderr, "fleet_load: %d streams still open 30 s after cancel\n",
                          fleet.live_calls);
+        }
+    }
+    {
+        std::lock_guard<std::mutex> lock(fleet.mu);
+        if (fleet.live_calls == 0) {
+            for (Call* c : fleet.graveyard) {
+                delete c;
+            }
+            fleet.graveyard.clear();
         }
     }
     const double mgr_stop_s = mgr > 0 ? stop_manager(mgr) : -1;
