@@ -6,30 +6,38 @@
 // it to "all" and times how long until every target is applied. Prints one summary line:
 //   fleet: K=... connect_s=... cpu_pct=... rss_mb=... hwm_mb=... reports_per_s=...
 //          deploy_all_applied_ms=... (then extra fields)
-// Threads: one reader thread per stream (handshake, then Read loop), one shared metrics timer
-// thread, the main thread (process control, measurement, FleetAdmin calls). Writes on one
-// stream are serialized by that stream's mutex (gRPC allows one writer at a time).
+// With --kill-restart it then SIGKILLs the manager, restarts it on the same database and port,
+// lets every stream reconnect with backoff and checks that nothing the manager had stored is
+// gone.
+// Threads: the streams use gRPC's callback API (one ClientBidiReactor per connection attempt),
+// so their reactions run on gRPC's own few threads; one scheduler thread sends the metrics
+// reports and starts reconnect attempts when their backoff ends; the main thread does process
+// control, /proc sampling and the FleetAdmin calls. No thread per stream.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <queue>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -52,9 +60,18 @@ struct Options {
     double soak_s = 20.0;
     std::string manager_bin;
     int streams_per_channel = 1;
+    int connect_window = 500;
     double connect_timeout_s = 180.0;
     double deploy_timeout_s = 120.0;
+    bool kill_restart = false;
 };
+
+// Reconnect backoff of a simulated sensor after its stream ended: 0.5 s doubling to 5 s, each
+// delay multiplied by a uniform factor in [0.8, 1.2] (the real sensor's agent uses the same
+// shape with a 30 s cap; 5 s keeps the benchmark short).
+constexpr double kBackoffInitialS = 0.5;
+constexpr double kBackoffMaxS = 5.0;
+constexpr double kBackoffJitter = 0.2;
 
 double seconds_since(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -66,41 +83,13 @@ int64_t wall_ns() {
         .count();
 }
 
-// ---------------------------------------------------------------------------------------
-// Simulated sensors
-
-enum class LinkState { kConnecting, kConnected, kFailed, kEnded };
-
-struct SimSensor {
-    int index = 0;
-    std::string name;
-    std::shared_ptr<grpc::Channel> channel;
-    grpc::ClientContext ctx;
-    std::unique_ptr<grpc::ClientReaderWriter<v1::SensorMessage, v1::ManagerMessage>> stream;
-    std::mutex write_mu;  // serializes Write on `stream`
-    std::atomic<LinkState> state{LinkState::kConnecting};
-    uint64_t seq = 0;   // under write_mu
-    uint64_t pkts = 0;  // under write_mu
-    std::atomic<uint64_t> bundle_version{0};
-    int64_t started_at = 0;
-    std::string error;  // set by the reader thread before state becomes kFailed / kEnded
-};
-
-struct Fleet {
-    std::vector<std::unique_ptr<SimSensor>> sensors;
-    std::mutex mu;
-    std::condition_variable cv;
-    int settled = 0;  // connected + failed, under mu
-    std::atomic<uint64_t> reports_sent{0};
-    std::atomic<uint64_t> report_write_failures{0};
-    std::atomic<uint64_t> pings{0};
-    std::atomic<uint64_t> applies{0};
-    std::atomic<bool> stop{false};
-};
-
-bool write_locked(SimSensor& s, const v1::SensorMessage& m) {
-    std::lock_guard<std::mutex> lock(s.write_mu);
-    return s.stream->Write(m);
+std::shared_ptr<grpc::Channel> make_channel(const std::string& target) {
+    grpc::ChannelArguments args;
+    // A private subchannel pool: each channel opens its own TCP connection, as separate
+    // sensors would.
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetMaxReceiveMessageSize(picket::bundle::kMaxMessageBytes);
+    return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
 }
 
 uint64_t count_rule_lines(const v1::Bundle& bundle) {
@@ -119,47 +108,206 @@ uint64_t count_rule_lines(const v1::Bundle& bundle) {
     return n;
 }
 
-void settle(Fleet& fleet) {
-    std::lock_guard<std::mutex> lock(fleet.mu);
-    ++fleet.settled;
-    fleet.cv.notify_all();
+// ---------------------------------------------------------------------------------------
+// Simulated sensors
+
+enum class LinkState { kConnecting, kConnected, kFailed, kEnded };
+
+class Call;
+
+struct SimSensor {
+    int index = 0;
+    std::string name;
+    int64_t started_at = 0;
+    std::mutex mu;
+    Call* call = nullptr;   // under mu; the live attempt, if any
+    uint64_t seq = 0;       // under mu
+    uint64_t pkts = 0;      // under mu
+    v1::BundleRef running;  // under mu
+    uint32_t attempt = 0;   // under mu; failed attempts since the last Welcome
+    std::string error;      // under mu; the last attempt's error
+    std::atomic<LinkState> state{LinkState::kConnecting};
+    bool was_connected = false;  // under mu; welcomed before the kill (--kill-restart)
+    bool reconnected = false;    // under mu; welcomed again after the kill
+};
+
+struct Fleet {
+    std::string target;
+    int streams_per_channel = 1;
+    std::vector<std::unique_ptr<SimSensor>> sensors;
+    std::vector<std::shared_ptr<grpc::Channel>> group_channels;  // --streams-per-channel > 1
+
+    std::mutex mu;
+    std::condition_variable cv;
+    int settled = 0;          // under mu: initial attempts that ended in Welcome or failure
+    int reconnected = 0;      // under mu: sensors welcomed again after the kill
+    int live_calls = 0;       // under mu: attempts whose OnDone has not run yet
+    std::string first_error;  // under mu
+    // Attempts whose OnDone ran, deleted by the scheduler thread (never in a reaction). An
+    // ended attempt's ClientContext keeps its call, and so its transport and socket, and its
+    // channel keeps reconnecting in the background (pick_first): kept until the end, they ran
+    // this process out of file descriptors after the kill at 10,000 sensors.
+    std::vector<Call*> graveyard;  // under mu
+
+    std::atomic<uint64_t> reports_sent{0};  // report writes that completed ok
+    std::atomic<uint64_t> report_write_failures{0};
+    std::atomic<int64_t> reports_queued{0};  // reports queued, write not completed yet
+    std::atomic<uint64_t> pings{0};
+    std::atomic<uint64_t> applies{0};
+    std::atomic<bool> metrics_paused{true};
+    std::atomic<bool> reconnect{false};  // an ended stream reconnects (after the kill)
+    std::atomic<bool> stopping{false};
+
+    // Scheduler: reconnect attempts due at a time (sensor index), min-heap.
+    std::mutex timer_mu;
+    std::condition_variable timer_cv;
+    std::priority_queue<std::pair<Clock::time_point, int>,
+                        std::vector<std::pair<Clock::time_point, int>>, std::greater<>>
+        timers;                  // under timer_mu
+    std::mt19937_64 rng{12345};  // under timer_mu
+};
+
+void schedule_reconnect(Fleet& fleet, int index, uint32_t attempt) {
+    std::lock_guard<std::mutex> lock(fleet.timer_mu);
+    double base = kBackoffInitialS;
+    for (uint32_t i = 0; i < attempt && base < kBackoffMaxS; ++i) {
+        base *= 2;
+    }
+    base = std::min(base, kBackoffMaxS);
+    const double unit = std::uniform_real_distribution<double>(0.0, 1.0)(fleet.rng);
+    const double delay = base * (1.0 - kBackoffJitter + 2.0 * kBackoffJitter * unit);
+    fleet.timers.emplace(Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                            std::chrono::duration<double>(delay)),
+                         index);
+    fleet.timer_cv.notify_one();
 }
 
-// Reader thread of one stream: handshake, then answer Ping / ApplyBundle until the stream ends.
-void run_sensor(Fleet& fleet, SimSensor& s) {
-    auto stub = v1::SensorLink::NewStub(s.channel);
-    s.stream = stub->Connect(&s.ctx);
-    v1::SensorMessage hello_msg;
-    v1::Hello* hello = hello_msg.mutable_hello();
-    hello->set_sensor_name(s.name);
-    hello->set_host("fleet-bench");
-    hello->set_version("0.1.0");
-    hello->set_capture_mode(v1::CAPTURE_MODE_AF_PACKET);
-    hello->set_capture_source("eth1");
-    hello->set_workers(1);
-    (*hello->mutable_labels())["site"] = "site" + std::to_string(s.index % 10);
-    (*hello->mutable_labels())["role"] = s.index % 2 == 0 ? "edge" : "core";
-    hello->set_started_at(s.started_at);
-    v1::ManagerMessage in;
-    if (!write_locked(s, hello_msg) || !s.stream->Read(&in) || !in.has_welcome() ||
-        !in.welcome().accepted()) {
-        grpc::Status st = s.stream->Finish();
-        s.error = st.ok() ? std::string("no welcome")
-                          : std::to_string(st.error_code()) + " " + st.error_message();
-        s.state = LinkState::kFailed;
-        settle(fleet);
-        return;
+// One SensorLink.Connect attempt of a sensor. A read is always outstanding until the stream
+// ends; writes go through a queue (gRPC allows one write in flight). A hold keeps OnDone from
+// running while the scheduler may still start a write: it is released once the read side
+// ended (closed_) and no write is in flight, decided under the sensor's mutex. No gRPC call is
+// made with the mutex held (a reaction may run inline in the calling thread).
+class Call : public grpc::ClientBidiReactor<v1::SensorMessage, v1::ManagerMessage> {
+public:
+    Call(Fleet& fleet, SimSensor& s, std::shared_ptr<grpc::Channel> channel)
+        : fleet_(fleet), s_(s), stub_(v1::SensorLink::NewStub(std::move(channel))) {}
+
+    // Under s_.mu: queues a message. Returns false when the stream is closed; *start is the
+    // message the caller must StartWrite once it released the mutex (nullptr: a write is
+    // already in flight and OnWriteDone continues with the queue).
+    bool queue_locked(v1::SensorMessage&& m, const v1::SensorMessage** start) {
+        *start = nullptr;
+        if (closed_ || !welcomed_) {
+            return false;
+        }
+        if (m.has_metrics()) {
+            ++fleet_.reports_queued;
+        }
+        outq_.push_back(std::move(m));
+        if (!writing_) {
+            writing_ = true;
+            *start = &outq_.front();
+        }
+        return true;
     }
-    s.state = LinkState::kConnected;
-    settle(fleet);
-    while (s.stream->Read(&in)) {
+
+    void write(const v1::SensorMessage* m) { StartWrite(m); }
+
+    void start() {
+        v1::SensorMessage hello_msg;
+        {
+            std::lock_guard<std::mutex> lock(s_.mu);
+            v1::Hello* hello = hello_msg.mutable_hello();
+            hello->set_sensor_name(s_.name);
+            hello->set_host("fleet-bench");
+            hello->set_version("0.1.0");
+            hello->set_capture_mode(v1::CAPTURE_MODE_AF_PACKET);
+            hello->set_capture_source("eth1");
+            hello->set_workers(1);
+            (*hello->mutable_labels())["site"] = "site" + std::to_string(s_.index % 10);
+            (*hello->mutable_labels())["role"] = s_.index % 2 == 0 ? "edge" : "core";
+            hello->set_started_at(s_.started_at);
+            if (s_.running.version() != 0) {
+                *hello->mutable_bundle() = s_.running;
+            }
+            s_.call = this;
+            outq_.push_back(std::move(hello_msg));
+            writing_ = true;
+        }
+        {
+            std::lock_guard<std::mutex> lock(fleet_.mu);
+            ++fleet_.live_calls;
+        }
+        stub_->async()->Connect(&ctx_, this);
+        AddHold();
+        StartWrite(&outq_.front());
+        StartRead(&in_);
+        StartCall();
+    }
+
+    void cancel() { ctx_.TryCancel(); }
+
+    void OnWriteDone(bool ok) override {
+        const v1::SensorMessage* next = nullptr;
+        bool release = false;
+        {
+            std::lock_guard<std::mutex> lock(s_.mu);
+            if (outq_.front().has_metrics()) {
+                --fleet_.reports_queued;
+                ++(ok ? fleet_.reports_sent : fleet_.report_write_failures);
+            }
+            outq_.pop_front();
+            if (!ok) {
+                // The stream is broken: what is still queued is never written.
+                for (const v1::SensorMessage& m : outq_) {
+                    if (m.has_metrics()) {
+                        --fleet_.reports_queued;
+                        ++fleet_.report_write_failures;
+                    }
+                }
+                outq_.clear();
+            }
+            if (!outq_.empty()) {
+                next = &outq_.front();
+            } else {
+                writing_ = false;
+                release = closed_ && !released_;
+                released_ = released_ || release;
+            }
+        }
+        if (next != nullptr) {
+            StartWrite(next);
+        } else if (release) {
+            RemoveHold();
+        }
+    }
+
+    void OnReadDone(bool ok) override {
+        if (!ok) {
+            close();
+            return;
+        }
+        if (!welcomed_) {
+            if (!in_.has_welcome() || !in_.welcome().accepted()) {
+                {
+                    std::lock_guard<std::mutex> lock(s_.mu);
+                    error_ = "no welcome";
+                }
+                cancel();
+                close();
+                return;
+            }
+            on_welcome();
+            StartRead(&in_);
+            return;
+        }
         v1::SensorMessage out;
-        if (in.has_ping()) {
-            out.mutable_pong()->set_nonce(in.ping().nonce());
-            out.mutable_pong()->set_sent_at(in.ping().sent_at());
-            ++fleet.pings;
-        } else if (in.has_apply_bundle()) {
-            const v1::ApplyBundle& ab = in.apply_bundle();
+        if (in_.has_ping()) {
+            out.mutable_pong()->set_nonce(in_.ping().nonce());
+            out.mutable_pong()->set_sent_at(in_.ping().sent_at());
+            ++fleet_.pings;
+        } else if (in_.has_apply_bundle()) {
+            const v1::ApplyBundle& ab = in_.apply_bundle();
             v1::ApplyResult* r = out.mutable_apply_result();
             r->set_deployment_id(ab.deployment_id());
             r->set_version(ab.bundle().manifest().version());
@@ -167,23 +315,145 @@ void run_sensor(Fleet& fleet, SimSensor& s) {
             r->set_rules_loaded(count_rule_lines(ab.bundle()));
             r->set_compile_ms(1);
             *r->mutable_running() = picket::bundle::bundle_ref(ab.bundle());
-            s.bundle_version = ab.bundle().manifest().version();
-            ++fleet.applies;
+            ++fleet_.applies;
+        }
+        if (out.has_pong() || out.has_apply_result()) {
+            const v1::SensorMessage* start = nullptr;
+            {
+                std::lock_guard<std::mutex> lock(s_.mu);
+                if (out.has_apply_result()) {
+                    s_.running = out.apply_result().running();
+                }
+                queue_locked(std::move(out), &start);
+            }
+            if (start != nullptr) {
+                StartWrite(start);
+            }
+        }
+        StartRead(&in_);
+    }
+
+    void OnDone(const grpc::Status& status) override {
+        bool settle_initial = false;
+        bool retry = false;
+        uint32_t attempt = 0;
+        std::string error;
+        {
+            std::lock_guard<std::mutex> lock(s_.mu);
+            if (s_.call == this) {
+                s_.call = nullptr;
+            }
+            error = !error_.empty() ? error_
+                    : status.ok()
+                        ? std::string("stream ended")
+                        : std::to_string(status.error_code()) + " " + status.error_message();
+            if (!fleet_.stopping) {
+                s_.error = error;
+            }
+            if (!welcomed_ && s_.state == LinkState::kConnecting) {
+                s_.state = LinkState::kFailed;
+                settle_initial = true;
+            } else if (welcomed_ && !fleet_.stopping) {
+                s_.state = LinkState::kEnded;
+            }
+            if (welcomed_) {
+                s_.attempt = 0;
+            }
+            retry = fleet_.reconnect && !fleet_.stopping && s_.was_connected;
+            attempt = s_.attempt;
+            if (retry && !welcomed_) {
+                s_.attempt = std::min<uint32_t>(s_.attempt + 1, 32);
+            }
+        }
+        if (retry) {
+            schedule_reconnect(fleet_, s_.index, attempt);
+        }
+        std::lock_guard<std::mutex> lock(fleet_.mu);
+        fleet_.graveyard.push_back(this);  // `this` is not touched after the unlock
+        if (settle_initial) {
+            ++fleet_.settled;
+            if (fleet_.first_error.empty()) {
+                fleet_.first_error = error;
+            }
+        }
+        --fleet_.live_calls;
+        fleet_.cv.notify_all();
+    }
+
+private:
+    void on_welcome() {
+        bool first = false;
+        bool again = false;
+        {
+            std::lock_guard<std::mutex> lock(s_.mu);
+            welcomed_ = true;
+            s_.attempt = 0;
+            if (s_.state == LinkState::kConnecting) {
+                first = true;
+            }
+            s_.state = LinkState::kConnected;
+            if (fleet_.reconnect && s_.was_connected && !s_.reconnected) {
+                s_.reconnected = true;
+                again = true;
+            }
+        }
+        if (first || again) {
+            std::lock_guard<std::mutex> lock(fleet_.mu);
+            fleet_.settled += first ? 1 : 0;
+            fleet_.reconnected += again ? 1 : 0;
+            fleet_.cv.notify_all();
+        }
+    }
+
+    void close() {
+        bool release = false;
+        {
+            std::lock_guard<std::mutex> lock(s_.mu);
+            closed_ = true;
+            release = !writing_ && !released_;
+            released_ = released_ || release;
+        }
+        if (release) {
+            RemoveHold();
+        }
+    }
+
+    Fleet& fleet_;
+    SimSensor& s_;
+    std::unique_ptr<v1::SensorLink::Stub> stub_;
+    grpc::ClientContext ctx_;
+    v1::ManagerMessage in_;               // owned by the read in flight
+    std::deque<v1::SensorMessage> outq_;  // under s_.mu; front() is the write in flight
+    bool writing_ = false;                // under s_.mu
+    bool closed_ = false;                 // under s_.mu
+    bool released_ = false;               // under s_.mu
+    bool welcomed_ = false;               // set by the reaction thread before any write is queued
+    std::string error_;                   // under s_.mu
+};
+
+// Starts a connection attempt of sensor `index` (initial connect or reconnect).
+void start_attempt(Fleet& fleet, int index) {
+    SimSensor& s = *fleet.sensors[static_cast<size_t>(index)];
+    Call* call = nullptr;
+    {
+        std::lock_guard<std::mutex> lock(s.mu);
+        if (fleet.stopping) {
+            return;
+        }
+        std::shared_ptr<grpc::Channel> channel;
+        if (fleet.streams_per_channel > 1) {
+            channel = fleet.group_channels[static_cast<size_t>(index / fleet.streams_per_channel)];
         } else {
-            continue;
+            // Every attempt opens a fresh channel, as the real sensor does (gRPC's own
+            // subchannel backoff would otherwise stack on ours).
+            channel = make_channel(fleet.target);
         }
-        if (!write_locked(s, out)) {
-            break;
-        }
+        call = new Call(fleet, s, channel);  // deleted through fleet.graveyard after OnDone
     }
-    grpc::Status st = s.stream->Finish();
-    if (!fleet.stop) {
-        s.error = std::to_string(st.error_code()) + " " + st.error_message();
-    }
-    s.state = LinkState::kEnded;
+    call->start();
 }
 
-// One report of a sensor: monotonic totals, as a real sensor sends them.
+// One report of a sensor: monotonic totals, as a real sensor sends them. Under s.mu.
 v1::SensorMessage metrics_report(SimSensor& s, uint64_t interval_ms) {
     s.pkts += 1000;
     v1::SensorMessage m;
@@ -191,7 +461,7 @@ v1::SensorMessage metrics_report(SimSensor& s, uint64_t interval_ms) {
     r->set_timestamp(wall_ns());
     r->set_interval_ms(interval_ms);
     r->set_seq(++s.seq);
-    r->set_bundle_version(s.bundle_version.load());
+    r->set_bundle_version(s.running.version());
     auto& c = *r->mutable_counters();
     c["capture.kernel_packets"] = s.pkts;
     c["capture.kernel_drops"] = 0;
@@ -213,69 +483,92 @@ v1::SensorMessage metrics_report(SimSensor& s, uint64_t interval_ms) {
     return m;
 }
 
-// Stream i reports at offset i * interval / K within each interval.
-void run_metrics(Fleet& fleet, double interval_s) {
+// A report for sensor i, if its stream is up. The counters only advance for a queued report,
+// so the manager's run totals / 1000 count exactly the reports it stored.
+void send_report(Fleet& fleet, size_t i, uint64_t interval_ms) {
+    SimSensor& s = *fleet.sensors[i];
+    const v1::SensorMessage* start = nullptr;
+    Call* call = nullptr;
+    {
+        std::lock_guard<std::mutex> lock(s.mu);
+        call = s.call;
+        if (call == nullptr) {
+            return;
+        }
+        v1::SensorMessage m = metrics_report(s, interval_ms);
+        if (!call->queue_locked(std::move(m), &start)) {
+            s.pkts -= 1000;
+            --s.seq;
+            return;
+        }
+    }
+    if (start != nullptr) {
+        call->write(start);
+    }
+}
+
+// The scheduler thread: stream i reports at offset i * interval / K within each interval (the
+// schedule runs on while paused, nothing is sent then), and reconnect attempts start when due.
+void run_scheduler(Fleet& fleet, double interval_s) {
     const size_t k = fleet.sensors.size();
     const auto interval = std::chrono::duration<double>(interval_s);
     const uint64_t interval_ms = static_cast<uint64_t>(interval_s * 1000);
     const Clock::time_point t0 = Clock::now();
-    for (uint64_t tick = 0; !fleet.stop; ++tick) {
-        const size_t i = tick % k;
-        const uint64_t round = tick / k;
-        auto due = t0 + std::chrono::duration_cast<Clock::duration>(
-                            interval * (static_cast<double>(round) +
-                                        static_cast<double>(i) / static_cast<double>(k)));
-        // Sleep in short slices so stop is noticed.
-        while (!fleet.stop && Clock::now() < due) {
-            std::this_thread::sleep_until(
-                std::min(due, Clock::now() + std::chrono::milliseconds(100)));
+    uint64_t tick = 0;
+    auto due_of = [&](uint64_t t) {
+        const size_t i = t % k;
+        const uint64_t round = t / k;
+        return t0 + std::chrono::duration_cast<Clock::duration>(
+                        interval * (static_cast<double>(round) +
+                                    static_cast<double>(i) / static_cast<double>(k)));
+    };
+    while (!fleet.stopping) {
+        std::vector<Call*> dead;
+        {
+            std::lock_guard<std::mutex> lock(fleet.mu);
+            dead.swap(fleet.graveyard);
         }
-        if (fleet.stop) {
-            break;
+        for (Call* c : dead) {
+            delete c;
         }
-        SimSensor& s = *fleet.sensors[i];
-        if (s.state != LinkState::kConnected) {
-            continue;
+        std::vector<int> reconnects;
+        {
+            std::unique_lock<std::mutex> lock(fleet.timer_mu);
+            Clock::time_point wake =
+                std::min(due_of(tick), Clock::now() + std::chrono::milliseconds(100));
+            if (!fleet.timers.empty()) {
+                wake = std::min(wake, fleet.timers.top().first);
+            }
+            fleet.timer_cv.wait_until(lock, wake);
+            const Clock::time_point now = Clock::now();
+            while (!fleet.timers.empty() && fleet.timers.top().first <= now) {
+                reconnects.push_back(fleet.timers.top().second);
+                fleet.timers.pop();
+            }
         }
-        std::lock_guard<std::mutex> lock(s.write_mu);
-        if (s.stream->Write(metrics_report(s, interval_ms))) {
-            ++fleet.reports_sent;
-        } else {
-            ++fleet.report_write_failures;
+        for (int index : reconnects) {
+            start_attempt(fleet, index);
+        }
+        const Clock::time_point now = Clock::now();
+        while (!fleet.stopping && due_of(tick) <= now) {
+            if (!fleet.metrics_paused) {
+                send_report(fleet, tick % k, interval_ms);
+            }
+            ++tick;
         }
     }
 }
 
-// A thread with a small stack (the default 8 MiB reservation adds up at 10,000 streams).
-class SmallThread {
-public:
-    explicit SmallThread(std::function<void()> fn) : fn_(std::move(fn)) {
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setstacksize(&attr, 256 * 1024);
-        started_ = pthread_create(&tid_, &attr, &SmallThread::entry, this) == 0;
-        pthread_attr_destroy(&attr);
-    }
-    ~SmallThread() { join(); }
-    SmallThread(const SmallThread&) = delete;
-    SmallThread& operator=(const SmallThread&) = delete;
-    bool started() const { return started_; }
-    void join() {
-        if (started_) {
-            pthread_join(tid_, nullptr);
-            started_ = false;
+long self_threads() {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+        if (line.rfind("Threads:", 0) == 0) {
+            return std::stol(line.substr(8));
         }
     }
-
-private:
-    static void* entry(void* self) {
-        static_cast<SmallThread*>(self)->fn_();
-        return nullptr;
-    }
-    std::function<void()> fn_;
-    pthread_t tid_{};
-    bool started_ = false;
-};
+    return -1;
+}
 
 // ---------------------------------------------------------------------------------------
 // The manager process
@@ -304,7 +597,7 @@ pid_t spawn_manager(const std::string& bin, const std::string& listen, const std
     if (pid != 0) {
         return pid;
     }
-    int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) {
         dup2(fd, 1);
         dup2(fd, 2);
@@ -402,6 +695,7 @@ struct DeployOutcome {
     double half_ms = -1;   // half of the targets applied
     int targets = 0;
     int applied = 0;
+    std::string id;  // the deployment, once Deploy succeeded
     std::string error;
 };
 
@@ -437,7 +731,8 @@ DeployOutcome push_and_deploy(const std::shared_ptr<grpc::Channel>& channel,
     v1::PushBundleResponse presp;
     {
         grpc::ClientContext ctx;
-        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+        ctx.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
         grpc::Status st = admin->PushBundle(&ctx, preq, &presp);
         if (!st.ok()) {
             out.error = "PushBundle: " + st.error_message();
@@ -451,7 +746,8 @@ DeployOutcome push_and_deploy(const std::shared_ptr<grpc::Channel>& channel,
     const Clock::time_point t0 = Clock::now();
     {
         grpc::ClientContext ctx;
-        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+        ctx.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
         grpc::Status st = admin->Deploy(&ctx, dreq, &dresp);
         if (!st.ok()) {
             out.error = "Deploy: " + st.error_message();
@@ -459,6 +755,7 @@ DeployOutcome push_and_deploy(const std::shared_ptr<grpc::Channel>& channel,
         }
     }
     const std::string id = dresp.deployment().id();
+    out.id = id;
     while (seconds_since(t0) < timeout_s) {
         grpc::ClientContext ctx;
         ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
@@ -490,6 +787,40 @@ DeployOutcome push_and_deploy(const std::shared_ptr<grpc::Channel>& channel,
     return out;
 }
 
+// The deployment as the manager has it; nullopt when GetDeployment failed.
+std::optional<v1::Deployment> get_deployment(const std::shared_ptr<grpc::Channel>& channel,
+                                             const std::string& id) {
+    auto admin = v1::FleetAdmin::NewStub(channel);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    v1::GetDeploymentRequest req;
+    req.set_id(id);
+    v1::GetDeploymentResponse resp;
+    if (!admin->GetDeployment(&ctx, req, &resp).ok()) {
+        return std::nullopt;
+    }
+    return resp.deployment();
+}
+
+// Same state, same targets in the same states (by sensor name).
+bool same_deployment_state(const v1::Deployment& a, const v1::Deployment& b) {
+    if (a.state() != b.state() || a.targets_size() != b.targets_size()) {
+        return false;
+    }
+    std::map<std::string, std::pair<int, uint64_t>> ta;
+    for (const v1::DeploymentTarget& t : a.targets()) {
+        ta[t.sensor()] = {t.state(), t.version()};
+    }
+    for (const v1::DeploymentTarget& t : b.targets()) {
+        auto it = ta.find(t.sensor());
+        if (it == ta.end() ||
+            it->second != std::make_pair(static_cast<int>(t.state()), t.version())) {
+            return false;
+        }
+    }
+    return true;
+}
+
 // Reports the manager counted into run totals: every report adds 1000 to decoder.pkts and
 // the first report of a process counts from zero, so the packets of all runs / 1000. -1 when
 // History failed.
@@ -515,49 +846,218 @@ int64_t reports_stored(const std::shared_ptr<grpc::Channel>& channel, int sensor
 void usage() {
     std::fprintf(stderr,
                  "usage: fleet_load --manager-bin PATH [--sensors K] [--interval S] [--soak S]\n"
-                 "                  [--streams-per-channel N] [--connect-timeout S]\n"
-                 "                  [--deploy-timeout S]\n");
+                 "                  [--streams-per-channel N] [--connect-window N]\n"
+                 "                  [--connect-timeout S] [--deploy-timeout S] [--kill-restart]\n");
 }
 
 bool parse(int argc, char** argv, Options* o) {
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
+        if (a == "--kill-restart") {
+            o->kill_restart = true;
+            continue;
+        }
         if (i + 1 >= argc) {
+            std::fprintf(stderr, "fleet_load: %s needs a value\n", a.c_str());
             return false;
         }
         std::string v = argv[++i];
         try {
+            size_t used = 0;
             if (a == "--sensors") {
-                o->sensors = std::stoi(v);
+                o->sensors = std::stoi(v, &used);
             } else if (a == "--interval") {
-                o->interval_s = std::stod(v);
+                o->interval_s = std::stod(v, &used);
             } else if (a == "--soak") {
-                o->soak_s = std::stod(v);
+                o->soak_s = std::stod(v, &used);
             } else if (a == "--manager-bin") {
                 o->manager_bin = v;
+                used = v.size();
             } else if (a == "--streams-per-channel") {
-                o->streams_per_channel = std::stoi(v);
+                o->streams_per_channel = std::stoi(v, &used);
+            } else if (a == "--connect-window") {
+                o->connect_window = std::stoi(v, &used);
             } else if (a == "--connect-timeout") {
-                o->connect_timeout_s = std::stod(v);
+                o->connect_timeout_s = std::stod(v, &used);
             } else if (a == "--deploy-timeout") {
-                o->deploy_timeout_s = std::stod(v);
+                o->deploy_timeout_s = std::stod(v, &used);
             } else {
+                std::fprintf(stderr, "fleet_load: unknown option %s\n", a.c_str());
                 return false;
             }
+            if (used != v.size()) {
+                throw std::invalid_argument(v);
+            }
         } catch (const std::exception&) {
+            std::fprintf(stderr, "fleet_load: %s: '%s' is not a number\n", a.c_str(), v.c_str());
             return false;
         }
     }
-    return !o->manager_bin.empty() && o->sensors > 0 && o->interval_s > 0 && o->soak_s > 0 &&
-           o->streams_per_channel > 0;
+    if (o->manager_bin.empty()) {
+        std::fprintf(stderr, "fleet_load: --manager-bin is required\n");
+        return false;
+    }
+    if (o->sensors <= 0 || o->interval_s <= 0 || o->soak_s <= 0 || o->streams_per_channel <= 0 ||
+        o->connect_window <= 0) {
+        std::fprintf(stderr,
+                     "fleet_load: --sensors, --interval, --soak, --streams-per-channel and "
+                     "--connect-window must be above 0\n");
+        return false;
+    }
+    return true;
 }
 
-std::shared_ptr<grpc::Channel> make_channel(const std::string& target) {
-    grpc::ChannelArguments args;
-    // A private subchannel pool: each channel opens its own TCP connection, as separate
-    // sensors would.
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+// Raises RLIMIT_NOFILE for K connections here and K in the manager (which inherits it): the soft
+// limit to the hard one, and the hard one too when it is below what K needs and this process may
+// (root / CAP_SYS_RESOURCE). Warns when the limit stays too low.
+void raise_fd_limit(int sensors) {
+    const rlim_t want = static_cast<rlim_t>(sensors) + 1024;
+    rlimit rl{};
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        return;
+    }
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want) {
+        rlimit up{want, want};
+        if (setrlimit(RLIMIT_NOFILE, &up) == 0) {
+            std::fprintf(stderr, "fleet_load: raised the fd hard limit from %llu to %llu\n",
+                         static_cast<unsigned long long>(rl.rlim_max),
+                         static_cast<unsigned long long>(want));
+            return;
+        }
+    }
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    getrlimit(RLIMIT_NOFILE, &rl);
+    if (rl.rlim_cur < static_cast<rlim_t>(sensors) + 256) {
+        std::fprintf(stderr,
+                     "fleet_load: warning: fd limit %llu (hard limit, not raisable by this user) "
+                     "is below K + 256 = %d: streams will fail; raise it with ulimit -Hn as root\n",
+                     static_cast<unsigned long long>(rl.rlim_cur), sensors + 256);
+    }
+}
+
+// Waits until the manager answers on `target`. Each try is a fresh channel: a channel whose
+// first connect was refused waits out gRPC's reconnect backoff (1 s), which would make a restart
+// look slower than it is. The deadline of a try doubles from 200 ms to 5 s (a manager busy with
+// thousands of reconnecting streams may take longer than 200 ms to answer a handshake).
+std::shared_ptr<grpc::Channel> wait_manager(const std::string& target, double timeout_s) {
+    const Clock::time_point t0 = Clock::now();
+    int64_t try_ms = 200;
+    while (seconds_since(t0) < timeout_s) {
+        auto channel = make_channel(target);
+        if (channel->WaitForConnected(std::chrono::system_clock::now() +
+                                      std::chrono::milliseconds(try_ms))) {
+            return channel;
+        }
+        try_ms = std::min<int64_t>(try_ms * 2, 5000);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return nullptr;
+}
+
+long self_rss_kb() {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+        if (line.rfind("VmRSS:", 0) == 0) {
+            return std::stol(line.substr(6));
+        }
+    }
+    return -1;
+}
+
+// Waits until no report write is in flight (at most 10 s), so reports_sent is final.
+void wait_reports_written(Fleet& fleet) {
+    const Clock::time_point t0 = Clock::now();
+    while (fleet.reports_queued.load() > 0 && seconds_since(t0) < 10) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+}
+
+struct KillOutcome {
+    int expected = 0;         // streams connected at the kill
+    int reconnected = 0;      // of those, welcomed again by the restarted manager
+    double reconnect_s = -1;  // from the kill to the last of them reconnected (-1: not all)
+    double restart_s = -1;    // from the kill to the restarted manager answering
+    int64_t stored_before = -1;
+    int64_t stored_after = -1;
+    uint64_t sent_at_kill = 0;
+    bool deployment_kept = false;
+    std::string error;
+};
+
+// --kill-restart: metrics resume for one interval (reports in flight at the kill), the stored
+// figures are noted, the manager is SIGKILLed and restarted on the same database and port, the
+// streams reconnect with backoff; then the stored figures are read again.
+KillOutcome kill_and_restart(Fleet& fleet, const Options& opt, pid_t* mgr,
+                             const std::string& target, const std::string& db,
+                             const std::string& log_path,
+                             const std::shared_ptr<grpc::Channel>& admin,
+                             const std::string& deployment_id,
+                             std::shared_ptr<grpc::Channel>* new_admin) {
+    KillOutcome k;
+    for (auto& s : fleet.sensors) {
+        std::lock_guard<std::mutex> lock(s->mu);
+        s->was_connected = s->state == LinkState::kConnected;
+        k.expected += s->was_connected ? 1 : 0;
+    }
+    fleet.reconnect = true;
+    fleet.metrics_paused = false;
+    std::this_thread::sleep_for(std::chrono::duration<double>(opt.interval_s));
+    k.stored_before = reports_stored(admin, opt.sensors);
+    std::optional<v1::Deployment> dep_before;
+    if (!deployment_id.empty()) {
+        dep_before = get_deployment(admin, deployment_id);
+    }
+    fleet.metrics_paused = true;
+    const Clock::time_point k0 = Clock::now();
+    kill(*mgr, SIGKILL);
+    waitpid(*mgr, nullptr, 0);
+    wait_reports_written(fleet);
+    k.sent_at_kill = fleet.reports_sent.load();
+    *mgr = spawn_manager(opt.manager_bin, target, db, log_path);
+    if (*mgr < 0) {
+        k.error = "fork failed";
+        return k;
+    }
+    *new_admin = wait_manager(target, 60);
+    if (*new_admin != nullptr) {
+        k.restart_s = seconds_since(k0);
+    }
+    {
+        std::unique_lock<std::mutex> lock(fleet.mu);
+        fleet.cv.wait_for(lock, std::chrono::duration<double>(opt.connect_timeout_s),
+                          [&] { return fleet.reconnected >= k.expected; });
+        k.reconnected = fleet.reconnected;
+    }
+    if (k.reconnected >= k.expected) {
+        k.reconnect_s = seconds_since(k0);
+    }
+    if (*new_admin == nullptr) {
+        *new_admin = wait_manager(target, 60);
+    }
+    if (*new_admin == nullptr) {
+        k.error = "restarted manager not reachable on " + target;
+        return k;
+    }
+    // No report is sent from the kill on, so what History counts now is what survived.
+    k.stored_after = reports_stored(*new_admin, opt.sensors);
+    if (dep_before.has_value()) {
+        std::optional<v1::Deployment> dep_after = get_deployment(*new_admin, deployment_id);
+        k.deployment_kept = dep_after.has_value() && same_deployment_state(*dep_before, *dep_after);
+        if (!k.deployment_kept) {
+            std::fprintf(
+                stderr, "fleet_load: deployment %s before the kill: %s\nafter: %s\n",
+                deployment_id.c_str(), dep_before->ShortDebugString().substr(0, 400).c_str(),
+                dep_after.has_value() ? dep_after->ShortDebugString().substr(0, 400).c_str()
+                                      : "GetDeployment failed");
+        }
+    } else {
+        k.error = "no deployment to compare (the deploy failed)";
+    }
+    return k;
 }
 
 }  // namespace
@@ -569,16 +1069,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
-    rlimit rl{};
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
-    getrlimit(RLIMIT_NOFILE, &rl);
-    if (rl.rlim_cur < static_cast<rlim_t>(opt.sensors) + 256) {
-        std::fprintf(stderr, "fleet_load: warning: fd limit %llu is below K + 256\n",
-                     static_cast<unsigned long long>(rl.rlim_cur));
-    }
+    raise_fd_limit(opt.sensors);
 
     namespace fs = std::filesystem;
     char tmpl[] = "/tmp/picket-fleet-XXXXXX";
@@ -590,15 +1081,14 @@ int main(int argc, char** argv) {
     const int port = free_port();
     const std::string target = "127.0.0.1:" + std::to_string(port);
     const std::string log_path = (work / "manager.log").string();
-    const pid_t mgr =
-        spawn_manager(opt.manager_bin, target, (work / "fleet.db").string(), log_path);
+    const std::string db_path = (work / "fleet.db").string();
+    pid_t mgr = spawn_manager(opt.manager_bin, target, db_path, log_path);
     if (mgr < 0) {
         std::perror("fleet_load: fork");
         return 1;
     }
-    auto admin_channel = make_channel(target);
-    if (!admin_channel->WaitForConnected(std::chrono::system_clock::now() +
-                                         std::chrono::seconds(15))) {
+    std::shared_ptr<grpc::Channel> admin_channel = wait_manager(target, 15);
+    if (admin_channel == nullptr) {
         std::fprintf(stderr, "fleet_load: manager not reachable on %s within 15 s\n",
                      target.c_str());
         print_log_tail(log_path);
@@ -607,65 +1097,64 @@ int main(int argc, char** argv) {
     }
     const ProcSample idle = sample_proc(mgr);
 
-    // ---- connect K streams
+    // ---- connect K streams, at most --connect-window handshakes in flight
     Fleet fleet;
+    fleet.target = target;
+    fleet.streams_per_channel = opt.streams_per_channel;
     const int64_t started_at = wall_ns();
-    std::shared_ptr<grpc::Channel> channel;
     for (int i = 0; i < opt.sensors; ++i) {
         auto s = std::make_unique<SimSensor>();
         s->index = i;
         char name[32];
         std::snprintf(name, sizeof(name), "sim-%05d", i);
         s->name = name;
-        if (i % opt.streams_per_channel == 0) {
-            channel = make_channel(target);
-        }
-        s->channel = channel;
         s->started_at = started_at;
+        if (opt.streams_per_channel > 1 && i % opt.streams_per_channel == 0) {
+            fleet.group_channels.push_back(make_channel(target));
+        }
         fleet.sensors.push_back(std::move(s));
     }
+    std::thread scheduler([&] { run_scheduler(fleet, opt.interval_s); });
     const Clock::time_point c0 = Clock::now();
-    std::vector<std::unique_ptr<SmallThread>> readers;
-    readers.reserve(fleet.sensors.size());
-    int thread_failures = 0;
-    for (auto& s : fleet.sensors) {
-        SimSensor* sp = s.get();
-        auto t = std::make_unique<SmallThread>([&fleet, sp] { run_sensor(fleet, *sp); });
-        if (!t->started()) {
-            ++thread_failures;
-            sp->error = "pthread_create failed";
-            sp->state = LinkState::kFailed;
-            std::lock_guard<std::mutex> lock(fleet.mu);
-            ++fleet.settled;
+    bool connect_timed_out = false;
+    for (int i = 0; i < opt.sensors && !connect_timed_out; ++i) {
+        {
+            std::unique_lock<std::mutex> lock(fleet.mu);
+            connect_timed_out =
+                !fleet.cv.wait_until(lock,
+                                     c0 + std::chrono::duration_cast<Clock::duration>(
+                                              std::chrono::duration<double>(opt.connect_timeout_s)),
+                                     [&] { return i - fleet.settled < opt.connect_window; });
         }
-        readers.push_back(std::move(t));
+        if (!connect_timed_out) {
+            start_attempt(fleet, i);
+        }
     }
     {
         std::unique_lock<std::mutex> lock(fleet.mu);
-        fleet.cv.wait_for(lock, std::chrono::duration<double>(opt.connect_timeout_s),
-                          [&] { return fleet.settled >= opt.sensors; });
+        fleet.cv.wait_until(lock,
+                            c0 + std::chrono::duration_cast<Clock::duration>(
+                                     std::chrono::duration<double>(opt.connect_timeout_s)),
+                            [&] { return fleet.settled >= opt.sensors; });
     }
     const double connect_s = seconds_since(c0);
     int connected = 0;
     int failed = 0;
-    std::string first_error;
     for (auto& s : fleet.sensors) {
-        LinkState st = s->state;
-        if (st == LinkState::kConnected) {
-            ++connected;
-        } else {
-            ++failed;
-            if (first_error.empty() && st != LinkState::kConnecting) {
-                first_error = s->error;
-            }
-        }
+        connected += s->state == LinkState::kConnected ? 1 : 0;
+    }
+    failed = opt.sensors - connected;
+    std::string first_error;
+    {
+        std::lock_guard<std::mutex> lock(fleet.mu);
+        first_error = fleet.first_error;
     }
     std::fprintf(stderr, "fleet_load: %d/%d streams connected in %.2f s (%d failed%s%s)\n",
                  connected, opt.sensors, connect_s, failed,
                  first_error.empty() ? "" : ", first: ", first_error.c_str());
 
     // ---- soak: metrics at the configured rate, manager measured
-    std::thread metrics([&] { run_metrics(fleet, opt.interval_s); });
+    fleet.metrics_paused = false;
     const ProcSample before = sample_proc(mgr);
     const double self_before = self_cpu_s();
     const uint64_t reports_before = fleet.reports_sent.load();
@@ -674,6 +1163,8 @@ int main(int argc, char** argv) {
     const double soak_wall = seconds_since(s0);
     const ProcSample after = sample_proc(mgr);
     const double self_after = self_cpu_s();
+    const long bench_threads = self_threads();
+    const double bench_rss_mb = static_cast<double>(self_rss_kb()) / 1024.0;
     const uint64_t reports = fleet.reports_sent.load() - reports_before;
     const double cpu_pct = (after.cpu_s - before.cpu_s) / soak_wall * 100.0;
     const double self_pct = (self_after - self_before) / soak_wall * 100.0;
@@ -696,11 +1187,11 @@ int main(int argc, char** argv) {
         ended += s->state == LinkState::kEnded ? 1 : 0;
     }
 
-    // ---- stop streams, then the manager; first check what the manager stored
-    fleet.stop = true;
-    metrics.join();
-    // The store writes reports asynchronously: poll until every report is counted, the count
-    // stays put for 5 s, or 60 s passed.
+    // ---- metrics stop; check what the manager stored. The store writes reports
+    // asynchronously: poll until every report is counted, the count stays put for 5 s, or 60 s
+    // passed.
+    fleet.metrics_paused = true;
+    wait_reports_written(fleet);
     const uint64_t sent_total = fleet.reports_sent.load();
     const Clock::time_point q0 = Clock::now();
     int64_t stored = -1;
@@ -714,31 +1205,107 @@ int main(int argc, char** argv) {
         prev = stored;
     }
     const double drain_s = seconds_since(q0);
+
+    // ---- kill -9 and restart
+    KillOutcome k;
+    if (opt.kill_restart) {
+        std::shared_ptr<grpc::Channel> new_admin;
+        k = kill_and_restart(fleet, opt, &mgr, target, db_path, log_path, admin_channel, d.id,
+                             &new_admin);
+        if (!k.error.empty()) {
+            std::fprintf(stderr, "fleet_load: kill-restart: %s\n", k.error.c_str());
+        }
+        if (k.reconnected < k.expected) {
+            for (auto& s : fleet.sensors) {
+                std::lock_guard<std::mutex> lock(s->mu);
+                if (s->was_connected && !s->reconnected) {
+                    std::fprintf(stderr, "fleet_load: %s did not reconnect: %s\n", s->name.c_str(),
+                                 s->error.c_str());
+                    break;
+                }
+            }
+        }
+    }
+
+    // ---- stop streams, then the manager
+    fleet.stopping = true;
+    fleet.timer_cv.notify_all();
+    scheduler.join();
+    std::vector<Call*> live;
     for (auto& s : fleet.sensors) {
-        s->ctx.TryCancel();
+        std::lock_guard<std::mutex> lock(s->mu);
+        if (s->call != nullptr) {
+            live.push_back(s->call);
+        }
     }
-    for (auto& t : readers) {
-        t->join();
+    for (Call* c : live) {
+        c->cancel();  // the scheduler, which deletes ended Calls, has stopped
     }
-    const double mgr_stop_s = stop_manager(mgr);
-    if (failed > 0 || ended > 0) {
+    {
+        std::unique_lock<std::mutex> lock(fleet.mu);
+        if (!fleet.cv.wait_for(lock, std::chrono::seconds(30),
+                               [&] { return fleet.live_calls == 0; })) {
+            std::fprintf(stderr, "fleet_load: %d streams still open 30 s after cancel\n",
+                         fleet.live_calls);
+        }
+    }
+    {
+        std::lock_guard<std::mutex> lock(fleet.mu);
+        if (fleet.live_calls == 0) {
+            for (Call* c : fleet.graveyard) {
+                delete c;
+            }
+            fleet.graveyard.clear();
+        }
+    }
+    const double mgr_stop_s = mgr > 0 ? stop_manager(mgr) : -1;
+    if (failed > 0 || ended > 0 || (opt.kill_restart && k.reconnected < k.expected)) {
         print_log_tail(log_path);
     }
     std::error_code ec;
     fs::remove_all(work, ec);
 
+    std::string kill_fields;
+    int64_t lost = 0;
+    int64_t unstored = 0;
+    if (opt.kill_restart) {
+        lost = k.stored_before < 0 || k.stored_after < 0
+                   ? -1
+                   : std::max<int64_t>(0, k.stored_before - k.stored_after);
+        unstored =
+            k.stored_after < 0
+                ? -1
+                : std::max<int64_t>(0, static_cast<int64_t>(k.sent_at_kill) - k.stored_after);
+        char buf[512];
+        std::snprintf(buf, sizeof(buf),
+                      " reconnected=%d/%d reconnect_s=%.2f mgr_restart_s=%.2f lost_reports=%lld "
+                      "deployment_state_kept=%d unstored_at_kill=%lld stored_before_kill=%lld "
+                      "stored_after_restart=%lld sent_at_kill=%llu",
+                      k.reconnected, k.expected, k.reconnect_s, k.restart_s,
+                      static_cast<long long>(lost), k.deployment_kept ? 1 : 0,
+                      static_cast<long long>(unstored), static_cast<long long>(k.stored_before),
+                      static_cast<long long>(k.stored_after),
+                      static_cast<unsigned long long>(k.sent_at_kill));
+        kill_fields = buf;
+    }
     std::printf(
         "fleet: K=%d connect_s=%.2f cpu_pct=%.1f rss_mb=%.1f hwm_mb=%.1f reports_per_s=%.1f "
         "deploy_all_applied_ms=%s connected=%d failed=%d ended_early=%d report_write_failures=%llu "
-        "mgr_threads=%ld idle_rss_mb=%.1f end_hwm_mb=%.1f applied=%d/%d bench_cpu_pct=%.1f "
-        "reports_sent_total=%llu reports_stored_total=%lld store_settle_s=%.0f "
-        "deploy_first_applied_ms=%.0f deploy_half_applied_ms=%.0f mgr_stop_s=%.1f\n",
+        "mgr_threads=%ld bench_threads=%ld bench_rss_mb=%.1f idle_rss_mb=%.1f end_hwm_mb=%.1f "
+        "applied=%d/%d "
+        "bench_cpu_pct=%.1f reports_sent_total=%llu reports_stored_total=%lld "
+        "store_settle_s=%.0f deploy_first_applied_ms=%.0f deploy_half_applied_ms=%.0f "
+        "mgr_stop_s=%.1f%s\n",
         opt.sensors, connect_s, cpu_pct, after.rss_mb, after.hwm_mb, reports_per_s,
         d.ms < 0 ? "none" : std::to_string(static_cast<long long>(d.ms + 0.5)).c_str(), connected,
         failed, ended, static_cast<unsigned long long>(fleet.report_write_failures.load()),
-        after.threads, idle.rss_mb, end.hwm_mb, d.applied, d.targets, self_pct,
-        static_cast<unsigned long long>(sent_total), static_cast<long long>(stored), drain_s,
-        d.first_ms, d.half_ms, mgr_stop_s);
+        after.threads, bench_threads, bench_rss_mb, idle.rss_mb, end.hwm_mb, d.applied, d.targets,
+        self_pct, static_cast<unsigned long long>(sent_total), static_cast<long long>(stored),
+        drain_s, d.first_ms, d.half_ms, mgr_stop_s, kill_fields.c_str());
     std::fflush(stdout);
-    return connected == opt.sensors && d.ms >= 0 ? 0 : 1;
+    bool ok = connected == opt.sensors && d.ms >= 0;
+    if (opt.kill_restart) {
+        ok = ok && k.error.empty() && k.reconnected == k.expected && lost == 0 && k.deployment_kept;
+    }
+    return ok ? 0 : 1;
 }
