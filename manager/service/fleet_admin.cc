@@ -527,7 +527,7 @@ grpc::Status FleetAdminService::GetDeployment(grpc::ServerContext* ctx,
                                               pb::GetDeploymentResponse* resp) {
     return serve(ctx, [&]() -> absl::Status {
         ASSIGN_OR_RETURN(int64_t id, parse_id(req->id()));
-        ASSIGN_OR_RETURN(store::Deployment d, core_.store.get_deployment(id));
+        ASSIGN_OR_RETURN(store::Deployment d, core_.store.get_deployment(id, !req->counts_only()));
         ASSIGN_OR_RETURN(*resp->mutable_deployment(), to_proto(d));
         return absl::OkStatus();
     });
@@ -543,7 +543,8 @@ grpc::Status FleetAdminService::WatchDeployment(
         ASSIGN_OR_RETURN(int64_t id, parse_id(req->id()));
         std::string last;
         for (;;) {
-            ASSIGN_OR_RETURN(store::Deployment d, core_.store.get_deployment(id));
+            ASSIGN_OR_RETURN(store::Deployment d,
+                             core_.store.get_deployment(id, !req->counts_only()));
             pb::WatchDeploymentResponse resp;
             ASSIGN_OR_RETURN(*resp.mutable_deployment(), to_proto(d));
             std::string now = resp.SerializeAsString();
@@ -553,10 +554,7 @@ grpc::Status FleetAdminService::WatchDeployment(
                 }
                 last = std::move(now);
             }
-            const bool open_targets =
-                std::any_of(d.targets.begin(), d.targets.end(),
-                            [](const store::Target& t) { return !store::is_terminal(t.state); });
-            if (store::is_terminal(d.state) || !open_targets) {
+            if (store::is_terminal(d.state) || d.counts.open() == 0) {
                 return absl::OkStatus();
             }
             if (ctx->IsCancelled()) {

@@ -176,8 +176,8 @@ absl::StatusOr<Deployment> Store::create_deployment(const NewDeployment& d) {
     });
 }
 
-absl::StatusOr<Deployment> Store::get_deployment(int64_t id) {
-    return impl_->read([id](Conn& c) { return load_deployment(c, id, true); });
+absl::StatusOr<Deployment> Store::get_deployment(int64_t id, bool with_targets) {
+    return impl_->read([=](Conn& c) { return load_deployment(c, id, with_targets); });
 }
 
 absl::StatusOr<std::vector<Deployment>> Store::list_deployments(int limit, bool with_targets) {

@@ -469,7 +469,8 @@ public:
     absl::StatusOr<std::vector<BundleInfo>> list_bundles();
     absl::StatusOr<Bundle> get_bundle(int64_t version, bool with_blob = true);
     absl::StatusOr<int64_t> latest_version();  // 0 when no bundle was pushed
-    absl::StatusOr<Deployment> get_deployment(int64_t id);
+    // With its targets unless `with_targets` is false (d.counts is filled either way).
+    absl::StatusOr<Deployment> get_deployment(int64_t id, bool with_targets = true);
     absl::StatusOr<std::vector<Deployment>> list_deployments(int limit, bool with_targets);
     // The deployments not yet terminal (canary, soaking, rolling), newest first, with their
     // counts and without targets: what the rollout drives each pass.

@@ -697,6 +697,14 @@ TEST_F(InsecureManager, HistoryCountsTargetsAndNarrowsToOneSensor) {
     EXPECT_EQ(admin_->deployment(all.deployment().id()).target_counts().applied(), 3u);
     EXPECT_EQ(all.deployment().target_counts().total(), 3u);
     EXPECT_EQ(all.deployment().target_counts().pending(), 3u);
+    pb::GetDeploymentRequest greq;
+    greq.set_id(all.deployment().id());
+    greq.set_counts_only(true);
+    pb::GetDeploymentResponse g;
+    ASSERT_TRUE(admin_->call(&pb::FleetAdmin::Stub::GetDeployment, greq, &g).ok());
+    EXPECT_EQ(g.deployment().targets_size(), 0);
+    EXPECT_EQ(g.deployment().target_counts().applied(), 3u);
+    EXPECT_EQ(g.deployment().state(), pb::DEPLOYMENT_STATE_SUCCEEDED);
 }
 
 // #25: ListBundles pages newest first, ListAlerts pages down the ring; forged tokens refused.
