@@ -559,17 +559,6 @@ void run_scheduler(Fleet& fleet, double interval_s) {
     }
 }
 
-long self_threads() {
-    std::ifstream status("/proc/self/status");
-    std::string line;
-    while (std::getline(status, line)) {
-        if (line.rfind("Threads:", 0) == 0) {
-            return std::stol(line.substr(8));
-        }
-    }
-    return -1;
-}
-
 // ---------------------------------------------------------------------------------------
 // The manager process
 
@@ -957,17 +946,6 @@ std::shared_ptr<grpc::Channel> wait_manager(const std::string& target, double ti
     return nullptr;
 }
 
-long self_rss_kb() {
-    std::ifstream status("/proc/self/status");
-    std::string line;
-    while (std::getline(status, line)) {
-        if (line.rfind("VmRSS:", 0) == 0) {
-            return std::stol(line.substr(6));
-        }
-    }
-    return -1;
-}
-
 // Waits until no report write is in flight (at most 10 s), so reports_sent is final.
 void wait_reports_written(Fleet& fleet) {
     const Clock::time_point t0 = Clock::now();
@@ -1163,8 +1141,9 @@ int main(int argc, char** argv) {
     const double soak_wall = seconds_since(s0);
     const ProcSample after = sample_proc(mgr);
     const double self_after = self_cpu_s();
-    const long bench_threads = self_threads();
-    const double bench_rss_mb = static_cast<double>(self_rss_kb()) / 1024.0;
+    const ProcSample self = sample_proc(getpid());
+    const long bench_threads = self.threads;
+    const double bench_rss_mb = self.rss_mb;
     const uint64_t reports = fleet.reports_sent.load() - reports_before;
     const double cpu_pct = (after.cpu_s - before.cpu_s) / soak_wall * 100.0;
     const double self_pct = (self_after - self_before) / soak_wall * 100.0;
