@@ -240,17 +240,10 @@ grpc::Status FleetAdminService::ListBootstrapTokens(grpc::ServerContext* ctx,
                       return a.id < b.id;
                   });
         const int64_t now = wall_clock_ns();
-        for (const store::BootstrapToken& t : tokens) {
-            if (!page.after.empty() && t.id <= page.after) {
-                continue;
-            }
-            if (static_cast<uint32_t>(resp->tokens_size()) == page.size) {
-                resp->set_next_page_token(
-                    page_token("t", resp->tokens(resp->tokens_size() - 1).id()));
-                break;
-            }
-            *resp->add_tokens() = token_proto(t, now);
-        }
+        resp->set_next_page_token(forward_page(
+            tokens, page, "t",
+            [](const store::BootstrapToken& t) -> const std::string& { return t.id; },
+            [&](const store::BootstrapToken& t) { *resp->add_tokens() = token_proto(t, now); }));
         return absl::OkStatus();
     });
 }

@@ -262,25 +262,13 @@ grpc::Status FleetAdminService::ListSensors(grpc::ServerContext* ctx,
                                       [](std::string_view n) {
                                           return store::validate_sensor_name(std::string(n)).ok();
                                       }));
-        const std::string& after = page.after;
         ASSIGN_OR_RETURN(std::vector<store::Sensor> sensors,
                          core_.store.list_sensors(req->selector()));
         std::sort(sensors.begin(), sensors.end(),
                   [](const store::Sensor& a, const store::Sensor& b) { return a.name < b.name; });
-        auto it = after.empty()
-                      ? sensors.begin()
-                      : std::upper_bound(sensors.begin(), sensors.end(), after,
-                                         [](const std::string& n, const store::Sensor& s) {
-                                             return n < s.name;
-                                         });
-        for (; it != sensors.end(); ++it) {
-            if (static_cast<uint32_t>(resp->sensors_size()) == page.size) {
-                resp->set_next_page_token(
-                    page_token("n", resp->sensors(resp->sensors_size() - 1).name()));
-                break;
-            }
-            *resp->add_sensors() = sensor_proto(*it, core_);
-        }
+        resp->set_next_page_token(forward_page(
+            sensors, page, "n", [](const store::Sensor& s) -> const std::string& { return s.name; },
+            [&](const store::Sensor& s) { *resp->add_sensors() = sensor_proto(s, core_); }));
         return absl::OkStatus();
     });
 }
@@ -607,16 +595,18 @@ grpc::Status FleetAdminService::History(grpc::ServerContext* ctx, const pb::Hist
             }
             run_proto(r, core_, resp->add_runs());
         }
-        // Deployments: a page of rows with their kept counts (and the one sensor's target when
-        // narrowed); the full target lists only when asked for and not narrowed. Bounded by `limit`
-        // whatever the fleet's size.
+        // Deployments: their counts are kept in their rows; one sensor's carry only its own
+        // target, the fleet's their full target lists only when not counts_only. Bounded by
+        // `limit` whatever the fleet's size.
         const int n = static_cast<int>(std::min<size_t>(limit, INT_MAX));
-        ASSIGN_OR_RETURN(std::vector<store::Deployment> deployments,
-                         core_.store.deployments_page(n, 0, req->sensor()));
+        std::vector<store::Deployment> deployments;
+        if (!req->sensor().empty()) {
+            ASSIGN_OR_RETURN(deployments, core_.store.deployments_of(req->sensor(), n));
+        } else {
+            ASSIGN_OR_RETURN(deployments, core_.store.list_deployments(n, !req->counts_only()));
+        }
         for (store::Deployment& d : deployments) {
-            if (req->sensor().empty() && !req->counts_only()) {
-                ASSIGN_OR_RETURN(d, core_.store.get_deployment(d.id));
-            } else if (req->counts_only()) {
+            if (req->counts_only()) {
                 d.targets.clear();
             }
             ASSIGN_OR_RETURN(*resp->add_deployments(), to_proto(d));
@@ -649,8 +639,7 @@ grpc::Status FleetAdminService::ListAlerts(grpc::ServerContext* ctx,
         ASSIGN_OR_RETURN(PageRequest page,
                          page_request(req->page_size() != 0 ? req->page_size() : req->limit(),
                                       kDefaultAlertLimit, req->page_token(), "a", is_decimal_key));
-        const size_t limit =
-            std::min<size_t>(std::max<uint32_t>(page.size, 1), core_.options.alert_ring_size);
+        const size_t limit = std::min<size_t>(page.size, core_.options.alert_ring_size);
         const uint64_t before = page.after.empty() ? UINT64_MAX : decimal_key(page.after);
         uint64_t last_seq = 0;
         for (auto it = ring.rbegin(); it != ring.rend(); ++it) {

@@ -124,17 +124,11 @@ grpc::Status FleetAdminService::ListRuleSources(grpc::ServerContext* ctx,
                                     });
                          }));
         ASSIGN_OR_RETURN(std::vector<store::RuleSourceRow> all, core_.store.list_rule_sources());
-        for (const auto& r : all) {
-            if (!page.after.empty() && r.name <= page.after) {
-                continue;
-            }
-            if (static_cast<uint32_t>(resp->sources_size()) == page.size) {
-                resp->set_next_page_token(
-                    page_token("s", resp->sources(resp->sources_size() - 1).name()));
-                break;
-            }
-            *resp->add_sources() = source_proto(r);
-        }
+        // Sorted by name by the store.
+        resp->set_next_page_token(forward_page(
+            all, page, "s",
+            [](const store::RuleSourceRow& r) -> const std::string& { return r.name; },
+            [&](const store::RuleSourceRow& r) { *resp->add_sources() = source_proto(r); }));
         return absl::OkStatus();
     });
 }

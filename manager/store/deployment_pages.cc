@@ -1,50 +1,35 @@
 // Store reads behind the history and a deployment's details whose cost does not grow with the
-// fleet times the number of deployments: pages of deployments without their targets (their
-// counts are kept in the deployment's row), and each target's previous version in one query
+// fleet times the number of deployments: one sensor's deployments with only its own target
+// (the counts are kept in the deployment's row), and each target's previous version in one query
 // (it was one run-history read per target sensor: 10,000 queries per GetDeployment at 10,000
 // sensors).
-#include "absl/strings/str_cat.h"
-#include "common/strings.h"
 #include "manager/store/internal.h"
 #include "manager/store/writer.h"
 
 namespace picket::manager::store {
 
-using strings::cat;
-
-absl::StatusOr<std::vector<Deployment>> Store::deployments_page(int limit, int64_t before_id,
-                                                                const std::string& sensor) {
-    return impl_->read([&, limit, before_id](Conn& c) -> absl::StatusOr<std::vector<Deployment>> {
-        const int64_t before = before_id > 0 ? before_id : INT64_MAX;
-        std::vector<int64_t> ids;
-        int64_t sid = 0;
-        if (sensor.empty()) {
-            ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT id FROM deployments WHERE id < ? "
-                                               "ORDER BY id DESC LIMIT ?"));
-            s.bind(1, before).bind(2, static_cast<int64_t>(limit));
-            ASSIGN_OR_RETURN(ids, collect<int64_t>(s, [](const Stmt& r) { return r.i64(0); }));
-        } else {
-            ASSIGN_OR_RETURN(sid, sensor_id(c, sensor));
-            ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT deployment_id FROM deployment_targets "
-                                               "WHERE sensor_id = ? AND deployment_id < ? "
-                                               "ORDER BY deployment_id DESC LIMIT ?"));
-            s.bind(1, sid).bind(2, before).bind(3, static_cast<int64_t>(limit));
-            ASSIGN_OR_RETURN(ids, collect<int64_t>(s, [](const Stmt& r) { return r.i64(0); }));
-        }
+absl::StatusOr<std::vector<Deployment>> Store::deployments_of(const std::string& sensor,
+                                                              int limit) {
+    return impl_->read([&, limit](Conn& c) -> absl::StatusOr<std::vector<Deployment>> {
+        ASSIGN_OR_RETURN(int64_t sid, sensor_id(c, sensor));
+        ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT deployment_id FROM deployment_targets "
+                                           "WHERE sensor_id = ? ORDER BY deployment_id DESC "
+                                           "LIMIT ?"));
+        s.bind(1, sid).bind(2, static_cast<int64_t>(limit));
+        ASSIGN_OR_RETURN(std::vector<int64_t> ids,
+                         collect<int64_t>(s, [](const Stmt& r) { return r.i64(0); }));
         std::vector<Deployment> out;
         out.reserve(ids.size());
         for (int64_t id : ids) {
             ASSIGN_OR_RETURN(Deployment d, load_deployment(c, id, false));
-            if (sid != 0) {
-                ASSIGN_OR_RETURN(
-                    Stmt t, c.prepare("SELECT s.name, t.bundle_version, t.stage, t.state, "
-                                      "t.error, t.created_at, coalesce(t.sent_at, 0), "
-                                      "coalesce(t.finished_at, 0), t.updated_at FROM "
-                                      "deployment_targets t JOIN sensors s ON s.id = t.sensor_id "
-                                      "WHERE t.deployment_id = ? AND t.sensor_id = ?"));
-                t.bind(1, id).bind(2, sid);
-                ASSIGN_OR_RETURN(d.targets, collect<Target>(t, target_from_row));
-            }
+            ASSIGN_OR_RETURN(
+                Stmt t, c.prepare("SELECT s.name, t.bundle_version, t.stage, t.state, t.error, "
+                                  "t.created_at, coalesce(t.sent_at, 0), "
+                                  "coalesce(t.finished_at, 0), t.updated_at FROM "
+                                  "deployment_targets t JOIN sensors s ON s.id = t.sensor_id "
+                                  "WHERE t.deployment_id = ? AND t.sensor_id = ?"));
+            t.bind(1, id).bind(2, sid);
+            ASSIGN_OR_RETURN(d.targets, collect<Target>(t, target_from_row));
             out.push_back(std::move(d));
         }
         return out;

@@ -493,12 +493,10 @@ public:
     absl::StatusOr<std::vector<Run>> list_runs(const std::string& sensor);  // oldest first
     // The `limit` newest run periods of the whole fleet (by start, then id), in one query.
     absl::StatusOr<std::vector<Run>> recent_runs(size_t limit);
-    // ---- History pages (deployment_pages.cc): bounded work at any fleet size.
-    // At most `limit` deployments (with their counts), newest first, with id < before_id (0:
-    // from the newest). Empty `sensor`: without targets. Otherwise only those targeting it, each
-    // holding that sensor's target only (NOT_FOUND for an unknown sensor).
-    absl::StatusOr<std::vector<Deployment>> deployments_page(int limit, int64_t before_id,
-                                                             const std::string& sensor = {});
+    // ---- One sensor's history (deployment_pages.cc): bounded work at any fleet size.
+    // The `limit` newest deployments that target `sensor` (with their counts), each holding
+    // that sensor's target only. NOT_FOUND for an unknown sensor.
+    absl::StatusOr<std::vector<Deployment>> deployments_of(const std::string& sensor, int limit);
     // For each target of the deployment (by sensor name): the bundle version of the run that
     // was open when the deployment was created (absent: none), in one query; only `sensor`'s
     // when it is given.

@@ -128,6 +128,30 @@ TEST_F(RulesManager, UpdateStoresThenSeesNoChangeThenTheNewRules) {
     EXPECT_NE(text.find("picket_rules_source_fetch_failing{source=\"et\"} 0"), std::string::npos);
 }
 
+// #25: ListRuleSources pages forward by name.
+TEST_F(RulesManager, ListRuleSourcesPagesByName) {
+    for (const char* n : {"c", "a", "b"}) {
+        ASSERT_TRUE(add_source(n, src_).ok()) << n;
+    }
+    pb::ListRuleSourcesRequest req;
+    req.set_page_size(2);
+    pb::ListRuleSourcesResponse page;
+    ASSERT_TRUE(call(&pb::FleetAdmin::Stub::ListRuleSources, req, &page).ok());
+    ASSERT_EQ(page.sources_size(), 2);
+    EXPECT_EQ(page.sources(0).name(), "a");
+    EXPECT_EQ(page.sources(1).name(), "b");
+    EXPECT_EQ(page.next_page_token(), "s:b");
+    req.set_page_token(page.next_page_token());
+    ASSERT_TRUE(call(&pb::FleetAdmin::Stub::ListRuleSources, req, &page).ok());
+    ASSERT_EQ(page.sources_size(), 1);
+    EXPECT_EQ(page.sources(0).name(), "c");
+    EXPECT_EQ(page.next_page_token(), "");
+    req.set_page_token("s:a b");
+    grpc::Status st = call(&pb::FleetAdmin::Stub::ListRuleSources, req, &page);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(st.error_message(), "page_token 's:a b' is not one this manager issued");
+}
+
 TEST_F(RulesManager, PolicyIsCheckedWholeAndApplied) {
     ASSERT_TRUE(add_source("et", src_).ok());
     pb::PutRulePolicyRequest bad;

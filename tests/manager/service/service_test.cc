@@ -759,6 +759,43 @@ TEST_F(InsecureManager, ListBundlesAndAlertsPage) {
     EXPECT_EQ(st.error_message(), "page_token 'n:s1' is not one this manager issued");
 }
 
+// #25: ListBootstrapTokens pages forward by id, each token once.
+TEST_F(InsecureManager, ListBootstrapTokensPagesById) {
+    std::vector<std::string> created;
+    for (int i = 0; i < 5; ++i) {
+        pb::CreateBootstrapTokenResponse c;
+        ASSERT_TRUE(admin_
+                        ->call(&pb::FleetAdmin::Stub::CreateBootstrapToken,
+                               pb::CreateBootstrapTokenRequest(), &c)
+                        .ok());
+        created.push_back(c.info().id());
+    }
+    std::sort(created.begin(), created.end());
+    pb::ListBootstrapTokensRequest req;
+    req.set_page_size(2);
+    std::vector<std::string> ids;
+    std::vector<std::string> tokens;
+    for (int pages = 0; pages < 10; ++pages) {
+        pb::ListBootstrapTokensResponse resp;
+        ASSERT_TRUE(admin_->call(&pb::FleetAdmin::Stub::ListBootstrapTokens, req, &resp).ok());
+        for (const pb::BootstrapTokenInfo& t : resp.tokens()) {
+            ids.push_back(t.id());
+        }
+        tokens.push_back(resp.next_page_token());
+        if (resp.next_page_token().empty()) {
+            break;
+        }
+        req.set_page_token(resp.next_page_token());
+    }
+    EXPECT_EQ(ids, created);
+    EXPECT_EQ(tokens, (std::vector<std::string>{"t:" + created[1], "t:" + created[3], ""}));
+    req.set_page_token("t:");
+    pb::ListBootstrapTokensResponse bad;
+    grpc::Status st = admin_->call(&pb::FleetAdmin::Stub::ListBootstrapTokens, req, &bad);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(st.error_message(), "page_token 't:' is not one this manager issued");
+}
+
 TEST_F(InsecureManager, RejectedApplyRecordsTheError) {
     uint64_t v = admin_->push(make_bundle("base", kRuleV1));
     FakeSensor s1(channel_, hello("s1"), "rules/a.rules:1: unknown keyword 'frob'");
