@@ -615,7 +615,11 @@ void Link::on_hello(const SensorMessage& first) {
     dispatch();  // whatever is pending when the sensor arrives
 }
 
-// Sends every dispatchable target not yet sent on this stream.
+// Sends every dispatchable target not yet sent on this stream. One read per wake-up; the
+// target's `sent` is written without waiting, and the bundle goes out once that write has
+// committed (from the writer thread's callback), so a stream never carries a bundle the store
+// does not show as sent, and a worker never waits for a commit: at 10,000 streams the waits,
+// not the work, were what made a deploy slow.
 void Link::dispatch() {
     {
         std::lock_guard<std::mutex> lock(mu_);
@@ -623,16 +627,13 @@ void Link::dispatch() {
             return;
         }
     }
-    auto pending = core_.store.pending_targets(name_);
-    if (!pending.ok()) {
+    auto view = core_.store.dispatch_view(name_);
+    if (!view.ok()) {
         log::warning("sensor " + name_ +
-                     ": pending targets: " + std::string(pending.status().message()));
+                     ": pending targets: " + std::string(view.status().message()));
         return;
     }
-    int64_t running = -1;
-    if (auto s = core_.store.get_sensor(name_); s.ok()) {
-        running = s->running_version;
-    }
+    const int64_t running = view->running_version;
     // A version number alone does not say what a sensor runs: after the manager's database
     // was lost or restored, a new bundle may reuse a number the sensor ran with other content.
     // Only the same content address counts as "already running it".
@@ -642,17 +643,23 @@ void Link::dispatch() {
         const std::string stored = core_.bundles.ref(running).sha256();
         same_content = live && !stored.empty() && live->bundle_sha256 == stored;
     }
-    for (const store::PendingTarget& p : *pending) {
+    Core& core = core_;
+    auto kick_after = [&core, name = name_](absl::Status st) {
+        if (!st.ok()) {
+            log::info("sensor " + name + ": " + std::string(st.message()));
+        }
+        core.rollout->kick();
+    };
+    for (const store::PendingTarget& p : view->targets) {
         if (sent_here_.count(p.deployment_id) != 0) {
             continue;
         }
         const int64_t now = wall_clock_ns();
         if (p.state == store::TargetState::kPending && p.bundle_version == running &&
             same_content) {
-            (void)core_.store.update_target(p.deployment_id, name_, store::TargetState::kApplied,
-                                            "", now);
+            core_.store.update_target_async(p.deployment_id, name_, store::TargetState::kApplied,
+                                            "", now, kick_after);
             sent_here_.insert(p.deployment_id);
-            core_.rollout->kick();
             continue;
         }
         auto bundle = rt_.bundle(p.bundle_version);
@@ -667,30 +674,38 @@ void Link::dispatch() {
                 // allows); other errors (I/O, busy) are retried on the next dispatch.
                 const std::string why = "manager: " + std::string(bundle.status().message());
                 if (p.state == store::TargetState::kPending) {
-                    (void)core_.store.update_target(p.deployment_id, name_,
-                                                    store::TargetState::kSent, "", now);
+                    core_.store.update_target_async(p.deployment_id, name_,
+                                                    store::TargetState::kSent, "", now, nullptr);
                 }
-                (void)core_.store.update_target(p.deployment_id, name_,
-                                                store::TargetState::kRejected, why, now);
+                core_.store.update_target_async(
+                    p.deployment_id, name_, store::TargetState::kRejected, why, now, kick_after);
                 sent_here_.insert(p.deployment_id);
-                core_.rollout->kick();
             }
             continue;
-        }
-        if (p.state == store::TargetState::kPending) {
-            absl::Status st = core_.store.update_target(p.deployment_id, name_,
-                                                        store::TargetState::kSent, "", now);
-            if (!st.ok()) {  // superseded meanwhile
-                log::info("sensor " + name_ + ": " + std::string(st.message()));
-                continue;
-            }
         }
         sent_here_.insert(p.deployment_id);
         Out out;
         out.deployment_id = p.deployment_id;
         out.bundle = std::move(*bundle);
-        std::unique_lock<std::mutex> lock(mu_);
-        send(std::move(out), lock);
+        if (p.state != store::TargetState::kPending) {  // sent before the sensor reconnected
+            std::unique_lock<std::mutex> lock(mu_);
+            send(std::move(out), lock);
+            continue;
+        }
+        // Sent once the store says so. A target superseded meanwhile is not sent (the newer
+        // deployment's own dispatch follows); the link may be gone by the commit.
+        core_.store.update_target_async(
+            p.deployment_id, name_, store::TargetState::kSent, "", now,
+            [weak = self_weak_, name = name_, out = std::move(out)](absl::Status st) mutable {
+                if (!st.ok()) {
+                    log::info("sensor " + name + ": " + std::string(st.message()));
+                    return;
+                }
+                if (std::shared_ptr<Link> link = weak.lock()) {
+                    std::unique_lock<std::mutex> lock(link->mu_);
+                    link->send(std::move(out), lock);
+                }
+            });
     }
 }
 
@@ -777,13 +792,17 @@ void Link::apply_result(const SensorMessage& m) {
     if (applied) {
         core_.live.on_running(name_, sent.sha256());
     }
-    absl::Status st = core_.store.update_target(
-        id, name_, applied ? store::TargetState::kApplied : store::TargetState::kRejected, error,
-        now);
-    if (!st.ok()) {
-        log::warning("sensor " + name_ + ": ApplyResult: " + std::string(st.message()));
-    }
-    core_.rollout->kick();
+    // Stored without waiting (the writer commits in queue order, so after this target's
+    // `sent`); the rollout looks once it has committed.
+    Core& core = core_;
+    core_.store.update_target_async(
+        id, name_, applied ? store::TargetState::kApplied : store::TargetState::kRejected,
+        std::move(error), now, [&core, name = name_](absl::Status st) {
+            if (!st.ok()) {
+                log::warning("sensor " + name + ": ApplyResult: " + std::string(st.message()));
+            }
+            core.rollout->kick();
+        });
 }
 
 // The stream ended: the sensor is offline, and what it was sent but did not answer is sent

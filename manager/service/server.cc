@@ -201,6 +201,9 @@ void ManagerServer::stop() {
     impl_->core.rollout->stop();
     // Every stream has ended (its worker finished it): the link workers and timer can go.
     impl_->sensor_link.stop();
+    // The store's callbacks of the links' writes (sending a bundle, kicking the rollout) have
+    // run before Core goes.
+    (void)impl_->core.store.sync();
     if (impl_->prune.joinable()) {
         impl_->prune.join();
     }

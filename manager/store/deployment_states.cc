@@ -183,50 +183,77 @@ absl::Status supersede_sensor_targets(Conn& c, int64_t sid, int64_t keep, const 
 
 // ---- Transitions
 
+namespace {
+
+absl::Status update_target_in(Conn& c, int64_t deployment_id, const std::string& sensor,
+                              TargetState to, const std::string& error, int64_t ts) {
+    ASSIGN_OR_RETURN(std::optional<int64_t> dep,
+                     c.query_i64("SELECT id FROM deployments WHERE id = ?", deployment_id));
+    if (!dep) {
+        return absl::NotFoundError(cat("deployment ", deployment_id, " not found"));
+    }
+    ASSIGN_OR_RETURN(int64_t sid, sensor_id(c, sensor));
+    ASSIGN_OR_RETURN(Stmt s, c.prepare(kTargetStateSql));
+    s.bind(1, deployment_id).bind(2, sid);
+    RETURN_IF_ERROR(s.expect_row([&] {
+        return absl::NotFoundError(
+            cat("deployment ", deployment_id, " has no target '", sensor, "'"));
+    }));
+    TargetState from = target_state_from(s.text(0));
+    int64_t version = s.i64(1);
+    if (!valid_transition(from, to)) {
+        return absl::FailedPreconditionError(cat("deployment ", deployment_id, " target '", sensor,
+                                                 "': invalid transition ", to_string(from), " -> ",
+                                                 to_string(to)));
+    }
+    ASSIGN_OR_RETURN(Stmt u, c.prepare("UPDATE deployment_targets SET state = ?1, error = ?2, "
+                                       "updated_at = ?3, "
+                                       "sent_at = CASE WHEN ?1 = 'sent' THEN ?3 ELSE sent_at "
+                                       "END, finished_at = CASE WHEN ?1 IN ('pending', "
+                                       "'sent') THEN NULL ELSE ?3 END "
+                                       "WHERE deployment_id = ?4 AND sensor_id = ?5"));
+    u.bind(1, to_string(to)).bind(2, error).bind(3, ts).bind(4, deployment_id).bind(5, sid);
+    RETURN_IF_ERROR(u.run());
+    if (to == TargetState::kApplied) {
+        ASSIGN_OR_RETURN(Stmt r, c.prepare("UPDATE sensors SET running_version = ? WHERE "
+                                           "id = ?"));
+        r.bind(1, version).bind(2, sid);
+        RETURN_IF_ERROR(r.run());
+        RETURN_IF_ERROR(begin_run_in(c, sid, version, ts, deployment_id));
+    }
+    if (is_terminal(to)) {
+        RETURN_IF_ERROR(log_event(c, ts, "", cat("target.", to_string(to)), sensor, version,
+                                  deployment_id, error));
+        RETURN_IF_ERROR(maybe_finish(c, deployment_id, ts));
+    }
+    return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status Store::update_target(int64_t deployment_id, const std::string& sensor, TargetState to,
                                   const std::string& error, int64_t ts) {
     return impl_->write_status([=](Conn& c) -> absl::Status {
-        ASSIGN_OR_RETURN(std::optional<int64_t> dep,
-                         c.query_i64("SELECT id FROM deployments WHERE id = ?", deployment_id));
-        if (!dep) {
-            return absl::NotFoundError(cat("deployment ", deployment_id, " not found"));
-        }
-        ASSIGN_OR_RETURN(int64_t sid, sensor_id(c, sensor));
-        ASSIGN_OR_RETURN(Stmt s, c.prepare(kTargetStateSql));
-        s.bind(1, deployment_id).bind(2, sid);
-        RETURN_IF_ERROR(s.expect_row([&] {
-            return absl::NotFoundError(
-                cat("deployment ", deployment_id, " has no target '", sensor, "'"));
-        }));
-        TargetState from = target_state_from(s.text(0));
-        int64_t version = s.i64(1);
-        if (!valid_transition(from, to)) {
-            return absl::FailedPreconditionError(cat("deployment ", deployment_id, " target '",
-                                                     sensor, "': invalid transition ",
-                                                     to_string(from), " -> ", to_string(to)));
-        }
-        ASSIGN_OR_RETURN(Stmt u, c.prepare("UPDATE deployment_targets SET state = ?1, error = ?2, "
-                                           "updated_at = ?3, "
-                                           "sent_at = CASE WHEN ?1 = 'sent' THEN ?3 ELSE sent_at "
-                                           "END, finished_at = CASE WHEN ?1 IN ('pending', "
-                                           "'sent') THEN NULL ELSE ?3 END "
-                                           "WHERE deployment_id = ?4 AND sensor_id = ?5"));
-        u.bind(1, to_string(to)).bind(2, error).bind(3, ts).bind(4, deployment_id).bind(5, sid);
-        RETURN_IF_ERROR(u.run());
-        if (to == TargetState::kApplied) {
-            ASSIGN_OR_RETURN(Stmt r, c.prepare("UPDATE sensors SET running_version = ? WHERE "
-                                               "id = ?"));
-            r.bind(1, version).bind(2, sid);
-            RETURN_IF_ERROR(r.run());
-            RETURN_IF_ERROR(begin_run_in(c, sid, version, ts, deployment_id));
-        }
-        if (is_terminal(to)) {
-            RETURN_IF_ERROR(log_event(c, ts, "", cat("target.", to_string(to)), sensor, version,
-                                      deployment_id, error));
-            RETURN_IF_ERROR(maybe_finish(c, deployment_id, ts));
-        }
-        return absl::OkStatus();
+        return update_target_in(c, deployment_id, sensor, to, error, ts);
     });
+}
+
+absl::Status Store::sync() {
+    return impl_->write_status([](Conn&) { return absl::OkStatus(); });
+}
+
+void Store::update_target_async(int64_t deployment_id, std::string sensor, TargetState to,
+                                std::string error, int64_t ts,
+                                std::function<void(absl::Status)> done) {
+    std::function<void(const absl::Status&)> cb;
+    if (done) {
+        cb = [done = std::move(done)](const absl::Status& st) { done(st); };
+    }
+    impl_->enqueue(
+        {[deployment_id, sensor = std::move(sensor), to, error = std::move(error), ts](Conn& c) {
+             return update_target_in(c, deployment_id, sensor, to, error, ts);
+         },
+         std::move(cb)});
 }
 
 absl::Status Store::set_deployment_state(int64_t id, DeploymentState to, const std::string& error,

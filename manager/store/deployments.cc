@@ -209,6 +209,27 @@ absl::StatusOr<std::vector<PendingTarget>> Store::pending_targets(const std::str
     });
 }
 
+absl::StatusOr<Store::DispatchView> Store::dispatch_view(const std::string& sensor) {
+    return impl_->read([&sensor](Conn& c) -> absl::StatusOr<DispatchView> {
+        ASSIGN_OR_RETURN(Stmt q,
+                         c.prepare("SELECT id, running_version FROM sensors WHERE name = ?"));
+        q.bind(1, sensor);
+        RETURN_IF_ERROR(q.expect_row(
+            [&] { return absl::NotFoundError(cat("unknown sensor '", sensor, "'")); }));
+        const int64_t sid = q.i64(0);
+        DispatchView v;
+        v.running_version = q.i64(1);
+        ASSIGN_OR_RETURN(Stmt s, c.prepare(kPendingTargetsSql));
+        s.bind(1, sid);
+        ASSIGN_OR_RETURN(v.targets, collect<PendingTarget>(s, [](const Stmt& r) {
+                             PendingTarget p;
+                             r.get(0, p.deployment_id, p.bundle_version, p.stage, p.state);
+                             return p;
+                         }));
+        return v;
+    });
+}
+
 absl::StatusOr<std::vector<Deployment>> Store::open_deployments() {
     return impl_->read([](Conn& c) -> absl::StatusOr<std::vector<Deployment>> {
         ASSIGN_OR_RETURN(Stmt s, c.prepare(kOpenDeploymentsSql));

@@ -335,6 +335,9 @@ struct Event {
 struct StoreOptions {
     int max_batch_ops = 512;                    // ops per transaction at most
     std::chrono::microseconds batch_linger{0};  // extra wait for more ops when a batch is short
+    // Extra wait for more ops while no caller blocks on any queued op (only *_async writes
+    // are queued): fewer, larger transactions for the reports of a large fleet.
+    std::chrono::microseconds async_linger{10000};
     std::chrono::milliseconds busy_timeout{5000};
     int64_t metric_retention_seconds = 7 * 24 * 3600;
     int read_pool_idle = 4;         // idle read connections kept
@@ -394,6 +397,14 @@ public:
     // open target left it becomes completed (all applied) or failed.
     absl::Status update_target(int64_t deployment_id, const std::string& sensor, TargetState to,
                                const std::string& error, int64_t ts);
+    // Same, without waiting: `done` (may be empty) runs on the writer thread after the commit.
+    // Writes commit in the order they are queued: a `sent` queued this way commits before the
+    // `applied` queued after it.
+    void update_target_async(int64_t deployment_id, std::string sensor, TargetState to,
+                             std::string error, int64_t ts, std::function<void(absl::Status)> done);
+    // Returns once every write queued before it has committed and its `done` has run (the
+    // callbacks of *_async writes may refer to objects that must outlive them).
+    absl::Status sync();
     absl::Status set_deployment_state(int64_t id, DeploymentState to, const std::string& error,
                                       int64_t ts);
 
@@ -484,6 +495,13 @@ public:
     // What to send to a sensor now: its open targets of the newest deployment that may be
     // dispatched (canary targets always, rest targets once the deployment is rolling).
     absl::StatusOr<std::vector<PendingTarget>> pending_targets(const std::string& sensor);
+    // pending_targets and the sensor's stored running version, read in one snapshot (one read
+    // per dispatch instead of two).
+    struct DispatchView {
+        int64_t running_version = 0;
+        std::vector<PendingTarget> targets;
+    };
+    absl::StatusOr<DispatchView> dispatch_view(const std::string& sensor);
     // The version the manager last brought the sensor to: that of its newest deployment
     // target when that target applied; 0 when it has none, or when the newest is still open
     // or did not apply (an operator's decision is pending: nothing to reconcile).

@@ -25,6 +25,7 @@ struct WriteOp {
     std::function<absl::Status(Conn&)> run;
     std::function<void(const absl::Status&)> done;
     std::chrono::steady_clock::time_point enqueued{};  // set by enqueue(): op latency
+    bool waited = false;  // a caller blocks until it commits (write_status, write)
 };
 
 class Store::Impl {
@@ -58,7 +59,9 @@ public:
                      } else {
                          st->promise.set_value(s);
                      }
-                 }});
+                 },
+                 {},
+                 true});
         return fut.get();
     }
 
@@ -100,6 +103,7 @@ private:
     mutable std::mutex mu_;
     std::condition_variable cv_;
     std::deque<WriteOp> queue_;
+    int waited_queued_ = 0;  // ops in queue_ whose caller blocks on them
     bool stopping_ = false;
     WriterStats stats_;
     std::thread thread_;

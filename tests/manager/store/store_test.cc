@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <fstream>
 #include <limits>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -771,6 +772,70 @@ std::vector<std::string> query_plan(const std::string& path, const std::string& 
 // rollout pass reads through an index or the primary key: none scans a table, so its cost
 // does not grow with the number of targets (a deploy to K sensors was O(K^2): finishing
 // counted every target of the deployment on each result).
+// The links' target updates are queued without waiting: they commit in queue order (a
+// target's `sent` before its `applied`), each `done` runs after its commit with the op's own
+// status, and sync() returns only when all of them have.
+TEST_F(StoreDeploy, AsyncTargetUpdatesCommitInQueueOrder) {
+    ASSERT_TRUE(store_->create_deployment(deploy(2, "all")).ok());
+    std::mutex mu;
+    std::vector<std::pair<int, absl::StatusCode>> seen;
+    auto note = [&](int i) {
+        return [&, i](absl::Status st) {
+            std::lock_guard<std::mutex> lock(mu);
+            seen.emplace_back(i, st.code());
+        };
+    };
+    store_->update_target_async(1, "a", TargetState::kSent, "", at(11), note(0));
+    store_->update_target_async(1, "a", TargetState::kApplied, "", at(12), note(1));
+    store_->update_target_async(1, "a", TargetState::kApplied, "", at(13), note(2));  // again
+    store_->update_target_async(1, "b", TargetState::kSent, "", at(14), note(3));
+    store_->update_target_async(1, "b", TargetState::kRejected, "bad rule", at(15), note(4));
+    store_->update_target_async(1, "c", TargetState::kApplied, "", at(16), note(5));
+    store_->update_target_async(1, "zz", TargetState::kSent, "", at(17), note(6));
+    store_->update_target_async(1, "c", TargetState::kSent, "", at(18), nullptr);  // no callback
+    ASSERT_TRUE(store_->sync().ok());
+    const std::vector<std::pair<int, absl::StatusCode>> want = {
+        {0, absl::StatusCode::kOk},
+        {1, absl::StatusCode::kOk},
+        {2, absl::StatusCode::kFailedPrecondition},  // applied -> applied
+        {3, absl::StatusCode::kOk},
+        {4, absl::StatusCode::kOk},
+        {5, absl::StatusCode::kOk},  // pending -> applied: already running that content
+        {6, absl::StatusCode::kNotFound},
+    };
+    EXPECT_EQ(seen, want);
+    auto d = store_->get_deployment(1);
+    ASSERT_TRUE(d.ok());
+    EXPECT_EQ(d->state, DeploymentState::kFailed);
+    EXPECT_EQ(d->counts.applied, 2);
+    EXPECT_EQ(d->counts.rejected, 1);
+    EXPECT_EQ(d->targets[0].sent_at, at(11));
+    EXPECT_EQ(d->targets[0].finished_at, at(12));
+    EXPECT_EQ(d->targets[1].error, "bad rule");
+    EXPECT_EQ(d->targets[2].state, TargetState::kApplied);  // the late `sent` was refused
+    EXPECT_EQ(store_->get_sensor("c")->running_version, 2);
+}
+
+// One read gives a dispatch both what to send and what the sensor runs.
+TEST_F(StoreDeploy, DispatchViewIsPendingTargetsAndRunningVersion) {
+    ASSERT_TRUE(store_->create_deployment(deploy(1, "all")).ok());
+    ASSERT_TRUE(store_->update_target(1, "a", TargetState::kSent, "", at(11)).ok());
+    ASSERT_TRUE(store_->update_target(1, "a", TargetState::kApplied, "", at(12)).ok());
+    ASSERT_TRUE(store_->update_target(1, "b", TargetState::kSent, "", at(13)).ok());
+    auto a = store_->dispatch_view("a");
+    ASSERT_TRUE(a.ok()) << a.status();
+    EXPECT_EQ(a->running_version, 1);
+    EXPECT_TRUE(a->targets.empty());
+    auto b = store_->dispatch_view("b");
+    ASSERT_TRUE(b.ok());
+    EXPECT_EQ(b->running_version, 0);
+    ASSERT_EQ(b->targets.size(), 1u);
+    EXPECT_EQ(b->targets[0].deployment_id, 1);
+    EXPECT_EQ(b->targets[0].bundle_version, 1);
+    EXPECT_EQ(b->targets[0].state, TargetState::kSent);
+    EXPECT_EQ(store_->dispatch_view("nobody").status().code(), absl::StatusCode::kNotFound);
+}
+
 TEST(StoreQueryPlans, PerTargetQueriesReadOnlyThroughIndexes) {
     TempDir dir;
     std::string path = dir.file("m.db");
@@ -1041,6 +1106,35 @@ TEST(StoreConcurrency, AsyncReportsCompleteAfterCommit) {
     auto h = store->metric_history("s1", "capture.kernel_packets", at(0), at(600));
     ASSERT_EQ(h->size(), 9u);  // seconds 0..499 span minutes 0..8
     EXPECT_EQ(h->back().value, 1000);
+}
+
+// Async writes (reports) wait up to async_linger for more to commit with, and a write someone
+// blocks on ends that wait at once: one transaction for all of them, no linger paid.
+TEST(StoreConcurrency, AsyncWritesLingerUntilAWaitedWrite) {
+    TempDir dir;
+    StoreOptions opt;
+    opt.async_linger = std::chrono::seconds(30);
+    auto store = open_store(dir.file("m.db"), opt);
+    ASSERT_TRUE(store->connect_sensor(hello("s1"), at(0), true).ok());
+    auto before = store->writer_stats();
+    std::atomic<int> ok{0};
+    for (int i = 0; i < 50; ++i) {
+        SensorReport r;
+        r.sensor = "s1";
+        r.ts = at(i);
+        r.deltas = {1, 0, 0, 0};
+        store->report_async(std::move(r), [&ok](absl::Status st) { ok += st.ok() ? 1 : 0; });
+    }
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(store->record_event({0, at(60), "", "barrier", "", 0, 0, ""}).ok());
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_LT(waited, 15.0);  // not the 30 s linger
+    EXPECT_EQ(ok.load(), 50);
+    auto after = store->writer_stats();
+    EXPECT_EQ(after.ops - before.ops, 51);
+    EXPECT_EQ(after.transactions - before.transactions, 1);
+    EXPECT_EQ((*store->list_runs("s1"))[0].totals.packets, 50);
 }
 
 // ---------------------------------------------------------------- durability
