@@ -158,7 +158,8 @@ void collect(Core& core, Exposition& out) {
     }
 
     // Targets of the newest deployment by state, every state listed (0 when none).
-    auto latest = core.store.list_deployments(1, true);
+    // (The counts the store keeps per deployment: not its 10,000 targets on every scrape.)
+    auto latest = core.store.list_deployments(1, false);
     if (!latest.ok()) {
         throw std::runtime_error("metrics: deployments: " + std::string(latest.status().message()));
     }
@@ -173,8 +174,12 @@ void collect(Core& core, Exposition& out) {
         const store::Deployment& d = latest->front();
         latest_id = d.id;
         latest_state = std::string(store::to_string(d.state));
-        for (const store::Target& t : d.targets) {
-            counts[static_cast<int>(t.state)] += 1;
+        const store::TargetCounts& c = d.counts;
+        const int64_t by_state[] = {c.pending,  c.sent,      c.applied,
+                                    c.rejected, c.timed_out, c.superseded};
+        static_assert(std::size(by_state) == std::size(kStates));
+        for (size_t i = 0; i < std::size(kStates); ++i) {
+            counts[static_cast<int>(kStates[i])] = by_state[i];
         }
     }
     for (size_t i = 0; i < std::size(kStates); ++i) {

@@ -821,14 +821,7 @@ void Link::disconnected() {
         if (p.state != store::TargetState::kSent) {
             continue;
         }
-        int64_t sent_at = now;
-        if (auto d = core_.store.get_deployment(p.deployment_id); d.ok()) {
-            for (const store::Target& t : d->targets) {
-                if (t.sensor == name_) {
-                    sent_at = t.sent_at;
-                }
-            }
-        }
+        const int64_t sent_at = p.sent_at > 0 ? p.sent_at : now;
         bool expired = now - sent_at >= timeout;
         (void)core_.store.update_target(
             p.deployment_id, name_,

@@ -203,7 +203,7 @@ absl::StatusOr<std::vector<PendingTarget>> Store::pending_targets(const std::str
         s.bind(1, sid);
         return collect<PendingTarget>(s, [](const Stmt& r) {
             PendingTarget p;
-            r.get(0, p.deployment_id, p.bundle_version, p.stage, p.state);
+            r.get(0, p.deployment_id, p.bundle_version, p.stage, p.state, p.sent_at);
             return p;
         });
     });
@@ -223,7 +223,8 @@ absl::StatusOr<Store::DispatchView> Store::dispatch_view(const std::string& sens
         s.bind(1, sid);
         ASSIGN_OR_RETURN(v.targets, collect<PendingTarget>(s, [](const Stmt& r) {
                              PendingTarget p;
-                             r.get(0, p.deployment_id, p.bundle_version, p.stage, p.state);
+                             r.get(0, p.deployment_id, p.bundle_version, p.stage, p.state,
+                                   p.sent_at);
                              return p;
                          }));
         return v;

@@ -83,7 +83,8 @@ inline constexpr const char* kOpenDeploymentsSql =
     "ORDER BY id DESC";
 // A sensor's dispatchable open targets (?1 = sensor id).
 inline constexpr const char* kPendingTargetsSql =
-    "SELECT t.deployment_id, t.bundle_version, t.stage, t.state FROM deployment_targets t "
+    "SELECT t.deployment_id, t.bundle_version, t.stage, t.state, coalesce(t.sent_at, 0) "
+    "FROM deployment_targets t "
     "JOIN deployments d ON d.id = t.deployment_id WHERE t.sensor_id = ? AND t.state IN "
     "('pending', 'sent') AND (t.stage = 'canary' OR d.state = 'rolling') "
     "ORDER BY t.deployment_id DESC";

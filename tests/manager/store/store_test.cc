@@ -833,6 +833,7 @@ TEST_F(StoreDeploy, DispatchViewIsPendingTargetsAndRunningVersion) {
     EXPECT_EQ(b->targets[0].deployment_id, 1);
     EXPECT_EQ(b->targets[0].bundle_version, 1);
     EXPECT_EQ(b->targets[0].state, TargetState::kSent);
+    EXPECT_EQ(b->targets[0].sent_at, at(13));  // a disconnect times it out from here
     EXPECT_EQ(store_->dispatch_view("nobody").status().code(), absl::StatusCode::kNotFound);
 }
 
