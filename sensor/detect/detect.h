@@ -72,8 +72,8 @@ struct DetectConfig {
     // through a filter::AclClassifier (all_matches) instead of the address index.
     bool ip_only_acl = true;
     // detect.compile-threads: threads that compile the Hyperscan databases of one load
-    // (0 = one per hardware thread, at most kMaxCompileThreads). The databases come out the
-    // same whatever the number.
+    // (0 = one per hardware thread that is not busy when the load starts, at least one; at most
+    // kMaxCompileThreads). The databases come out the same whatever the number.
     uint32_t compile_threads = 0;
     // Reuse a database compiled by an earlier load that is still alive (the engine a reload
     // replaces) when its patterns and flags are the same, instead of compiling it again.

@@ -46,6 +46,26 @@ uint64_t peak_rss() {
     return static_cast<uint64_t>(kib) * 1024;
 }
 
+// detect.compile-threads 0: the hardware threads that are not running something else now
+// (/proc/loadavg's runnable tasks, this thread aside), at least one. A machine whose cores are
+// busy gains nothing from more compile threads, only memory and cache misses.
+uint32_t spare_cpus() {
+    const uint32_t hw = std::max(1u, std::thread::hardware_concurrency());
+    std::FILE* f = std::fopen("/proc/loadavg", "r");
+    if (f == nullptr) {
+        return hw;
+    }
+    double l1 = 0, l5 = 0, l15 = 0;
+    unsigned running = 0, total = 0;
+    const int n = std::fscanf(f, "%lf %lf %lf %u/%u", &l1, &l5, &l15, &running, &total);
+    std::fclose(f);
+    if (n != 5 || running == 0) {
+        return hw;
+    }
+    const uint32_t busy = running - 1;
+    return busy >= hw ? 1 : hw - busy;
+}
+
 // Which transport classes a rule can apply to.
 uint8_t class_mask(const Rule& r) {
     switch (r.proto.l4) {
@@ -283,6 +303,7 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
     // port parts sharing databases where their patterns are close (plan_part_databases).
     std::map<std::pair<std::vector<uint32_t>, bool>, uint32_t> part_ids;
     std::vector<DbJob> jobs;
+    AclCache acl_cache;
     std::vector<std::pair<uint32_t, DbUse>> part_uses;  // part index, its database
     auto plan = [&](const std::vector<uint32_t>& ids, bool tcp) {
         std::vector<Part*> ps;
@@ -311,7 +332,7 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
         uint32_t id = static_cast<uint32_t>(d.parts.size());
         d.parts.emplace_back();
         build_part(d.rules, fps, has_fp, key.first, config.mpm_algo, config.ip_only_acl,
-                   d.parts.back(), &d.memory);
+                   d.parts.back(), &d.memory, &acl_cache);
         if (tcp) {
             d.max_stream_pattern = std::max(d.max_stream_pattern, d.parts.back().max_pattern);
         }
@@ -327,10 +348,9 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
     sum.app_layer_rules = app_rules;
     for (int c = 0; c < kNumClasses; ++c) {
         std::vector<uint32_t> any_port;
-        std::vector<std::vector<uint32_t>> by_port;
-        if (class_has_ports(c)) {
-            by_port.resize(65536);
-        }
+        // Port-specific rules with their port ranges; the ports fall into elementary
+        // intervals (between consecutive range bounds) whose ports all have the same rules.
+        std::vector<std::pair<uint32_t, std::vector<std::pair<uint32_t, uint32_t>>>> specific;
         for (uint32_t i = 0; i < n; ++i) {
             const Rule& r = *d.rules[i];
             if ((class_mask(r) & (1u << c)) == 0 || apps[i] != AppProto::kUnknown) {
@@ -345,30 +365,12 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
                 any_port.push_back(i);
                 continue;
             }
-            auto add_port = [&](uint32_t port) {
-                if (by_port[port].empty() || by_port[port].back() != i) {
-                    by_port[port].push_back(i);
-                }
-            };
-            auto add_ports = [&](const PortSet& ps) {
-                if (!ps.any && ps.exclude.empty()) {
-                    for (const auto& rg : ps.include) {
-                        for (uint32_t port = rg.lo; port <= rg.hi; ++port) {
-                            add_port(port);
-                        }
-                    }
-                    return;
-                }
-                for (uint32_t port = 0; port < 65536; ++port) {
-                    if (ps.contains(static_cast<uint16_t>(port))) {
-                        add_port(port);
-                    }
-                }
-            };
-            add_ports(r.dport);
+            auto ranges = port_set_ranges(r.dport);
             if (r.bidirectional) {
-                add_ports(r.sport);
+                auto more = port_set_ranges(r.sport);
+                ranges.insert(ranges.end(), more.begin(), more.end());
             }
+            specific.emplace_back(i, std::move(ranges));
         }
         const bool tcp = c == kClassTcp;
         const uint32_t any_part = part_of(any_port, tcp);
@@ -379,20 +381,46 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
             d.max_candidates = std::max(d.max_candidates, any_count);
             continue;
         }
-        std::vector<uint32_t> port_parts;
+        std::vector<uint32_t> starts = {0};
+        for (const auto& [ri, ranges] : specific) {
+            for (const auto& [lo, hi] : ranges) {
+                starts.push_back(lo);
+                if (hi < 65535) {
+                    starts.push_back(hi + 1);
+                }
+            }
+        }
+        std::sort(starts.begin(), starts.end());
+        starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+        std::vector<std::vector<uint32_t>> by_interval(starts.size());
+        for (const auto& [ri, ranges] : specific) {
+            for (const auto& [lo, hi] : ranges) {
+                size_t k = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), lo) -
+                                               starts.begin() - 1);
+                for (; k < starts.size() && starts[k] <= hi; ++k) {
+                    if (by_interval[k].empty() || by_interval[k].back() != ri) {
+                        by_interval[k].push_back(ri);
+                    }
+                }
+            }
+        }
         d.port_group[c].assign(65536, Group{any_part, kNoGroup});
         std::map<std::vector<uint32_t>, uint32_t> local;  // port-specific list -> part
-        for (uint32_t port = 0; port < 65536; ++port) {
-            if (by_port[port].empty()) {
+        std::vector<uint32_t> port_parts;
+        for (size_t k = 0; k < starts.size(); ++k) {
+            if (by_interval[k].empty()) {
                 continue;
             }
-            auto it = local.find(by_port[port]);
+            auto it = local.find(by_interval[k]);
             if (it == local.end()) {
-                it = local.emplace(by_port[port], part_of(by_port[port], tcp)).first;
+                it = local.emplace(by_interval[k], part_of(by_interval[k], tcp)).first;
                 port_parts.push_back(it->second);
-                d.max_candidates = std::max(d.max_candidates, any_count + by_port[port].size());
+                d.max_candidates = std::max(d.max_candidates, any_count + by_interval[k].size());
             }
-            d.port_group[c][port].port_part = it->second;
+            const uint32_t end = k + 1 < starts.size() ? starts[k + 1] : 65536;
+            for (uint32_t port = starts[k]; port < end; ++port) {
+                d.port_group[c][port].port_part = it->second;
+            }
         }
         plan(port_parts, tcp);
         d.max_candidates = std::max(d.max_candidates, any_count);
@@ -405,7 +433,7 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
     t_phase = std::chrono::steady_clock::now();
     uint32_t threads = config.compile_threads;
     if (threads == 0) {
-        threads = std::max(1u, std::thread::hardware_concurrency());
+        threads = spare_cpus();
     }
     threads = std::min<uint32_t>(
         {threads, kMaxCompileThreads, static_cast<uint32_t>(std::max<size_t>(jobs.size(), 1))});

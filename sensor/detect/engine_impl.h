@@ -6,6 +6,7 @@
 #include <hs/hs.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -159,12 +160,15 @@ struct DetectEngine::Impl {
 };
 
 // Prefilter databases (engine_prefilter.cc).
+// The IP-only classifiers of one load by their rules (null: over the memory budget).
+using AclCache = std::map<std::vector<uint32_t>, std::shared_ptr<const filter::AclClassifier>>;
 // Builds a part from a sorted set of rule indices, all but its Hyperscan database: its fast
-// patterns are left in part.patterns for plan_part_databases().
+// patterns are left in part.patterns for plan_part_databases(). acl_cache (may be null): the
+// classifiers already built for the same IP-only rules.
 void build_part(const std::vector<std::unique_ptr<Rule>>& rules,
                 const std::vector<FastPattern>& fps, const std::vector<bool>& has_fp,
                 const std::vector<uint32_t>& members, MpmAlgo mpm, bool ip_only_acl, Part& part,
-                uint64_t* memory);
+                uint64_t* memory, AclCache* acl_cache);
 
 // A literal database to compile: its patterns (id = index), the match mode, and the result.
 struct DbJob {
@@ -196,6 +200,8 @@ void build_app_sets(DetectEngine::Impl& d, const std::vector<AppProto>& apps, Mp
 // build), taking a job's database from the process-wide cache of live databases when `reuse`
 // and the same patterns and mode were compiled before. Returns the wall time in ms.
 double compile_databases(std::vector<DbJob>* jobs, uint32_t threads, bool reuse);
+// The inclusive port ranges a port set contains (PortSet::contains() alike).
+std::vector<std::pair<uint32_t, uint32_t>> port_set_ranges(const PortSet& s);
 // Rewrites pattern_rules (own ids) to the database's ids.
 void remap_pattern_rules(const DbUse& use, size_t db_patterns,
                          std::vector<std::vector<uint32_t>>* pattern_rules);

@@ -275,6 +275,10 @@ DatabaseCache& database_cache() {
 
 }  // namespace
 
+std::vector<std::pair<uint32_t, uint32_t>> port_set_ranges(const PortSet& s) {
+    return port_ranges(s);
+}
+
 double compile_databases(std::vector<DbJob>* jobs, uint32_t threads, bool reuse) {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::string> keys(jobs->size());
@@ -393,7 +397,7 @@ void remap_pattern_rules(const DbUse& use, size_t db_patterns,
 void build_part(const std::vector<std::unique_ptr<Rule>>& rules,
                 const std::vector<FastPattern>& fps, const std::vector<bool>& has_fp,
                 const std::vector<uint32_t>& members, MpmAlgo mpm, bool ip_only_acl, Part& part,
-                uint64_t* memory) {
+                uint64_t* memory, AclCache* acl_cache) {
     std::unordered_map<PatternKey, uint32_t, PatternKeyHash> ids;
     std::vector<uint32_t> src_indexed, dst_indexed;
     std::vector<filter::AclRule> acl_rules;
@@ -439,13 +443,25 @@ void build_part(const std::vector<std::unique_ptr<Rule>>& rules,
     build_index(rules, src_indexed, true, &part.by_src);
     build_index(rules, dst_indexed, false, &part.by_dst);
     if (!part.ip_only_rules.empty()) {
-        filter::AclBuildOptions opts;
-        opts.all_matches = true;
-        auto acl = filter::AclClassifier::build(std::move(acl_rules), opts);
-        if (acl.ok()) {
-            part.ip_only = std::move(*acl);
-            *memory += part.ip_only->stats().memory_bytes;
+        // Parts with the same IP-only rules (port groups that differ in their other rules)
+        // share one classifier: its rules and ids are the same.
+        auto cached =
+            acl_cache != nullptr ? acl_cache->find(part.ip_only_rules) : AclCache::iterator{};
+        if (acl_cache != nullptr && cached != acl_cache->end()) {
+            part.ip_only = cached->second;
         } else {
+            filter::AclBuildOptions opts;
+            opts.all_matches = true;
+            auto acl = filter::AclClassifier::build(std::move(acl_rules), opts);
+            if (acl.ok()) {
+                part.ip_only = std::move(*acl);
+                *memory += part.ip_only->stats().memory_bytes;
+            }
+            if (acl_cache != nullptr) {
+                acl_cache->emplace(part.ip_only_rules, part.ip_only);
+            }
+        }
+        if (part.ip_only == nullptr) {
             // Over the classifier's memory budget: the rules are checked on every packet of
             // the part instead (same alerts, more checks).
             part.always.insert(part.always.end(), part.ip_only_rules.begin(),

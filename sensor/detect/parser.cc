@@ -412,12 +412,29 @@ std::string read_file(const std::string& path) {
     if (!in) {
         throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
     }
-    std::ostringstream ss;
-    ss << in.rdbuf();
+    // One read into a string of the file's size (a stringstream grows and copies it several
+    // times: 8% of loading ET Open); the tail loop covers a file that grows meanwhile or a
+    // source without a size.
+    std::string out;
+    in.seekg(0, std::ios::end);
+    const std::streamoff size = in.tellg();
+    in.seekg(0, std::ios::beg);
+    if (size > 0) {
+        out.resize(static_cast<size_t>(size));
+        in.read(out.data(), size);
+        out.resize(static_cast<size_t>(in.gcount()));
+    }
+    if (!in.bad()) {
+        in.clear();
+        char buf[65536];
+        while (in.read(buf, sizeof(buf)) || in.gcount() > 0) {
+            out.append(buf, static_cast<size_t>(in.gcount()));
+        }
+    }
     if (in.bad()) {
         throw std::runtime_error(path + ": cannot open: read error");
     }
-    return ss.str();
+    return out;
 }
 
 // Calls fn(line_number, trimmed_line) for each non-blank, non-comment line.
