@@ -462,6 +462,9 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
             adb.db = jobs[app_uses[a][k].job].db.get();
         }
     }
+    for (DbJob& job : jobs) {
+        std::vector<PatternKey>().swap(job.patterns);  // the databases hold them now
+    }
     sum.hyperscan_ms = ms_since(t_phase);
     t_phase = std::chrono::steady_clock::now();
 
