@@ -41,6 +41,9 @@ struct RuleProfilingConfig {
     std::string filename = "rule_perf.json";  // in default-log-dir unless absolute
 };
 
+// The most threads one load compiles Hyperscan databases on (detect.compile-threads).
+constexpr uint32_t kMaxCompileThreads = 8;
+
 struct DetectConfig {
     std::vector<std::string> rule_files;
     // The language of a rule file's rules. kAuto decides per rule (Suricata first, then Snort 3
@@ -68,6 +71,13 @@ struct DetectConfig {
     // detect.ip-only-acl: rules with no payload and no header option find their candidates
     // through a filter::AclClassifier (all_matches) instead of the address index.
     bool ip_only_acl = true;
+    // detect.compile-threads: threads that compile the Hyperscan databases of one load
+    // (0 = one per hardware thread that is not busy when the load starts, at least one; at most
+    // kMaxCompileThreads). The databases come out the same whatever the number.
+    uint32_t compile_threads = 0;
+    // Reuse a database compiled by an earlier load that is still alive (the engine a reload
+    // replaces) when its patterns and flags are the same, instead of compiling it again.
+    bool reuse_databases = true;
 };
 
 // Reads the keys of sensor.yaml that belong to detection alone: detect.mpm-algo (hs | none)
@@ -96,10 +106,25 @@ struct LoadSummary {
     // ("a.rules:3 sid 10: flowbit 'x' is checked but never set").
     std::vector<std::string> warnings;
     double parse_ms = 0;
-    double compile_ms = 0;
-    uint64_t memory_bytes = 0;  // compiled databases + rule structures (estimate)
+    double compile_ms = 0;  // everything after the parse; the phases below add up to about it
+    // Phases of compile_ms (wall clock): fast pattern choice, transport/port grouping and the
+    // parts' address indexes and IP-only classifiers, the Hyperscan databases (compiled on
+    // compile_threads threads), and the rest (thresholds, flowbit checks, tables).
+    double fast_pattern_ms = 0;
+    double grouping_ms = 0;
+    double hyperscan_ms = 0;
+    double finish_ms = 0;
+    double hyperscan_cpu_ms = 0;     // the databases' compile times added up (all threads)
+    double slowest_database_ms = 0;  // the longest single database compile
+    uint32_t compile_threads = 1;    // threads that compiled the databases
+    uint32_t reused_databases = 0;   // databases taken from an earlier load instead of compiled
+    // Peak resident memory of the process during the load (VmHWM, reset at the load's start
+    // when the kernel allows it; else the process's peak so far), in bytes; 0 if unknown.
+    uint64_t peak_rss_bytes = 0;
+    bool peak_rss_since_start = false;  // the peak could not be reset: it covers the process
+    uint64_t memory_bytes = 0;          // compiled databases + rule structures (estimate)
     uint32_t groups = 0;
-    uint32_t hs_databases = 0;
+    uint32_t hs_databases = 0;  // distinct databases (port groups with close patterns share one)
     uint32_t no_fast_pattern_rules = 0;
     // Rules with a pcre but no content to anchor it (no fast pattern): the regex runs on every
     // packet of their group ("PCRE is evil"). Each also gets a warning naming it.

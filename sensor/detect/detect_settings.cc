@@ -1,4 +1,5 @@
 // The sensor.yaml keys that only detection reads (detect.mpm-algo, detect.ip-only-acl,
+// detect.compile-threads,
 // profiling.rules.*), with
 // Suricata's names. Setup code: throws ConfigError like the rest of the configuration.
 #include "sensor/detect/detect.h"
@@ -14,6 +15,8 @@ void read_detect_settings(const Config& c, DetectConfig* out) {
                         ? MpmAlgo::kNone
                         : MpmAlgo::kHyperscan;
     out->ip_only_acl = c.get_bool("detect.ip-only-acl", true);
+    out->compile_threads = static_cast<uint32_t>(
+        c.get_int("detect.compile-threads", 0, 0, static_cast<int64_t>(kMaxCompileThreads)));
     out->profiling.enabled = c.get_bool("profiling.rules.enabled", false);
     out->profiling.limit =
         static_cast<uint32_t>(c.get_int("profiling.rules.limit", 10, 1, 1000000));

@@ -3,8 +3,10 @@
 // sums up the load.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <stdexcept>
+#include <thread>
 
 #include "sensor/detect/engine_impl.h"
 #include "sensor/detect/parser.h"
@@ -14,6 +16,54 @@ namespace {
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Resets the process's peak resident size (VmHWM) so that it measures this load; false when
+// the kernel does not allow it.
+bool reset_peak_rss() {
+    std::FILE* f = std::fopen("/proc/self/clear_refs", "w");
+    if (f == nullptr) {
+        return false;
+    }
+    const bool ok = std::fputs("5", f) >= 0;
+    return std::fclose(f) == 0 && ok;
+}
+
+// VmHWM of /proc/self/status in bytes; 0 when it cannot be read.
+uint64_t peak_rss() {
+    std::FILE* f = std::fopen("/proc/self/status", "r");
+    if (f == nullptr) {
+        return 0;
+    }
+    char line[256];
+    unsigned long long kib = 0;
+    while (std::fgets(line, sizeof(line), f) != nullptr) {
+        if (std::sscanf(line, "VmHWM: %llu kB", &kib) == 1) {
+            break;
+        }
+    }
+    std::fclose(f);
+    return static_cast<uint64_t>(kib) * 1024;
+}
+
+// detect.compile-threads 0: the hardware threads that are not running something else now
+// (/proc/loadavg's runnable tasks, this thread aside), at least one. A machine whose cores are
+// busy gains nothing from more compile threads, only memory and cache misses.
+uint32_t spare_cpus() {
+    const uint32_t hw = std::max(1u, std::thread::hardware_concurrency());
+    std::FILE* f = std::fopen("/proc/loadavg", "r");
+    if (f == nullptr) {
+        return hw;
+    }
+    double l1 = 0, l5 = 0, l15 = 0;
+    unsigned running = 0, total = 0;
+    const int n = std::fscanf(f, "%lf %lf %lf %u/%u", &l1, &l5, &l15, &running, &total);
+    std::fclose(f);
+    if (n != 5 || running == 0) {
+        return hw;
+    }
+    const uint32_t busy = running - 1;
+    return busy >= hw ? 1 : hw - busy;
 }
 
 // Which transport classes a rule can apply to.
@@ -150,6 +200,7 @@ std::vector<RuleInfo> DetectEngine::rule_infos() const {
 std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& config,
                                                        std::shared_ptr<FlowbitRegistry> flowbits,
                                                        LoadSummary* summary) {
+    const bool peak_reset = reset_peak_rss();
     std::shared_ptr<DetectEngine> engine(new DetectEngine());
     Impl& d = *engine->impl_;
     d.config = config;
@@ -224,7 +275,7 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
                            (r.flow_flags & kFlowNoStream) == 0 && !dsize;
     }
 
-    auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = std::chrono::steady_clock::now();
     const size_t n = d.rules.size();
     std::vector<FastPattern> fps(n);
     std::vector<bool> has_fp(n, false);
@@ -243,10 +294,31 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
         }
     }
 
-    // Parts: each distinct rule set compiled once. Rules that need an app-layer protocol wait
-    // for the app layer (no flow has one yet) and join no part.
+    sum.fast_pattern_ms = ms_since(t0);
+    auto t_phase = std::chrono::steady_clock::now();
+
+    // Parts: each distinct rule set built once. Rules that need an app-layer protocol wait
+    // for the app layer (no flow has one yet) and join no part. Their databases are planned
+    // per transport class once the class's parts are known: the any-port part alone, the
+    // port parts sharing databases where their patterns are close (plan_part_databases).
     std::map<std::pair<std::vector<uint32_t>, bool>, uint32_t> part_ids;
-    std::string hs_error;
+    std::vector<DbJob> jobs;
+    AclCache acl_cache;
+    std::vector<std::pair<uint32_t, DbUse>> part_uses;  // part index, its database
+    auto plan = [&](const std::vector<uint32_t>& ids, bool tcp) {
+        std::vector<Part*> ps;
+        std::vector<uint32_t> fresh;
+        for (uint32_t id : ids) {
+            if (id != kNoGroup && !d.parts[id].patterns.empty()) {
+                ps.push_back(&d.parts[id]);
+                fresh.push_back(id);
+            }
+        }
+        std::vector<DbUse> uses = plan_part_databases(ps, tcp, &jobs);
+        for (size_t i = 0; i < fresh.size(); ++i) {
+            part_uses.emplace_back(fresh[i], std::move(uses[i]));
+        }
+    };
     auto part_of = [&](std::vector<uint32_t> members, bool tcp) {
         if (members.empty()) {
             return kNoGroup;
@@ -259,8 +331,8 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
         }
         uint32_t id = static_cast<uint32_t>(d.parts.size());
         d.parts.emplace_back();
-        build_part(d.rules, fps, has_fp, key.first, config.mpm_algo, tcp, config.ip_only_acl,
-                   d.parts.back(), &d.memory, &hs_error);
+        build_part(d.rules, fps, has_fp, key.first, config.mpm_algo, config.ip_only_acl,
+                   d.parts.back(), &d.memory, &acl_cache);
         if (tcp) {
             d.max_stream_pattern = std::max(d.max_stream_pattern, d.parts.back().max_pattern);
         }
@@ -276,10 +348,9 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
     sum.app_layer_rules = app_rules;
     for (int c = 0; c < kNumClasses; ++c) {
         std::vector<uint32_t> any_port;
-        std::vector<std::vector<uint32_t>> by_port;
-        if (class_has_ports(c)) {
-            by_port.resize(65536);
-        }
+        // Port-specific rules with their port ranges; the ports fall into elementary
+        // intervals (between consecutive range bounds) whose ports all have the same rules.
+        std::vector<std::pair<uint32_t, std::vector<std::pair<uint32_t, uint32_t>>>> specific;
         for (uint32_t i = 0; i < n; ++i) {
             const Rule& r = *d.rules[i];
             if ((class_mask(r) & (1u << c)) == 0 || apps[i] != AppProto::kUnknown) {
@@ -294,58 +365,108 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
                 any_port.push_back(i);
                 continue;
             }
-            auto add_port = [&](uint32_t port) {
-                if (by_port[port].empty() || by_port[port].back() != i) {
-                    by_port[port].push_back(i);
-                }
-            };
-            auto add_ports = [&](const PortSet& ps) {
-                if (!ps.any && ps.exclude.empty()) {
-                    for (const auto& rg : ps.include) {
-                        for (uint32_t port = rg.lo; port <= rg.hi; ++port) {
-                            add_port(port);
-                        }
-                    }
-                    return;
-                }
-                for (uint32_t port = 0; port < 65536; ++port) {
-                    if (ps.contains(static_cast<uint16_t>(port))) {
-                        add_port(port);
-                    }
-                }
-            };
-            add_ports(r.dport);
+            auto ranges = port_set_ranges(r.dport);
             if (r.bidirectional) {
-                add_ports(r.sport);
+                auto more = port_set_ranges(r.sport);
+                ranges.insert(ranges.end(), more.begin(), more.end());
             }
+            specific.emplace_back(i, std::move(ranges));
         }
         const bool tcp = c == kClassTcp;
         const uint32_t any_part = part_of(any_port, tcp);
+        plan({any_part}, tcp);
         size_t any_count = any_port.size();
         if (!class_has_ports(c)) {
             d.class_group[c] = Group{any_part, kNoGroup};
             d.max_candidates = std::max(d.max_candidates, any_count);
             continue;
         }
+        std::vector<uint32_t> starts = {0};
+        for (const auto& [ri, ranges] : specific) {
+            for (const auto& [lo, hi] : ranges) {
+                starts.push_back(lo);
+                if (hi < 65535) {
+                    starts.push_back(hi + 1);
+                }
+            }
+        }
+        std::sort(starts.begin(), starts.end());
+        starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+        std::vector<std::vector<uint32_t>> by_interval(starts.size());
+        for (const auto& [ri, ranges] : specific) {
+            for (const auto& [lo, hi] : ranges) {
+                size_t k = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), lo) -
+                                               starts.begin() - 1);
+                for (; k < starts.size() && starts[k] <= hi; ++k) {
+                    if (by_interval[k].empty() || by_interval[k].back() != ri) {
+                        by_interval[k].push_back(ri);
+                    }
+                }
+            }
+        }
         d.port_group[c].assign(65536, Group{any_part, kNoGroup});
         std::map<std::vector<uint32_t>, uint32_t> local;  // port-specific list -> part
-        for (uint32_t port = 0; port < 65536; ++port) {
-            if (by_port[port].empty()) {
+        std::vector<uint32_t> port_parts;
+        for (size_t k = 0; k < starts.size(); ++k) {
+            if (by_interval[k].empty()) {
                 continue;
             }
-            auto it = local.find(by_port[port]);
+            auto it = local.find(by_interval[k]);
             if (it == local.end()) {
-                it = local.emplace(by_port[port], part_of(by_port[port], tcp)).first;
-                d.max_candidates = std::max(d.max_candidates, any_count + by_port[port].size());
+                it = local.emplace(by_interval[k], part_of(by_interval[k], tcp)).first;
+                port_parts.push_back(it->second);
+                d.max_candidates = std::max(d.max_candidates, any_count + by_interval[k].size());
             }
-            d.port_group[c][port].port_part = it->second;
+            const uint32_t end = k + 1 < starts.size() ? starts[k + 1] : 65536;
+            for (uint32_t port = starts[k]; port < end; ++port) {
+                d.port_group[c][port].port_part = it->second;
+            }
         }
+        plan(port_parts, tcp);
         d.max_candidates = std::max(d.max_candidates, any_count);
     }
-    build_app_sets(d, apps, config.mpm_algo, &hs_error);
-    if (!hs_error.empty()) {
-        throw std::runtime_error(hs_error);
+    std::vector<std::vector<DbUse>> app_uses;
+    build_app_sets(d, apps, config.mpm_algo, &jobs, &app_uses);
+    sum.grouping_ms = ms_since(t_phase);
+
+    // The Hyperscan databases, on up to compile_threads threads.
+    t_phase = std::chrono::steady_clock::now();
+    uint32_t threads = config.compile_threads;
+    if (threads == 0) {
+        threads = spare_cpus();
     }
+    threads = std::min<uint32_t>(
+        {threads, kMaxCompileThreads, static_cast<uint32_t>(std::max<size_t>(jobs.size(), 1))});
+    compile_databases(&jobs, threads, config.reuse_databases);
+    sum.compile_threads = threads;
+    for (const DbJob& job : jobs) {
+        if (!job.error.empty()) {
+            throw std::runtime_error(job.error);
+        }
+        sum.hyperscan_cpu_ms += job.ms;
+        sum.slowest_database_ms = std::max(sum.slowest_database_ms, job.ms);
+        sum.reused_databases += job.reused ? 1 : 0;
+        size_t size = 0;
+        hs_database_size(job.db.get(), &size);
+        d.memory += size;
+        d.databases.push_back(job.db);
+    }
+    for (auto& [id, use] : part_uses) {
+        Part& part = d.parts[id];
+        part.db = jobs[use.job].db.get();
+        remap_pattern_rules(use, jobs[use.job].patterns.size(), &part.pattern_rules);
+    }
+    for (size_t a = 0; a < kNumAppProtos; ++a) {
+        for (size_t k = 0; k < app_uses[a].size(); ++k) {
+            AppDb& adb = d.app_sets[a].dbs[k];
+            adb.db = jobs[app_uses[a][k].job].db.get();
+        }
+    }
+    for (DbJob& job : jobs) {
+        std::vector<PatternKey>().swap(job.patterns);  // the databases hold them now
+    }
+    sum.hyperscan_ms = ms_since(t_phase);
+    t_phase = std::chrono::steady_clock::now();
 
     std::vector<const Rule*> rule_ptrs;
     for (const auto& r : d.rules) {
@@ -364,20 +485,20 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
         sum.warnings.push_back(std::move(w));
     }
 
-    sum.compile_ms = ms_since(t0);
     sum.groups = static_cast<uint32_t>(d.parts.size());
-    for (const auto& part : d.parts) {
-        sum.hs_databases += part.db != nullptr ? 1 : 0;
-    }
+    sum.hs_databases = static_cast<uint32_t>(jobs.size());
     for (const auto& set : d.app_sets) {
         sum.groups += set.rule_count != 0 ? 1 : 0;
-        sum.hs_databases += static_cast<uint32_t>(set.dbs.size());
     }
     d.memory += n * sizeof(Rule);
     for (int c = 0; c < kNumClasses; ++c) {
         d.memory += d.port_group[c].size() * sizeof(Group);
     }
     sum.memory_bytes = d.memory;
+    sum.finish_ms = ms_since(t_phase);
+    sum.compile_ms = ms_since(t0);
+    sum.peak_rss_bytes = peak_rss();
+    sum.peak_rss_since_start = !peak_reset;
     if (summary != nullptr) {
         *summary = std::move(sum);
     }

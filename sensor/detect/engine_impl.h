@@ -6,6 +6,7 @@
 #include <hs/hs.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -81,9 +82,14 @@ struct AddrIndex {
     }
 };
 
+// A Hyperscan database, shared by the parts and loads that use it.
+using HsDatabase = std::shared_ptr<hs_database_t>;
+
 // A compiled set of rules: the packet-buffer prefilter and the rules checked without one.
 struct Part {
-    hs_database_t* db = nullptr;                       // may be null
+    // May be null. Several port parts of a transport class may share one database (the union
+    // of their patterns, engine_prefilter.cc): a pattern id of another part maps to no rule.
+    hs_database_t* db = nullptr;
     std::vector<std::vector<uint32_t>> pattern_rules;  // pattern id -> rule indices
     std::vector<uint32_t> always;                      // checked on every packet
     AddrIndex by_src, by_dst;                          // checked when the address is in range
@@ -92,6 +98,9 @@ struct Part {
     std::vector<uint32_t> ip_only_rules;  // sorted: every IP-only rule of the classifier
     uint32_t rule_count = 0;
     uint32_t max_pattern = 0;  // longest fast pattern (bytes of stream tail worth keeping)
+    // While loading: the part's own fast patterns (pattern id = index); moved out when its
+    // database is planned.
+    std::vector<PatternKey> patterns;
 };
 
 // The rules of one app-layer protocol that inspect its buffers: one Hyperscan database per
@@ -125,6 +134,7 @@ struct DetectEngine::Impl {
     std::vector<Group> port_group[kNumClasses];
     Group class_group[kNumClasses];
     AppSet app_sets[kNumAppProtos];
+    std::vector<HsDatabase> databases;  // owns every db pointer of parts and app_sets
     mutable std::unique_ptr<ThresholdTable> thresholds;  // shared, locked on the match path
     size_t max_candidates = 0;
     uint32_t max_stream_pattern = 0;  // longest fast pattern of the TCP parts
@@ -132,21 +142,6 @@ struct DetectEngine::Impl {
     // mpm-algo none: each rule's pkt_data fast pattern (empty: none), looked for in a stream
     // view's new bytes as the Hyperscan prefilter would, so the reference matches streams alike.
     std::vector<FastPattern> ref_stream_fps;
-
-    ~Impl() {
-        for (auto& part : parts) {
-            if (part.db != nullptr) {
-                hs_free_database(part.db);
-            }
-        }
-        for (auto& set : app_sets) {
-            for (auto& adb : set.dbs) {
-                if (adb.db != nullptr) {
-                    hs_free_database(adb.db);
-                }
-            }
-        }
-    }
 
     const Group& group_for(const decode::Packet& p) const {
         int c = kClassOther;
@@ -165,14 +160,50 @@ struct DetectEngine::Impl {
 };
 
 // Prefilter databases (engine_prefilter.cc).
-// Builds a part from a sorted set of rule indices.
+// The IP-only classifiers of one load by their rules (null: over the memory budget).
+using AclCache = std::map<std::vector<uint32_t>, std::shared_ptr<const filter::AclClassifier>>;
+// Builds a part from a sorted set of rule indices, all but its Hyperscan database: its fast
+// patterns are left in part.patterns for plan_part_databases(). acl_cache (may be null): the
+// classifiers already built for the same IP-only rules.
 void build_part(const std::vector<std::unique_ptr<Rule>>& rules,
                 const std::vector<FastPattern>& fps, const std::vector<bool>& has_fp,
-                const std::vector<uint32_t>& members, MpmAlgo mpm, bool all_matches,
-                bool ip_only_acl, Part& part, uint64_t* memory, std::string* error);
+                const std::vector<uint32_t>& members, MpmAlgo mpm, bool ip_only_acl, Part& part,
+                uint64_t* memory, AclCache* acl_cache);
+
+// A literal database to compile: its patterns (id = index), the match mode, and the result.
+struct DbJob {
+    std::vector<PatternKey> patterns;
+    bool all_matches = false;  // every match (TCP parts, for stream windows), not the first
+    HsDatabase db;
+    bool reused = false;
+    double ms = 0;
+    std::string error;
+};
+// Where a part's or app set's pattern ids go in a job's database.
+struct DbUse {
+    size_t job = 0;
+    std::vector<uint32_t> id_map;  // own pattern id -> the database's pattern id
+};
+
+// Plans the databases of a set of parts compiled with the same match mode: a part whose
+// patterns are almost all in an earlier database of the set (a few more, the result not much
+// larger than the part) shares it, so that port groups differing by a rule or two compile
+// once. Appends the jobs; returns each part's use, in the order given.
+std::vector<DbUse> plan_part_databases(std::vector<Part*>& parts, bool all_matches,
+                                       std::vector<DbJob>* jobs);
 // App-layer rules, per protocol: fast patterns from app buffers only (a rule's packet content
-// cannot prefilter a transaction), one database per (buffer, transform chain).
+// cannot prefilter a transaction), one database per (buffer, transform chain). Fills
+// d.app_sets but their databases; appends the jobs and per database its use (app_uses[a][k]).
 void build_app_sets(DetectEngine::Impl& d, const std::vector<AppProto>& apps, MpmAlgo mpm,
-                    std::string* error);
+                    std::vector<DbJob>* jobs, std::vector<std::vector<DbUse>>* app_uses);
+// Compiles the jobs on `threads` threads (each job alone: the databases are those of a serial
+// build), taking a job's database from the process-wide cache of live databases when `reuse`
+// and the same patterns and mode were compiled before. Returns the wall time in ms.
+double compile_databases(std::vector<DbJob>* jobs, uint32_t threads, bool reuse);
+// The inclusive port ranges a port set contains (PortSet::contains() alike).
+std::vector<std::pair<uint32_t, uint32_t>> port_set_ranges(const PortSet& s);
+// Rewrites pattern_rules (own ids) to the database's ids.
+void remap_pattern_rules(const DbUse& use, size_t db_patterns,
+                         std::vector<std::vector<uint32_t>>* pattern_rules);
 
 }  // namespace picket::sensor::detect

@@ -31,7 +31,12 @@
 #include <hs/hs.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <map>
+#include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include "sensor/detect/engine_impl.h"
@@ -216,18 +221,31 @@ bool append_acl_rules(const Rule& r, std::vector<filter::AclRule>* out) {
     return true;
 }
 
-// Compiles a literal database of `order` (pattern id = index); nullptr with *error set on
-// failure. single: HS_FLAG_SINGLEMATCH (the first match of each pattern is enough).
-hs_database_t* compile_literals(const std::vector<const PatternKey*>& order, bool single,
-                                uint64_t* memory, std::string* error) {
+// The cache key of a database: its mode and every pattern with its flag.
+std::string job_key(const DbJob& job) {
+    std::string key(1, job.all_matches ? 'a' : 's');
+    for (const PatternKey& k : job.patterns) {
+        const uint32_t len = static_cast<uint32_t>(k.bytes.size());
+        key.push_back(k.nocase ? 'i' : 'c');
+        key.append(reinterpret_cast<const char*>(&len), sizeof(len));
+        key.append(k.bytes);
+    }
+    return key;
+}
+
+// Compiles one literal database (pattern id = index); on failure job->error is set.
+// all_matches off: HS_FLAG_SINGLEMATCH (the first match of each pattern is enough).
+void compile_job(DbJob* job) {
+    const auto t0 = std::chrono::steady_clock::now();
     std::vector<const char*> exprs;
     std::vector<size_t> lens;
     std::vector<unsigned> flags, hs_ids;
-    for (size_t i = 0; i < order.size(); ++i) {
-        exprs.push_back(order[i]->bytes.data());
-        lens.push_back(order[i]->bytes.size());
-        flags.push_back((single ? HS_FLAG_SINGLEMATCH : 0) |
-                        (order[i]->nocase ? HS_FLAG_CASELESS : 0));
+    for (size_t i = 0; i < job->patterns.size(); ++i) {
+        const PatternKey& k = job->patterns[i];
+        exprs.push_back(k.bytes.data());
+        lens.push_back(k.bytes.size());
+        flags.push_back((job->all_matches ? 0 : HS_FLAG_SINGLEMATCH) |
+                        (k.nocase ? HS_FLAG_CASELESS : 0));
         hs_ids.push_back(static_cast<unsigned>(i));
     }
     hs_database_t* db = nullptr;
@@ -235,25 +253,152 @@ hs_database_t* compile_literals(const std::vector<const PatternKey*>& order, boo
     if (hs_compile_lit_multi(exprs.data(), flags.data(), hs_ids.data(), lens.data(),
                              static_cast<unsigned>(exprs.size()), HS_MODE_BLOCK, nullptr, &db,
                              &err) != HS_SUCCESS) {
-        *error = std::string("hyperscan: ") + (err != nullptr ? err->message : "compile failed");
+        job->error =
+            std::string("hyperscan: ") + (err != nullptr ? err->message : "compile failed");
         hs_free_compile_error(err);
-        return nullptr;
+    } else {
+        job->db = HsDatabase(db, hs_free_database);
     }
-    size_t size = 0;
-    hs_database_size(db, &size);
-    *memory += size;
-    return db;
+    job->ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Databases compiled by earlier loads that some engine still holds, by job_key().
+struct DatabaseCache {
+    std::mutex mu;
+    std::unordered_map<std::string, std::weak_ptr<hs_database_t>> live;
+};
+DatabaseCache& database_cache() {
+    static DatabaseCache cache;
+    return cache;
 }
 
 }  // namespace
 
+std::vector<std::pair<uint32_t, uint32_t>> port_set_ranges(const PortSet& s) {
+    return port_ranges(s);
+}
+
+double compile_databases(std::vector<DbJob>* jobs, uint32_t threads, bool reuse) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::string> keys(jobs->size());
+    std::vector<size_t> todo;
+    {
+        DatabaseCache& cache = database_cache();
+        std::lock_guard<std::mutex> lock(cache.mu);
+        for (size_t i = 0; i < jobs->size(); ++i) {
+            DbJob& job = (*jobs)[i];
+            keys[i] = job_key(job);
+            if (reuse) {
+                auto it = cache.live.find(keys[i]);
+                if (it != cache.live.end() && (job.db = it->second.lock()) != nullptr) {
+                    job.reused = true;
+                    continue;
+                }
+            }
+            todo.push_back(i);
+        }
+    }
+    // The slowest first, so that one long compile does not start last (ties: job order).
+    std::stable_sort(todo.begin(), todo.end(), [&](size_t a, size_t b) {
+        return (*jobs)[a].patterns.size() > (*jobs)[b].patterns.size();
+    });
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+        for (size_t i = next++; i < todo.size(); i = next++) {
+            compile_job(&(*jobs)[todo[i]]);
+        }
+    };
+    const size_t n_threads = std::min<size_t>(std::max<uint32_t>(threads, 1), todo.size());
+    std::vector<std::thread> pool;
+    for (size_t t = 1; t < n_threads; ++t) {
+        pool.emplace_back(work);
+    }
+    work();
+    for (auto& th : pool) {
+        th.join();
+    }
+    DatabaseCache& cache = database_cache();
+    std::lock_guard<std::mutex> lock(cache.mu);
+    for (auto it = cache.live.begin(); it != cache.live.end();) {
+        it = it->second.expired() ? cache.live.erase(it) : std::next(it);
+    }
+    for (size_t i : todo) {
+        if ((*jobs)[i].db != nullptr) {
+            cache.live[keys[i]] = (*jobs)[i].db;
+        }
+    }
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::vector<DbUse> plan_part_databases(std::vector<Part*>& parts, bool all_matches,
+                                       std::vector<DbJob>* jobs) {
+    struct Shared {
+        size_t job;
+        std::unordered_map<PatternKey, uint32_t, PatternKeyHash> ids;
+        size_t smallest;  // the smallest member's pattern count
+    };
+    std::vector<Shared> shared;
+    std::vector<DbUse> uses(parts.size());
+    for (size_t p = 0; p < parts.size(); ++p) {
+        std::vector<PatternKey> pats = std::move(parts[p]->patterns);
+        parts[p]->patterns.clear();
+        if (pats.empty()) {
+            uses[p].job = SIZE_MAX;
+            continue;
+        }
+        // The shared database that gains the fewest patterns, if it stays close to the part
+        // (at most a quarter more patterns, plus 8) and to each earlier member likewise.
+        size_t best = SIZE_MAX, best_new = SIZE_MAX;
+        for (size_t c = 0; c < shared.size(); ++c) {
+            size_t fresh = 0;
+            for (const PatternKey& k : pats) {
+                fresh += shared[c].ids.count(k) == 0 ? 1 : 0;
+            }
+            const size_t total = shared[c].ids.size() + fresh;
+            const size_t smallest = std::min(shared[c].smallest, pats.size());
+            if (total <= smallest + smallest / 4 + 8 && fresh < best_new) {
+                best = c;
+                best_new = fresh;
+            }
+        }
+        if (best == SIZE_MAX) {
+            best = shared.size();
+            shared.push_back(Shared{jobs->size(), {}, pats.size()});
+            jobs->emplace_back();
+            jobs->back().all_matches = all_matches;
+        }
+        Shared& sh = shared[best];
+        sh.smallest = std::min(sh.smallest, pats.size());
+        DbJob& job = (*jobs)[sh.job];
+        uses[p].job = sh.job;
+        for (PatternKey& k : pats) {
+            auto it = sh.ids.find(k);
+            if (it == sh.ids.end()) {
+                it = sh.ids.emplace(k, static_cast<uint32_t>(job.patterns.size())).first;
+                job.patterns.push_back(std::move(k));
+            }
+            uses[p].id_map.push_back(it->second);
+        }
+    }
+    return uses;
+}
+
+void remap_pattern_rules(const DbUse& use, size_t db_patterns,
+                         std::vector<std::vector<uint32_t>>* pattern_rules) {
+    std::vector<std::vector<uint32_t>> out(db_patterns);
+    for (size_t i = 0; i < use.id_map.size() && i < pattern_rules->size(); ++i) {
+        out[use.id_map[i]] = std::move((*pattern_rules)[i]);
+    }
+    *pattern_rules = std::move(out);
+}
+
 // Builds a part from a sorted set of rule indices.
 void build_part(const std::vector<std::unique_ptr<Rule>>& rules,
                 const std::vector<FastPattern>& fps, const std::vector<bool>& has_fp,
-                const std::vector<uint32_t>& members, MpmAlgo mpm, bool all_matches,
-                bool ip_only_acl, Part& part, uint64_t* memory, std::string* error) {
+                const std::vector<uint32_t>& members, MpmAlgo mpm, bool ip_only_acl, Part& part,
+                uint64_t* memory, AclCache* acl_cache) {
     std::unordered_map<PatternKey, uint32_t, PatternKeyHash> ids;
-    std::vector<const PatternKey*> order;
     std::vector<uint32_t> src_indexed, dst_indexed;
     std::vector<filter::AclRule> acl_rules;
     part.rule_count = static_cast<uint32_t>(members.size());
@@ -279,7 +424,7 @@ void build_part(const std::vector<std::unique_ptr<Rule>>& rules,
             if (it == ids.end()) {
                 it = ids.emplace(key, static_cast<uint32_t>(part.pattern_rules.size())).first;
                 part.pattern_rules.emplace_back();
-                order.push_back(&it->first);
+                part.patterns.push_back(key);
             }
             part.pattern_rules[it->second].push_back(ri);
             continue;
@@ -298,13 +443,25 @@ void build_part(const std::vector<std::unique_ptr<Rule>>& rules,
     build_index(rules, src_indexed, true, &part.by_src);
     build_index(rules, dst_indexed, false, &part.by_dst);
     if (!part.ip_only_rules.empty()) {
-        filter::AclBuildOptions opts;
-        opts.all_matches = true;
-        auto acl = filter::AclClassifier::build(std::move(acl_rules), opts);
-        if (acl.ok()) {
-            part.ip_only = std::move(*acl);
-            *memory += part.ip_only->stats().memory_bytes;
+        // Parts with the same IP-only rules (port groups that differ in their other rules)
+        // share one classifier: its rules and ids are the same.
+        auto cached =
+            acl_cache != nullptr ? acl_cache->find(part.ip_only_rules) : AclCache::iterator{};
+        if (acl_cache != nullptr && cached != acl_cache->end()) {
+            part.ip_only = cached->second;
         } else {
+            filter::AclBuildOptions opts;
+            opts.all_matches = true;
+            auto acl = filter::AclClassifier::build(std::move(acl_rules), opts);
+            if (acl.ok()) {
+                part.ip_only = std::move(*acl);
+                *memory += part.ip_only->stats().memory_bytes;
+            }
+            if (acl_cache != nullptr) {
+                acl_cache->emplace(part.ip_only_rules, part.ip_only);
+            }
+        }
+        if (part.ip_only == nullptr) {
             // Over the classifier's memory budget: the rules are checked on every packet of
             // the part instead (same alerts, more checks).
             part.always.insert(part.always.end(), part.ip_only_rules.begin(),
@@ -313,28 +470,26 @@ void build_part(const std::vector<std::unique_ptr<Rule>>& rules,
             part.ip_only_rules.clear();
         }
     }
-    if (order.empty()) {
+    if (part.patterns.empty()) {
         return;
     }
     part.max_pattern = 0;
-    for (const PatternKey* k : order) {
+    for (const PatternKey& k : part.patterns) {
         part.max_pattern =
-            std::max<uint32_t>(part.max_pattern, static_cast<uint32_t>(k->bytes.size()));
+            std::max<uint32_t>(part.max_pattern, static_cast<uint32_t>(k.bytes.size()));
     }
-    // TCP parts also scan stream windows, where only matches ending in the new bytes count:
-    // they need every match, not just the first of each pattern.
-    part.db = compile_literals(order, !all_matches, memory, error);
 }
 
 // App-layer rules, per protocol: fast patterns from app buffers only (a rule's packet content
 // cannot prefilter a transaction), one database per (buffer, transform chain).
 void build_app_sets(DetectEngine::Impl& d, const std::vector<AppProto>& apps, MpmAlgo mpm,
-                    std::string* error) {
+                    std::vector<DbJob>* jobs, std::vector<std::vector<DbUse>>* app_uses) {
+    app_uses->assign(kNumAppProtos, {});
     for (size_t a = 0; a < kNumAppProtos; ++a) {
         AppSet& set = d.app_sets[a];
         std::map<std::pair<BufferId, uint32_t>, size_t> db_of;
         std::vector<std::unordered_map<PatternKey, uint32_t, PatternKeyHash>> ids;
-        std::vector<std::vector<const PatternKey*>> orders;
+        std::vector<std::vector<PatternKey>> orders;
         for (uint32_t ri = 0; ri < d.rules.size(); ++ri) {
             if (static_cast<size_t>(apps[ri]) != a) {
                 continue;
@@ -362,15 +517,19 @@ void build_app_sets(DetectEngine::Impl& d, const std::vector<AppProto>& apps, Mp
             if (pit == id_map.end()) {
                 pit = id_map.emplace(pk, static_cast<uint32_t>(adb.pattern_rules.size())).first;
                 adb.pattern_rules.emplace_back();
-                orders[it->second].push_back(&pit->first);
+                orders[it->second].push_back(pk);
             }
             adb.pattern_rules[pit->second].push_back(ri);
         }
         for (size_t k = 0; k < set.dbs.size(); ++k) {
-            set.dbs[k].db = compile_literals(orders[k], true, &d.memory, error);
-            if (set.dbs[k].db == nullptr) {
-                return;
+            DbUse use;
+            use.job = jobs->size();
+            for (uint32_t i = 0; i < orders[k].size(); ++i) {
+                use.id_map.push_back(i);
             }
+            jobs->emplace_back();
+            jobs->back().patterns = std::move(orders[k]);
+            (*app_uses)[a].push_back(std::move(use));
         }
         d.max_candidates = std::max(d.max_candidates, static_cast<size_t>(set.rule_count));
     }

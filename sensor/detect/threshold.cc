@@ -294,7 +294,7 @@ struct alignas(64) ThresholdTable::Stripe {
     std::mutex mu;
     std::vector<Entry> entries;
     std::vector<uint32_t> buckets;
-    uint32_t free_head = kNil;
+    uint32_t capacity = 0;     // the most entries: then the least recently used is evicted
     uint32_t lru_head = kNil;  // most recently used
     uint32_t lru_tail = kNil;
     Counter in_use;
@@ -331,9 +331,12 @@ struct alignas(64) ThresholdTable::Stripe {
     }
     uint32_t insert(uint64_t h, uint32_t gid, uint32_t sid, uint8_t slot, const decode::Address& a,
                     const decode::Address& b) {
-        uint32_t i = free_head;
-        if (i != kNil) {
-            free_head = entries[i].hnext;
+        uint32_t i = kNil;
+        if (entries.size() < capacity) {
+            // Entries are added as they are first needed: a table that never fills (most
+            // rulesets, every short run) does not pay for its 65,536 entries up front.
+            i = static_cast<uint32_t>(entries.size());
+            entries.emplace_back();
             in_use.set(in_use.get() + 1);
         } else {
             // Evict the least recently used entry of this stripe.
@@ -372,12 +375,8 @@ ThresholdTable::ThresholdTable(ThresholdConfig config, ThresholdOptions options)
     }
     for (uint32_t s = 0; s < nstripes_; ++s) {
         Stripe& st = stripes_[s];
-        st.entries.resize(per_stripe_);
+        st.capacity = per_stripe_;
         st.buckets.assign(nb, kNil);
-        for (uint32_t i = 0; i < per_stripe_; ++i) {
-            st.entries[i].hnext = i + 1 < per_stripe_ ? i + 1 : kNil;
-        }
-        st.free_head = 0;
     }
 }
 

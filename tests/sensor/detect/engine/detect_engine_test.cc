@@ -194,5 +194,109 @@ TEST_F(DetectEngineTest, BadRulesAreSkippedAndSummarised) {
     EXPECT_EQ(s.substr(s.rfind('\n') + 1), "rules: 1 loaded, 2 skipped");
 }
 
+// Ten port groups (ports 1000-1009) that differ by one rule each: their patterns are close, so
+// they share one Hyperscan database (the union), and each port still matches its own rules only.
+std::string close_port_groups() {
+    std::string rules;
+    for (int i = 1; i <= 20; ++i) {
+        char line[160];
+        std::snprintf(line, sizeof(line),
+                      "alert tcp any any -> any 1000:1009 (msg:\"s\"; content:\"shared%02d\"; "
+                      "sid:%d;)\n",
+                      i, i);
+        rules += line;
+    }
+    for (int k = 0; k < 10; ++k) {
+        rules += "alert tcp any any -> any " + std::to_string(1000 + k) +
+                 " (msg:\"o\"; content:\"only" + std::to_string(k) +
+                 "\"; sid:" + std::to_string(100 + k) + ";)\n";
+    }
+    return rules;
+}
+
+TEST_F(DetectEngineTest, PortGroupsWithClosePatternsShareOneDatabase) {
+    load(close_port_groups());
+    EXPECT_EQ(summary_.loaded, 30u);
+    EXPECT_GE(summary_.groups, 10u);       // a part per port list
+    EXPECT_EQ(summary_.hs_databases, 1u);  // one database for all ten
+    // A pattern of another port's group is in the database but maps to no rule of this one.
+    EXPECT_EQ(run(tcp_frame(41000, 1003, "only5 only3")), (std::vector<uint32_t>{103}));
+    EXPECT_EQ(run(tcp_frame(41001, 1005, "only3")), (std::vector<uint32_t>{}));
+    EXPECT_EQ(run(tcp_frame(41002, 1009, "shared07 only9 only0")), (std::vector<uint32_t>{7, 109}));
+    EXPECT_EQ(run(tcp_frame(41003, 1010, "shared07 only9")), (std::vector<uint32_t>{}));
+}
+
+TEST_F(DetectEngineTest, DatabasesAreTheSameOnAnyNumberOfThreads) {
+    // Patterns far apart: every group gets its own database, compiled in parallel.
+    std::string rules;
+    for (int k = 0; k < 6; ++k) {
+        for (int i = 0; i < 12; ++i) {
+            rules += "alert tcp any any -> any " + std::to_string(2000 + k) +
+                     " (msg:\"p\"; content:\"port" + std::to_string(k) + "pat" + std::to_string(i) +
+                     ".\"; sid:" + std::to_string(1000 + 100 * k + i) + ";)\n";
+        }
+    }
+    DetectConfig serial;
+    serial.compile_threads = 1;
+    serial.reuse_databases = false;
+    load(rules, serial);
+    EXPECT_EQ(summary_.compile_threads, 1u);
+    EXPECT_EQ(summary_.hs_databases, 6u);
+    const auto alerts_of = [&] {
+        std::vector<std::vector<uint32_t>> out;
+        for (int k = 0; k < 6; ++k) {
+            out.push_back(run(tcp_frame(static_cast<uint16_t>(42000 + k), 2000 + k,
+                                        "port" + std::to_string(k) + "pat3. port" +
+                                            std::to_string((k + 1) % 6) + "pat4. port" +
+                                            std::to_string(k) + "pat11.")));
+        }
+        return out;
+    };
+    const auto serial_alerts = alerts_of();
+    EXPECT_EQ(serial_alerts[2], (std::vector<uint32_t>{1203, 1211}));
+    DetectConfig parallel;
+    parallel.compile_threads = 4;
+    parallel.reuse_databases = false;
+    load(rules, parallel);
+    EXPECT_EQ(summary_.compile_threads, 4u);
+    EXPECT_EQ(summary_.reused_databases, 0u);
+    EXPECT_EQ(alerts_of(), serial_alerts);
+}
+
+TEST_F(DetectEngineTest, ReloadReusesTheDatabasesOfTheLiveEngine) {
+    const std::string rules = close_port_groups() +
+                              "alert udp any any -> any 53 (msg:\"u\"; content:\"udpx\"; "
+                              "sid:500;)\n";
+    load(rules);
+    EXPECT_EQ(summary_.hs_databases, 2u);
+    EXPECT_EQ(summary_.reused_databases, 0u);
+    // The first engine is alive (the fixture holds it): the same rules reuse both databases.
+    DetectConfig cfg;
+    cfg.rule_files = {path_};
+    LoadSummary again;
+    auto second = DetectEngine::load(cfg, nullptr, &again);
+    EXPECT_EQ(again.reused_databases, 2u);
+    // One changed rule: only its group's database is compiled again.
+    std::ofstream(path_) << close_port_groups()
+                         << "alert udp any any -> any 53 (msg:\"u\"; content:\"udpy\"; "
+                            "sid:500;)\n";
+    auto third = DetectEngine::load(cfg, nullptr, &again);
+    EXPECT_EQ(again.hs_databases, 2u);
+    EXPECT_EQ(again.reused_databases, 1u);
+    // Off: nothing reused.
+    cfg.reuse_databases = false;
+    auto fourth = DetectEngine::load(cfg, nullptr, &again);
+    EXPECT_EQ(again.reused_databases, 0u);
+}
+
+TEST_F(DetectEngineTest, SummaryPrintsThePhasesAndThePeakMemory) {
+    load("alert tcp any any -> any 80 (msg:\"x\"; content:\"evil\"; sid:1;)\n");
+    const std::string s = summary_.to_string();
+    EXPECT_NE(s.find("  compile phases: fast patterns "), std::string::npos) << s;
+    EXPECT_NE(s.find(" reused), rest "), std::string::npos) << s;
+    EXPECT_GT(summary_.peak_rss_bytes, 0u);
+    EXPECT_NE(s.find("  peak memory during the load "), std::string::npos) << s;
+}
+
 }  // namespace
 }  // namespace picket::sensor::detect
