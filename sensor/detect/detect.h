@@ -218,8 +218,8 @@ struct InspectExtras {
     // match it are not checked).
     bool stream_only = false;
     // Snort 3 PDUs (snort3_pdu.h): this direction of the flow is cut into its service's PDUs,
-    // so Snort 3 rules that read the stream (Rule::stream_capable) see those PDUs only, not
-    // the packet's payload nor the raw stream chunks.
+    // so Snort 3 rules with flow:only_stream see those PDUs only, not the raw stream chunks
+    // (the others still match each packet, as Snort 3's wire packets).
     bool snort3_pdu_dir = false;
     // This inspection is of one Snort 3 PDU, the stream view (new_off 0) on a packet without
     // payload: only Snort 3 rules that read the stream are checked, on the PDU alone.

@@ -409,12 +409,12 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
         if (view != nullptr && unacked_end && r.syntax == RuleSyntax::kSnort3) {
             continue;  // InspectExtras::unacked_end
         }
-        // Snort 3 PDUs: on a direction cut into PDUs, a Snort 3 rule that reads the stream sees
-        // each PDU once, whole (Snort 3's rebuilt packet), and neither the packets nor the raw
-        // chunks; nothing else sees a PDU.
+        // Snort 3 PDUs: a Snort 3 rule that reads the stream sees each PDU whole (Snort 3's
+        // rebuilt packet), nothing else does; on a direction cut into PDUs, one with
+        // flow:only_stream sees the PDUs only, not Picket's raw chunks.
         const bool pdu_rule =
             r.syntax == RuleSyntax::kSnort3 && r.stream_capable && view == nullptr;
-        if (pdu != pdu_rule && (pdu || pdu_dir)) {
+        if (pdu ? !pdu_rule : pdu_dir && pdu_rule && (r.flow_flags & kFlowOnlyStream) != 0) {
             continue;
         }
         // Suricata: a packet whose data went into the stream is not matched by stream-capable

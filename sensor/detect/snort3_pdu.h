@@ -67,10 +67,37 @@ private:
     std::vector<uint8_t> held_;
 };
 
-// The per-flow state: one cutter per direction (flow::Direction), hung on the flow's
-// kSnort3Pdu slot by the engine; deleted when the flow is freed.
+// Snort 3's wire-packet alerts of one direction not yet flushed in a PDU (its TCP session's
+// add_alert / check_alerted): a rule that alerted on a packet does not alert again on the PDU
+// rebuilt from it. At most kMax, as Snort 3 keeps (MAX_SESSION_ALERTS); cleared once a PDU has
+// been inspected (Snort 3 purges them with the flushed segments).
+struct WireAlerts {
+    static constexpr uint32_t kMax = 8;
+    uint64_t ids[kMax] = {};  // gid << 32 | sid
+    uint32_t count = 0;
+
+    void add(uint32_t gid, uint32_t sid) {
+        if (count < kMax && !has(gid, sid)) {
+            ids[count++] = static_cast<uint64_t>(gid) << 32 | sid;
+        }
+    }
+    bool has(uint32_t gid, uint32_t sid) const {
+        const uint64_t id = static_cast<uint64_t>(gid) << 32 | sid;
+        for (uint32_t i = 0; i < count; ++i) {
+            if (ids[i] == id) {
+                return true;
+            }
+        }
+        return false;
+    }
+    void clear() { count = 0; }
+};
+
+// The per-flow state: one cutter and one wire-alert list per direction (flow::Direction),
+// hung on the flow's kSnort3Pdu slot by the engine; deleted when the flow is freed.
 struct PduState {
     PduCutter dir[2];
+    WireAlerts wire[2];
 };
 using PduSlot = flow::FlowStorage<PduState, flow::FlowSlot::kSnort3Pdu>;
 

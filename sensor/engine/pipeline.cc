@@ -197,6 +197,16 @@ FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& 
         return out;
     }
     if (n != 0) {
+        if (extras.snort3_pdu_dir) {
+            // Snort 3's add_alert: the PDU rebuilt from this packet does not repeat these.
+            detect::WireAlerts& wire = detect::PduSlot::get(*f)->wire[static_cast<int>(dir)];
+            for (uint32_t i = 0; i < n; ++i) {
+                const detect::Rule& r = *w.alert_buf[i].rule;
+                if (r.syntax == detect::RuleSyntax::kSnort3 && !w.alert_buf[i].from_stream) {
+                    wire.add(r.gid, r.sid);
+                }
+            }
+        }
         out.verdict = stronger(out.verdict, apply_actions(w, f, n));
         emit_alerts(w, p, f, dir, n, link_len, out.verdict, extras.stream);
     }
@@ -292,8 +302,8 @@ detect::PduCutter* Engine::snort3_pdu_cutter(WorkerContext& w, flow::Flow& f, fl
         if (kind == detect::PduKind::kNone) {
             return nullptr;
         }
-        st =
-            new (std::nothrow) detect::PduState{{detect::PduCutter(kind), detect::PduCutter(kind)}};
+        st = new (std::nothrow)
+            detect::PduState{{detect::PduCutter(kind), detect::PduCutter(kind)}, {}};
         if (st == nullptr) {
             return nullptr;
         }
@@ -331,12 +341,16 @@ PacketVerdict Engine::inspect_snort3_pdus(WorkerContext& w, const decode::Packet
             }
             return;
         }
+        // Not again what a wire packet of d already alerted on (Snort 3's check_alerted).
+        detect::WireAlerts& wire = detect::PduSlot::get(f)->wire[static_cast<int>(d)];
         uint32_t kept = 0;
         for (uint32_t i = 0; i < n; ++i) {
-            if (w.alert_buf[i].from_stream) {
+            const detect::Rule& r = *w.alert_buf[i].rule;
+            if (w.alert_buf[i].from_stream && !wire.has(r.gid, r.sid)) {
                 w.alert_buf[kept++] = w.alert_buf[i];
             }
         }
+        wire.clear();
         if (kept != 0) {
             verdict = stronger(verdict, apply_actions(w, &f, kept));
             emit_alerts(w, pkt, &f, d, kept, 0, verdict, &sv);
