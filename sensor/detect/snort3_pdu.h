@@ -11,9 +11,10 @@
 //   acknowledgement covers several); bytes after the last line feed wait for the next piece.
 // - kTlsRecords (ssl): cut after the last complete TLS record in each piece; at the first
 //   record of a type the splitter does not follow (a record type outside 20..23: heartbeat 24,
-//   anything else) it gives up cutting, so that record and all that follows leave in pieces
-//   of at most kMaxPdu bytes each, as acknowledged.
-// A PDU never exceeds kMaxPdu bytes (Snort 3's stream_tcp max_pdu, 16,384): a longer run with
+//   anything else) it gives up cutting (Snort 3 replaces an aborted splitter by an atom
+//   splitter): from that record on, acknowledged bytes wait until kMaxPdu of them do, then
+//   leave together as one PDU (so a PDU may hold two 16 KB heartbeat records' headers).
+// Otherwise a PDU never exceeds kMaxPdu bytes (Snort 3's max_pdu, 16,384): a longer run with
 // no cut point leaves in pieces of that size. A gap (bytes lost) or the end of the direction
 // flushes what is held as one PDU.
 //
@@ -34,6 +35,8 @@ enum class PduKind : uint8_t { kNone, kFtpLines, kTlsRecords };
 class PduCutter {
 public:
     static constexpr uint32_t kMaxPdu = 16384;
+    // After a give-up: the largest PDU (Snort 3's PDU buffer).
+    static constexpr uint32_t kMaxFallbackPdu = 65535;
 
     explicit PduCutter(PduKind kind = PduKind::kNone) : kind_(kind) {}
     PduKind kind() const { return kind_; }
@@ -118,7 +121,21 @@ void PduCutter::feed(const uint8_t* data, size_t len, Emit&& emit) {
     if (kind_ == PduKind::kNone || len == 0) {
         return;
     }
-    const size_t cut = gave_up_ ? 0 : cut_point(data, len);
+    if (gave_up_) {
+        // Snort 3's fallback (an atom splitter): what was acknowledged waits until kMaxPdu
+        // bytes do, then all of it leaves as one PDU (at most kMaxFallbackPdu).
+        held_.insert(held_.end(), data, data + len);
+        if (held_.size() >= kMaxPdu) {
+            for (size_t at = 0; at < held_.size(); at += kMaxFallbackPdu) {
+                const size_t n =
+                    held_.size() - at < kMaxFallbackPdu ? held_.size() - at : kMaxFallbackPdu;
+                emit(held_.data() + at, static_cast<uint32_t>(n));
+            }
+            held_.clear();
+        }
+        return;
+    }
+    const size_t cut = cut_point(data, len);
     if (cut != 0) {
         if (held_.empty()) {
             out(data, cut, emit);

@@ -298,6 +298,11 @@ detect::PduCutter* Engine::snort3_pdu_cutter(WorkerContext& w, flow::Flow& f, fl
             kind = w.active->detect->engine().snort3_pdus(detect::AppProto::kFtp)
                        ? detect::PduKind::kFtpLines
                        : detect::PduKind::kNone;
+        } else if (app == detect::AppProto::kTls) {
+            // Snort 3's ssl: its splitter cuts both directions at record ends.
+            kind = w.active->detect->engine().snort3_pdus(detect::AppProto::kTls)
+                       ? detect::PduKind::kTlsRecords
+                       : detect::PduKind::kNone;
         }
         if (kind == detect::PduKind::kNone) {
             return nullptr;

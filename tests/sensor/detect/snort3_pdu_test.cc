@@ -112,13 +112,17 @@ TEST(Snort3PduTls, HeartbeatStopsTheCutting) {
     EXPECT_EQ(c.held(), hb1.size() + hb2.size() + app.size());
     c.flush(emit);
     EXPECT_EQ(out, (Pdus{hello, hb1 + hb2 + app}));
-    // Past kMaxPdu: pieces of kMaxPdu starting at the heartbeat record.
-    const std::string big = record(24, std::string(PduCutter::kMaxPdu, 'z'));
-    Pdus pdus = cut(PduKind::kTlsRecords, {hello + big}, true);
+    // Once kMaxPdu bytes wait, all that was fed leaves as one PDU starting at the heartbeat
+    // record: two 16 KB heartbeat records' headers in one PDU.
+    const std::string big1 = record(24, std::string(PduCutter::kMaxPdu + 32, 'z'));
+    const std::string big2 = record(24, std::string(PduCutter::kMaxPdu + 32, 'w'));
+    const std::string both = big1 + big2.substr(0, 10);
+    Pdus pdus = cut(PduKind::kTlsRecords,
+                    {hello, both.substr(0, 10000), both.substr(10000), big2.substr(10)}, true);
     ASSERT_EQ(pdus.size(), 3u);
     EXPECT_EQ(pdus[0], hello);
-    EXPECT_EQ(pdus[1], big.substr(0, PduCutter::kMaxPdu));
-    EXPECT_EQ(pdus[2], big.substr(PduCutter::kMaxPdu));
+    EXPECT_EQ(pdus[1], both);
+    EXPECT_EQ(pdus[2], big2.substr(10));
 }
 
 TEST(Snort3PduTls, UnknownFirstByteGivesUpAtOnce) {
