@@ -181,8 +181,9 @@ FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& 
     extras.app = f != nullptr && w.app ? w.app->proto(*f) : detect::AppProto::kUnknown;
     extras.stream = have_stream ? &sv : nullptr;
     extras.pkt_in_stream = pkt_in_stream;
-    // Made before this packet's own data is acknowledged and cut, so that its Snort 3 rules see
-    // the PDU only.
+    // Made on the first packet of a PDU direction, before its data is acknowledged and cut:
+    // its only_stream Snort 3 rules then read the PDUs and not the raw chunks, and its wire
+    // alerts are recorded for the PDU that follows.
     extras.snort3_pdu_dir = f != nullptr && w.stream && p.has(decode::kFlagTcp) &&
                             snort3_pdu_cutter(w, *f, dir) != nullptr;
     const auto cap = static_cast<uint32_t>(w.alert_buf.size());
@@ -466,12 +467,14 @@ void Engine::end_flow(WorkerContext& w, flow::Flow& f, bool release_app) {
                     const stream::StreamChunk& a = u.app_data(d);
                     unacked[static_cast<int>(d)] |= a.new_len() != 0;
                     const uint32_t ntx = w.feed_app(f, d, a, txs, tx_cap);
-                    if (w.active) {
-                        if (detect::PduCutter* pc = snort3_pdu_cutter(w, f, d); pc != nullptr) {
-                            // Everything left goes out at the end (Snort 3 flushes it).
-                            inspect_snort3_pdus(w, nullptr, f, d, *pc, a, !u.more,
-                                                PacketVerdict::kNone);
-                        }
+                    detect::PduState* pdus = detect::PduSlot::get(f);
+                    if (w.active && !u.more && pdus != nullptr &&
+                        pdus->dir[static_cast<int>(d)].kind() != detect::PduKind::kNone) {
+                        // What was acknowledged and waits for a cut point goes out at the end;
+                        // the data never acknowledged does not (as for service buffers: "Snort
+                        // 3's semantics", docs/rules.md).
+                        inspect_snort3_pdus(w, nullptr, f, d, pdus->dir[static_cast<int>(d)],
+                                            stream::StreamChunk{}, true, PacketVerdict::kNone);
                     }
                     inspect_end(f, d, c.new_len() != 0 ? &c : nullptr, ntx,
                                 a.new_len() != 0 ? &a : nullptr);
