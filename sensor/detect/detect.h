@@ -172,6 +172,9 @@ public:
     // Bytes of already inspected stream data worth keeping in front of new data: the longest
     // fast pattern of the TCP groups (a match must end in the new bytes to count).
     uint32_t stream_tail_bytes() const;
+    // Whether a Snort 3 rule that reads the stream may apply to a flow of this service: its
+    // Snort 3 PDUs are then worth cutting (snort3_pdu.h, InspectExtras::snort3_pdu).
+    bool snort3_pdus(AppProto service) const;
     const DetectConfig& config() const;
     const std::shared_ptr<FlowbitRegistry>& flowbit_registry() const;
     // One entry per loaded rule, indexed like AlertRecord::rule_index.
@@ -239,6 +242,13 @@ struct InspectExtras {
     // An end-of-flow pseudo packet: only the stream view is inspected (rules that cannot
     // match it are not checked).
     bool stream_only = false;
+    // Snort 3 PDUs (snort3_pdu.h): this direction of the flow is cut into its service's PDUs,
+    // so Snort 3 rules with flow:only_stream see those PDUs only, not the raw stream chunks
+    // (the others still match each packet, as Snort 3's wire packets).
+    bool snort3_pdu_dir = false;
+    // This inspection is of one Snort 3 PDU, the stream view (new_off 0) on a packet without
+    // payload: only Snort 3 rules that read the stream are checked, on the PDU alone.
+    bool snort3_pdu = false;
     // The transactions inspected were parsed from data the receiver never acknowledged,
     // delivered when the flow ended (end-of-flow flush). Rules written in Snort 3 do not
     // inspect them: Snort 3 fills its service buffers only from data its stream flushed on

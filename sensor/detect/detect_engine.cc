@@ -274,6 +274,8 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
     const bool pkt_in_stream = extras != nullptr && extras->pkt_in_stream;
     const bool stream_only = extras != nullptr && extras->stream_only;
     const bool unacked_end = extras != nullptr && extras->unacked_end;
+    const bool pdu = extras != nullptr && extras->snort3_pdu && stream != nullptr;
+    const bool pdu_dir = extras != nullptr && extras->snort3_pdu_dir;
     if (view == nullptr) {
         if (d.parts.empty()) {
             return 0;
@@ -407,6 +409,14 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
         if (view != nullptr && unacked_end && r.syntax == RuleSyntax::kSnort3) {
             continue;  // InspectExtras::unacked_end
         }
+        // Snort 3 PDUs: a Snort 3 rule that reads the stream sees each PDU whole (Snort 3's
+        // rebuilt packet), nothing else does; on a direction cut into PDUs, one with
+        // flow:only_stream sees the PDUs only, not Picket's raw chunks.
+        const bool pdu_rule =
+            r.syntax == RuleSyntax::kSnort3 && r.stream_capable && view == nullptr;
+        if (pdu ? !pdu_rule : pdu_dir && pdu_rule && (r.flow_flags & kFlowOnlyStream) != 0) {
+            continue;
+        }
         // Suricata: a packet whose data went into the stream is not matched by stream-capable
         // rules; they see its bytes when the raw stream is inspected. Without a stream view
         // to try, such a candidate (found in the payload) cannot match: not a check.
@@ -415,8 +425,8 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
         // reassembled stream only by rules with flow:only_stream, so a rule alerts once per
         // packet that holds its match and the stream does not repeat it.
         const bool snort3_packets =
-            r.syntax == RuleSyntax::kSnort3 && (r.flow_flags & kFlowOnlyStream) == 0;
-        const bool skip_payload = pkt_in_stream && r.stream_capable && !snort3_packets;
+            r.syntax == RuleSyntax::kSnort3 && (r.flow_flags & kFlowOnlyStream) == 0 && !pdu;
+        const bool skip_payload = (pkt_in_stream && r.stream_capable && !snort3_packets) || pdu;
         const bool unindexed = stream != nullptr && r.stream_capable && !r.stream_prefiltered;
         const bool ref_hit = stream != nullptr && !d.ref_stream_fps.empty() &&
                              r.stream_prefiltered && fp_ends_in_new(d.ref_stream_fps[ri], *stream);
@@ -559,6 +569,10 @@ uint32_t DetectWorker::inspect_tx(const decode::Packet& p, flow::Flow* f, flow::
 
 uint32_t DetectEngine::stream_tail_bytes() const {
     return impl_->max_stream_pattern;
+}
+
+bool DetectEngine::snort3_pdus(AppProto service) const {
+    return (impl_->snort3_pdu_services >> static_cast<unsigned>(service) & 1u) != 0;
 }
 
 void RuleProfile::add(const DetectWorker& worker) {

@@ -273,6 +273,11 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
         }
         r.stream_capable = r.packet_buffer && !r.proto.tcp_pkt_only &&
                            (r.flow_flags & kFlowNoStream) == 0 && !dsize;
+        if (r.stream_capable && r.syntax == RuleSyntax::kSnort3) {
+            d.snort3_pdu_services |= r.proto.app == AppProto::kUnknown || r.service_or_ports
+                                         ? ~0u
+                                         : 1u << static_cast<unsigned>(r.proto.app);
+        }
     }
 
     const auto t0 = std::chrono::steady_clock::now();

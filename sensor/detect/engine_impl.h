@@ -138,6 +138,9 @@ struct DetectEngine::Impl {
     mutable std::unique_ptr<ThresholdTable> thresholds;  // shared, locked on the match path
     size_t max_candidates = 0;
     uint32_t max_stream_pattern = 0;  // longest fast pattern of the TCP parts
+    // Bit (1 << AppProto) per service a Snort 3 rule that reads the stream may apply to (a rule
+    // without a service: every bit): where Snort 3 PDUs are worth cutting (snort3_pdu.h).
+    uint32_t snort3_pdu_services = 0;
     uint64_t memory = 0;
     // mpm-algo none: each rule's pkt_data fast pattern (empty: none), looked for in a stream
     // view's new bytes as the Hyperscan prefilter would, so the reference matches streams alike.

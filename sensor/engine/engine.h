@@ -25,6 +25,7 @@
 #include "sensor/decode/decode.h"
 #include "sensor/defrag/defrag.h"
 #include "sensor/detect/detect.h"
+#include "sensor/detect/snort3_pdu.h"
 #include "sensor/flow/flow.h"
 #include "sensor/output/eve_config.h"
 #include "sensor/output/output.h"
@@ -251,6 +252,19 @@ private:
     PacketVerdict inspect_stream_chunk(WorkerContext& w, const decode::Packet& p, flow::Flow& f,
                                        flow::Direction d, const stream::StreamChunk& c,
                                        uint32_t link_len, PacketVerdict verdict);
+    // Snort 3 PDUs (detect/snort3_pdu.h): the cutter of f's direction d when a Snort 3 rule
+    // that reads the stream may apply to the flow's service and that service has PDUs here
+    // (FTP: detected, or server port 21 as Snort 3's binder; its state is made on first use),
+    // else nullptr. Costs two tests on a flow of another service.
+    detect::PduCutter* snort3_pdu_cutter(WorkerContext& w, flow::Flow& f, flow::Direction d);
+    // Feeds a's acknowledged bytes of f's direction d to its PDU cutter and inspects each PDU
+    // that completes (on p when it is d's packet, else on pseudo_packet() of d): only Snort 3
+    // rules that read the stream, on the whole PDU. A gap or a's end flushes what is held
+    // first or last; `end` flushes it in any case (the flow ends). Returns the verdict.
+    PacketVerdict inspect_snort3_pdus(WorkerContext& w, const decode::Packet* p, flow::Flow& f,
+                                      flow::Direction d, detect::PduCutter& cutter,
+                                      const stream::StreamChunk& a, bool end,
+                                      PacketVerdict verdict);
     // w.pseudo made a packet of f's direction d without headers or payload of its own
     // (Suricata's stream pseudo packet): what alerts report as source, destination and time.
     const decode::Packet& pseudo_packet(WorkerContext& w, const flow::Flow& f, flow::Direction d);

@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 
 #include <cstring>
+#include <new>
 
 #include "common/strings.h"
 #include "sensor/detect/flowbits.h"
@@ -137,6 +138,13 @@ FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& 
                     }
                 }
                 const uint32_t k = w.feed_app(*f, d, u.app_data(d), txs + ntx, tx_cap - ntx);
+                if (w.active && !acl_skip_detect &&
+                    u.app_data(d).new_len() + u.app_data(d).gap != 0) {
+                    if (detect::PduCutter* pc = snort3_pdu_cutter(w, *f, d); pc != nullptr) {
+                        out.verdict = inspect_snort3_pdus(w, d == dir ? &p : nullptr, *f, d, *pc,
+                                                          u.app_data(d), false, out.verdict);
+                    }
+                }
                 if (w.raw_on_ack && w.app) {
                     if (w.app->take_raw_trigger(*f, d)) {
                         w.stream->trigger_raw(*f, d);
@@ -173,6 +181,11 @@ FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& 
     extras.app = f != nullptr && w.app ? w.app->proto(*f) : detect::AppProto::kUnknown;
     extras.stream = have_stream ? &sv : nullptr;
     extras.pkt_in_stream = pkt_in_stream;
+    // Made on the first packet of a PDU direction, before its data is acknowledged and cut:
+    // its only_stream Snort 3 rules then read the PDUs and not the raw chunks, and its wire
+    // alerts are recorded for the PDU that follows.
+    extras.snort3_pdu_dir = f != nullptr && w.stream && p.has(decode::kFlagTcp) &&
+                            snort3_pdu_cutter(w, *f, dir) != nullptr;
     const auto cap = static_cast<uint32_t>(w.alert_buf.size());
     uint32_t n = w.active->detect->inspect(p, f, dir, w.alert_buf.data(), cap, &extras);
     if (extras.passed) {
@@ -185,6 +198,16 @@ FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& 
         return out;
     }
     if (n != 0) {
+        if (extras.snort3_pdu_dir) {
+            // Snort 3's add_alert: the PDU rebuilt from this packet does not repeat these.
+            detect::WireAlerts& wire = detect::PduSlot::get(*f)->wire[static_cast<int>(dir)];
+            for (uint32_t i = 0; i < n; ++i) {
+                const detect::Rule& r = *w.alert_buf[i].rule;
+                if (r.syntax == detect::RuleSyntax::kSnort3 && !w.alert_buf[i].from_stream) {
+                    wire.add(r.gid, r.sid);
+                }
+            }
+        }
         out.verdict = stronger(out.verdict, apply_actions(w, f, n));
         emit_alerts(w, p, f, dir, n, link_len, out.verdict, extras.stream);
     }
@@ -240,6 +263,9 @@ PacketVerdict Engine::inspect_stream_chunk(WorkerContext& w, const decode::Packe
     extras.app = w.app ? w.app->proto(f) : detect::AppProto::kUnknown;
     extras.stream = &sv;
     extras.stream_only = true;
+    extras.snort3_pdu_dir =
+        detect::PduSlot::get(f) != nullptr &&
+        detect::PduSlot::get(f)->dir[static_cast<int>(d)].kind() != detect::PduKind::kNone;
     const auto cap = static_cast<uint32_t>(w.alert_buf.size());
     const uint32_t n = w.active->detect->inspect(p, &f, d, w.alert_buf.data(), cap, &extras);
     if (extras.passed) {
@@ -260,6 +286,91 @@ PacketVerdict Engine::inspect_stream_chunk(WorkerContext& w, const decode::Packe
         verdict = stronger(verdict, apply_actions(w, &f, kept));
         emit_alerts(w, p, &f, d, kept, link_len, verdict, &sv);
     }
+    return verdict;
+}
+
+detect::PduCutter* Engine::snort3_pdu_cutter(WorkerContext& w, flow::Flow& f, flow::Direction d) {
+    detect::PduState* st = detect::PduSlot::get(f);
+    if (st == nullptr) {
+        const detect::AppProto app = w.app ? w.app->proto(f) : detect::AppProto::kUnknown;
+        detect::PduKind kind = detect::PduKind::kNone;
+        if (app == detect::AppProto::kFtp || f.server_port == 21) {
+            // Snort 3's ftp_server: its splitter cuts both directions at line ends.
+            kind = w.active->detect->engine().snort3_pdus(detect::AppProto::kFtp)
+                       ? detect::PduKind::kFtpLines
+                       : detect::PduKind::kNone;
+        } else if (app == detect::AppProto::kTls) {
+            // Snort 3's ssl: its splitter cuts both directions at record ends.
+            kind = w.active->detect->engine().snort3_pdus(detect::AppProto::kTls)
+                       ? detect::PduKind::kTlsRecords
+                       : detect::PduKind::kNone;
+        }
+        if (kind == detect::PduKind::kNone) {
+            return nullptr;
+        }
+        st = new (std::nothrow)
+            detect::PduState{{detect::PduCutter(kind), detect::PduCutter(kind)}, {}};
+        if (st == nullptr) {
+            return nullptr;
+        }
+        detect::PduSlot::set(f, st);
+    }
+    detect::PduCutter& c = st->dir[static_cast<int>(d)];
+    return c.kind() != detect::PduKind::kNone ? &c : nullptr;
+}
+
+PacketVerdict Engine::inspect_snort3_pdus(WorkerContext& w, const decode::Packet* p, flow::Flow& f,
+                                          flow::Direction d, detect::PduCutter& cutter,
+                                          const stream::StreamChunk& a, bool end,
+                                          PacketVerdict verdict) {
+    // A PDU is rebuilt from acknowledged data: established, as Snort 3's rebuilt packets.
+    const bool was_established = f.pkt_established;
+    const bool was_midstream = f.pkt_midstream;
+    f.pkt_established = true;
+    f.pkt_midstream = false;
+    auto inspect = [&](const uint8_t* data, uint32_t len) {
+        if (f.action == flow::FlowAction::kDrop || f.action == flow::FlowAction::kPass) {
+            return;
+        }
+        const decode::Packet& pkt = p != nullptr ? *p : pseudo_packet(w, f, d);
+        const detect::StreamView sv{data, len, 0};
+        detect::InspectExtras extras;
+        extras.app = w.app ? w.app->proto(f) : detect::AppProto::kUnknown;
+        extras.stream = &sv;
+        extras.stream_only = true;
+        extras.snort3_pdu = true;
+        const auto cap = static_cast<uint32_t>(w.alert_buf.size());
+        const uint32_t n = w.active->detect->inspect(pkt, &f, d, w.alert_buf.data(), cap, &extras);
+        if (extras.passed) {
+            if (f.action == flow::FlowAction::kNone) {
+                f.action = flow::FlowAction::kPass;
+            }
+            return;
+        }
+        // Not again what a wire packet of d already alerted on (Snort 3's check_alerted).
+        detect::WireAlerts& wire = detect::PduSlot::get(f)->wire[static_cast<int>(d)];
+        uint32_t kept = 0;
+        for (uint32_t i = 0; i < n; ++i) {
+            const detect::Rule& r = *w.alert_buf[i].rule;
+            if (w.alert_buf[i].from_stream && !wire.has(r.gid, r.sid)) {
+                w.alert_buf[kept++] = w.alert_buf[i];
+            }
+        }
+        wire.clear();
+        if (kept != 0) {
+            verdict = stronger(verdict, apply_actions(w, &f, kept));
+            emit_alerts(w, pkt, &f, d, kept, 0, verdict, &sv);
+        }
+    };
+    if (a.gap != 0) {
+        cutter.flush(inspect);
+    }
+    cutter.feed(a.new_data(), a.new_len(), inspect);
+    if (a.eof || end) {
+        cutter.flush(inspect);
+    }
+    f.pkt_established = was_established;
+    f.pkt_midstream = was_midstream;
     return verdict;
 }
 
@@ -356,6 +467,15 @@ void Engine::end_flow(WorkerContext& w, flow::Flow& f, bool release_app) {
                     const stream::StreamChunk& a = u.app_data(d);
                     unacked[static_cast<int>(d)] |= a.new_len() != 0;
                     const uint32_t ntx = w.feed_app(f, d, a, txs, tx_cap);
+                    detect::PduState* pdus = detect::PduSlot::get(f);
+                    if (w.active && !u.more && pdus != nullptr &&
+                        pdus->dir[static_cast<int>(d)].kind() != detect::PduKind::kNone) {
+                        // What was acknowledged and waits for a cut point goes out at the end;
+                        // the data never acknowledged does not (as for service buffers: "Snort
+                        // 3's semantics", docs/rules.md).
+                        inspect_snort3_pdus(w, nullptr, f, d, pdus->dir[static_cast<int>(d)],
+                                            stream::StreamChunk{}, true, PacketVerdict::kNone);
+                    }
                     inspect_end(f, d, c.new_len() != 0 ? &c : nullptr, ntx,
                                 a.new_len() != 0 ? &a : nullptr);
                 }

@@ -163,6 +163,7 @@ struct WorkerContext {
             if (flow_state) {
                 flow_state->release_flow(f);
             }
+            delete detect::PduSlot::take(f);  // Snort 3 PDUs (Engine::snort3_pdu_cutter)
             if (stream) {
                 stream->release_flow(f);
             }

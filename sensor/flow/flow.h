@@ -46,7 +46,7 @@ enum class FlowAction : uint8_t { kNone, kDrop, kPass };
 // only through its typed key, a FlowStorage<T, slot> alias of its own (e.g.
 // stream::SessionSlot); the flow table clears the slots when it recycles a flow, after
 // calling on_free(flow) so that their owners can release what they hold.
-enum class FlowSlot : uint8_t { kFlowbits, kStream, kAppLayer, kCount };
+enum class FlowSlot : uint8_t { kFlowbits, kStream, kAppLayer, kSnort3Pdu, kCount };
 inline constexpr size_t kNumFlowSlots = static_cast<size_t>(FlowSlot::kCount);
 
 struct Flow;

@@ -8,7 +8,10 @@
 //   when the flow is the service;
 // - packets, not the raw stream: a Snort 3 rule without flow:only_stream matches each packet's
 //   payload (once per packet that holds the match), a pattern split over two segments only
-//   with only_stream; a midstream pickup is established for it at once.
+//   with only_stream; a midstream pickup is established for it at once;
+// - Snort 3 PDUs: on an FTP flow (port 21) a Snort 3 rule that reads the stream sees each
+//   acknowledged line (the ftp_server splitter's PDU) besides the packets, and does not alert
+//   on a PDU again for what it alerted on a packet of it.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -173,6 +176,36 @@ TEST_F(Snort3SemanticsTest, MidstreamPickupIsEstablishedForSnort3Rules) {
     // Without midstream pickup there is no session, so nothing is established.
     EXPECT_EQ(run(session(80, {"GET /scripts/ HTTP/1.0\r\n\r\n"}, false, false), rules, false),
               (std::map<uint32_t, int>{}));
+}
+
+TEST_F(Snort3SemanticsTest, FtpLinesAreSnort3Pdus) {
+    const std::string rules =
+        "alert tcp any any -> any any (msg:\"suricata\"; flow:to_server,established; "
+        "content:\"RETR\"; nocase; content:\"1MB\"; distance:1; nocase; sid:15;)\n"
+        "alert tcp any any -> any any (msg:\"snort3\"; flow:to_server,established; "
+        "content:\"RETR\",nocase; content:\"1MB\",distance 1,nocase; sid:16;)\n"
+        "alert tcp any any -> any any (msg:\"snort3 packet\"; flow:to_server,established,"
+        "no_stream; content:\"RETR\",nocase; content:\"1MB\",distance 1,nocase; sid:17;)\n"
+        "alert tcp any any -> any any (msg:\"snort3 line\"; flow:to_server,established; "
+        "content:\"USER\",depth 4; pcre:\"/^USER\\s+anonymous\\r\\n$/\"; sid:18;)\n"
+        "alert tcp any any -> any any (msg:\"snort3 stream\"; flow:to_server,established,"
+        "only_stream; content:\"RETR 1MB.\",depth 9; sid:19;)\n";
+    // A command split over two segments, then two commands each in a packet of its own.
+    const std::vector<Bytes> split =
+        session(21, {"RETR 1", "MB.zip\r\n", "USER anonymous\r\n", "RETR 1MB.tar\r\n"}, true);
+    // Port 21: the Snort 3 rules see the packets and the lines. 16: the last packet, and the
+    // line of the split command; the last line's PDU does not repeat the packet's alert. 18:
+    // the USER packet (its PDU not again). no_stream (17): the packets only. 19 (only_stream):
+    // the lines only.
+    EXPECT_EQ(run(split, rules),
+              (std::map<uint32_t, int>{{15, 1}, {16, 2}, {17, 1}, {18, 1}, {19, 2}}));
+    // Another port, no FTP detected (no server banner): packets and Picket's raw chunks (cut at
+    // the acknowledgements, each one's new bytes alone for a Snort 3 rule), so the split
+    // command is not found by the Snort 3 rules.
+    const std::vector<Bytes> other =
+        session(2121, {"RETR 1", "MB.zip\r\n", "USER anonymous\r\n", "RETR 1MB.tar\r\n"}, true);
+    EXPECT_EQ(run(other, rules),
+              (std::map<uint32_t, int>{{15, 1}, {16, 1}, {17, 1}, {18, 1}, {19, 1}}));
 }
 
 }  // namespace
