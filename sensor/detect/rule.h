@@ -196,6 +196,16 @@ struct FlowbitOp {
     bool any_of = false;         // '|' form
 };
 
+// xbits (hostbits / ip_pair bits, flowbits.h). name_hash identifies the bit (names are not
+// interned: the table is keyed by a hash of track, name and address).
+enum class XbitTrack : uint8_t { kIpSrc, kIpDst, kIpPair };
+struct XbitOp {
+    FlowbitCmd cmd = FlowbitCmd::kSet;  // kSet, kUnset, kToggle, kIsset, kIsnotset
+    XbitTrack track = XbitTrack::kIpSrc;
+    uint64_t name_hash = 0;
+    uint32_t expire_s = 30;  // set/toggle: seconds the bit lives (Suricata's default 30)
+};
+
 enum class ThresholdType : uint8_t { kLimit, kThreshold, kBoth, kDetectionFilter };
 enum class TrackBy : uint8_t { kSrc, kDst, kRule, kBoth };
 struct ThresholdSpec {
@@ -249,6 +259,8 @@ struct Rule {
     std::vector<BufferMatch> buffers;   // at most one entry per BufferId, in first-use order
     std::vector<ContentInfo> contents;  // every content of the rule, for the compiler
     std::vector<FlowbitOp> flowbits;
+    std::vector<XbitOp> xbits;
+    bool has_xbit_actions = false;  // xbits has a set, unset or toggle
     bool noalert = false;
     bool has_threshold = false;
     ThresholdSpec threshold;

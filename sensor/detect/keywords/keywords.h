@@ -45,6 +45,9 @@ PICKET_KEYWORD(parse_dsize);  // a HeaderOption (payload size of the packet)
 // Header and flow (one file each).
 PICKET_KEYWORD(parse_flow);
 PICKET_KEYWORD(parse_flowbits);
+PICKET_KEYWORD(parse_xbits);        // xbits.cc
+PICKET_KEYWORD(parse_stream_size);  // stream_size.cc
+PICKET_KEYWORD(parse_tag);          // tag.cc (parsed only)
 PICKET_KEYWORD(parse_noalert);
 PICKET_KEYWORD(parse_flags);
 PICKET_KEYWORD(parse_ttl);

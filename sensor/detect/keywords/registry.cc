@@ -48,6 +48,9 @@ constexpr KeywordDef kKeywords[] = {
     // Header and flow.
     {"flow", parse_flow},
     {"flowbits", parse_flowbits},
+    {"xbits", parse_xbits},
+    {"stream_size", parse_stream_size},
+    {"tag", parse_tag},
     {"noalert", parse_noalert},
     {"flags", parse_flags},
     {"tcp.flags", parse_flags},  // Suricata 7's canonical name; flags is its alias
