@@ -36,7 +36,7 @@ constexpr const char* kUnsupported[] = {
     "icmpv4-csum", "icmpv6-csum", "app-layer-protocol", "app-layer-event", "app-layer-state",
     "decode-event", "stream-event", "engine-event",
     // Decoders and transforms.
-    "base64_decode", "base64_data", "to_md5", "to_sha1", "to_sha256",
+    "to_md5", "to_sha1", "to_sha256",
     "xor", "pcrexform",
     "header_lowercase", "strip_pseudo_headers", "from_base64",
     // Files.

@@ -131,7 +131,8 @@ enum class PayloadKind : uint8_t {
     kByteExtract,
     kByteMath,
     kIsdataat,
-    kBsize
+    kBsize,
+    kBase64Decode
 };
 
 // How the options after a content or pcre depend on it: the options up to and including the

@@ -40,7 +40,9 @@ PICKET_KEYWORD(parse_byte_extract);
 PICKET_KEYWORD(parse_byte_math);
 PICKET_KEYWORD(parse_isdataat);
 PICKET_KEYWORD(parse_bsize);
-PICKET_KEYWORD(parse_dsize);  // a HeaderOption (payload size of the packet)
+PICKET_KEYWORD(parse_base64_decode);  // base64.cc
+PICKET_KEYWORD(parse_base64_data);    // base64.cc: the options after it see the decoded bytes
+PICKET_KEYWORD(parse_dsize);          // a HeaderOption (payload size of the packet)
 
 // Header and flow (one file each).
 PICKET_KEYWORD(parse_flow);

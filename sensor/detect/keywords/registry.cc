@@ -45,6 +45,8 @@ constexpr KeywordDef kKeywords[] = {
     {"isdataat", parse_isdataat},
     {"bsize", parse_bsize},
     {"dsize", parse_dsize},
+    {"base64_decode", parse_base64_decode},
+    {"base64_data", parse_base64_data},
     // Header and flow.
     {"flow", parse_flow},
     {"flowbits", parse_flowbits},

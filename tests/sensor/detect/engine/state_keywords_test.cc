@@ -134,5 +134,16 @@ TEST_F(StateKeywordsTest, XbitsIpPairUnsetToggle) {
     EXPECT_EQ(run(1, 2, 40000, 80, 0x18, 32, 1, "CHECK"), (Sids{}));
 }
 
+TEST_F(StateKeywordsTest, Base64DataThroughTheEngine) {
+    load(
+        "alert tcp any any -> any any (content:\"<b>\"; base64_decode:offset 0,relative; "
+        "base64_data; content:\"SYSTEM\"; startswith; sid:20;)\n"
+        "alert tcp any any -> any any (base64_decode:bytes 8; base64_data; content:\"tests\"; "
+        "sid:21;)\n");
+    EXPECT_EQ(run(1, 2, 40000, 80, 0x18, 1, 1, "<b>U1lTVEVNIHNlY3JldA=="), (Sids{20}));
+    EXPECT_EQ(run(1, 2, 40000, 80, 0x18, 30, 1, "<b>c2VjcmV0"), (Sids{}));
+    EXPECT_EQ(run(1, 2, 40000, 80, 0x18, 50, 1, "dGVzdHM=<b>"), (Sids{21}));
+}
+
 }  // namespace
 }  // namespace picket::sensor::detect
