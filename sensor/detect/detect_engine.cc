@@ -467,6 +467,18 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
         if (!ok) {
             continue;
         }
+        // flowint runs on the flow's values once the other options matched, in rule order: a
+        // comparison that fails stops the rule and the modifiers before it stay applied.
+        if (!r.flowints.empty()) {
+            if (f == nullptr) {
+                continue;
+            }
+            bits = flowbits_acquire(*f, flow_state_->impl().pool);
+            pc.flowbits = bits;
+            if (bits == nullptr || !run_flowints(r.flowints, bits->ints)) {
+                continue;
+            }
+        }
         if constexpr (kProfile) {
             timed_matched = true;  // every option matched, whatever thresholds decide
         }

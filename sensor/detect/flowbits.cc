@@ -19,6 +19,79 @@ uint32_t FlowbitRegistry::intern(std::string_view name) {
     return id;
 }
 
+bool FlowbitRegistry::intern_int(std::string_view name, uint8_t* id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < int_names_.size(); ++i) {
+        if (int_names_[i] == name) {
+            *id = static_cast<uint8_t>(i);
+            return true;
+        }
+    }
+    if (int_names_.size() >= kMaxFlowints) {
+        return false;
+    }
+    int_names_.emplace_back(name);
+    *id = static_cast<uint8_t>(int_names_.size() - 1);
+    return true;
+}
+
+bool run_flowints(const std::vector<FlowintOp>& ops, FlowintValues& vals) {
+    for (const FlowintOp& op : ops) {
+        if (op.cmd == FlowintCmd::kIsset || op.cmd == FlowintCmd::kNotset) {
+            if (vals.has(op.var) != (op.cmd == FlowintCmd::kIsset)) {
+                return false;
+            }
+            continue;
+        }
+        if (op.value_is_var && !vals.has(op.value_var)) {
+            return false;
+        }
+        const uint32_t operand = op.value_is_var ? vals.v[op.value_var] : op.value;
+        const bool has = vals.has(op.var);
+        uint32_t& v = vals.v[op.var];
+        bool ok = true;
+        switch (op.cmd) {
+            case FlowintCmd::kSet:
+                v = operand;
+                break;
+            case FlowintCmd::kAdd:
+                v = has ? v + operand : operand;
+                break;
+            case FlowintCmd::kSub:
+                v = has ? v - operand : 0u - operand;
+                break;
+            case FlowintCmd::kEq:
+                ok = has && v == operand;
+                break;
+            case FlowintCmd::kNe:
+                ok = has && v != operand;
+                break;
+            case FlowintCmd::kLt:
+                ok = has && v < operand;
+                break;
+            case FlowintCmd::kLe:
+                ok = has && v <= operand;
+                break;
+            case FlowintCmd::kGt:
+                ok = has && v > operand;
+                break;
+            case FlowintCmd::kGe:
+                ok = has && v >= operand;
+                break;
+            default:
+                break;
+        }
+        if (!ok) {
+            return false;
+        }
+        if (op.cmd == FlowintCmd::kSet || op.cmd == FlowintCmd::kAdd ||
+            op.cmd == FlowintCmd::kSub) {
+            vals.set |= 1u << op.var;
+        }
+    }
+    return true;
+}
+
 bool FlowbitRegistry::find(std::string_view name, uint32_t* id) const {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = ids_.find(name);
@@ -42,6 +115,7 @@ uint32_t FlowbitRegistry::size() const {
 void FlowbitStore::clear() {
     std::memset(words, 0, sizeof(uint64_t) * nwords);
     tcp = TcpSeqState{};
+    ints = FlowintValues{};
 }
 
 void tcp_seq_note(TcpSeqState& s, const decode::Packet& p, flow::Direction dir) {

@@ -28,6 +28,8 @@ class FlowbitRegistry {
 public:
     // A stream_size rule was parsed with this registry: from then on the engine tracks TCP
     // sequence numbers (TcpSeqState) for every TCP flow. Sticky for the registry's life.
+    // Interns a flowint name into 0 .. kMaxFlowints-1; false when that many exist already.
+    bool intern_int(std::string_view name, uint8_t* id);
     void want_tcp_seq() { tcp_seq_.store(true, std::memory_order_relaxed); }
     bool tcp_seq_wanted() const { return tcp_seq_.load(std::memory_order_relaxed); }
 
@@ -41,6 +43,7 @@ private:
     std::deque<std::string> names_;  // stable storage for the map's keys
     std::unordered_map<std::string_view, uint32_t> ids_;
     std::atomic<bool> tcp_seq_{false};
+    std::vector<std::string> int_names_;  // flowint names by id (under mu_)
 };
 
 // TCP sequence space per direction (by the sender's flow::Direction), for stream_size: what
@@ -57,6 +60,19 @@ struct TcpSeqState {
 // Records packet p of direction dir (a TCP packet) in s. No allocation.
 void tcp_seq_note(TcpSeqState& s, const decode::Packet& p, flow::Direction dir);
 
+// The flowint variables of one flow (Suricata's flowint values are 32-bit unsigned).
+inline constexpr uint32_t kMaxFlowints = 32;
+struct FlowintValues {
+    uint32_t v[kMaxFlowints] = {};
+    uint32_t set = 0;  // bit per variable: has a value
+    bool has(uint8_t id) const { return (set >> id) & 1u; }
+};
+// Runs ops in order on vals: modifiers change vals, a comparison or isset/notset that fails,
+// or an operand variable without a value, returns false (the rest is not run; the changes
+// before it stay). The engine runs a rule's flowints on its flow's values once every other
+// option of the rule matched (Suricata evaluates its packet-match list after the payload).
+bool run_flowints(const std::vector<FlowintOp>& ops, FlowintValues& vals);
+
 // The bits of one flow. Ids at or above capacity() read as unset and cannot be set (a store
 // from before a reload that added names; see FlowbitPool::grow_bits).
 struct FlowbitStore {
@@ -65,6 +81,7 @@ struct FlowbitStore {
     FlowbitStore* next_free = nullptr;  // pool bookkeeping
     uint32_t chunk = 0;                 // pool bookkeeping: index of the owning chunk
     TcpSeqState tcp;                    // stream_size (tcp_seq_note); cleared with the bits
+    FlowintValues ints;                 // flowint; cleared with the bits
 
     uint32_t capacity() const { return nwords * 64; }
     bool test(uint32_t id) const {

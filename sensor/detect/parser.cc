@@ -27,7 +27,7 @@ namespace {
 // clang-format off
 constexpr const char* kUnsupported[] = {
     // Lua, variables, tagging, reputation, datasets, misc engine features.
-    "lua", "luajit", "flowint", "flowvar", "pktvar", "hostbits", "iprep",
+    "lua", "luajit", "flowvar", "pktvar", "hostbits", "iprep",
     "dataset", "datarep", "geoip", "bypass", "replace", "prefilter", "requires", "config",
     "rpc", "ftpbounce", "ipopts", "fragoffset", "asn1", "entropy",
     "absent", "l3_proto", "pkthdr", "flow.age", "flow.pkts", "flow.bytes",

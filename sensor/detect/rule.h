@@ -207,6 +207,18 @@ struct XbitOp {
     uint32_t expire_s = 30;  // set/toggle: seconds the bit lives (Suricata's default 30)
 };
 
+// flowint (flowbits.h): integer flow variables. A rule's ops run in rule order on the flow's
+// values once its other options matched (run_flowints); a failed comparison stops the rule.
+enum class FlowintCmd : uint8_t { kSet, kAdd, kSub, kEq, kNe, kLt, kLe, kGt, kGe, kIsset, kNotset };
+struct FlowintOp {
+    FlowintCmd cmd = FlowintCmd::kSet;
+    uint8_t var = 0;            // interned id (FlowbitRegistry::intern_int)
+    bool value_is_var = false;  // the operand is another flowint
+    uint8_t value_var = 0;
+    uint32_t value = 0;
+    bool operator==(const FlowintOp&) const = default;
+};
+
 enum class ThresholdType : uint8_t { kLimit, kThreshold, kBoth, kDetectionFilter };
 enum class TrackBy : uint8_t { kSrc, kDst, kRule, kBoth };
 struct ThresholdSpec {
@@ -262,6 +274,7 @@ struct Rule {
     std::vector<FlowbitOp> flowbits;
     std::vector<XbitOp> xbits;
     bool has_xbit_actions = false;  // xbits has a set, unset or toggle
+    std::vector<FlowintOp> flowints;
     bool noalert = false;
     bool has_threshold = false;
     ThresholdSpec threshold;

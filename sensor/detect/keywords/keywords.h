@@ -47,7 +47,8 @@ PICKET_KEYWORD(parse_dsize);          // a HeaderOption (payload size of the pac
 // Header and flow (one file each).
 PICKET_KEYWORD(parse_flow);
 PICKET_KEYWORD(parse_flowbits);
-PICKET_KEYWORD(parse_xbits);        // xbits.cc
+PICKET_KEYWORD(parse_xbits);
+PICKET_KEYWORD(parse_flowint);      // flowint.cc        // xbits.cc
 PICKET_KEYWORD(parse_stream_size);  // stream_size.cc
 PICKET_KEYWORD(parse_tag);          // tag.cc (parsed only)
 PICKET_KEYWORD(parse_noalert);

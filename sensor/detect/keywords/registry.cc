@@ -51,6 +51,7 @@ constexpr KeywordDef kKeywords[] = {
     {"flow", parse_flow},
     {"flowbits", parse_flowbits},
     {"xbits", parse_xbits},
+    {"flowint", parse_flowint},
     {"stream_size", parse_stream_size},
     {"tag", parse_tag},
     {"noalert", parse_noalert},

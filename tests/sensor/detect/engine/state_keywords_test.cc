@@ -134,6 +134,33 @@ TEST_F(StateKeywordsTest, XbitsIpPairUnsetToggle) {
     EXPECT_EQ(run(1, 2, 40000, 80, 0x18, 32, 1, "CHECK"), (Sids{}));
 }
 
+// Suricata's documented login-fail counter: start at 1, count while set, alert above 5.
+TEST_F(StateKeywordsTest, FlowintLoginFailCounter) {
+    load(
+        "alert tcp any any -> any any (content:\"login failed\"; flowint:loginfail, notset; "
+        "flowint:loginfail, =, 1; noalert; sid:1;)\n"
+        "alert tcp any any -> any any (content:\"login failed\"; flowint:loginfail, isset; "
+        "flowint:loginfail, +, 1; noalert; sid:2;)\n"
+        "alert tcp any any -> any any (content:\"login failed\"; flowint:loginfail, isset; "
+        "flowint:loginfail, >, 5; sid:3;)\n"
+        "alert tcp any any -> any any (content:\"ok\"; flowint:n, +, 1; flowint:n, >, 1; "
+        "sid:4;)\n");
+    uint32_t seq = 1;
+    std::vector<Sids> got;
+    for (int i = 0; i < 7; ++i) {
+        got.push_back(run(1, 2, 40000, 80, 0x18, seq, 1, "login failed"));
+        seq += 12;
+    }
+    // Values after each packet: 1 (sid 1, then sid 2 sees it set: 2), 3, 4, 5, 6, 7, 8.
+    // sid 3 runs after sid 2 on the same packet and sees the incremented value.
+    EXPECT_EQ(got, (std::vector<Sids>{{}, {}, {}, {}, {3}, {3}, {3}}));
+    // Another flow has its own variables.
+    EXPECT_EQ(run(1, 2, 40001, 80, 0x18, 1, 1, "login failed"), (Sids{}));
+    // "+,1" then ">,1" in one rule compares the incremented value: the second "ok" alerts.
+    EXPECT_EQ(run(3, 2, 40000, 80, 0x18, 1, 1, "ok"), (Sids{}));
+    EXPECT_EQ(run(3, 2, 40000, 80, 0x18, 3, 1, "ok"), (Sids{4}));
+}
+
 TEST_F(StateKeywordsTest, Base64DataThroughTheEngine) {
     load(
         "alert tcp any any -> any any (content:\"<b>\"; base64_decode:offset 0,relative; "

@@ -169,5 +169,64 @@ TEST(TagParseTest, AcceptsAndRefuses) {
               "tag: invalid direction 'both' (src or dst)");
 }
 
+TEST(FlowintParseTest, AcceptsDocumentedForms) {
+    Fixture f;
+    for (const char* v :
+         {"usernamecount, +, 1", "loginfail, notset", "loginfail, =, 1", "loginfail,isset",
+          "loginfail, >, 5", "myvar,==,3", "myvar,!=,3", "myvar,<,3", "myvar,<=,3", "myvar,>=,3",
+          "myvar,-,1", "a,isnotset", "cntpackets, ==, maxvar", "ET.infostealer.dll.download, +, 1",
+          "x,=,4294967295"}) {
+        EXPECT_TRUE(f.parse(parse_flowint, v)) << v << ": " << f.error;
+    }
+    ASSERT_EQ(f.rule.flowints.size(), 15u);
+    EXPECT_TRUE(f.rule.header_options.empty());  // the engine runs them after the other options
+    EXPECT_EQ(f.rule.flowints[0].cmd, FlowintCmd::kAdd);
+    EXPECT_EQ(f.rule.flowints[11].cmd, FlowintCmd::kNotset);
+    EXPECT_TRUE(f.rule.flowints[12].value_is_var);
+    EXPECT_EQ(f.rule.flowints[14].value, 4294967295u);
+    EXPECT_EQ(parse_error(parse_flowint, "a,=,b"), "flowint: invalid value 'b'");  // 2+ chars
+}
+
+TEST(FlowintParseTest, RefusesWithReason) {
+    EXPECT_EQ(parse_error(parse_flowint, "", false), "flowint: expected <name>,<op>[,<value>]");
+    EXPECT_EQ(parse_error(parse_flowint, "1abc,+,1"), "flowint: invalid variable name '1abc'");
+    EXPECT_EQ(parse_error(parse_flowint, "a"), "flowint: an operator is needed after 'a'");
+    EXPECT_EQ(parse_error(parse_flowint, "a,*,2"),
+              "flowint: invalid operator '*' (=, +, -, ==, !=, <, <=, >, >=, isset, notset, "
+              "isnotset)");
+    EXPECT_EQ(parse_error(parse_flowint, "a,+"), "flowint: + needs a value");
+    EXPECT_EQ(parse_error(parse_flowint, "a,isset,1"), "flowint: isset takes no value");
+    EXPECT_EQ(parse_error(parse_flowint, "a,=,4294967296"),
+              "flowint: invalid value '4294967296' (0 to 4294967295)");
+    EXPECT_EQ(parse_error(parse_flowint, "a,=,b.c"), "flowint: invalid value 'b.c'");
+    EXPECT_EQ(parse_error(parse_flowint, "a,=,1,2"), "flowint: too many arguments in 'a,=,1,2'");
+}
+
+TEST(FlowintRunTest, InOrderOnValues) {
+    Fixture f;
+    ASSERT_TRUE(f.parse(parse_flowint, "n,+,1"));
+    ASSERT_TRUE(f.parse(parse_flowint, "n,>,2"));
+    FlowintValues v;
+    EXPECT_FALSE(run_flowints(f.rule.flowints, v));  // 1: the + stays applied
+    EXPECT_EQ(v.v[0], 1u);
+    EXPECT_EQ(v.set, 1u);
+    v.v[0] = 2;
+    v.set = 1;
+    EXPECT_TRUE(run_flowints(f.rule.flowints, v));  // 3 > 2
+    EXPECT_EQ(v.v[0], 3u);
+    Fixture g;
+    ASSERT_TRUE(g.parse(parse_flowint, "n,-,5"));
+    FlowintValues w;
+    EXPECT_TRUE(run_flowints(g.rule.flowints, w));
+    EXPECT_EQ(w.v[0], 4294967291u);  // 0 - 5, 32-bit
+    Fixture h;  // a comparison against an unset variable, or an unset operand, fails
+    ASSERT_TRUE(h.parse(parse_flowint, "a,==,bb"));
+    FlowintValues x;
+    x.set = 1;
+    EXPECT_FALSE(run_flowints(h.rule.flowints, x));
+    x.set = 3;
+    EXPECT_TRUE(run_flowints(h.rule.flowints, x));  // 0 == 0
+}
+
 }  // namespace
 }  // namespace picket::sensor::detect
