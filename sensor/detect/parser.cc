@@ -1020,4 +1020,9 @@ std::string ascii_lower(std::string_view s) {
     return out;
 }
 
+// Read-only view of the unsupported list for list_keywords() (--list-keywords).
+std::vector<const char*> unsupported_keyword_names() {
+    return std::vector<const char*>(std::begin(kUnsupported), std::end(kUnsupported));
+}
+
 }  // namespace picket::sensor::detect
