@@ -61,7 +61,7 @@ struct TcpSeqState {
 void tcp_seq_note(TcpSeqState& s, const decode::Packet& p, flow::Direction dir);
 
 // The flowint variables of one flow (Suricata's flowint values are 32-bit unsigned).
-inline constexpr uint32_t kMaxFlowints = 32;
+inline constexpr uint32_t kMaxFlowints = 16;
 struct FlowintValues {
     uint32_t v[kMaxFlowints] = {};
     uint32_t set = 0;  // bit per variable: has a value

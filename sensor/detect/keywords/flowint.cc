@@ -5,7 +5,7 @@
 // (run_flowints, ../flowbits.h; called by the engine): "+,1" then ">,5" counts every
 // occurrence and compares the incremented value, as Suricata documents. A comparison on a
 // variable without a value does not match; + on one starts it at the value, - at 0 minus the
-// value. At most 32 names (kMaxFlowints).
+// value. At most 16 names (kMaxFlowints).
 #include <algorithm>
 #include <string>
 

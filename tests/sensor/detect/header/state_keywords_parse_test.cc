@@ -2,6 +2,8 @@
 // with which reason), and stream_size / xbits evaluation on hand-built packet contexts.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "sensor/detect/flowbits.h"
 #include "tests/sensor/detect/header/test_util.h"
 
@@ -200,6 +202,19 @@ TEST(FlowintParseTest, RefusesWithReason) {
               "flowint: invalid value '4294967296' (0 to 4294967295)");
     EXPECT_EQ(parse_error(parse_flowint, "a,=,b.c"), "flowint: invalid value 'b.c'");
     EXPECT_EQ(parse_error(parse_flowint, "a,=,1,2"), "flowint: too many arguments in 'a,=,1,2'");
+}
+
+TEST(FlowintParseTest, AtMost16Names) {
+    Fixture f;
+    for (int i = 0; i < 16; ++i) {
+        std::string v = "v";
+        v += std::to_string(i);
+        v += ",=,1";
+        ASSERT_TRUE(f.parse(parse_flowint, v)) << f.error;
+    }
+    EXPECT_TRUE(f.parse(parse_flowint, "v3,+,1"));  // a known name
+    EXPECT_FALSE(f.parse(parse_flowint, "v16,=,1"));
+    EXPECT_EQ(f.error, "flowint: more than 16 flowint names");
 }
 
 TEST(FlowintRunTest, InOrderOnValues) {
