@@ -38,6 +38,7 @@ PayloadScratchPtr make_payload_scratch() {
     s->match_data = pcre2_match_data_create(16, nullptr);
     s->match_context = pcre2_match_context_create(nullptr);
     s->jit_stack = pcre2_jit_stack_create(32 * 1024, 512 * 1024, nullptr);
+    s->base64 = std::make_unique<uint8_t[]>(PayloadScratch::kBase64Max);
     if (s->match_context != nullptr && s->jit_stack != nullptr) {
         pcre2_jit_stack_assign(s->match_context, nullptr, s->jit_stack);
     }
@@ -258,6 +259,20 @@ int Inspector::run(size_t i, uint32_t cursor) {
                 return -1;
             }
             return next(i, cursor);
+        case Kind::kBase64Decode: {
+            // Terminal, as in Suricata: the decoded data must match the base64_data options,
+            // and the options after base64_decode in this buffer are not evaluated.
+            const auto& b = static_cast<const payload::Base64DecodeOption&>(*op);
+            uint32_t n = 0;
+            if (!b.decode(in_, cursor, &n) || b.data.options.empty()) {
+                return 0;
+            }
+            Inspector nested(b.data, in_.scratch.base64.get(), n, in_.scratch);
+            const int r = nested.run(0, 0);
+            count_ += nested.count();
+            limit_hit_ = limit_hit_ || nested.limit_hit();
+            return r == 1 ? 1 : 0;
+        }
     }
     return -1;
 }
@@ -279,6 +294,9 @@ void link_payload_options(BufferMatch& m) {
             }
         }
         m.options[i]->set_next_relation(r);
+        if (auto* b = payload::option_as<payload::Base64DecodeOption>(m.options[i].get())) {
+            link_payload_options(b->data);
+        }
     }
 }
 

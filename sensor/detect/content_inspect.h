@@ -48,6 +48,9 @@ struct PayloadScratch {
     uint32_t last_recursion_count = 0;  // steps used by the last inspect_buffer
     Counter recursion_limit_hits;       // evaluations stopped by the limit
     Counter pcre_errors;                // pcre2 match errors other than "no match"
+    // base64_decode's output (kBase64Max bytes, allocated once by make_payload_scratch).
+    static constexpr uint32_t kBase64Max = 65536;
+    std::unique_ptr<uint8_t[]> base64;
     ~PayloadScratch();
 };
 struct PayloadScratchDeleter {

@@ -335,6 +335,14 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
     std::sort(s.candidates.begin(), s.candidates.end());
 
     FlowbitStore* bits = flowbits_of(f);
+    // stream_size: the flow's TCP sequence numbers, tracked once a stream_size rule was loaded.
+    if (f != nullptr && p.has(decode::kFlagTcp) && d.flowbits != nullptr &&
+        d.flowbits->tcp_seq_wanted() && (extras == nullptr || !extras->stream_only)) {
+        bits = flowbits_acquire(*f, flow_state_->impl().pool);
+        if (bits != nullptr) {
+            tcp_seq_note(bits->tcp, p, dir);
+        }
+    }
     PacketContext pc;
     pc.p = &p;
     pc.flow = f;
@@ -469,6 +477,18 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
         if (!ok) {
             continue;
         }
+        // flowint runs on the flow's values once the other options matched, in rule order: a
+        // comparison that fails stops the rule and the modifiers before it stay applied.
+        if (!r.flowints.empty()) {
+            if (f == nullptr) {
+                continue;
+            }
+            bits = flowbits_acquire(*f, flow_state_->impl().pool);
+            pc.flowbits = bits;
+            if (bits == nullptr || !run_flowints(r.flowints, bits->ints)) {
+                continue;
+            }
+        }
         if constexpr (kProfile) {
             timed_matched = true;  // every option matched, whatever thresholds decide
         }
@@ -491,6 +511,9 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
             if (bits != nullptr) {
                 apply_flowbit_actions(r, *bits);
             }
+        }
+        if (has_xbit_actions(r)) {
+            apply_xbit_actions(r, p);
         }
         if (r.action == Action::kPass) {
             // A pass rule stops inspection of this packet and discards its other alerts.

@@ -1,6 +1,7 @@
 #include "sensor/detect/flowbits.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <map>
 
@@ -16,6 +17,79 @@ uint32_t FlowbitRegistry::intern(std::string_view name) {
     names_.emplace_back(name);
     ids_.emplace(std::string_view(names_.back()), id);
     return id;
+}
+
+bool FlowbitRegistry::intern_int(std::string_view name, uint8_t* id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < int_names_.size(); ++i) {
+        if (int_names_[i] == name) {
+            *id = static_cast<uint8_t>(i);
+            return true;
+        }
+    }
+    if (int_names_.size() >= kMaxFlowints) {
+        return false;
+    }
+    int_names_.emplace_back(name);
+    *id = static_cast<uint8_t>(int_names_.size() - 1);
+    return true;
+}
+
+bool run_flowints(const std::vector<FlowintOp>& ops, FlowintValues& vals) {
+    for (const FlowintOp& op : ops) {
+        if (op.cmd == FlowintCmd::kIsset || op.cmd == FlowintCmd::kNotset) {
+            if (vals.has(op.var) != (op.cmd == FlowintCmd::kIsset)) {
+                return false;
+            }
+            continue;
+        }
+        if (op.value_is_var && !vals.has(op.value_var)) {
+            return false;
+        }
+        const uint32_t operand = op.value_is_var ? vals.v[op.value_var] : op.value;
+        const bool has = vals.has(op.var);
+        uint32_t& v = vals.v[op.var];
+        bool ok = true;
+        switch (op.cmd) {
+            case FlowintCmd::kSet:
+                v = operand;
+                break;
+            case FlowintCmd::kAdd:
+                v = has ? v + operand : operand;
+                break;
+            case FlowintCmd::kSub:
+                v = has ? v - operand : 0u - operand;
+                break;
+            case FlowintCmd::kEq:
+                ok = has && v == operand;
+                break;
+            case FlowintCmd::kNe:
+                ok = has && v != operand;
+                break;
+            case FlowintCmd::kLt:
+                ok = has && v < operand;
+                break;
+            case FlowintCmd::kLe:
+                ok = has && v <= operand;
+                break;
+            case FlowintCmd::kGt:
+                ok = has && v > operand;
+                break;
+            case FlowintCmd::kGe:
+                ok = has && v >= operand;
+                break;
+            default:
+                break;
+        }
+        if (!ok) {
+            return false;
+        }
+        if (op.cmd == FlowintCmd::kSet || op.cmd == FlowintCmd::kAdd ||
+            op.cmd == FlowintCmd::kSub) {
+            vals.set |= 1u << op.var;
+        }
+    }
+    return true;
 }
 
 bool FlowbitRegistry::find(std::string_view name, uint32_t* id) const {
@@ -40,6 +114,23 @@ uint32_t FlowbitRegistry::size() const {
 
 void FlowbitStore::clear() {
     std::memset(words, 0, sizeof(uint64_t) * nwords);
+    tcp = TcpSeqState{};
+    ints = FlowintValues{};
+}
+
+void tcp_seq_note(TcpSeqState& s, const decode::Packet& p, flow::Direction dir) {
+    const int d = static_cast<int>(dir);
+    const bool syn = (p.tcp_flags & 0x02) != 0;
+    const bool fin = (p.tcp_flags & 0x01) != 0;
+    if ((s.known & (1u << d)) == 0) {
+        s.isn[d] = syn ? p.tcp_seq : p.tcp_seq - 1;
+        s.next[d] = s.isn[d] + 1;
+        s.known = static_cast<uint8_t>(s.known | (1u << d));
+    }
+    const uint32_t end = p.tcp_seq + p.payload_len + (syn ? 1 : 0) + (fin ? 1 : 0);
+    if (static_cast<int32_t>(end - s.next[d]) > 0) {
+        s.next[d] = end;
+    }
 }
 
 FlowbitPool::FlowbitPool(uint32_t nbits, size_t max_stores, size_t chunk)
@@ -237,6 +328,149 @@ std::vector<std::string> flowbit_warnings(const std::vector<const Rule*>& rules,
         out.push_back(std::move(w));
     }
     return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// xbits table: open addressing over kXbitSlots slots, a probe window of kXbitProbe slots from
+// the key's home. A slot is free when its key is 0 or its expiry has passed.
+
+namespace {
+
+constexpr size_t kXbitSlots = size_t{1} << 16;
+constexpr size_t kXbitProbe = 16;
+
+struct XbitSlot {
+    std::atomic<uint64_t> key{0};
+    std::atomic<int64_t> expire_ns{0};
+};
+
+std::array<XbitSlot, kXbitSlots>& xbit_table() {
+    static std::array<XbitSlot, kXbitSlots> table;
+    return table;
+}
+std::atomic<uint64_t> g_xbits_dropped{0};
+
+uint64_t mix64(uint64_t h, uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdULL;
+}
+
+uint64_t addr_hash(uint64_t h, const decode::Address& a) {
+    uint64_t lo = 0, hi = 0;
+    std::memcpy(&lo, a.b, 8);
+    std::memcpy(&hi, a.b + 8, 8);
+    return mix64(mix64(h, lo), hi);
+}
+
+// The table key of op for packet p; never 0.
+uint64_t xbit_key(const XbitOp& op, const decode::Packet& p) {
+    // ip_src and ip_dst name the same host table (a bit set on the destination is seen on
+    // that host as a source); address pairs are a table of their own.
+    uint64_t h = mix64(op.name_hash, op.track == XbitTrack::kIpPair ? 2 : 1);
+    switch (op.track) {
+        case XbitTrack::kIpSrc:
+            h = addr_hash(h, p.src);
+            break;
+        case XbitTrack::kIpDst:
+            h = addr_hash(h, p.dst);
+            break;
+        case XbitTrack::kIpPair: {
+            // Unordered: the pair is the same bit in both directions.
+            const bool src_first = std::memcmp(p.src.b, p.dst.b, 16) <= 0;
+            h = addr_hash(h, src_first ? p.src : p.dst);
+            h = addr_hash(h, src_first ? p.dst : p.src);
+            break;
+        }
+    }
+    h ^= h >> 29;
+    return h == 0 ? 1 : h;
+}
+
+XbitSlot* xbit_find(uint64_t key) {
+    auto& t = xbit_table();
+    const size_t home = static_cast<size_t>(key) & (kXbitSlots - 1);
+    for (size_t i = 0; i < kXbitProbe; ++i) {
+        XbitSlot& s = t[(home + i) & (kXbitSlots - 1)];
+        if (s.key.load(std::memory_order_acquire) == key) {
+            return &s;
+        }
+    }
+    return nullptr;
+}
+
+bool xbit_live(const XbitSlot* s, int64_t now_ns) {
+    return s != nullptr && s->expire_ns.load(std::memory_order_acquire) > now_ns;
+}
+
+void xbit_set(uint64_t key, int64_t now_ns, uint32_t expire_s) {
+    const int64_t expire = now_ns + static_cast<int64_t>(expire_s) * 1000000000;
+    if (XbitSlot* s = xbit_find(key)) {
+        s->expire_ns.store(expire, std::memory_order_release);
+        return;
+    }
+    auto& t = xbit_table();
+    const size_t home = static_cast<size_t>(key) & (kXbitSlots - 1);
+    for (size_t i = 0; i < kXbitProbe; ++i) {
+        XbitSlot& s = t[(home + i) & (kXbitSlots - 1)];
+        uint64_t old = s.key.load(std::memory_order_acquire);
+        if (old != 0 && s.expire_ns.load(std::memory_order_acquire) > now_ns) {
+            continue;  // a live bit
+        }
+        // The slot's expiry has passed, so a reader that sees the new key before the new
+        // expiry reads the bit as unset.
+        if (s.key.compare_exchange_strong(old, key, std::memory_order_acq_rel)) {
+            s.expire_ns.store(expire, std::memory_order_release);
+            return;
+        }
+    }
+    g_xbits_dropped.fetch_add(1, std::memory_order_relaxed);
+}
+
+void xbit_unset(uint64_t key) {
+    if (XbitSlot* s = xbit_find(key)) {
+        s->expire_ns.store(0, std::memory_order_release);
+    }
+}
+
+}  // namespace
+
+bool xbit_isset(const XbitOp& op, const decode::Packet& p) {
+    return xbit_live(xbit_find(xbit_key(op, p)), p.ts_ns);
+}
+
+void apply_xbit_actions(const Rule& r, const decode::Packet& p) {
+    for (const XbitOp& op : r.xbits) {
+        const uint64_t key = xbit_key(op, p);
+        switch (op.cmd) {
+            case FlowbitCmd::kSet:
+                xbit_set(key, p.ts_ns, op.expire_s);
+                break;
+            case FlowbitCmd::kUnset:
+                xbit_unset(key);
+                break;
+            case FlowbitCmd::kToggle:
+                if (xbit_live(xbit_find(key), p.ts_ns)) {
+                    xbit_unset(key);
+                } else {
+                    xbit_set(key, p.ts_ns, op.expire_s);
+                }
+                break;
+            default:
+                break;
+        }
+    }
+}
+
+uint64_t xbits_dropped() {
+    return g_xbits_dropped.load(std::memory_order_relaxed);
+}
+
+void xbits_clear() {
+    for (XbitSlot& s : xbit_table()) {
+        s.key.store(0, std::memory_order_relaxed);
+        s.expire_ns.store(0, std::memory_order_relaxed);
+    }
+    g_xbits_dropped.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace picket::sensor::detect

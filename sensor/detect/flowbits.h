@@ -6,6 +6,7 @@
 // stores it handed out belong to one worker and are never shared.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -25,6 +26,13 @@ namespace picket::sensor::detect {
 // reused or removed, so a flow's bits keep their meaning across rule reloads.
 class FlowbitRegistry {
 public:
+    // A stream_size rule was parsed with this registry: from then on the engine tracks TCP
+    // sequence numbers (TcpSeqState) for every TCP flow. Sticky for the registry's life.
+    // Interns a flowint name into 0 .. kMaxFlowints-1; false when that many exist already.
+    bool intern_int(std::string_view name, uint8_t* id);
+    void want_tcp_seq() { tcp_seq_.store(true, std::memory_order_relaxed); }
+    bool tcp_seq_wanted() const { return tcp_seq_.load(std::memory_order_relaxed); }
+
     uint32_t intern(std::string_view name);
     bool find(std::string_view name, uint32_t* id) const;
     std::string name(uint32_t id) const;  // "" for an unknown id
@@ -34,7 +42,36 @@ private:
     mutable std::mutex mu_;
     std::deque<std::string> names_;  // stable storage for the map's keys
     std::unordered_map<std::string_view, uint32_t> ids_;
+    std::atomic<bool> tcp_seq_{false};
+    std::vector<std::string> int_names_;  // flowint names by id (under mu_)
 };
+
+// TCP sequence space per direction (by the sender's flow::Direction), for stream_size: what
+// Suricata computes as next_seq - isn. isn is the SYN's sequence number, or for a direction
+// first seen without a SYN (midstream) its first sequence number minus one; next is one past
+// the highest sequence number sent (SYN and FIN count one each).
+struct TcpSeqState {
+    uint32_t isn[2] = {0, 0};
+    uint32_t next[2] = {0, 0};
+    uint8_t known = 0;  // bit (1 << direction): isn/next of that direction are set
+    // Suricata's stream size of direction d: 0 for a direction not seen yet.
+    uint32_t size(int d) const { return (known & (1u << d)) != 0 ? next[d] - isn[d] : 0; }
+};
+// Records packet p of direction dir (a TCP packet) in s. No allocation.
+void tcp_seq_note(TcpSeqState& s, const decode::Packet& p, flow::Direction dir);
+
+// The flowint variables of one flow (Suricata's flowint values are 32-bit unsigned).
+inline constexpr uint32_t kMaxFlowints = 16;
+struct FlowintValues {
+    uint32_t v[kMaxFlowints] = {};
+    uint32_t set = 0;  // bit per variable: has a value
+    bool has(uint8_t id) const { return (set >> id) & 1u; }
+};
+// Runs ops in order on vals: modifiers change vals, a comparison or isset/notset that fails,
+// or an operand variable without a value, returns false (the rest is not run; the changes
+// before it stay). The engine runs a rule's flowints on its flow's values once every other
+// option of the rule matched (Suricata evaluates its packet-match list after the payload).
+bool run_flowints(const std::vector<FlowintOp>& ops, FlowintValues& vals);
 
 // The bits of one flow. Ids at or above capacity() read as unset and cannot be set (a store
 // from before a reload that added names; see FlowbitPool::grow_bits).
@@ -43,6 +80,8 @@ struct FlowbitStore {
     uint32_t nwords = 0;
     FlowbitStore* next_free = nullptr;  // pool bookkeeping
     uint32_t chunk = 0;                 // pool bookkeeping: index of the owning chunk
+    TcpSeqState tcp;                    // stream_size (tcp_seq_note); cleared with the bits
+    FlowintValues ints;                 // flowint; cleared with the bits
 
     uint32_t capacity() const { return nwords * 64; }
     bool test(uint32_t id) const {
@@ -150,5 +189,23 @@ bool flowbit_condition(const FlowbitOp& op, const FlowbitStore* s);
 // else "#<id>". Rules that load with such bits still load (Suricata warns too).
 std::vector<std::string> flowbit_warnings(const std::vector<const Rule*>& rules,
                                           const FlowbitRegistry* reg = nullptr);
+
+// ---------------------------------------------------------------------------------------
+// xbits (Suricata's hostbits / ip_pair bits): bits per host (track ip_src / ip_dst, the
+// packet's source or destination address) or per unordered address pair (ip_pair), each with
+// an expiry (packet time). One process-wide table shared by every worker and engine
+// generation, like Suricata's host and ippair tables: fixed size, lock-free (atomics), no
+// allocation. A set that finds no free or expired slot in its probe window is dropped and
+// counted (xbits_dropped()).
+
+bool xbit_isset(const XbitOp& op, const decode::Packet& p);
+// Applies r's xbits set/unset/toggle operations in rule order. Call after r matched.
+void apply_xbit_actions(const Rule& r, const decode::Packet& p);
+inline bool has_xbit_actions(const Rule& r) {
+    return r.has_xbit_actions;
+}
+uint64_t xbits_dropped();
+// Empties the table (tests).
+void xbits_clear();
 
 }  // namespace picket::sensor::detect

@@ -7,6 +7,7 @@
 #include <span>
 #include <string_view>
 #include <tuple>
+#include <utility>
 
 #include "sensor/detect/flowbits.h"
 #include "sensor/detect/parser.h"
@@ -61,8 +62,19 @@ std::vector<KeywordInfo> list_keywords() {
         }
         out.push_back({lang, std::string(name), kind, std::move(status)});
     };
+    // Registered keywords that do part of what Suricata does.
+    static constexpr std::pair<const char*, const char*> kPartly[] = {
+        {"tag", "partly: parsed and checked; tagged packets are not logged"},
+        {"xbits", "partly: track tx (Suricata 8) is refused"},
+    };
     for (const KeywordDef& k : keyword_table()) {
-        add("suricata", k.name, "option", "supported");
+        std::string status = "supported";
+        for (const auto& [name, why] : kPartly) {
+            if (std::string_view(k.name) == name) {
+                status = why;
+            }
+        }
+        add("suricata", k.name, "option", std::move(status));
     }
     for (size_t i = 0; i < kNumBuffers; ++i) {
         const BufferDef& d = buffer_def(static_cast<BufferId>(i));
@@ -76,6 +88,9 @@ std::vector<KeywordInfo> list_keywords() {
     }
     for (const char* name : extra_sticky_names()) {
         add("suricata", name, "sticky buffer", "supported");
+    }
+    for (const char* name : unsupported_keyword_names()) {
+        add("suricata", name, "option", suricata_status(name));
     }
     // Snort 3: the front-end's own tables, and for what it passes on, the Suricata parser.
     for (const snort3::BufferMap& b : snort3::buffer_table()) {

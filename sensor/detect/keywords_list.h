@@ -24,5 +24,7 @@ std::vector<KeywordInfo> list_keywords();
 struct KeywordDef;
 std::span<const KeywordDef> keyword_table();
 std::vector<const char*> extra_sticky_names();
+// Keywords Suricata knows and Picket does not support (parser.cc).
+std::vector<const char*> unsupported_keyword_names();
 
 }  // namespace picket::sensor::detect

@@ -27,16 +27,16 @@ namespace {
 // clang-format off
 constexpr const char* kUnsupported[] = {
     // Lua, variables, tagging, reputation, datasets, misc engine features.
-    "lua", "luajit", "xbits", "flowint", "flowvar", "pktvar", "hostbits", "tag", "iprep",
+    "lua", "luajit", "flowvar", "pktvar", "hostbits", "iprep",
     "dataset", "datarep", "geoip", "bypass", "replace", "prefilter", "requires", "config",
-    "rpc", "ftpbounce", "stream_size", "ipopts", "fragoffset", "asn1", "entropy",
+    "rpc", "ftpbounce", "ipopts", "fragoffset", "asn1", "entropy",
     "absent", "l3_proto", "pkthdr", "flow.age", "flow.pkts", "flow.bytes",
     "tcp.mss", "tcp.hdr", "udp.hdr", "ipv4.hdr", "ipv6.hdr", "icmpv4.hdr", "icmpv6.hdr",
     "icmpv6.mtu", "ipv4-csum", "tcpv4-csum", "tcpv6-csum", "udpv4-csum", "udpv6-csum",
     "icmpv4-csum", "icmpv6-csum", "app-layer-protocol", "app-layer-event", "app-layer-state",
     "decode-event", "stream-event", "engine-event",
     // Decoders and transforms.
-    "base64_decode", "base64_data", "to_md5", "to_sha1", "to_sha256",
+    "to_md5", "to_sha1", "to_sha256",
     "xor", "pcrexform",
     "header_lowercase", "strip_pseudo_headers", "from_base64",
     // Files.
@@ -1047,6 +1047,11 @@ std::string ascii_lower(std::string_view s) {
         }
     }
     return out;
+}
+
+// Read-only view of the unsupported list for list_keywords() (--list-keywords).
+std::vector<const char*> unsupported_keyword_names() {
+    return std::vector<const char*>(std::begin(kUnsupported), std::end(kUnsupported));
 }
 
 }  // namespace picket::sensor::detect

@@ -131,7 +131,8 @@ enum class PayloadKind : uint8_t {
     kByteExtract,
     kByteMath,
     kIsdataat,
-    kBsize
+    kBsize,
+    kBase64Decode
 };
 
 // How the options after a content or pcre depend on it: the options up to and including the
@@ -196,6 +197,28 @@ struct FlowbitOp {
     bool any_of = false;         // '|' form
 };
 
+// xbits (hostbits / ip_pair bits, flowbits.h). name_hash identifies the bit (names are not
+// interned: the table is keyed by a hash of track, name and address).
+enum class XbitTrack : uint8_t { kIpSrc, kIpDst, kIpPair };
+struct XbitOp {
+    FlowbitCmd cmd = FlowbitCmd::kSet;  // kSet, kUnset, kToggle, kIsset, kIsnotset
+    XbitTrack track = XbitTrack::kIpSrc;
+    uint64_t name_hash = 0;
+    uint32_t expire_s = 30;  // set/toggle: seconds the bit lives (Suricata's default 30)
+};
+
+// flowint (flowbits.h): integer flow variables. A rule's ops run in rule order on the flow's
+// values once its other options matched (run_flowints); a failed comparison stops the rule.
+enum class FlowintCmd : uint8_t { kSet, kAdd, kSub, kEq, kNe, kLt, kLe, kGt, kGe, kIsset, kNotset };
+struct FlowintOp {
+    FlowintCmd cmd = FlowintCmd::kSet;
+    uint8_t var = 0;            // interned id (FlowbitRegistry::intern_int)
+    bool value_is_var = false;  // the operand is another flowint
+    uint8_t value_var = 0;
+    uint32_t value = 0;
+    bool operator==(const FlowintOp&) const = default;
+};
+
 enum class ThresholdType : uint8_t { kLimit, kThreshold, kBoth, kDetectionFilter };
 enum class TrackBy : uint8_t { kSrc, kDst, kRule, kBoth };
 struct ThresholdSpec {
@@ -249,6 +272,9 @@ struct Rule {
     std::vector<BufferMatch> buffers;   // at most one entry per BufferId, in first-use order
     std::vector<ContentInfo> contents;  // every content of the rule, for the compiler
     std::vector<FlowbitOp> flowbits;
+    std::vector<XbitOp> xbits;
+    bool has_xbit_actions = false;  // xbits has a set, unset or toggle
+    std::vector<FlowintOp> flowints;
     bool noalert = false;
     bool has_threshold = false;
     ThresholdSpec threshold;

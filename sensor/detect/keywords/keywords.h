@@ -40,11 +40,17 @@ PICKET_KEYWORD(parse_byte_extract);
 PICKET_KEYWORD(parse_byte_math);
 PICKET_KEYWORD(parse_isdataat);
 PICKET_KEYWORD(parse_bsize);
-PICKET_KEYWORD(parse_dsize);  // a HeaderOption (payload size of the packet)
+PICKET_KEYWORD(parse_base64_decode);  // base64.cc
+PICKET_KEYWORD(parse_base64_data);    // base64.cc: the options after it see the decoded bytes
+PICKET_KEYWORD(parse_dsize);          // a HeaderOption (payload size of the packet)
 
 // Header and flow (one file each).
 PICKET_KEYWORD(parse_flow);
 PICKET_KEYWORD(parse_flowbits);
+PICKET_KEYWORD(parse_xbits);
+PICKET_KEYWORD(parse_flowint);      // flowint.cc        // xbits.cc
+PICKET_KEYWORD(parse_stream_size);  // stream_size.cc
+PICKET_KEYWORD(parse_tag);          // tag.cc (parsed only)
 PICKET_KEYWORD(parse_noalert);
 PICKET_KEYWORD(parse_flags);
 PICKET_KEYWORD(parse_ttl);

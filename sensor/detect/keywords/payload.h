@@ -257,6 +257,31 @@ public:
     } p;
 };
 
+// base64_decode (base64.cc): decodes part of the buffer into PayloadScratch::base64; the
+// base64_data options that follow are `data`, inspected on the decoded bytes.
+class Base64DecodeOption final : public OptionOf<Base64DecodeOption, Kind::kBase64Decode> {
+public:
+    static constexpr const char* kKeyword = "base64_decode";
+    uint64_t hash() const override;
+    bool relative() const override { return p.relative; }
+    // Decodes from the buffer (at offset, after cursor when relative) into in.scratch.base64;
+    // false when no byte was decoded. *n: the decoded length.
+    bool decode(const EvalInput& in, uint32_t cursor, uint32_t* n) const;
+    // Never shared between rules: each has its own base64_data options.
+    bool same_params(const Base64DecodeOption& o) const { return this == &o; }
+    struct Params {
+        uint32_t bytes = 0;  // encoded bytes to decode; 0 = to the end of the buffer
+        uint32_t offset = 0;
+        bool relative = false;
+        bool operator==(const Params&) const = default;
+    } p;
+    BufferMatch data;  // the base64_data options
+};
+// RFC 4648 decoding of in[0, n) into out (at most cap bytes), stopping at the first byte
+// outside the alphabet (padding included); a final partial group yields its whole bytes.
+// Returns the decoded length.
+uint32_t base64_decode_rfc4648(const uint8_t* in, uint32_t n, uint8_t* out, uint32_t cap);
+
 // Unsigned comparison used by bsize and dsize: N, =N, !N, <N, <=N, >N, >=N, N<>M / N-M
 // (exclusive range, as Suricata's DetectU64Match).
 struct UintCmp {

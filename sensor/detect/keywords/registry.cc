@@ -45,9 +45,15 @@ constexpr KeywordDef kKeywords[] = {
     {"isdataat", parse_isdataat},
     {"bsize", parse_bsize},
     {"dsize", parse_dsize},
+    {"base64_decode", parse_base64_decode},
+    {"base64_data", parse_base64_data},
     // Header and flow.
     {"flow", parse_flow},
     {"flowbits", parse_flowbits},
+    {"xbits", parse_xbits},
+    {"flowint", parse_flowint},
+    {"stream_size", parse_stream_size},
+    {"tag", parse_tag},
     {"noalert", parse_noalert},
     {"flags", parse_flags},
     {"tcp.flags", parse_flags},  // Suricata 7's canonical name; flags is its alias

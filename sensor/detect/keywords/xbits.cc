@@ -1,0 +1,154 @@
+// xbits:<set|unset|isset|isnotset|toggle>,<name>,track <ip_src|ip_dst|ip_pair>[,expire <s>]
+// (Suricata 7): bits per host or per address pair with an expiry, kept in the process-wide
+// table of ../flowbits.h. set/unset/toggle are recorded in Rule::xbits and applied by the
+// engine after the rule matched (apply_xbit_actions); isset/isnotset also become a
+// HeaderOption. expire defaults to 30 seconds and must be above 0. Suricata 8's "track tx"
+// is refused (Suricata 7 has no transaction bits).
+#include <memory>
+
+#include "sensor/detect/flowbits.h"
+#include "sensor/detect/keywords/header_util.h"
+#include "sensor/detect/keywords/keywords.h"
+
+namespace picket::sensor::detect::keywords {
+
+namespace {
+
+class XbitsOption final : public HeaderOption {
+public:
+    explicit XbitsOption(XbitOp op) : op_(op) {}
+    const char* keyword() const override { return "xbits"; }
+    bool match(const PacketContext& pc) const override {
+        if (pc.p == nullptr || pc.p->ip_version == 0) {
+            return false;
+        }
+        const bool set = xbit_isset(op_, *pc.p);
+        return op_.cmd == FlowbitCmd::kIsset ? set : !set;
+    }
+    uint64_t hash() const override {
+        uint64_t h = hash_mix(hash_str("xbits"), static_cast<uint64_t>(op_.cmd));
+        return hash_mix(hash_mix(h, static_cast<uint64_t>(op_.track)), op_.name_hash);
+    }
+    bool equals(const HeaderOption& other) const override {
+        const auto* o = dynamic_cast<const XbitsOption*>(&other);
+        return o != nullptr && o->op_.cmd == op_.cmd && o->op_.track == op_.track &&
+               o->op_.name_hash == op_.name_hash;
+    }
+
+private:
+    XbitOp op_;
+};
+
+bool valid_name(std::string_view n) {
+    if (n.empty()) {
+        return false;
+    }
+    for (char c : n) {
+        if (c == ' ' || c == '\t' || c == ',' || c == ';' || c == '"' || c == '|' || c == '&' ||
+            static_cast<unsigned char>(c) < 0x20) {
+            return false;
+        }
+    }
+    return true;
+}
+
+uint64_t name_hash(std::string_view n) {
+    uint64_t h = 1469598103934665603ULL;
+    for (char c : n) {
+        h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ULL;
+    }
+    return h;
+}
+
+}  // namespace
+
+bool parse_xbits(ParseState& st, std::string_view value, bool has_value, std::string* error) {
+    std::string_view s = unquote(value);
+    if (!has_value || s.empty()) {
+        *error = "xbits: expected <cmd>,<name>,track <ip_src|ip_dst|ip_pair>[,expire <seconds>]";
+        return false;
+    }
+    std::string_view parts[4];
+    int n = 0;
+    while (true) {
+        const size_t comma = s.find(',');
+        if (n == 4) {
+            *error = "xbits: too many arguments in '" + std::string(value) + "'";
+            return false;
+        }
+        parts[n++] = trim_blanks(s.substr(0, comma));
+        if (comma == std::string_view::npos) {
+            break;
+        }
+        s = s.substr(comma + 1);
+    }
+    XbitOp op;
+    const std::string_view cmd = parts[0];
+    if (cmd == "set") {
+        op.cmd = FlowbitCmd::kSet;
+    } else if (cmd == "unset") {
+        op.cmd = FlowbitCmd::kUnset;
+    } else if (cmd == "toggle") {
+        op.cmd = FlowbitCmd::kToggle;
+    } else if (cmd == "isset") {
+        op.cmd = FlowbitCmd::kIsset;
+    } else if (cmd == "isnotset") {
+        op.cmd = FlowbitCmd::kIsnotset;
+    } else {
+        *error = "xbits: unknown command '" + std::string(cmd) +
+                 "' (set, unset, toggle, isset or isnotset)";
+        return false;
+    }
+    if (n < 2 || !valid_name(parts[1])) {
+        *error = "xbits: invalid bit name '" + std::string(n < 2 ? "" : parts[1]) + "'";
+        return false;
+    }
+    if (n < 3) {
+        *error = "xbits: track <ip_src|ip_dst|ip_pair> is required";
+        return false;
+    }
+    std::string_view track = parts[2];
+    if (!track.starts_with("track") || track.size() < 6 || (track[5] != ' ' && track[5] != '\t')) {
+        *error =
+            "xbits: expected 'track <ip_src|ip_dst|ip_pair>', got '" + std::string(track) + "'";
+        return false;
+    }
+    track = trim_blanks(track.substr(5));
+    if (track == "ip_src") {
+        op.track = XbitTrack::kIpSrc;
+    } else if (track == "ip_dst") {
+        op.track = XbitTrack::kIpDst;
+    } else if (track == "ip_pair") {
+        op.track = XbitTrack::kIpPair;
+    } else if (track == "tx") {
+        *error = "xbits: track tx is not supported (transaction bits are Suricata 8's)";
+        return false;
+    } else {
+        *error = "xbits: invalid track '" + std::string(track) + "' (ip_src, ip_dst or ip_pair)";
+        return false;
+    }
+    if (n == 4) {
+        std::string_view ex = parts[3];
+        if (!ex.starts_with("expire") || ex.size() < 7 || (ex[6] != ' ' && ex[6] != '\t')) {
+            *error = "xbits: expected 'expire <seconds>', got '" + std::string(ex) + "'";
+            return false;
+        }
+        uint64_t secs = 0;
+        if (!parse_decimal(trim_blanks(ex.substr(6)), UINT32_MAX, &secs) || secs == 0) {
+            *error = "xbits: expire must be a number of seconds above 0, got '" +
+                     std::string(trim_blanks(ex.substr(6))) + "'";
+            return false;
+        }
+        op.expire_s = static_cast<uint32_t>(secs);
+    }
+    op.name_hash = name_hash(parts[1]);
+    if (op.cmd == FlowbitCmd::kIsset || op.cmd == FlowbitCmd::kIsnotset) {
+        st.rule->header_options.push_back(std::make_unique<XbitsOption>(op));
+    } else {
+        st.rule->has_xbit_actions = true;
+    }
+    st.rule->xbits.push_back(op);
+    return true;
+}
+
+}  // namespace picket::sensor::detect::keywords
