@@ -77,6 +77,14 @@ public:
         std::lock_guard<std::mutex> lock(mu_);
         return welcomed_;
     }
+    // Queues `m` on the stream (written after what is queued before it).
+    void send(pb::SensorMessage m) {
+        std::lock_guard<std::mutex> lock(mu_);
+        queue_.push_back(std::move(m));
+        if (!writing_) {
+            start_write_locked();
+        }
+    }
     // Ping.sent_at of each Ping received (the manager's clock, ns).
     std::vector<int64_t> pings() {
         std::lock_guard<std::mutex> lock(mu_);
@@ -267,6 +275,28 @@ TEST_F(LinkScale, ManyStreamsOnAFixedSetOfThreadsArePingedAndDeployedTo) {
         EXPECT_EQ(applies[0].bundle().files(0).content(), b.files(0).content());
     }
     EXPECT_LT(thread_count(), kMaxThreads) << "threads after the deployment";
+}
+
+// A stream that reports more often than ping_interval is evidently alive and is not pinged;
+// a quiet one next to it is, every interval.
+TEST_F(LinkScale, OnlyQuietStreamsArePinged) {
+    auto chatty = std::make_unique<ReactorSensor>(link_.get(), "chatty");
+    auto quiet = std::make_unique<ReactorSensor>(link_.get(), "quiet");
+    ASSERT_TRUE(wait_for([&] { return chatty->welcomed() && quiet->welcomed(); }, 30s));
+    const auto until = std::chrono::steady_clock::now() + 4 * kPing;
+    while (std::chrono::steady_clock::now() < until) {
+        pb::SensorMessage m;
+        m.mutable_metrics()->set_timestamp(
+            std::chrono::system_clock::now().time_since_epoch().count());
+        m.mutable_metrics()->set_interval_ms(50);
+        chatty->send(std::move(m));
+        std::this_thread::sleep_for(kPing / 8);
+    }
+    EXPECT_GE(quiet->pings().size(), 3u);
+    EXPECT_EQ(chatty->pings().size(), 0u);
+    // Once it falls quiet, it is pinged again.
+    ASSERT_TRUE(wait_for([&] { return !chatty->pings().empty(); }, 30s))
+        << "a stream that stopped reporting was never pinged";
 }
 
 }  // namespace
