@@ -17,6 +17,7 @@
 #include <set>
 #include <thread>
 
+#include "common/strings.h"
 #include "gtest/gtest.h"
 #include "manager/store/internal.h"
 #include "tests/manager/store/store_fixture.h"
@@ -1001,6 +1002,33 @@ TEST(StoreMetrics, DownsamplesPerMinuteAndPrunesExactly) {
     EXPECT_EQ(left->front().minute, kBase + 62 * kMin);
     EXPECT_EQ(left->front().value, 62);
     EXPECT_EQ(*store->prune_metrics(kBase + 122 * kMin), 0);
+}
+
+// A report's samples are written 16 to a statement: more than 16 span statements, each sample
+// lands on its own counter, a counter named twice keeps its later value, and an empty name
+// refuses the whole report with nothing written.
+TEST(StoreMetrics, ManySamplesInOneReport) {
+    TempDir dir;
+    auto store = open_store(dir.file("m.db"));
+    ASSERT_TRUE(store->connect_sensor(hello("s1"), at(0), true).ok());
+    std::vector<MetricSample> samples;
+    for (int i = 0; i < 37; ++i) {
+        samples.push_back({picket::strings::cat("c", i), 1000 + i});
+    }
+    samples.push_back({"c3", 7});  // again, later in the same report (another statement)
+    samples.push_back({"c20", 8});
+    samples.push_back({"c20", 9});  // twice in the same statement
+    ASSERT_TRUE(store->record_metrics("s1", at(5), samples).ok());
+    for (int i = 0; i < 37; ++i) {
+        auto h = store->metric_history("s1", picket::strings::cat("c", i), at(0), at(60));
+        ASSERT_TRUE(h.ok()) << h.status();
+        ASSERT_EQ(h->size(), 1u) << "c" << i;
+        const int64_t want = i == 3 ? 7 : i == 20 ? 9 : 1000 + i;
+        EXPECT_EQ((*h)[0].value, want) << "c" << i;
+    }
+    auto bad = store->record_metrics("s1", at(6), {{"c0", 1}, {"", 2}});
+    EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ((*store->metric_history("s1", "c0", at(0), at(60)))[0].value, 1000);
 }
 
 // ---------------------------------------------------------------- history
