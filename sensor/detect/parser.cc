@@ -754,12 +754,16 @@ std::string LoadSummary::to_string() const {
     std::snprintf(times, sizeof(times), "parse %.1f ms, compile %.1f ms, memory %.1f MiB\n",
                   parse_ms, compile_ms, static_cast<double>(memory_bytes) / (1024.0 * 1024.0));
     o << times;
-    std::snprintf(times, sizeof(times),
-                  "  compile phases: fast patterns %.1f ms, grouping %.1f ms, hyperscan %.1f ms "
-                  "(%u threads, %.1f ms cpu, slowest %.1f ms, %u reused), rest %.1f ms\n",
-                  fast_pattern_ms, grouping_ms, hyperscan_ms, compile_threads, hyperscan_cpu_ms,
-                  slowest_database_ms, reused_databases, finish_ms);
-    o << times;
+    // (A summary that did not time its compile, e.g. one a test or a caller filled by hand,
+    // has no phases line rather than one of zeros.)
+    if (fast_pattern_ms + grouping_ms + hyperscan_ms + finish_ms > 0 || reused_databases > 0) {
+        std::snprintf(times, sizeof(times),
+                      "  compile phases: fast patterns %.1f ms, grouping %.1f ms, hyperscan %.1f "
+                      "ms (%u threads, %.1f ms cpu, slowest %.1f ms, %u reused), rest %.1f ms\n",
+                      fast_pattern_ms, grouping_ms, hyperscan_ms, compile_threads, hyperscan_cpu_ms,
+                      slowest_database_ms, reused_databases, finish_ms);
+        o << times;
+    }
     if (peak_rss_bytes != 0) {
         std::snprintf(times, sizeof(times), "  peak memory during the load %.1f MiB%s\n",
                       static_cast<double>(peak_rss_bytes) / (1024.0 * 1024.0),

@@ -62,11 +62,12 @@ TEST_F(ReloadTest, SwapsRulesWithoutLosingPackets) {
     SensorConfig sc = config(kRepeats);
     Engine engine(sc);
     testing::BackgroundRun run(engine);
-    // Reload once packets are flowing.
+    // Reload once the first generation has alerted (not merely once packets flow: a reload of
+    // one rule takes a few milliseconds now, and could swap before any attack was inspected).
     ASSERT_TRUE(picket::testing::wait_until(
-        [&] { return engine.collect_stats().get("decoder.pkts"); },
-        [](uint64_t pkts) { return pkts > 0; }, picket::testing::kDefaultWait,
-        "the first packet to be decoded (decoder.pkts > 0)", std::chrono::milliseconds(1)));
+        [&] { return engine.collect_stats().get("detect.alert"); },
+        [](uint64_t alerts) { return alerts > 0; }, picket::testing::kDefaultWait,
+        "the first generation's first alert (detect.alert > 0)", std::chrono::milliseconds(1)));
     detect::DetectConfig next = sc.detect;
     next.rule_files = {(dir_ / "b.rules").string()};
     detect::LoadSummary summary;

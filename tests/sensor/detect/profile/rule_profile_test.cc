@@ -620,8 +620,6 @@ TEST(RuleProfileLoad, SummaryNamesMpmNone) {
     EXPECT_EQ(s.to_string(),
               "rule files: 0, rules seen: 0\n"
               "parse 0.0 ms, compile 0.0 ms, memory 0.0 MiB\n"
-              "  compile phases: fast patterns 0.0 ms, grouping 0.0 ms, hyperscan 0.0 ms (1 "
-              "threads, 0.0 ms cpu, slowest 0.0 ms, 0 reused), rest 0.0 ms\n"
               "groups 0, hyperscan databases 0, rules without fast pattern 0\n"
               "  mpm-algo none: no prefilter, every rule of a group is checked on every packet\n"
               "  1 rule runs a pcre without a content anchor (warnings below)\n"
