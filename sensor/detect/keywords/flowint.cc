@@ -37,18 +37,9 @@ bool parse_flowint(ParseState& st, std::string_view value, bool has_value, std::
         return false;
     }
     std::string_view parts[3];
-    int n = 0;
-    while (true) {
-        const size_t comma = s.find(',');
-        if (n == 3) {
-            *error = "flowint: too many arguments in '" + std::string(value) + "'";
-            return false;
-        }
-        parts[n++] = trim_blanks(s.substr(0, comma));
-        if (comma == std::string_view::npos) {
-            break;
-        }
-        s = s.substr(comma + 1);
+    const int n = split_arguments(s, parts, 3, "flowint", value, error);
+    if (n == 0) {
+        return false;
     }
     if (!valid_name(parts[0], false)) {
         *error = "flowint: invalid variable name '" + std::string(parts[0]) + "'";

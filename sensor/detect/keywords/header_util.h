@@ -24,6 +24,25 @@ inline std::string_view unquote(std::string_view s) {
     return s;
 }
 
+// Splits `s` at commas into at most `max` blank-trimmed parts (xbits, flowint, tag). Returns
+// the number of parts; 0 with "KEYWORD: too many arguments in 'VALUE'" in *error for more.
+inline int split_arguments(std::string_view s, std::string_view* parts, int max,
+                           std::string_view keyword, std::string_view value, std::string* error) {
+    int n = 0;
+    while (true) {
+        const size_t comma = s.find(',');
+        if (n == max) {
+            *error = std::string(keyword) + ": too many arguments in '" + std::string(value) + "'";
+            return 0;
+        }
+        parts[n++] = trim_blanks(s.substr(0, comma));
+        if (comma == std::string_view::npos) {
+            return n;
+        }
+        s = s.substr(comma + 1);
+    }
+}
+
 // Decimal digits only (no sign, no spaces); false on empty, junk or a value above max.
 inline bool parse_decimal(std::string_view s, uint64_t max, uint64_t* out) {
     if (s.empty() || s.size() > 20) {

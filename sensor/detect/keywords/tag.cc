@@ -13,18 +13,9 @@ bool parse_tag(ParseState&, std::string_view value, bool has_value, std::string*
         return false;
     }
     std::string_view parts[4];
-    int n = 0;
-    while (true) {
-        const size_t comma = s.find(',');
-        if (n == 4) {
-            *error = "tag: too many arguments in '" + std::string(value) + "'";
-            return false;
-        }
-        parts[n++] = trim_blanks(s.substr(0, comma));
-        if (comma == std::string_view::npos) {
-            break;
-        }
-        s = s.substr(comma + 1);
+    const int n = split_arguments(s, parts, 4, "tag", value, error);
+    if (n == 0) {
+        return false;
     }
     const bool host = parts[0] == "host";
     if (!host && parts[0] != "session") {

@@ -69,18 +69,9 @@ bool parse_xbits(ParseState& st, std::string_view value, bool has_value, std::st
         return false;
     }
     std::string_view parts[4];
-    int n = 0;
-    while (true) {
-        const size_t comma = s.find(',');
-        if (n == 4) {
-            *error = "xbits: too many arguments in '" + std::string(value) + "'";
-            return false;
-        }
-        parts[n++] = trim_blanks(s.substr(0, comma));
-        if (comma == std::string_view::npos) {
-            break;
-        }
-        s = s.substr(comma + 1);
+    const int n = split_arguments(s, parts, 4, "xbits", value, error);
+    if (n == 0) {
+        return false;
     }
     XbitOp op;
     const std::string_view cmd = parts[0];
