@@ -12,7 +12,6 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <sstream>
 #include <stdexcept>
 #include <string_view>
 #include <unordered_map>
@@ -412,24 +411,19 @@ std::string read_file(const std::string& path) {
     if (!in) {
         throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
     }
-    // One read into a string of the file's size (a stringstream grows and copies it several
-    // times: 8% of loading ET Open); the tail loop covers a file that grows meanwhile or a
-    // source without a size.
+    // Reserved at the file's size and read in large pieces (a stringstream grows and copies it
+    // several times: 8% of loading ET Open). A source without a size (a pipe) is read the same.
     std::string out;
     in.seekg(0, std::ios::end);
-    const std::streamoff size = in.tellg();
-    in.seekg(0, std::ios::beg);
-    if (size > 0) {
-        out.resize(static_cast<size_t>(size));
-        in.read(out.data(), size);
-        out.resize(static_cast<size_t>(in.gcount()));
+    if (const std::streamoff size = in.tellg(); size > 0) {
+        out.reserve(static_cast<size_t>(size));
     }
-    if (!in.bad()) {
-        in.clear();
-        char buf[65536];
-        while (in.read(buf, sizeof(buf)) || in.gcount() > 0) {
-            out.append(buf, static_cast<size_t>(in.gcount()));
-        }
+    in.clear();
+    in.seekg(0, std::ios::beg);
+    in.clear();
+    char buf[65536];
+    while (in.read(buf, sizeof(buf)) || in.gcount() > 0) {
+        out.append(buf, static_cast<size_t>(in.gcount()));
     }
     if (in.bad()) {
         throw std::runtime_error(path + ": cannot open: read error");
@@ -735,61 +729,6 @@ ReferenceTable load_reference_file(const std::string& path, std::vector<std::str
 
 // ---------------------------------------------------------------------------------------
 // Diagnostics and the loader.
-
-std::string RuleDiagnostic::to_string() const {
-    return file + ":" + std::to_string(line) + " sid " + std::to_string(sid) + ": " + reason;
-}
-
-std::string LoadSummary::to_string() const {
-    std::ostringstream o;
-    o << "rule files: " << files << ", rules seen: " << rules_seen << "\n";
-    std::vector<std::pair<std::string, uint32_t>> reasons(skipped_by_reason.begin(),
-                                                          skipped_by_reason.end());
-    std::stable_sort(reasons.begin(), reasons.end(),
-                     [](const auto& a, const auto& b) { return a.second > b.second; });
-    for (const auto& [reason, n] : reasons) {
-        o << "  skipped (" << reason << "): " << n << "\n";
-    }
-    char times[256];
-    std::snprintf(times, sizeof(times), "parse %.1f ms, compile %.1f ms, memory %.1f MiB\n",
-                  parse_ms, compile_ms, static_cast<double>(memory_bytes) / (1024.0 * 1024.0));
-    o << times;
-    // (A summary that did not time its compile, e.g. one a test or a caller filled by hand,
-    // has no phases line rather than one of zeros.)
-    if (fast_pattern_ms + grouping_ms + hyperscan_ms + finish_ms > 0 || reused_databases > 0) {
-        std::snprintf(times, sizeof(times),
-                      "  compile phases: fast patterns %.1f ms, grouping %.1f ms, hyperscan %.1f "
-                      "ms (%u threads, %.1f ms cpu, slowest %.1f ms, %u reused), rest %.1f ms\n",
-                      fast_pattern_ms, grouping_ms, hyperscan_ms, compile_threads, hyperscan_cpu_ms,
-                      slowest_database_ms, reused_databases, finish_ms);
-        o << times;
-    }
-    if (peak_rss_bytes != 0) {
-        std::snprintf(times, sizeof(times), "  peak memory during the load %.1f MiB%s\n",
-                      static_cast<double>(peak_rss_bytes) / (1024.0 * 1024.0),
-                      peak_rss_since_start ? " (the process's peak so far)" : "");
-        o << times;
-    }
-    o << "groups " << groups << ", hyperscan databases " << hs_databases
-      << ", rules without fast pattern " << no_fast_pattern_rules << "\n";
-    if (app_layer_rules != 0) {
-        o << "  " << app_layer_rules
-          << " loaded rules need an app-layer protocol (http, dns, tls, ...) and wait for it\n";
-    }
-    if (mpm_algo == MpmAlgo::kNone) {
-        o << "  mpm-algo none: no prefilter, every rule of a group is checked on every packet\n";
-    }
-    if (pcre_without_content_rules != 0) {
-        o << "  " << pcre_without_content_rules
-          << (pcre_without_content_rules == 1 ? " rule runs" : " rules run")
-          << " a pcre without a content anchor (warnings below)\n";
-    }
-    for (const auto& w : warnings) {
-        o << "warning: " << w << "\n";
-    }
-    o << "rules: " << loaded << " loaded, " << skipped << " skipped";
-    return o.str();
-}
 
 namespace {
 
