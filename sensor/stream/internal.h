@@ -77,6 +77,7 @@ struct Half {
     uint32_t base_seq = 0;  // sequence number of stream offset 0 (ISN + 1)
     bool known = false;     // base_seq is set
     bool ack_known = false;
+    uint16_t syn_data = 0;  // bytes carried on this side's SYN (TCP Fast Open), up to 65535
     uint32_t last_ack = 0;  // highest ACK from the receiver for this data
     uint32_t rwnd = 0;      // receiver's window, scaled
     bool fin = false;
@@ -167,6 +168,12 @@ using SessionSlot = flow::FlowStorage<Session, flow::FlowSlot::kStream>;
 // with midstream off): never used, no memory per flow, and later packets skip session
 // creation cheaply.
 extern Session g_untracked;
+// The same for a flow whose half-open session was reclaimed after its SYN data (TCP Fast
+// Open) had been delivered: a later SYN does not start the stream again from offset 0.
+extern Session g_reclaimed;
+inline bool untracked(const Session* slot) {
+    return slot == &g_untracked || slot == &g_reclaimed;
+}
 
 struct StreamTracker::Impl {
     StreamConfig cfg;
@@ -429,7 +436,12 @@ struct StreamTracker::Impl {
     bool deliver_raw(const Session& s, Half& h, StreamChunk& ch);
     void run_splitter(Session& s, Half& h, flow::Direction dir, StreamChunk& ch);
     // ---- segments ----
-    void handle_data(Half& h, const decode::Packet& p, StreamChunk& ch, StreamUpdate& u);
+    // seq: the sequence number of the payload's first byte (p.tcp_seq, + 1 on a SYN).
+    void handle_data(Half& h, const decode::Packet& p, uint32_t seq, StreamChunk& ch,
+                     StreamUpdate& u);
+    // Data on a SYN or SYN/ACK (TCP Fast Open, RFC 7413): reassembled from ISN + 1.
+    void handle_syn_data(Session& s, Half& h, const decode::Packet& p, flow::Direction dir,
+                         StreamUpdate& u);
     static bool rst_acceptable(const Session& s, const Half& h, const Half& r,
                                const decode::Packet& p);
 

@@ -17,6 +17,7 @@ Splitter::~Splitter() = default;
 // The tag stored in Flow::user for flows that are deliberately not tracked (seen mid-stream
 // with midstream off): no memory, and later packets skip session creation cheaply.
 Session g_untracked;
+Session g_reclaimed;
 
 Policy StreamTracker::Impl::policy_for(const decode::Address& a) const {
     int best = -1;
@@ -53,7 +54,8 @@ bool StreamTracker::Impl::reclaim_half_open() {
         if (s->state != SessionState::kSynSent) {
             continue;  // established or closing: never reclaimed, no longer listed
         }
-        SessionSlot::set(*s->flow, &g_untracked);
+        const bool had_data = s->half[0].delivered != 0 || s->half[1].delivered != 0;
+        SessionSlot::set(*s->flow, had_data ? &g_reclaimed : &g_untracked);
         free_buffers(s->half[0]);
         free_buffers(s->half[1]);
         delete s;
@@ -144,7 +146,7 @@ StreamTracker::~StreamTracker() = default;
 void StreamTracker::release_flow(flow::Flow& f) {
     Session* slot = SessionSlot::get(f);
     SessionSlot::set(f, nullptr);
-    if (slot == nullptr || slot == &g_untracked) {
+    if (slot == nullptr || untracked(slot)) {
         return;
     }
     auto* s = static_cast<Session*>(slot);
@@ -160,7 +162,7 @@ void StreamTracker::release_flow(flow::Flow& f) {
 
 bool StreamTracker::set_splitter(flow::Flow& f, Splitter* sp) {
     Session* slot = SessionSlot::get(f);
-    if (slot == nullptr || slot == &g_untracked) {
+    if (slot == nullptr || untracked(slot)) {
         return false;
     }
     auto* s = static_cast<Session*>(slot);
@@ -172,7 +174,7 @@ bool StreamTracker::set_splitter(flow::Flow& f, Splitter* sp) {
 
 void StreamTracker::trigger_raw(flow::Flow& f, flow::Direction dir) {
     Session* slot = SessionSlot::get(f);
-    if (slot == nullptr || slot == &g_untracked) {
+    if (slot == nullptr || untracked(slot)) {
         return;
     }
     static_cast<Session*>(slot)->half[static_cast<int>(dir)].raw_trigger = true;
@@ -188,7 +190,7 @@ uint32_t StreamTracker::keep_tail() const {
 
 SessionState StreamTracker::state(const flow::Flow& f) const {
     Session* slot = SessionSlot::get(f);
-    if (slot == nullptr || slot == &g_untracked) {
+    if (slot == nullptr || untracked(slot)) {
         return SessionState::kNone;
     }
     return static_cast<const Session*>(slot)->state;

@@ -81,14 +81,14 @@ bool StreamTracker::Impl::deliver_one(Half& h, StreamChunk& ch) {
 }
 
 // The data of one segment sent by half h. Delivers into ch what became contiguous.
-void StreamTracker::Impl::handle_data(Half& h, const decode::Packet& p, StreamChunk& ch,
-                                      StreamUpdate& u) {
+void StreamTracker::Impl::handle_data(Half& h, const decode::Packet& p, uint32_t seq,
+                                      StreamChunk& ch, StreamUpdate& u) {
     if (h.depth_reached && h.delivered >= cfg.reassembly_depth) {
         return;
     }
     const uint8_t* data = p.payload;
     uint32_t len = p.payload_len;
-    int64_t so = h.off_of(p.tcp_seq);
+    int64_t so = h.off_of(seq);
     if (so < 0) {  // part before the stream's first byte (SYN data retransmitted)
         if (-so >= static_cast<int64_t>(len)) {
             return;
@@ -98,7 +98,7 @@ void StreamTracker::Impl::handle_data(Half& h, const decode::Packet& p, StreamCh
         so = 0;
     }
     // Window: a segment starting past the receiver's right edge is not accepted by it.
-    if (h.ack_known && static_cast<int32_t>(p.tcp_seq - (h.last_ack + h.rwnd)) > 0) {
+    if (h.ack_known && static_cast<int32_t>(seq - (h.last_ack + h.rwnd)) > 0) {
         ++c.out_of_window;
         u.events |= kEventOutOfWindow;
         return;
@@ -259,14 +259,18 @@ void StreamTracker::Impl::on_syn(Session& s, int d, const decode::Packet& p) {
     Half& r = s.half[1 - d];
     const bool ack = (p.tcp_flags & kAck) != 0;
     if (!ack) {
-        // SYN retransmission (possibly with a new ISN) before any answer.
-        if (s.state == SessionState::kSynSent && h.known && r.known == false) {
+        // SYN retransmission (possibly with a new ISN) before any answer. Once data came on
+        // a SYN (TCP Fast Open), its stream keeps that ISN.
+        if (s.state == SessionState::kSynSent && h.known && r.known == false && h.delivered == 0 &&
+            h.nheld == 0) {
             h.base_seq = p.tcp_seq + 1;
             s.wscale[d] = p.tcp_wscale;
         }
         return;
     }
-    if (s.state != SessionState::kSynSent || h.known || !r.known || p.tcp_ack != r.base_seq) {
+    // The SYN/ACK acknowledges the ISN + 1, or with TCP Fast Open also the SYN's data.
+    if (s.state != SessionState::kSynSent || h.known || !r.known ||
+        p.tcp_ack - r.base_seq > r.syn_data) {
         return;  // not an answer to our SYN
     }
     s.state = SessionState::kSynRecv;
@@ -280,6 +284,26 @@ void StreamTracker::Impl::on_syn(Session& s, int d, const decode::Packet& p) {
     r.last_ack = p.tcp_ack;
     r.rwnd = p.tcp_window;
     r.ack_known = true;
+}
+
+void StreamTracker::Impl::handle_syn_data(Session& s, Half& h, const decode::Packet& p,
+                                          flow::Direction dir, StreamUpdate& u) {
+    // Only the SYN that set the side's ISN (a SYN with another ISN, or one the state
+    // machine ignored, carries nothing of this stream).
+    if (p.payload_len == 0 || !h.known || h.base_seq != p.tcp_seq + 1 ||
+        (h.syn_data == 0 && (h.delivered != 0 || h.nheld != 0))) {
+        return;
+    }
+    h.syn_data = static_cast<uint16_t>(std::min<uint32_t>(p.payload_len, UINT16_MAX));
+    StreamChunk& ch = u.chunk[static_cast<int>(dir)];
+    handle_data(h, p, p.tcp_seq + 1, ch, u);
+    if (ch.window == nullptr && ch.gap == 0) {
+        if (deliver_one(h, ch)) {
+            run_splitter(s, h, dir, ch);
+        }
+    } else {
+        run_splitter(s, h, dir, ch);
+    }
 }
 
 // Frees buffers that can no longer be needed; runs at the start of a call so that the
@@ -309,12 +333,16 @@ StreamUpdate StreamTracker::Impl::process(const decode::Packet& p, flow::Flow& f
     if (cfg.checksum_validation && p.has(decode::kFlagBadChecksum) && !tcp_checksum_ok(p)) {
         ++c.invalid_checksum;
         u.events |= kEventBadChecksum;
-        if (slot != nullptr && slot != &g_untracked) {
+        if (slot != nullptr && !untracked(slot)) {
             u.state = static_cast<Session*>(slot)->state;
         }
         return u;
     }
     Session* s = nullptr;
+    if (slot == &g_reclaimed) {
+        u.events |= kEventNotTracked;
+        return u;
+    }
     if (slot == &g_untracked) {
         if ((p.tcp_flags & (kSyn | kAck)) != kSyn) {
             u.events |= kEventNotTracked;
@@ -331,6 +359,7 @@ StreamUpdate StreamTracker::Impl::process(const decode::Packet& p, flow::Flow& f
             return u;
         }
         if ((p.tcp_flags & kSyn) != 0) {
+            handle_syn_data(*s, s->half[d], p, dir, u);
             finish(*s, u);
             return u;
         }
@@ -356,6 +385,7 @@ StreamUpdate StreamTracker::Impl::process(const decode::Packet& p, flow::Flow& f
     }
     if ((fl & kSyn) != 0) {
         on_syn(ss, d, p);
+        handle_syn_data(ss, h, p, dir, u);
         finish(ss, u);
         return u;
     }
@@ -404,7 +434,7 @@ StreamUpdate StreamTracker::Impl::process(const decode::Packet& p, flow::Flow& f
         h.known = true;
     }
     if (p.payload_len > 0) {
-        handle_data(h, p, u.chunk[d], u);
+        handle_data(h, p, p.tcp_seq, u.chunk[d], u);
     }
     if (ack && r.known) {
         // This packet tells how far the other side's data was received, and the window.
@@ -732,7 +762,7 @@ void StreamTracker::Impl::deliver_both(Session& s, StreamUpdate& u) {
 StreamUpdate StreamTracker::next(flow::Flow& f) {
     StreamUpdate u;
     Session* slot = SessionSlot::get(f);
-    if (slot == nullptr || slot == &g_untracked) {
+    if (slot == nullptr || untracked(slot)) {
         u.events |= kEventNotTracked;
         return u;
     }
@@ -744,7 +774,7 @@ StreamUpdate StreamTracker::next(flow::Flow& f) {
 
 StreamUpdate StreamTracker::flush(flow::Flow& f) {
     Session* slot = SessionSlot::get(f);
-    if (slot != nullptr && slot != &g_untracked) {
+    if (slot != nullptr && !untracked(slot)) {
         auto* s = static_cast<Session*>(slot);
         s->half[0].flush_all = true;
         s->half[1].flush_all = true;
@@ -756,7 +786,7 @@ StreamUpdate StreamTracker::flush(flow::Flow& f) {
 
 void StreamTracker::raw_per_packet(flow::Flow& f) {
     Session* slot = SessionSlot::get(f);
-    if (slot == nullptr || slot == &g_untracked || !impl_->cfg.raw_on_ack) {
+    if (slot == nullptr || untracked(slot) || !impl_->cfg.raw_on_ack) {
         return;
     }
     for (Half& h : static_cast<Session*>(slot)->half) {
@@ -772,7 +802,7 @@ void StreamTracker::raw_per_packet(flow::Flow& f) {
 
 bool StreamTracker::raw_on_ack(const flow::Flow& f, flow::Direction dir) const {
     Session* slot = SessionSlot::get(f);
-    if (slot == nullptr || slot == &g_untracked) {
+    if (slot == nullptr || untracked(slot)) {
         return false;
     }
     return impl_->raw_ack(static_cast<const Session*>(slot)->half[static_cast<int>(dir)]);

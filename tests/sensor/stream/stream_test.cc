@@ -670,6 +670,50 @@ TEST(StreamAppOnAck, AcknowledgedSynDataWaitsForTheServersNextPacket) {
     EXPECT_EQ(rig.app(kTs), "abcdef");
 }
 
+// TCP Fast Open (RFC 7413): the client's SYN carries data from ISN + 1, the SYN/ACK
+// acknowledges it (ISN + 1 + its length); it is reassembled and reaches the app layer on the
+// server's next packet, as data acknowledged by a SYN/ACK does.
+TEST(StreamTcpFastOpen, SynDataIsReassembledAndAcknowledgedBySynAck) {
+    Rig rig(app_on_ack_config());
+    StreamUpdate u = rig.send({true, kIsnC, 0, kSyn, "GET /tfo HTTP/1.1\r\n"});
+    EXPECT_EQ(u.state, SessionState::kSynSent);
+    EXPECT_EQ(u.data(kTs).stream_offset, 0u);
+    EXPECT_EQ(rig.out(kTs), "GET /tfo HTTP/1.1\r\n");
+    const uint32_t n = 19;
+    EXPECT_EQ(rig.send({false, kIsnS, kIsnC + 1 + n, kSyn | kAck}).state, SessionState::kSynRecv);
+    EXPECT_EQ(rig.send({true, kIsnC + 1 + n, kIsnS + 1, kAck}).state, SessionState::kEstablished);
+    rig.send({true, kIsnC + 1 + n, kIsnS + 1, kAck | kPsh, "Host: a\r\n\r\n"});
+    rig.send({false, kIsnS + 1, kIsnC + 1 + n + 11, kAck | kPsh, "HTTP/1.1 200 OK\r\n"});
+    EXPECT_EQ(rig.out(kTs), "GET /tfo HTTP/1.1\r\nHost: a\r\n\r\n");
+    EXPECT_EQ(rig.app(kTs), "GET /tfo HTTP/1.1\r\nHost: a\r\n\r\n");
+    EXPECT_EQ(rig.out(kTc), "HTTP/1.1 200 OK\r\n");
+    EXPECT_EQ(rig.stats().get("tcp.retransmissions"), 0u);
+}
+
+TEST(StreamTcpFastOpen, CookieRefusedDataIsSentAgainAfterTheHandshake) {
+    // The server acknowledges only the SYN; the client sends the same bytes again.
+    Rig rig(app_on_ack_config());
+    rig.send({true, kIsnC, 0, kSyn, "hello"});
+    EXPECT_EQ(rig.send({false, kIsnS, kIsnC + 1, kSyn | kAck}).state, SessionState::kSynRecv);
+    rig.send({true, kIsnC + 1, kIsnS + 1, kAck | kPsh, "hello world"});
+    rig.send({false, kIsnS + 1, kIsnC + 12, kAck});
+    EXPECT_EQ(rig.out(kTs), "hello world");
+    EXPECT_EQ(rig.app(kTs), "hello world");
+}
+
+TEST(StreamTcpFastOpen, SynAckDataAndAnAckPastTheSynDataIsNoAnswer) {
+    Rig rig(app_on_ack_config());
+    rig.send({true, kIsnC, 0, kSyn, "abc"});
+    // Acknowledges more than the SYN carried: not an answer to this SYN.
+    EXPECT_EQ(rig.send({false, kIsnS, kIsnC + 5, kSyn | kAck}).state, SessionState::kSynSent);
+    // The real SYN/ACK, with data of its own (allowed by RFC 7413).
+    EXPECT_EQ(rig.send({false, kIsnS, kIsnC + 4, kSyn | kAck, "220 hi"}).state,
+              SessionState::kSynRecv);
+    EXPECT_EQ(rig.out(kTc), "220 hi");
+    rig.send({true, kIsnC + 4, kIsnS + 7, kAck});
+    EXPECT_EQ(rig.app(kTc), "220 hi");
+}
+
 TEST(StreamAppOnAck, AHoleComesAfterTheDataBeforeIt) {
     StreamConfig cfg = app_on_ack_config();
     Rig rig(cfg);
