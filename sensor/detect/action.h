@@ -9,4 +9,9 @@ namespace picket::sensor::detect {
 
 enum class Action : uint8_t { kAlert, kDrop, kReject, kPass };
 
+// Where a reject sends its RST / ICMP error, as Suricata's actions: reject and rejectsrc to
+// the matching packet's sender, rejectdst to its receiver, rejectboth to both. As a mask
+// (kSender | kReceiver == kBoth), so that a packet's rejects combine.
+enum class RejectTo : uint8_t { kNone = 0, kSender = 1, kReceiver = 2, kBoth = 3 };
+
 }  // namespace picket::sensor::detect

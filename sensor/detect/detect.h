@@ -6,6 +6,7 @@
 // thresholds' hot state) tied to that engine generation.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -61,6 +62,11 @@ struct DetectConfig {
     std::string classification_file;  // "" = none (alerts get no category)
     std::string reference_file;
     std::string threshold_file;  // threshold.config: suppress, threshold, event_filter
+    // action-order: the order rules are evaluated in (and a packet's alerts sorted by), pass
+    // first by default; a matching pass rule ends the packet's inspection and discards the
+    // alerts of the actions after it (docs/rules.md).
+    std::array<Action, 4> action_order{Action::kPass, Action::kDrop, Action::kReject,
+                                       Action::kAlert};
     bool pcre_jit = true;
     uint32_t packet_alert_max = 15;  // alerts kept per packet (Suricata's packet-alert-max)
     MpmAlgo mpm_algo = MpmAlgo::kHyperscan;
@@ -145,9 +151,10 @@ struct AlertRecord {
     const Rule* rule = nullptr;
     uint32_t rule_index = 0;  // into DetectEngine::rule_infos()
     AlertAction action = AlertAction::kAllowed;
-    bool drop_rule = false;               // the rule's action is drop or reject
-    Action rule_action = Action::kAlert;  // the action in the rule's header
-    bool from_stream = false;             // matched on reassembled stream data
+    bool drop_rule = false;                  // the rule's action is drop or reject
+    Action rule_action = Action::kAlert;     // the rule header's, or a rate_filter's new_action
+    RejectTo reject_to = RejectTo::kSender;  // with rule_action kReject: the rule's target
+    bool from_stream = false;                // matched on reassembled stream data
     uint64_t tx_id = 0;
 };
 
@@ -259,6 +266,7 @@ struct InspectExtras {
     // without an alert). Not reset by inspect(): one InspectExtras may span a packet's calls.
     mutable bool silent_drop = false;
     mutable bool silent_reject = false;
+    mutable RejectTo silent_reject_to = RejectTo::kNone;  // the silent rejects' targets, or-ed
 };
 
 class DetectWorker {

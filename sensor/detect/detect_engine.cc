@@ -497,9 +497,12 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
         }
         // Thresholds decide first: kNone means "as if the rule had not matched" (threshold
         // below its count, detection_filter not reached), so its flowbits do not apply either.
+        // A rate_filter may give the match another action (new_action) for a while.
         ThresholdResult tr = ThresholdResult::kAlert;
+        Action action = r.action;
         if (r.action != Action::kPass && d.thresholds->applies(r)) {
-            tr = d.thresholds->check(r, p.src, p.dst, p.ts_ns);
+            tr = d.thresholds->check(r, p.src, p.dst, p.ts_ns, f != nullptr ? f->flow_id : 0,
+                                     &action);
             if (tr == ThresholdResult::kNone) {
                 continue;
             }
@@ -515,22 +518,38 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
         if (has_xbit_actions(r)) {
             apply_xbit_actions(r, p);
         }
-        if (r.action == Action::kPass) {
-            // A pass rule stops inspection of this packet and discards its other alerts.
+        if (action == Action::kPass) {
+            // A pass rule (or a rate_filter's new_action pass) ends the packet's inspection:
+            // the rules after it in the evaluation order (the actions after pass in the
+            // action-order) are not checked, and their alerts are gone. The alerts of the rules
+            // before it stand (none with the default order, where pass comes first).
             passed = true;
             if (extras != nullptr) {
                 extras->passed = true;
-                extras->silent_drop = false;
-                extras->silent_reject = false;
+                const uint8_t rp = d.action_rank[static_cast<size_t>(Action::kPass)];
+                if (rp < d.action_rank[static_cast<size_t>(Action::kDrop)]) {
+                    extras->silent_drop = extras->silent_reject;  // a reject may still stand
+                }
+                if (rp < d.action_rank[static_cast<size_t>(Action::kReject)]) {
+                    extras->silent_reject = false;
+                    extras->silent_reject_to = RejectTo::kNone;
+                    if (rp < d.action_rank[static_cast<size_t>(Action::kDrop)]) {
+                        extras->silent_drop = false;
+                    }
+                }
             }
-            n = 0;
             continue;
         }
         if (r.noalert) {
             // No alert, but the action stands: an IPS drops with "drop ... noalert;".
-            if (extras != nullptr && (r.action == Action::kDrop || r.action == Action::kReject)) {
+            if (extras != nullptr && (action == Action::kDrop || action == Action::kReject)) {
                 extras->silent_drop = true;
-                extras->silent_reject = extras->silent_reject || r.action == Action::kReject;
+                extras->silent_reject = extras->silent_reject || action == Action::kReject;
+                if (action == Action::kReject) {
+                    extras->silent_reject_to =
+                        static_cast<RejectTo>(static_cast<uint8_t>(extras->silent_reject_to) |
+                                              static_cast<uint8_t>(r.reject_to));
+                }
             }
             continue;
         }
@@ -541,8 +560,9 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
         if (n < out_cap) {
             out[n].rule = &r;
             out[n].rule_index = r.index;
-            out[n].drop_rule = r.action == Action::kDrop || r.action == Action::kReject;
-            out[n].rule_action = r.action;
+            out[n].drop_rule = action == Action::kDrop || action == Action::kReject;
+            out[n].rule_action = action;
+            out[n].reject_to = r.reject_to;
             out[n].action = AlertAction::kAllowed;
             out[n].tx_id = view != nullptr ? view->tx_id : 0;
             out[n].from_stream = pc.from_stream;
@@ -557,8 +577,9 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
     // Suricata's order: action rank, then rule order. Most packets have no alert or one:
     // skip the call (GCC does not always inline it).
     if (n > 1) {
-        std::sort(out, out + n, [](const AlertRecord& a, const AlertRecord& b) {
-            int ra = action_rank(a.rule->action), rb = action_rank(b.rule->action);
+        std::sort(out, out + n, [&d](const AlertRecord& a, const AlertRecord& b) {
+            const int ra = d.action_rank[static_cast<size_t>(a.rule_action)];
+            const int rb = d.action_rank[static_cast<size_t>(b.rule_action)];
             if (ra != rb) {
                 return ra < rb;
             }

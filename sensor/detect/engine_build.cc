@@ -252,10 +252,19 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
         }
     }
 
-    // Evaluation order: flowbit setters first (so a bit set by one rule is visible to a
-    // checker on the same packet), then file order. Stable.
-    std::stable_partition(loaded.rules.begin(), loaded.rules.end(),
-                          [](const std::unique_ptr<Rule>& r) { return rule_sets_flowbits(*r); });
+    // Evaluation order (Suricata's signature ordering): by action in the configured
+    // action-order, then flowbit setters first (so a bit set by one rule is visible to a
+    // checker of the same action on the same packet), then file order. Stable.
+    d.action_rank = action_ranks(config.action_order);
+    std::stable_sort(loaded.rules.begin(), loaded.rules.end(),
+                     [&d](const std::unique_ptr<Rule>& a, const std::unique_ptr<Rule>& b) {
+                         const uint8_t ra = d.action_rank[static_cast<size_t>(a->action)];
+                         const uint8_t rb = d.action_rank[static_cast<size_t>(b->action)];
+                         if (ra != rb) {
+                             return ra < rb;
+                         }
+                         return rule_sets_flowbits(*a) && !rule_sets_flowbits(*b);
+                     });
     d.rules = std::move(loaded.rules);
     for (size_t i = 0; i < d.rules.size(); ++i) {
         Rule& r = *d.rules[i];

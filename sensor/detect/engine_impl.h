@@ -5,6 +5,7 @@
 
 #include <hs/hs.h>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -29,19 +30,15 @@ inline bool class_has_ports(int c) {
     return c == kClassTcp || c == kClassUdp;
 }
 
-// Rank of an action in Suricata's default action order (pass, drop, reject, alert).
-inline int action_rank(Action a) {
-    switch (a) {
-        case Action::kPass:
-            return 0;
-        case Action::kDrop:
-            return 1;
-        case Action::kReject:
-            return 2;
-        case Action::kAlert:
-            return 3;
+// The rank of each action (indexed by Action) in the configured action-order; Suricata's
+// default is pass, drop, reject, alert.
+using ActionRanks = std::array<uint8_t, 4>;
+inline ActionRanks action_ranks(const std::array<Action, 4>& order) {
+    ActionRanks r{3, 3, 3, 3};
+    for (size_t i = 0; i < order.size(); ++i) {
+        r[static_cast<size_t>(order[i])] = static_cast<uint8_t>(i);
     }
-    return 3;
+    return r;
 }
 
 struct FastPattern {
@@ -136,6 +133,7 @@ struct DetectEngine::Impl {
     AppSet app_sets[kNumAppProtos];
     std::vector<HsDatabase> databases;  // owns every db pointer of parts and app_sets
     mutable std::unique_ptr<ThresholdTable> thresholds;  // shared, locked on the match path
+    ActionRanks action_rank{3, 1, 2, 0};  // indexed by Action: pass 0, drop 1, reject 2, alert 3
     size_t max_candidates = 0;
     uint32_t max_stream_pattern = 0;  // longest fast pattern of the TCP parts
     // Bit (1 << AppProto) per service a Snort 3 rule that reads the stream may apply to (a rule

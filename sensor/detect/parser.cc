@@ -315,10 +315,14 @@ bool parse_header(std::string_view header, const VarTable* vars, Rule* r, Failur
                                 " fields, expected 'action proto src sport -> dst dport'"};
         return false;
     }
-    if (!parse_action(ascii_lower(t[0]), &r->action)) {
+    const std::string action = ascii_lower(t[0]);
+    if (!parse_action(action, &r->action)) {
         *f = {"bad header", "unknown action '" + std::string(t[0]) + "'"};
         return false;
     }
+    r->reject_to = action == "rejectdst"    ? RejectTo::kReceiver
+                   : action == "rejectboth" ? RejectTo::kBoth
+                                            : RejectTo::kSender;
     if (!parse_proto(t[1], &r->proto, f)) {
         return false;
     }

@@ -219,13 +219,21 @@ struct FlowintOp {
     bool operator==(const FlowintOp&) const = default;
 };
 
-enum class ThresholdType : uint8_t { kLimit, kThreshold, kBoth, kDetectionFilter };
-enum class TrackBy : uint8_t { kSrc, kDst, kRule, kBoth };
+// kBackoff: alerts at the count-th match of a flow, then each time the matches reach the
+// previous mark times multiplier (count 1, multiplier 10: 1, 10, 100, ...). kRate is a
+// threshold.config rate_filter: once count matches fall within seconds, the rule's action
+// becomes new_action for timeout seconds.
+enum class ThresholdType : uint8_t { kLimit, kThreshold, kBoth, kDetectionFilter, kBackoff, kRate };
+// kFlow: counted per flow (the flow's id), as Suricata 8's by_flow.
+enum class TrackBy : uint8_t { kSrc, kDst, kRule, kBoth, kFlow };
 struct ThresholdSpec {
     ThresholdType type = ThresholdType::kLimit;
     TrackBy track = TrackBy::kSrc;
     uint32_t count = 1;
     uint32_t seconds = 60;
+    uint32_t multiplier = 0;             // kBackoff only
+    uint32_t timeout = 0;                // kRate only
+    Action new_action = Action::kAlert;  // kRate only
 };
 
 // flow: keyword summary, also used by the compiler to place a rule in a direction group.
@@ -261,6 +269,7 @@ struct Rule {
 
     // Header.
     Action action = Action::kAlert;
+    RejectTo reject_to = RejectTo::kSender;  // reject / rejectsrc; rejectdst, rejectboth
     ProtoSpec proto;
     AddressSet src, dst;
     PortSet sport, dport;

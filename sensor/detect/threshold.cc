@@ -62,11 +62,9 @@ std::string parse_line(std::string_view line, const AddressVars* vars, const std
     size_t sp = line.find_first_of(" \t");
     std::string_view kind = line.substr(0, sp);
     std::string_view rest = sp == std::string_view::npos ? std::string_view() : line.substr(sp);
-    if (kind == "rate_filter") {
-        return "rate_filter is not supported";
-    }
     const bool is_suppress = kind == "suppress";
-    if (!is_suppress && kind != "threshold" && kind != "event_filter") {
+    const bool is_rate = kind == "rate_filter";
+    if (!is_suppress && !is_rate && kind != "threshold" && kind != "event_filter") {
         return "unknown directive '" + std::string(kind) +
                "' (expected suppress, threshold, event_filter or rate_filter)";
     }
@@ -83,9 +81,11 @@ std::string parse_line(std::string_view line, const AddressVars* vars, const std
         kv[key] = std::string(trim(item.substr(s2)));
     }
     const std::set<std::string_view> allowed =
-        is_suppress
-            ? std::set<std::string_view>{"gen_id", "sig_id", "track", "ip"}
-            : std::set<std::string_view>{"gen_id", "sig_id", "type", "track", "count", "seconds"};
+        is_suppress ? std::set<std::string_view>{"gen_id", "sig_id", "track", "ip"}
+        : is_rate   ? std::set<std::string_view>{"gen_id",  "sig_id",     "track",  "count",
+                                                 "seconds", "new_action", "timeout"}
+                    : std::set<std::string_view>{"gen_id", "sig_id",  "type",      "track",
+                                                 "count",  "seconds", "multiplier"};
     for (const auto& [k, v] : kv) {
         if (allowed.count(k) == 0) {
             return "unknown option '" + k + "' for " + std::string(kind);
@@ -137,22 +137,66 @@ std::string parse_line(std::string_view line, const AddressVars* vars, const std
     e.sid = sid;
     e.file = file;
     e.line = lineno;
-    for (const char* need : {"type", "track", "count", "seconds"}) {
+    if (is_rate) {
+        e.spec.type = ThresholdType::kRate;
+    } else if (kv.count("type") == 0) {
+        return std::string(kind) + " needs type";
+    } else if (!parse_threshold_type(kv["type"], &e.spec.type)) {
+        return "invalid type '" + kv["type"] + "' (expected limit, threshold, both or backoff)";
+    }
+    const bool backoff = e.spec.type == ThresholdType::kBackoff;
+    std::vector<const char*> needs = {"track", "count", backoff ? "multiplier" : "seconds"};
+    if (is_rate) {
+        needs.push_back("new_action");
+        needs.push_back("timeout");
+    }
+    for (const char* need : needs) {
         if (kv.count(need) == 0) {
             return std::string(kind) + " needs " + need;
         }
     }
-    if (!parse_threshold_type(kv["type"], &e.spec.type)) {
-        return "invalid type '" + kv["type"] + "' (expected limit, threshold or both)";
-    }
     if (!parse_track_by(kv["track"], &e.spec.track)) {
-        return "invalid track '" + kv["track"] + "' (expected by_src, by_dst, by_rule or by_both)";
+        return "invalid track '" + kv["track"] +
+               "' (expected by_src, by_dst, by_rule, by_both or by_flow)";
     }
     if (!strings::parse_u32(kv["count"], &e.spec.count) || e.spec.count == 0) {
         return "invalid count '" + kv["count"] + "'";
     }
-    if (!strings::parse_u32(kv["seconds"], &e.spec.seconds)) {
-        return "invalid seconds '" + kv["seconds"] + "'";
+    if (backoff) {
+        if (e.spec.track != TrackBy::kFlow) {
+            return "type backoff needs track by_flow";
+        }
+        if (kv.count("seconds") != 0) {
+            return "type backoff takes a multiplier, not seconds";
+        }
+        if (!strings::parse_u32(kv["multiplier"], &e.spec.multiplier) || e.spec.multiplier < 2) {
+            return "invalid multiplier '" + kv["multiplier"] + "' (2 or more)";
+        }
+        e.spec.seconds = 0;
+    } else {
+        if (kv.count("multiplier") != 0) {
+            return "multiplier is only for type backoff";
+        }
+        if (!strings::parse_u32(kv["seconds"], &e.spec.seconds)) {
+            return "invalid seconds '" + kv["seconds"] + "'";
+        }
+    }
+    if (is_rate) {
+        static constexpr Named<Action> kNewActions[] = {{"alert", Action::kAlert},
+                                                        {"drop", Action::kDrop},
+                                                        {"pass", Action::kPass},
+                                                        {"reject", Action::kReject}};
+        const std::string& a = kv["new_action"];
+        if (a == "sdrop" || a == "log") {
+            // Suricata's parser takes them and implements neither.
+            return "new_action '" + a + "' is not supported (alert, drop, pass or reject)";
+        }
+        if (!find_named(kNewActions, a, &e.spec.new_action)) {
+            return "invalid new_action '" + a + "' (expected alert, drop, pass or reject)";
+        }
+        if (!strings::parse_u32(kv["timeout"], &e.spec.timeout) || e.spec.timeout == 0) {
+            return "invalid timeout '" + kv["timeout"] + "'";
+        }
     }
     out->thresholds.push_back(std::move(e));
     return "";
@@ -163,7 +207,8 @@ std::string parse_line(std::string_view line, const AddressVars* vars, const std
 bool parse_threshold_type(std::string_view v, ThresholdType* out) {
     static constexpr Named<ThresholdType> kTypes[] = {{"limit", ThresholdType::kLimit},
                                                       {"threshold", ThresholdType::kThreshold},
-                                                      {"both", ThresholdType::kBoth}};
+                                                      {"both", ThresholdType::kBoth},
+                                                      {"backoff", ThresholdType::kBackoff}};
     return find_named(kTypes, v, out);
 }
 
@@ -171,7 +216,8 @@ bool parse_track_by(std::string_view v, TrackBy* out) {
     static constexpr Named<TrackBy> kTracks[] = {{"by_src", TrackBy::kSrc},
                                                  {"by_dst", TrackBy::kDst},
                                                  {"by_rule", TrackBy::kRule},
-                                                 {"by_both", TrackBy::kBoth}};
+                                                 {"by_both", TrackBy::kBoth},
+                                                 {"by_flow", TrackBy::kFlow}};
     return find_named(kTracks, v, out);
 }
 
@@ -264,22 +310,31 @@ struct ThresholdTable::RuleItems {
 
 namespace {
 
+// What an entry counts: addresses (by_src, by_dst, by_both), a flow id (by_flow) or nothing
+// (by_rule), with the rule and its item's slot.
+struct Key {
+    decode::Address a, b;
+    uint64_t flow = 0;
+};
+
 struct Entry {
     uint32_t gid = 0, sid = 0;
     uint8_t slot = 0;
-    decode::Address a, b;
+    Key key;
     uint64_t hash = 0;
-    int64_t tv1 = 0;
+    int64_t tv1 = 0;    // window start; backoff: unused
+    int64_t until = 0;  // rate_filter: new_action holds until then (0: not active)
     uint32_t count = 0;
+    uint32_t mark = 0;  // backoff: the match count of the next alert
     uint32_t hnext = kNil, prev = kNil, next = kNil;
 };
 
-uint64_t key_hash(uint32_t gid, uint32_t sid, uint8_t slot, const decode::Address& a,
-                  const decode::Address& b) {
+uint64_t key_hash(uint32_t gid, uint32_t sid, uint8_t slot, const Key& k) {
     uint64_t h = 0xcbf29ce484222325ULL ^ (uint64_t{gid} << 32 | sid) ^ (uint64_t{slot} << 56);
-    uint64_t w[4];
-    std::memcpy(w, a.b, 16);
-    std::memcpy(w + 2, b.b, 16);
+    uint64_t w[5];
+    std::memcpy(w, k.a.b, 16);
+    std::memcpy(w + 2, k.b.b, 16);
+    w[4] = k.flow;
     for (uint64_t x : w) {
         h ^= x;
         h *= 0x9e3779b97f4a7c15ULL;
@@ -318,19 +373,17 @@ struct alignas(64) ThresholdTable::Stripe {
             lru_tail = i;
         }
     }
-    uint32_t find(uint64_t h, uint32_t gid, uint32_t sid, uint8_t slot, const decode::Address& a,
-                  const decode::Address& b) {
+    uint32_t find(uint64_t h, uint32_t gid, uint32_t sid, uint8_t slot, const Key& k) {
         for (uint32_t i = buckets[h & (buckets.size() - 1)]; i != kNil; i = entries[i].hnext) {
             const Entry& e = entries[i];
-            if (e.hash == h && e.gid == gid && e.sid == sid && e.slot == slot && e.a == a &&
-                e.b == b) {
+            if (e.hash == h && e.gid == gid && e.sid == sid && e.slot == slot &&
+                e.key.flow == k.flow && e.key.a == k.a && e.key.b == k.b) {
                 return i;
             }
         }
         return kNil;
     }
-    uint32_t insert(uint64_t h, uint32_t gid, uint32_t sid, uint8_t slot, const decode::Address& a,
-                    const decode::Address& b) {
+    uint32_t insert(uint64_t h, uint32_t gid, uint32_t sid, uint8_t slot, const Key& k) {
         uint32_t i = kNil;
         if (entries.size() < capacity) {
             // Entries are added as they are first needed: a table that never fills (most
@@ -353,9 +406,10 @@ struct alignas(64) ThresholdTable::Stripe {
         e.gid = gid;
         e.sid = sid;
         e.slot = slot;
-        e.a = a;
-        e.b = b;
+        e.key = k;
         e.hash = h;
+        e.until = 0;
+        e.mark = 0;
         uint32_t& head = buckets[h & (buckets.size() - 1)];
         e.hnext = head;
         head = i;
@@ -457,7 +511,9 @@ bool ThresholdTable::load_config(const std::string& path, const VarTable& vars,
 }
 
 ThresholdResult ThresholdTable::check(const Rule& r, const decode::Address& src,
-                                      const decode::Address& dst, int64_t ts_ns) {
+                                      const decode::Address& dst, int64_t ts_ns, uint64_t flow_id,
+                                      Action* action) {
+    const Match m{src, dst, ts_ns, flow_id, action};
     auto it = rules_.find(&r);
     if (it == rules_.end()) {
         if (!r.has_threshold && !r.has_detection_filter) {
@@ -465,11 +521,11 @@ ThresholdResult ThresholdTable::check(const Rule& r, const decode::Address& src,
         }
         Item own;
         own.spec = r.has_threshold ? r.threshold : r.detection_filter;
-        return run(r, own, 0, src, dst, ts_ns);
+        return run(r, own, 0, m);
     }
     const std::vector<Item>& items = it->second->items;
     for (size_t i = 0; i < items.size(); ++i) {
-        ThresholdResult res = run(r, items[i], static_cast<uint8_t>(i), src, dst, ts_ns);
+        ThresholdResult res = run(r, items[i], static_cast<uint8_t>(i), m);
         if (res != ThresholdResult::kAlert) {
             return res;
         }
@@ -489,15 +545,19 @@ inline ThresholdResult first_in_window(const ThresholdSpec& td) {
         case ThresholdType::kThreshold:
         case ThresholdType::kDetectionFilter:
             return ThresholdResult::kNone;
+        case ThresholdType::kBackoff:  // handled apart
+        case ThresholdType::kRate:
+            return ThresholdResult::kAlert;
     }
     return ThresholdResult::kNone;
 }
 
 }  // namespace
 
-ThresholdResult ThresholdTable::run(const Rule& r, const Item& item, uint8_t slot,
-                                    const decode::Address& src, const decode::Address& dst,
-                                    int64_t ts_ns) {
+ThresholdResult ThresholdTable::run(const Rule& r, const Item& item, uint8_t slot, const Match& m) {
+    const decode::Address& src = m.src;
+    const decode::Address& dst = m.dst;
+    const int64_t ts_ns = m.ts_ns;
     switch (item.kind) {
         case Item::kSuppressAll:
             return ThresholdResult::kSilent;
@@ -528,35 +588,92 @@ ThresholdResult ThresholdTable::run(const Rule& r, const Item& item, uint8_t slo
     if (td.type == ThresholdType::kThreshold && td.count == 1) {
         return ThresholdResult::kAlert;
     }
-    decode::Address a, b;
+    Key k;
     switch (td.track) {
         case TrackBy::kSrc:
-            a = src;
+            k.a = src;
             break;
         case TrackBy::kDst:
-            a = dst;
+            k.a = dst;
             break;
         case TrackBy::kRule:
             break;
         case TrackBy::kBoth:  // the pair, in either direction
-            a = src < dst ? src : dst;
-            b = src < dst ? dst : src;
+            k.a = src < dst ? src : dst;
+            k.b = src < dst ? dst : src;
+            break;
+        case TrackBy::kFlow:
+            if (m.flow_id == 0) {
+                return ThresholdResult::kAlert;  // no flow to count in (documented)
+            }
+            k.flow = m.flow_id;
             break;
     }
-    const uint64_t h = key_hash(r.gid, r.sid, slot, a, b);
+    const uint64_t h = key_hash(r.gid, r.sid, slot, k);
     Stripe& st = stripes_[(h >> 32) % nstripes_];
     std::lock_guard<std::mutex> lock(st.mu);
-    uint32_t idx = st.find(h, r.gid, r.sid, slot, a, b);
-    if (idx == kNil) {
-        idx = st.insert(h, r.gid, r.sid, slot, a, b);
-        Entry& e = st.entries[idx];
+    uint32_t idx = st.find(h, r.gid, r.sid, slot, k);
+    const bool fresh = idx == kNil;
+    if (fresh) {
+        idx = st.insert(h, r.gid, r.sid, slot, k);
+    } else {
+        st.lru_unlink(idx);
+        st.lru_push_front(idx);
+    }
+    Entry& e = st.entries[idx];
+    if (td.type == ThresholdType::kBackoff) {
+        // Alerts at the count-th match, then at count*M, count*M^2, ... of the flow; the
+        // matches before the count-th are as if the rule had not matched, those between two
+        // marks keep the rule's action without an alert (Suricata 8's documentation).
+        if (fresh) {
+            e.count = 0;
+            e.mark = td.count;
+        }
+        if (e.count < UINT32_MAX) {
+            ++e.count;
+        }
+        if (e.count == e.mark) {
+            const uint64_t next = uint64_t{e.mark} * td.multiplier;
+            e.mark = next > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(next);
+            return ThresholdResult::kAlert;
+        }
+        return e.count < td.count ? ThresholdResult::kNone : ThresholdResult::kSilent;
+    }
+    if (td.type == ThresholdType::kRate) {
+        // Every match alerts; once more than count matches fall within seconds, the rule's
+        // action becomes new_action until timeout seconds after that match. The window counts
+        // again from the first match after the timeout.
+        if (!fresh && e.until != 0) {
+            if (ts_ns <= e.until) {
+                if (m.action != nullptr) {
+                    *m.action = td.new_action;
+                }
+                return ThresholdResult::kAlert;
+            }
+            e.until = 0;
+            e.tv1 = ts_ns;
+            e.count = 1;
+            return ThresholdResult::kAlert;
+        }
+        if (fresh || ts_ns > e.tv1 + static_cast<int64_t>(td.seconds) * kNsPerSec) {
+            e.tv1 = ts_ns;
+            e.count = 1;
+        } else if (e.count < UINT32_MAX) {
+            ++e.count;
+        }
+        if (e.count > td.count) {
+            e.until = ts_ns + static_cast<int64_t>(td.timeout) * kNsPerSec;
+            if (m.action != nullptr) {
+                *m.action = td.new_action;
+            }
+        }
+        return ThresholdResult::kAlert;
+    }
+    if (fresh) {
         e.tv1 = ts_ns;
         e.count = 1;
         return first_in_window(td);
     }
-    st.lru_unlink(idx);
-    st.lru_push_front(idx);
-    Entry& e = st.entries[idx];
     const bool within = ts_ns <= e.tv1 + static_cast<int64_t>(td.seconds) * kNsPerSec;
     if (!within) {
         e.tv1 = ts_ns;
@@ -579,6 +696,9 @@ ThresholdResult ThresholdTable::run(const Rule& r, const Item& item, uint8_t slo
                                         : ThresholdResult::kNone;
         case ThresholdType::kDetectionFilter:
             return e.count > td.count ? ThresholdResult::kAlert : ThresholdResult::kNone;
+        case ThresholdType::kBackoff:  // returned above
+        case ThresholdType::kRate:
+            break;
     }
     return ThresholdResult::kNone;
 }

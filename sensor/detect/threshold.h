@@ -1,6 +1,6 @@
 // Alert thresholding (Suricata 7 semantics): the rule keywords threshold and detection_filter,
-// and threshold.config (suppress, threshold, event_filter). ThresholdTable is built on the
-// control thread with the engine, then consulted by any worker, only for a rule that matched
+// and threshold.config (suppress, threshold, event_filter, rate_filter). ThresholdTable is built on
+// the control thread with the engine, then consulted by any worker, only for a rule that matched
 // (never per packet). Its state is shared because one source talks to hosts on every worker:
 // a lock-striped hash table (a lock is taken only on that match path), bounded in memory by
 // evicting the least recently used entry of a stripe (counted).
@@ -42,26 +42,30 @@ struct SuppressEntry {
 
 struct ThresholdEntry {
     uint32_t gid = 0, sid = 0;  // wildcards as SuppressEntry
-    ThresholdSpec spec;         // type limit/threshold/both
+    ThresholdSpec spec;         // type limit/threshold/both/backoff, or kRate (rate_filter)
     std::string file;
     uint32_t line = 0;
 };
 
 struct ThresholdConfig {
     std::vector<SuppressEntry> suppress;
-    std::vector<ThresholdEntry> thresholds;  // threshold and event_filter lines
+    std::vector<ThresholdEntry> thresholds;  // threshold, event_filter and rate_filter lines
 };
 
 // The values threshold.config and the threshold / detection_filter keywords share:
-// limit|threshold|both and by_src|by_dst|by_rule|by_both. False on anything else.
+// limit|threshold|both|backoff and by_src|by_dst|by_rule|by_both|by_flow. False on anything
+// else.
 bool parse_threshold_type(std::string_view v, ThresholdType* out);
 bool parse_track_by(std::string_view v, TrackBy* out);
 
 // Parses threshold.config text. Lines:
 //   suppress gen_id G, sig_id S[, track by_src|by_dst|by_either, ip ADDR|CIDR|[..]|$VAR]
-//   threshold|event_filter gen_id G, sig_id S, type T, track by_src|by_dst|by_rule|by_both,
-//       count N, seconds M
-//   rate_filter ...  -> diagnostic "rate_filter is not supported", line skipped
+//   threshold|event_filter gen_id G, sig_id S, type limit|threshold|both,
+//       track by_src|by_dst|by_rule|by_both|by_flow, count N, seconds M
+//   threshold|event_filter gen_id G, sig_id S, type backoff, track by_flow, count N,
+//       multiplier M
+//   rate_filter gen_id G, sig_id S, track by_src|by_dst|by_rule|by_both|by_flow, count N,
+//       seconds M, new_action alert|drop|pass|reject, timeout T
 // '#' starts a comment; a trailing '\' continues a line. Every bad line becomes one message
 // "file:line: reason" in *errors and is skipped; the rest still load. address_vars resolves
 // $VAR (values in the same address syntax; may be nullptr). Returns true when there was no
@@ -124,8 +128,11 @@ public:
     // Any worker, after r matched a packet from src to dst at ts_ns (packet time). The first
     // entry that does not say "alert" decides, as Suricata's PacketAlertHandle.
     // A rule that bind() never saw is still thresholded by its own threshold/detection_filter.
+    // flow_id: the packet's flow (flow::Flow::flow_id), 0 without one; by_flow entries count
+    // in it (a match without a flow is not thresholded by them). action: when a rate_filter
+    // is active for the match, its new_action is stored there (else left as it is).
     ThresholdResult check(const Rule& r, const decode::Address& src, const decode::Address& dst,
-                          int64_t ts_ns);
+                          int64_t ts_ns, uint64_t flow_id = 0, Action* action = nullptr);
     // check() == kAlert.
     bool allow(const Rule& r, const decode::Address& src, const decode::Address& dst,
                int64_t ts_ns) {
@@ -140,8 +147,14 @@ private:
     struct Item;
     struct RuleItems;
     struct Stripe;
-    ThresholdResult run(const Rule& r, const Item& it, uint8_t slot, const decode::Address& src,
-                        const decode::Address& dst, int64_t ts_ns);
+    struct Match {
+        const decode::Address& src;
+        const decode::Address& dst;
+        int64_t ts_ns;
+        uint64_t flow_id;
+        Action* action;
+    };
+    ThresholdResult run(const Rule& r, const Item& it, uint8_t slot, const Match& m);
 
     ThresholdConfig config_;
     ThresholdOptions options_;

@@ -14,6 +14,20 @@ namespace picket::sensor::engine {
 
 namespace {
 
+// The responder's target for the packet's rejects (none recorded: a plain reject's sender).
+RejectTarget reject_target(detect::RejectTo to) {
+    switch (to) {
+        case detect::RejectTo::kReceiver:
+            return RejectTarget::kReceiver;
+        case detect::RejectTo::kBoth:
+            return RejectTarget::kBoth;
+        case detect::RejectTo::kNone:
+        case detect::RejectTo::kSender:
+            break;
+    }
+    return RejectTarget::kSender;
+}
+
 // Suricata's alert "metadata":{"flowbits":[...]}: the names of the bits set on the flow as of
 // the alert, in id order, appended to the alert's app-layer members (out). Nothing when no bit
 // is set. Ids past the generation's name table (set by rules newer than the worker's
@@ -189,8 +203,18 @@ FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& 
     const auto cap = static_cast<uint32_t>(w.alert_buf.size());
     uint32_t n = w.active->detect->inspect(p, f, dir, w.alert_buf.data(), cap, &extras);
     if (extras.passed) {
-        // A pass rule: no alert for this packet, and (Suricata's flow pass) none of the rest
-        // of its flow is inspected. Its transactions are not inspected either.
+        // A pass rule: no alert for this packet from the rules after it in the action-order,
+        // and (Suricata's flow pass) none of the rest of its flow is inspected. Its
+        // transactions are not inspected either. The alerts of rules ordered before pass
+        // (action-order with drop, reject or alert first) stand, with their actions.
+        if (n != 0) {
+            out.verdict = stronger(out.verdict, apply_actions(w, f, n));
+            emit_alerts(w, p, f, dir, n, link_len, out.verdict, extras.stream);
+        }
+        if (extras.silent_drop && config_.ips()) {
+            out.verdict = stronger(
+                out.verdict, extras.silent_reject ? PacketVerdict::kReject : PacketVerdict::kDrop);
+        }
         out.verdict = stronger(out.verdict, PacketVerdict::kPass);
         if (f != nullptr && f->action == flow::FlowAction::kNone) {
             f->action = flow::FlowAction::kPass;
@@ -223,6 +247,8 @@ FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& 
         // "drop ... noalert;": the verdict stands without an alert (Suricata's IPS idiom).
         out.verdict = stronger(
             out.verdict, extras.silent_reject ? PacketVerdict::kReject : PacketVerdict::kDrop);
+        w.reject_to = detect::RejectTo(static_cast<uint8_t>(w.reject_to) |
+                                       static_cast<uint8_t>(extras.silent_reject_to));
         if (f != nullptr && f->action == flow::FlowAction::kNone) {
             f->action = flow::FlowAction::kDrop;
         }
@@ -243,6 +269,10 @@ PacketVerdict Engine::apply_actions(WorkerContext& w, flow::Flow* f, uint32_t n)
         a.action = detect::AlertAction::kBlocked;
         if (w.drop_meta == nullptr) {
             w.drop_meta = &w.active->metas[a.rule_index];  // the drop record's "alert"
+        }
+        if (a.rule_action == detect::Action::kReject) {
+            w.reject_to = detect::RejectTo(static_cast<uint8_t>(w.reject_to) |
+                                           static_cast<uint8_t>(a.reject_to));
         }
         verdict =
             stronger(verdict, a.rule_action == detect::Action::kReject ? PacketVerdict::kReject
@@ -268,14 +298,9 @@ PacketVerdict Engine::inspect_stream_chunk(WorkerContext& w, const decode::Packe
         detect::PduSlot::get(f)->dir[static_cast<int>(d)].kind() != detect::PduKind::kNone;
     const auto cap = static_cast<uint32_t>(w.alert_buf.size());
     const uint32_t n = w.active->detect->inspect(p, &f, d, w.alert_buf.data(), cap, &extras);
-    if (extras.passed) {
-        if (f.action == flow::FlowAction::kNone) {
-            f.action = flow::FlowAction::kPass;
-        }
-        return verdict;
-    }
     // Only what matched on the stream: a header-only rule must not fire on a pseudo packet,
-    // nor a second time on the packet.
+    // nor a second time on the packet. With a pass, these are the alerts of the rules before
+    // it in the action-order (none by default).
     uint32_t kept = 0;
     for (uint32_t i = 0; i < n; ++i) {
         if (w.alert_buf[i].from_stream) {
@@ -285,6 +310,9 @@ PacketVerdict Engine::inspect_stream_chunk(WorkerContext& w, const decode::Packe
     if (kept != 0) {
         verdict = stronger(verdict, apply_actions(w, &f, kept));
         emit_alerts(w, p, &f, d, kept, link_len, verdict, &sv);
+    }
+    if (extras.passed && f.action == flow::FlowAction::kNone) {
+        f.action = flow::FlowAction::kPass;  // the first of drop and pass wins
     }
     return verdict;
 }
@@ -570,6 +598,24 @@ void Engine::emit_alerts(WorkerContext& w, const decode::Packet& p, flow::Flow* 
                          : verdict == PacketVerdict::kPass ? output::AlertVerdict::kPass
                                                            : output::AlertVerdict::kAlert;
             ev.reject = verdict == PacketVerdict::kReject;
+            if (ev.reject) {
+                // Named by where the responses go: the sender of a to-server packet is the
+                // client.
+                const bool to_server = dir == flow::Direction::kToServer;
+                switch (reject_target(w.reject_to)) {
+                    case RejectTarget::kSender:
+                        ev.reject_target = to_server ? output::RejectTargetName::kToClient
+                                                     : output::RejectTargetName::kToServer;
+                        break;
+                    case RejectTarget::kReceiver:
+                        ev.reject_target = to_server ? output::RejectTargetName::kToServer
+                                                     : output::RejectTargetName::kToClient;
+                        break;
+                    case RejectTarget::kBoth:
+                        ev.reject_target = output::RejectTargetName::kBoth;
+                        break;
+                }
+            }
         }
         const uint8_t* payload = p.payload;
         uint32_t payload_len = p.payload_len;
@@ -623,6 +669,7 @@ capture::Verdict Engine::process_packet(WorkerContext& w, const capture::RawPack
     decode::Packet& p = w.pkt;
     FlowVerdict fv;  // what the rules decided, the stream memcap
     w.drop_meta = nullptr;
+    w.reject_to = detect::RejectTo::kNone;
     if (w.user_bpf != nullptr) {
         auto it = w.user_bpf->find(raw.linktype);
         if (it != w.user_bpf->end() && !it->second.matches(raw)) {
@@ -707,7 +754,7 @@ capture::Verdict Engine::process_packet(WorkerContext& w, const capture::RawPack
             ++w.ips_rejected;
             if (w.responder) {
                 // The packet itself is dropped: the RST toward its receiver carries its seq.
-                w.responder->reject(p, RejectTarget::kBoth, /*original_dropped=*/true);
+                w.responder->reject(p, reject_target(w.reject_to), /*original_dropped=*/true);
             }
         }
         log_drop(w, p, f, "rules");

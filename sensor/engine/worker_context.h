@@ -296,6 +296,9 @@ struct WorkerContext {
     // The first drop rule that matched the packet being processed (its EVE drop record's
     // "alert"); reset per packet.
     const output::AlertMeta* drop_meta = nullptr;
+    // Where the packet's rejects send their responses (rejectsrc / rejectdst / rejectboth,
+    // or-ed over its reject alerts); reset per packet.
+    detect::RejectTo reject_to = detect::RejectTo::kNone;
     bool end_hook_on = false;
     std::string error;
     uint64_t busy_ns = 0;  // sum of the batch times; read after join

@@ -342,7 +342,11 @@ void append_alert_json(const AlertEvent& ev, const AlertOutputOptions& options, 
                : ev.verdict == AlertVerdict::kPass ? "\"pass\""
                                                    : "\"alert\"";
         if (ev.reject) {
-            out += ",\"reject-target\":\"both\",\"reject\":[";
+            out += ",\"reject-target\":";
+            out += ev.reject_target == RejectTargetName::kToClient   ? "\"to_client\""
+                   : ev.reject_target == RejectTargetName::kToServer ? "\"to_server\""
+                                                                     : "\"both\"";
+            out += ",\"reject\":[";
             out += ev.proto == 6 ? "\"tcp-reset\"" : "\"icmp-prohib\"";
             out.push_back(']');
         }

@@ -116,6 +116,8 @@ struct AlertMeta {
 
 enum class AlertDirection : uint8_t { kUnknown, kToServer, kToClient };
 enum class AlertAction : uint8_t { kAllowed, kBlocked };
+enum class RejectTargetName : uint8_t { kToClient, kToServer, kBoth };
+
 // Suricata's "verdict" object: the packet's final verdict as of the alert. kNone = no object
 // (IDS mode unless outputs.eve.alert.verdict says otherwise).
 enum class AlertVerdict : uint8_t { kNone, kAlert, kDrop, kPass };
@@ -164,9 +166,11 @@ struct AlertEvent {
     bool stream = false;     // payload is reassembled stream data ("stream": 1)
     bool drop_rule = false;  // a drop rule that did not drop (IDS mode): fast.log "[wDrop] "
     AlertVerdict verdict = AlertVerdict::kNone;
-    // The packet was rejected: the verdict object carries "reject-target":"both" and
-    // "reject":["tcp-reset"] (TCP) / ["icmp-prohib"] (other protocols).
+    // The packet was rejected: the verdict object carries "reject-target" (where the
+    // responses went: "to_client", "to_server" or "both") and "reject":["tcp-reset"] (TCP) /
+    // ["icmp-prohib"] (other protocols).
     bool reject = false;
+    RejectTargetName reject_target = RejectTargetName::kBoth;
     // The client address from the HTTP X-Forwarded-For header (xff_client_ip), found by the
     // worker when outputs.eve.alert.xff is on; xff_len 0 = none.
     uint8_t xff_len = 0;

@@ -1,7 +1,10 @@
-// threshold: type limit|threshold|both, track by_src|by_dst|by_rule|by_both, count N, seconds M
-// detection_filter: track by_src|by_dst|by_rule|by_both, count N, seconds M
+// threshold: type limit|threshold|both, track by_src|by_dst|by_rule|by_both|by_flow, count N,
+//            seconds M
+// threshold: type backoff, track by_flow, count N, multiplier M
+// detection_filter: track by_src|by_dst|by_rule|by_both|by_flow, count N, seconds M
 // Pairs in any order, each exactly once. At most one of each per rule, and as in Suricata a
-// rule cannot have both. The runtime lives in sensor/detect/threshold.h.
+// rule cannot have both. backoff counts per flow only and takes a multiplier instead of
+// seconds (Suricata 8's documentation). The runtime lives in sensor/detect/threshold.h.
 #include "sensor/detect/keywords/keywords.h"
 
 #include "sensor/detect/keywords/header_util.h"
@@ -20,7 +23,8 @@ bool parse_spec(const char* kw, std::string_view value, bool has_value, bool wan
         return false;
     }
     ThresholdSpec spec;
-    bool have_type = false, have_track = false, have_count = false, have_seconds = false;
+    bool have_type = false, have_track = false, have_count = false, have_seconds = false,
+         have_multiplier = false;
     while (true) {
         size_t comma = s.find(',');
         std::string_view item = trim_blanks(s.substr(0, comma));
@@ -33,14 +37,14 @@ bool parse_spec(const char* kw, std::string_view value, bool has_value, bool wan
             seen = &have_type;
             if (!parse_threshold_type(arg, &spec.type)) {
                 *error = k + ": invalid type '" + std::string(arg) +
-                         "' (expected limit, threshold or both)";
+                         "' (expected limit, threshold, both or backoff)";
                 return false;
             }
         } else if (name == "track") {
             seen = &have_track;
             if (!parse_track_by(arg, &spec.track)) {
                 *error = k + ": invalid track '" + std::string(arg) +
-                         "' (expected by_src, by_dst, by_rule or by_both)";
+                         "' (expected by_src, by_dst, by_rule, by_both or by_flow)";
                 return false;
             }
         } else if (name == "count" || name == "seconds") {
@@ -52,6 +56,14 @@ bool parse_spec(const char* kw, std::string_view value, bool has_value, bool wan
                 return false;
             }
             (is_count ? spec.count : spec.seconds) = static_cast<uint32_t>(v);
+        } else if (name == "multiplier" && want_type) {
+            seen = &have_multiplier;
+            uint64_t v = 0;
+            if (!parse_decimal(arg, UINT32_MAX, &v) || v < 2) {
+                *error = k + ": invalid multiplier '" + std::string(arg) + "' (2 or more)";
+                return false;
+            }
+            spec.multiplier = static_cast<uint32_t>(v);
         } else {
             *error = k + ": unknown option '" + std::string(name) + "'";
             return false;
@@ -66,14 +78,32 @@ bool parse_spec(const char* kw, std::string_view value, bool has_value, bool wan
         }
         s = s.substr(comma + 1);
     }
-    const char* missing = want_type && !have_type ? "type"
-                          : !have_track           ? "track"
-                          : !have_count           ? "count"
-                          : !have_seconds         ? "seconds"
-                                                  : nullptr;
+    if (want_type && have_type && spec.type == ThresholdType::kBackoff) {
+        if (have_track && spec.track != TrackBy::kFlow) {
+            *error = k + ": type backoff needs track by_flow";
+            return false;
+        }
+        if (have_seconds) {
+            *error = k + ": type backoff takes a multiplier, not seconds";
+            return false;
+        }
+    } else if (have_multiplier) {
+        *error = k + ": multiplier is only for type backoff";
+        return false;
+    }
+    const bool backoff = want_type && have_type && spec.type == ThresholdType::kBackoff;
+    const char* missing = want_type && !have_type       ? "type"
+                          : !have_track                 ? "track"
+                          : !have_count                 ? "count"
+                          : backoff && !have_multiplier ? "multiplier"
+                          : !backoff && !have_seconds   ? "seconds"
+                                                        : nullptr;
     if (missing != nullptr) {
         *error = k + ": missing '" + missing + "'";
         return false;
+    }
+    if (backoff) {
+        spec.seconds = 0;
     }
     if (!want_type) {
         spec.type = ThresholdType::kDetectionFilter;

@@ -161,7 +161,7 @@ TEST_F(IpsTest, RejectIsCountedAndDropsTheFlow) {
                                  tcp_frame(false, 0x18, "HTTP/1.1 200"),
                                  udp_frame(1000, true, "evil")};
     StatsSnapshot s = run(frames,
-                          "reject tcp any any -> any any (msg:\"r\"; content:\"evil\"; sid:2;)\n"
+                          "rejectdst tcp any any -> any any (msg:\"r\"; content:\"evil\"; sid:2;)\n"
                           "reject udp any any -> any any (msg:\"u\"; content:\"evil\"; sid:3;)\n",
                           /*ips=*/true);
     EXPECT_EQ(s.get("ips.accepted"), 1u);
@@ -176,12 +176,33 @@ TEST_F(IpsTest, RejectIsCountedAndDropsTheFlow) {
     EXPECT_EQ(s.get("ips.responses.sent"), 0u);
     ASSERT_EQ(alerts_.size(), 2u);
     EXPECT_EQ(alerts_[0]["alert"]["action"], "blocked");
+    // rejectdst on a client's packet answers the server; reject (rejectsrc) the client.
     EXPECT_EQ(alerts_[0]["verdict"],
               nlohmann::json::parse(
-                  R"({"action":"drop","reject-target":"both","reject":["tcp-reset"]})"));
+                  R"({"action":"drop","reject-target":"to_server","reject":["tcp-reset"]})"));
     EXPECT_EQ(alerts_[1]["verdict"],
               nlohmann::json::parse(
-                  R"({"action":"drop","reject-target":"both","reject":["icmp-prohib"]})"));
+                  R"({"action":"drop","reject-target":"to_client","reject":["icmp-prohib"]})"));
+}
+
+// Suricata's reject actions: reject and rejectsrc answer the matching packet's sender,
+// rejectdst its receiver, rejectboth both; two rejects on one packet combine.
+TEST_F(IpsTest, RejectTargetsFollowTheAction) {
+    std::vector<Bytes> frames = {tcp_frame(true, 0x18, "hello"), tcp_frame(false, 0x18, "srv-evil"),
+                                 udp_frame(1000, true, "both"), udp_frame(1001, true, "two")};
+    run(frames,
+        "rejectsrc tcp any any -> any any (msg:\"s\"; content:\"srv-evil\"; sid:1;)\n"
+        "rejectboth udp any any -> any any (msg:\"b\"; content:\"both\"; sid:2;)\n"
+        "rejectsrc udp any any -> any any (msg:\"x\"; content:\"two\"; sid:3;)\n"
+        "rejectdst udp any any -> any any (msg:\"y\"; content:\"two\"; sid:4;)\n",
+        /*ips=*/true);
+    std::vector<std::string> got;
+    for (const nlohmann::json& a : alerts_) {
+        got.push_back(std::to_string(a["alert"]["signature_id"].get<int>()) + " " +
+                      a["verdict"]["reject-target"].get<std::string>());
+    }
+    // The server's packet: its sender is the server. sid 3 and 4 on one packet: both ends.
+    EXPECT_EQ(got, (std::vector<std::string>{"1 to_server", "2 both", "3 both", "4 both"}));
 }
 
 TEST_F(IpsTest, PassRuleStopsThePacketsInspection) {

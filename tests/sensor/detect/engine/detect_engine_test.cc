@@ -130,6 +130,30 @@ TEST_F(DetectEngineTest, PassRuleSilencesThePacket) {
     EXPECT_EQ(run(tcp_frame(1, 2, "bad")), (std::vector<uint32_t>{51}));
 }
 
+// Suricata's action-order: rules run in that order, and a pass ends the packet's inspection
+// after the actions placed before it.
+TEST_F(DetectEngineTest, ActionOrderDecidesWhatAPassStops) {
+    const std::string rules =
+        "alert tcp any any -> any any (msg:\"a\"; content:\"Hi\"; sid:1;)\n"
+        "pass tcp any any -> any any (msg:\"p\"; content:\"Hi\"; sid:2;)\n"
+        "drop tcp any any -> any any (msg:\"d\"; content:\"Hi\"; sid:3;)\n";
+    load(rules);  // pass, drop, reject, alert: nothing alerts
+    EXPECT_EQ(run(tcp_frame(1, 2, "Hi all")), (std::vector<uint32_t>{}));
+
+    DetectConfig drop_first;
+    drop_first.action_order = {Action::kDrop, Action::kPass, Action::kReject, Action::kAlert};
+    flows_->clear();
+    load(rules, drop_first);
+    EXPECT_EQ(run(tcp_frame(1, 2, "Hi all")), (std::vector<uint32_t>{3}));
+    EXPECT_EQ(run(tcp_frame(1, 2, "nothing")), (std::vector<uint32_t>{}));
+
+    DetectConfig pass_last;
+    pass_last.action_order = {Action::kDrop, Action::kAlert, Action::kReject, Action::kPass};
+    flows_->clear();
+    load(rules, pass_last);
+    EXPECT_EQ(run(tcp_frame(1, 2, "Hi all")), (std::vector<uint32_t>{3, 1}));
+}
+
 TEST_F(DetectEngineTest, FlowbitsCarryAcrossPacketsOfOneFlow) {
     load(
         "alert tcp any any -> any any (msg:\"check\"; content:\"second\"; "
@@ -158,6 +182,58 @@ TEST_F(DetectEngineTest, ThresholdLimit) {
     EXPECT_EQ(run(tcp_frame(1, 2, "x"), 1000000000), (std::vector<uint32_t>{80}));
     EXPECT_EQ(run(tcp_frame(1, 2, "x"), 2000000000), (std::vector<uint32_t>{}));
     EXPECT_EQ(run(tcp_frame(1, 2, "x"), 62000000000), (std::vector<uint32_t>{80}));
+}
+
+TEST_F(DetectEngineTest, ThresholdLimitByFlowCountsEachFlow) {
+    load(
+        "alert tcp any any -> any any (msg:\"t\"; content:\"x\"; threshold:type limit, track "
+        "by_flow, count 1, seconds 3600; sid:81;)\n");
+    EXPECT_EQ(run(tcp_frame(1000, 2, "x")), (std::vector<uint32_t>{81}));
+    EXPECT_EQ(run(tcp_frame(1000, 2, "x")), (std::vector<uint32_t>{}));
+    // The same hosts on another connection: another flow, its own count.
+    EXPECT_EQ(run(tcp_frame(1001, 2, "x")), (std::vector<uint32_t>{81}));
+}
+
+TEST_F(DetectEngineTest, ThresholdBackoffAlertsOnFirstTenthHundredth) {
+    load(
+        "drop tcp any any -> any any (msg:\"b\"; content:\"x\"; threshold:type backoff, track "
+        "by_flow, count 1, multiplier 10; sid:82;)\n");
+    std::vector<int> alerted;
+    for (int i = 1; i <= 100; ++i) {
+        if (!run(tcp_frame(1000, 2, "x")).empty()) {
+            alerted.push_back(i);
+        }
+    }
+    EXPECT_EQ(alerted, (std::vector<int>{1, 10, 100}));
+}
+
+// threshold.config's rate_filter: after count matches within seconds the alerts carry
+// new_action (drop here, so an IPS drops), and the action decides their order.
+TEST_F(DetectEngineTest, RateFilterTurnsAnAlertRuleIntoADrop) {
+    const std::string conf = ::testing::TempDir() + "/rate_" + std::to_string(getpid()) + ".config";
+    std::ofstream(conf) << "rate_filter gen_id 1, sig_id 90, track by_src, count 2, seconds 60, "
+                           "new_action drop, timeout 30\n";
+    DetectConfig cfg;
+    cfg.threshold_file = conf;
+    load(
+        "alert tcp any any -> any any (msg:\"r\"; content:\"x\"; sid:90;)\n"
+        "alert tcp any any -> any any (msg:\"a\"; content:\"x\"; sid:10;)\n",
+        cfg);
+    std::remove(conf.c_str());
+    const int64_t s = 1000000000;
+    EXPECT_EQ(run_actions(tcp_frame(1, 2, "x"), 1 * s),
+              (std::vector<Action>{Action::kAlert, Action::kAlert}));
+    EXPECT_EQ(run_actions(tcp_frame(1, 2, "x"), 2 * s),
+              (std::vector<Action>{Action::kAlert, Action::kAlert}));
+    EXPECT_EQ(run(tcp_frame(1, 2, "x"), 3 * s), (std::vector<uint32_t>{90, 10}));
+    std::vector<AlertRecord> a = inspect(tcp_frame(1, 2, "x"), 20 * s);
+    ASSERT_EQ(a.size(), 2u);
+    EXPECT_EQ(a[0].rule->sid, 90u);
+    EXPECT_EQ(a[0].rule_action, Action::kDrop);
+    EXPECT_TRUE(a[0].drop_rule);
+    // 30 s after the switch (at 3 s) the rule is an alert rule again.
+    EXPECT_EQ(run_actions(tcp_frame(1, 2, "x"), 34 * s),
+              (std::vector<Action>{Action::kAlert, Action::kAlert}));
 }
 
 TEST_F(DetectEngineTest, AddressVariables) {

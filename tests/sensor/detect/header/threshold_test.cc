@@ -62,10 +62,26 @@ TEST(ThresholdKeywordTest, Errors) {
     EXPECT_FALSE(f.parse(parse_threshold, "type limit, track by_src, count 1"));
     EXPECT_EQ(f.error, "threshold: missing 'seconds'");
     EXPECT_FALSE(f.parse(parse_threshold, "type sometimes, track by_src, count 1, seconds 1"));
-    EXPECT_EQ(f.error, "threshold: invalid type 'sometimes' (expected limit, threshold or both)");
-    EXPECT_FALSE(f.parse(parse_threshold, "type limit, track by_flow, count 1, seconds 1"));
     EXPECT_EQ(f.error,
-              "threshold: invalid track 'by_flow' (expected by_src, by_dst, by_rule or by_both)");
+              "threshold: invalid type 'sometimes' (expected limit, threshold, both or backoff)");
+    EXPECT_FALSE(f.parse(parse_threshold, "type limit, track by_host, count 1, seconds 1"));
+    EXPECT_EQ(f.error,
+              "threshold: invalid track 'by_host' (expected by_src, by_dst, by_rule, "
+              "by_both or by_flow)");
+    EXPECT_FALSE(f.parse(parse_threshold, "type backoff, track by_src, count 1, multiplier 10"));
+    EXPECT_EQ(f.error, "threshold: type backoff needs track by_flow");
+    EXPECT_FALSE(f.parse(parse_threshold, "type backoff, track by_flow, count 1, seconds 10"));
+    EXPECT_EQ(f.error, "threshold: type backoff takes a multiplier, not seconds");
+    EXPECT_FALSE(f.parse(parse_threshold, "type backoff, track by_flow, count 1"));
+    EXPECT_EQ(f.error, "threshold: missing 'multiplier'");
+    EXPECT_FALSE(f.parse(parse_threshold, "type backoff, track by_flow, count 1, multiplier 1"));
+    EXPECT_EQ(f.error, "threshold: invalid multiplier '1' (2 or more)");
+    EXPECT_FALSE(
+        f.parse(parse_threshold, "type limit, track by_flow, count 1, seconds 1, multiplier 2"));
+    EXPECT_EQ(f.error, "threshold: multiplier is only for type backoff");
+    EXPECT_FALSE(
+        f.parse(parse_detection_filter, "track by_flow, count 1, seconds 1, multiplier 2"));
+    EXPECT_EQ(f.error, "detection_filter: unknown option 'multiplier'");
     EXPECT_FALSE(f.parse(parse_threshold, "type limit, track by_src, count 0, seconds 1"));
     EXPECT_EQ(f.error, "threshold: invalid count '0'");
     EXPECT_FALSE(f.parse(parse_threshold, "type limit, type limit, count 1, seconds 1"));
@@ -123,6 +139,61 @@ TEST(ThresholdTableTest, TrackByBothIsSymmetricAndByRuleIsGlobal) {
     Bound rule("type limit, track by_rule, count 1, seconds 60");
     EXPECT_EQ(rule.table.check(rule.f.rule, v4("1.1.1.1"), v4("2.2.2.2"), 0), R::kAlert);
     EXPECT_EQ(rule.table.check(rule.f.rule, v4("5.5.5.5"), v4("6.6.6.6"), 1), R::kSilent);
+}
+
+// Suricata 8's documentation: count 1, multiplier 10 alerts on matches 1, 10, 100, ...;
+// count 5, multiplier 5 on 5, 25, 125; the rule's action applies to the matches in between.
+TEST(ThresholdTableTest, BackoffPerFlow) {
+    Fixture f;
+    f.rule.sid = 7;
+    ASSERT_TRUE(f.parse(parse_threshold, "type backoff, track by_flow, count 1, multiplier 10"))
+        << f.error;
+    EXPECT_EQ(f.rule.threshold.type, ThresholdType::kBackoff);
+    EXPECT_EQ(f.rule.threshold.track, TrackBy::kFlow);
+    EXPECT_EQ(f.rule.threshold.multiplier, 10u);
+    ThresholdTable t;
+    t.bind({&f.rule});
+    std::vector<uint32_t> alerts;
+    for (uint32_t i = 1; i <= 1000; ++i) {
+        if (t.check(f.rule, v4("10.0.0.1"), v4("10.0.0.2"), i, /*flow_id=*/77) == R::kAlert) {
+            alerts.push_back(i);
+        }
+    }
+    EXPECT_EQ(alerts, (std::vector<uint32_t>{1, 10, 100, 1000}));
+    // Another flow between the same hosts starts its own series; no flow: not thresholded.
+    EXPECT_EQ(t.check(f.rule, v4("10.0.0.1"), v4("10.0.0.2"), 0, 78), R::kAlert);
+    EXPECT_EQ(t.check(f.rule, v4("10.0.0.1"), v4("10.0.0.2"), 0, 78), R::kSilent);
+    EXPECT_EQ(t.check(f.rule, v4("10.0.0.1"), v4("10.0.0.2"), 0, 0), R::kAlert);
+    EXPECT_EQ(t.check(f.rule, v4("10.0.0.1"), v4("10.0.0.2"), 0, 0), R::kAlert);
+
+    Fixture g;
+    ASSERT_TRUE(g.parse(parse_threshold, "type backoff, track by_flow, count 5, multiplier 5"));
+    ThresholdTable t5;
+    std::vector<R> got;
+    std::vector<uint32_t> marks;
+    for (uint32_t i = 1; i <= 200; ++i) {
+        R res = t5.check(g.rule, v4("10.0.0.1"), v4("10.0.0.2"), i, 9);
+        if (i <= 6) {
+            got.push_back(res);
+        }
+        if (res == R::kAlert) {
+            marks.push_back(i);
+        }
+    }
+    EXPECT_EQ(marks, (std::vector<uint32_t>{5, 25, 125}));
+    EXPECT_EQ(got, (std::vector<R>{R::kNone, R::kNone, R::kNone, R::kNone, R::kAlert, R::kSilent}));
+}
+
+TEST(ThresholdTableTest, LimitByFlowCountsEachFlowApart) {
+    Bound b("type limit, track by_flow, count 1, seconds 3600");
+    EXPECT_EQ(b.table.check(b.f.rule, v4("1.1.1.1"), v4("2.2.2.2"), 0, 1), R::kAlert);
+    EXPECT_EQ(b.table.check(b.f.rule, v4("1.1.1.1"), v4("2.2.2.2"), 1, 1), R::kSilent);
+    EXPECT_EQ(b.table.check(b.f.rule, v4("1.1.1.1"), v4("2.2.2.2"), 2, 2), R::kAlert);
+    EXPECT_EQ(b.table.check(b.f.rule, v4("2.2.2.2"), v4("1.1.1.1"), 3, 2), R::kSilent);
+    Bound d("track by_flow, count 1, seconds 60", /*detection=*/true);
+    EXPECT_EQ(d.table.check(d.f.rule, v4("1.1.1.1"), v4("2.2.2.2"), 0, 5), R::kNone);
+    EXPECT_EQ(d.table.check(d.f.rule, v4("1.1.1.1"), v4("2.2.2.2"), 1, 6), R::kNone);
+    EXPECT_EQ(d.table.check(d.f.rule, v4("1.1.1.1"), v4("2.2.2.2"), 2, 5), R::kAlert);
 }
 
 TEST(ThresholdTableTest, EvictsOldestWhenFull) {
@@ -218,13 +289,104 @@ TEST(ThresholdConfigTest, GlobalWildcardSkipsRulesWithTheirOwn) {
     EXPECT_EQ(run(t, plain.rule, {0, 1}), (std::vector<R>{R::kAlert, R::kSilent}));
 }
 
+// The global-thresholds page's example: more than count matches within seconds switch the
+// rule to new_action for timeout seconds; every match still alerts.
+TEST(ThresholdConfigTest, RateFilterChangesTheActionForTimeout) {
+    Fixture r;
+    r.rule.sid = 888;
+    ThresholdTable t(
+        parse_cfg("rate_filter gen_id 1, sig_id 888, track by_src, count 3, "
+                  "seconds 60, new_action drop, timeout 300\n"));
+    EXPECT_TRUE(t.bind({&r.rule}).empty());
+    ASSERT_TRUE(t.applies(r.rule));
+    std::vector<Action> got;
+    for (int64_t ts :
+         {0 * kSec, 1 * kSec, 2 * kSec, 3 * kSec, 100 * kSec, 303 * kSec, 304 * kSec}) {
+        Action a = Action::kAlert;
+        EXPECT_EQ(t.check(r.rule, v4("10.0.0.1"), v4("10.0.0.2"), ts, 0, &a), R::kAlert);
+        got.push_back(a);
+    }
+    // 4th match within 60 s: drop until 3 + 300 s; the match at 304 s starts a new window.
+    EXPECT_EQ(got,
+              (std::vector<Action>{Action::kAlert, Action::kAlert, Action::kAlert, Action::kDrop,
+                                   Action::kDrop, Action::kDrop, Action::kAlert}));
+    // Another source: its own count.
+    Action a = Action::kAlert;
+    EXPECT_EQ(t.check(r.rule, v4("10.0.0.9"), v4("10.0.0.2"), 5 * kSec, 0, &a), R::kAlert);
+    EXPECT_EQ(a, Action::kAlert);
+
+    // Outside the window the count restarts: 3 matches 61 s apart never switch.
+    ThresholdTable slow(
+        parse_cfg("rate_filter gen_id 1, sig_id 888, track by_rule, count 1, "
+                  "seconds 60, new_action pass, timeout 10\n"));
+    slow.bind({&r.rule});
+    for (int64_t ts : {0 * kSec, 61 * kSec, 122 * kSec}) {
+        Action b = Action::kAlert;
+        slow.check(r.rule, v4("1.1.1.1"), v4("2.2.2.2"), ts, 0, &b);
+        EXPECT_EQ(b, Action::kAlert) << ts;
+    }
+    Action c = Action::kAlert;
+    slow.check(r.rule, v4("1.1.1.1"), v4("2.2.2.2"), 123 * kSec, 0, &c);
+    EXPECT_EQ(c, Action::kPass);
+}
+
+TEST(ThresholdConfigTest, RateFilterAndBackoffLines) {
+    ThresholdConfig cfg;
+    std::vector<std::string> errors;
+    EXPECT_TRUE(parse_threshold_config(
+        "rate_filter gen_id 1, sig_id 2, track by_both, count 10, seconds 5, new_action reject, "
+        "timeout 30\n"
+        "threshold gen_id 1, sig_id 3, type backoff, track by_flow, count 2, multiplier 4\n",
+        "t.conf", nullptr, &cfg, &errors))
+        << errors[0];
+    ASSERT_EQ(cfg.thresholds.size(), 2u);
+    EXPECT_EQ(cfg.thresholds[0].spec.type, ThresholdType::kRate);
+    EXPECT_EQ(cfg.thresholds[0].spec.track, TrackBy::kBoth);
+    EXPECT_EQ(cfg.thresholds[0].spec.count, 10u);
+    EXPECT_EQ(cfg.thresholds[0].spec.seconds, 5u);
+    EXPECT_EQ(cfg.thresholds[0].spec.new_action, Action::kReject);
+    EXPECT_EQ(cfg.thresholds[0].spec.timeout, 30u);
+    EXPECT_EQ(cfg.thresholds[1].spec.type, ThresholdType::kBackoff);
+    EXPECT_EQ(cfg.thresholds[1].spec.multiplier, 4u);
+
+    const char* bad =
+        "rate_filter gen_id 1, sig_id 1, track by_rule, count 1, seconds 1, timeout 10\n"
+        "rate_filter gen_id 1, sig_id 1, track by_rule, count 1, seconds 1, new_action sdrop, "
+        "timeout 10\n"
+        "rate_filter gen_id 1, sig_id 1, track by_rule, count 1, seconds 1, new_action block, "
+        "timeout 10\n"
+        "rate_filter gen_id 1, sig_id 1, track by_rule, count 1, seconds 1, new_action drop, "
+        "timeout 0\n"
+        "rate_filter gen_id 1, sig_id 1, type limit, track by_rule, count 1, seconds 1, "
+        "new_action drop, timeout 1\n"
+        "threshold gen_id 1, sig_id 1, type backoff, track by_src, count 1, multiplier 2\n"
+        "threshold gen_id 1, sig_id 1, type backoff, track by_flow, count 1, seconds 2\n"
+        "threshold gen_id 1, sig_id 1, type limit, track by_flow, count 1, seconds 2, "
+        "multiplier 2\n";
+    ThresholdConfig none;
+    errors.clear();
+    EXPECT_FALSE(parse_threshold_config(bad, "b.conf", nullptr, &none, &errors));
+    EXPECT_EQ(errors, (std::vector<std::string>{
+                          "b.conf:1: rate_filter needs new_action",
+                          "b.conf:2: new_action 'sdrop' is not supported (alert, drop, pass or "
+                          "reject)",
+                          "b.conf:3: invalid new_action 'block' (expected alert, drop, pass or "
+                          "reject)",
+                          "b.conf:4: invalid timeout '0'",
+                          "b.conf:5: unknown option 'type' for rate_filter",
+                          "b.conf:6: type backoff needs track by_flow",
+                          "b.conf:7: threshold needs multiplier",
+                          "b.conf:8: multiplier is only for type backoff",
+                      }));
+    EXPECT_TRUE(none.thresholds.empty());
+}
+
 TEST(ThresholdConfigTest, ParseErrorsNameFileAndLine) {
     const char* text =
         "# comment\n"
         "\n"
         "suppress gen_id 1, sig_id 1\n"
-        "rate_filter gen_id 1, sig_id 1, track by_rule, count 1, seconds 1, new_action drop, "
-        "timeout 10\n"
+        "rate_filter gen_id 1, sig_id 1, track by_rule, count 1, seconds 1, new_action drop\n"
         "threshold gen_id 1, \\\n"
         "  sig_id 2, type limit, track by_src, count 1, seconds 1\n"
         "suppress gen_id 0, sig_id 5\n"
@@ -239,7 +401,7 @@ TEST(ThresholdConfigTest, ParseErrorsNameFileAndLine) {
     std::vector<std::string> errors;
     EXPECT_FALSE(parse_threshold_config(text, "t.conf", nullptr, &cfg, &errors));
     EXPECT_EQ(errors, (std::vector<std::string>{
-                          "t.conf:4: rate_filter is not supported",
+                          "t.conf:4: rate_filter needs timeout",
                           "t.conf:7: sig_id 5 needs a gen_id other than 0",
                           "t.conf:8: suppress needs both track and ip, or neither",
                           "t.conf:9: ip: bad address '300.1.1.1'",

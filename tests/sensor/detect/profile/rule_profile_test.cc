@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -653,6 +654,35 @@ TEST(DetectSettings, ReadsKeysAndRejectsBadValues) {
     } catch (const ConfigError& e) {
         EXPECT_EQ(std::string(e.what()),
                   "s.yaml:1: detect.mpm-algo: expected one of hs, none, got 'ac'");
+    }
+}
+
+TEST(DetectSettings, ActionOrder) {
+    DetectConfig d;
+    read_detect_settings(Config(), &d);
+    EXPECT_EQ(d.action_order, (std::array<Action, 4>{Action::kPass, Action::kDrop, Action::kReject,
+                                                     Action::kAlert}));
+    read_detect_settings(
+        Config::load_string("action-order: [drop, pass, reject, alert]\n", "s.yaml"), &d);
+    EXPECT_EQ(d.action_order, (std::array<Action, 4>{Action::kDrop, Action::kPass, Action::kReject,
+                                                     Action::kAlert}));
+    for (const auto& [yaml, msg] : std::vector<std::pair<std::string, std::string>>{
+             {"action-order: [drop, pass, alert]\n",
+              "s.yaml: action-order: expected the four actions pass, drop, reject and alert, each "
+              "once; got 3"},
+             {"action-order: [drop, pass, alert, sdrop]\n",
+              "s.yaml: action-order: unknown action 'sdrop' (expected pass, drop, reject or "
+              "alert)"},
+             {"action-order: [drop, pass, alert, drop]\n",
+              "s.yaml: action-order: 'drop' given twice"},
+         }) {
+        DetectConfig e;
+        try {
+            read_detect_settings(Config::load_string(yaml, "s.yaml"), &e);
+            ADD_FAILURE() << "no exception for " << yaml;
+        } catch (const ConfigError& err) {
+            EXPECT_EQ(std::string(err.what()), msg);
+        }
     }
 }
 
