@@ -6,6 +6,18 @@
 // baseline on the packets the baseline ran, and lookup() against lookup_batch() on all
 // ("diff", which must be 0).
 //
+// The anchor: DPDK's rte_acl (when libdpdk is found; otherwise "rte_acl: not built") holds the
+// same rules (rte_acl_ref.h: IPv4 in a 5-field context, IPv6 in an 11-field one, priorities
+// from Picket's first-match order, userdata = rule index + 1) and classifies the same packets,
+// from keys laid out as rte_acl reads them (network byte order, built before the timing, as
+// a DPDK application points rte_acl at its headers): rte_acl_classify over batches of 64 (split
+// by family: one call per context) and with num = 1, its default classify method unless
+// --rte-alg. Its build time is from the AclRules to both contexts built (rte_acl_build is
+// nearly all of it); its memory is what the EAL heap gives the two contexts (rte_malloc's
+// socket stats before and after). EAL runs --no-huge --no-pci. Its answers are checked
+// against Picket's on every packet, against the linear scan on the packets that ran, and
+// single against batched ("rdiff", which must be 0). A table per set puts both side by side.
+//
 // Rule sets are generated, seeded, two kinds:
 //   classbench  ClassBench-like ACLs: 90% IPv4 / 10% IPv6; addresses clustered in sites (/16)
 //               and subnets; destination /32 55%, /24 22%, /28-/30 8%, /16-/20 11%, /8 2%,
@@ -23,7 +35,9 @@
 // like with like.
 //
 //   acl_bench [--set classbench|random|both] [--sizes 100,1000,...] [--packets N]
-//             [--passes N] [--seed S]
+//             [--passes N] [--seed S] [--check] [--no-rte] [--rte-mem MiB]
+//             [--rte-alg scalar|sse|avx2|avx512x16|avx512x32]
+// --check: exit 1 on any difference in answers (ctest bench_acl_check runs it at small sizes).
 //
 // Last line (classbench set, lookup_batch figures; the table has lookup() beside them):
 //   acl: ns_100=A ns_100000=B ratio=B/A mlookups_25600=C linear_ns_25600=D ratio_single=E
@@ -31,6 +45,9 @@
 // ratio_single / mlookups_single_25600 are lookup() one packet at a time; ratio_batch and
 // mlookups_batch_25600 name the lookup_batch() figures the first fields already give (they
 // stay as they were for readers of earlier output).
+// Then, when rte_acl ran at 25,600 and 100,000 classbench rules, each figure as picket/rte_acl:
+//   acl_vs_rte: n=25600 batch_ns=P/R single_ns=P/R build_ms=P/R MiB=P/R n=100000 ...
+//               alg=METHOD diff=D rte_diff=RD
 // Never pass/fail on time: figures go to docs/performance.md.
 #include <time.h>
 
@@ -711,6 +728,7 @@ int main(int argc, char** argv) {
     uint64_t seed = 1;
     bool check = false;
     size_t rte_memory_mib = 4096;
+    std::string rte_alg;  // empty: rte_acl's default
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
@@ -724,6 +742,8 @@ int main(int argc, char** argv) {
         }
         if (a == "--rte-mem" && v) {
             rte_memory_mib = std::stoul(v);
+        } else if (a == "--rte-alg" && v) {
+            rte_alg = v;
         } else if (a == "--set" && v) {
             set = v;
         } else if (a == "--sizes" && v) {
@@ -738,7 +758,7 @@ int main(int argc, char** argv) {
             std::fprintf(stderr,
                          "usage: acl_bench [--set classbench|random|both] [--sizes N,N,...] "
                          "[--packets N] [--passes N] [--seed S] [--check] [--no-rte] "
-                         "[--rte-mem MiB]\n");
+                         "[--rte-mem MiB] [--rte-alg scalar|sse|avx2|avx512x16|avx512x32]\n");
             return 2;
         }
         ++i;
@@ -752,10 +772,16 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "acl_bench: %s (--no-rte runs without rte_acl)\n", error.c_str());
             return 1;
         }
-        std::printf("rte_acl: DPDK EAL --no-huge -m %zu\n", rte_memory_mib);
+        if (!rte_alg.empty() && !picket::bench::RteAcl::force_algorithm(rte_alg)) {
+            std::fprintf(stderr, "acl_bench: unknown --rte-alg %s\n", rte_alg.c_str());
+            return 2;
+        }
+        std::printf("rte_acl: DPDK EAL --no-huge -m %zu, classify method %s\n", rte_memory_mib,
+                    rte_alg.empty() ? "rte_acl's default" : rte_alg.c_str());
     }
 #else
     (void)rte_memory_mib;
+    (void)rte_alg;
     std::printf("rte_acl: not built (no libdpdk)\n");
 #endif
     std::map<std::string, std::map<size_t, Row>> rows;

@@ -36,6 +36,7 @@ RTE_ACL_RULE_DEF(Rule4, 5);
 RTE_ACL_RULE_DEF(Rule6, 11);
 
 std::atomic<bool> g_eal_up{false};
+enum rte_acl_classify_alg g_forced_alg = RTE_ACL_CLASSIFY_DEFAULT;
 std::atomic<uint32_t> g_ctx_serial{0};
 
 rte_acl_field_def field(uint8_t type, uint8_t size, uint8_t index, uint8_t input, uint32_t offset) {
@@ -201,6 +202,14 @@ rte_acl_ctx* build_family(const std::vector<AclRule>& rules, const std::vector<u
         rte_acl_free(ctx);
         return nullptr;
     }
+    if (g_forced_alg != RTE_ACL_CLASSIFY_DEFAULT) {
+        rc = rte_acl_set_ctx_classify(ctx, g_forced_alg);
+        if (rc != 0) {
+            *error = std::string("rte_acl_set_ctx_classify: ") + rte_strerror(-rc);
+            rte_acl_free(ctx);
+            return nullptr;
+        }
+    }
     return ctx;
 }
 
@@ -248,6 +257,16 @@ bool RteAcl::init_eal(size_t memory_mib, std::string* error) {
     }
     g_eal_up = true;
     return true;
+}
+
+bool RteAcl::force_algorithm(const std::string& name) {
+    for (int alg = RTE_ACL_CLASSIFY_SCALAR; alg <= RTE_ACL_CLASSIFY_AVX512X32; ++alg) {
+        if (name == alg_name(alg)) {
+            g_forced_alg = static_cast<enum rte_acl_classify_alg>(alg);
+            return true;
+        }
+    }
+    return false;
 }
 
 void RteAcl::cleanup_eal() {

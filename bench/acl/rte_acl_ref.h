@@ -38,6 +38,9 @@ public:
     // False with *error when it fails.
     static bool init_eal(size_t memory_mib, std::string* error);
     static void cleanup_eal();
+    // The classify method later builds use instead of rte_acl's default: "scalar", "sse",
+    // "avx2", "avx512x16" or "avx512x32". False when the name is unknown.
+    static bool force_algorithm(const std::string& name);
 
     // Both contexts built from the rules; nullptr with *error when rte_acl refuses them.
     static std::unique_ptr<RteAcl> build(const std::vector<sensor::filter::AclRule>& rules,
