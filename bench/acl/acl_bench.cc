@@ -36,7 +36,7 @@
 //
 //   acl_bench [--set classbench|random|both] [--sizes 100,1000,...] [--packets N]
 //             [--passes N] [--seed S] [--check] [--no-rte] [--rte-mem MiB]
-//             [--rte-alg scalar|sse|avx2|avx512x16|avx512x32]
+//             [--rte-alg scalar|sse|avx2|avx512x16|avx512x32] [--rte-thp]
 // --check: exit 1 on any difference in answers (ctest bench_acl_check runs it at small sizes).
 //
 // Last line (classbench set, lookup_batch figures; the table has lookup() beside them):
@@ -729,11 +729,16 @@ int main(int argc, char** argv) {
     bool check = false;
     size_t rte_memory_mib = 4096;
     std::string rte_alg;  // empty: rte_acl's default
+    bool rte_thp = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
         if (a == "--check") {
             check = true;
+            continue;
+        }
+        if (a == "--rte-thp") {
+            rte_thp = true;
             continue;
         }
         if (a == "--no-rte") {
@@ -758,7 +763,8 @@ int main(int argc, char** argv) {
             std::fprintf(stderr,
                          "usage: acl_bench [--set classbench|random|both] [--sizes N,N,...] "
                          "[--packets N] [--passes N] [--seed S] [--check] [--no-rte] "
-                         "[--rte-mem MiB] [--rte-alg scalar|sse|avx2|avx512x16|avx512x32]\n");
+                         "[--rte-mem MiB] [--rte-alg scalar|sse|avx2|avx512x16|avx512x32] "
+                         "[--rte-thp]\n");
             return 2;
         }
         ++i;
@@ -768,7 +774,7 @@ int main(int argc, char** argv) {
 #ifdef PICKET_HAVE_RTE_ACL
     if (g_rte_wanted) {
         std::string error;
-        if (!picket::bench::RteAcl::init_eal(rte_memory_mib, &error)) {
+        if (!picket::bench::RteAcl::init_eal(rte_memory_mib, rte_thp, &error)) {
             std::fprintf(stderr, "acl_bench: %s (--no-rte runs without rte_acl)\n", error.c_str());
             return 1;
         }
@@ -776,12 +782,14 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "acl_bench: unknown --rte-alg %s\n", rte_alg.c_str());
             return 2;
         }
-        std::printf("rte_acl: DPDK EAL --no-huge -m %zu, classify method %s\n", rte_memory_mib,
+        std::printf("rte_acl: DPDK EAL --no-huge -m %zu%s, classify method %s\n", rte_memory_mib,
+                    rte_thp ? " (madvise MADV_HUGEPAGE)" : "",
                     rte_alg.empty() ? "rte_acl's default" : rte_alg.c_str());
     }
 #else
     (void)rte_memory_mib;
     (void)rte_alg;
+    (void)rte_thp;
     std::printf("rte_acl: not built (no libdpdk)\n");
 #endif
     std::map<std::string, std::map<size_t, Row>> rows;

@@ -8,7 +8,9 @@
 #include <rte_errno.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
+#include <rte_memory.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -215,7 +217,7 @@ rte_acl_ctx* build_family(const std::vector<AclRule>& rules, const std::vector<u
 
 }  // namespace
 
-bool RteAcl::init_eal(size_t memory_mib, std::string* error) {
+bool RteAcl::init_eal(size_t memory_mib, bool transparent_huge, std::string* error) {
     if (g_eal_up.load()) {
         return true;
     }
@@ -256,6 +258,14 @@ bool RteAcl::init_eal(size_t memory_mib, std::string* error) {
         return false;
     }
     g_eal_up = true;
+    if (transparent_huge) {
+        // Without hugepages EAL maps anonymous memory and faults it in on use (rte_zmalloc).
+        rte_memseg_list_walk(
+            [](const rte_memseg_list* msl, void*) {
+                return madvise(msl->base_va, msl->len, MADV_HUGEPAGE) == 0 ? 0 : -1;
+            },
+            nullptr);
+    }
     return true;
 }
 

@@ -36,7 +36,9 @@ public:
     // Starts DPDK's EAL once per process: --no-huge --no-pci, -m memory_mib, a file prefix of
     // its own, on the first CPU the thread may run on (the affinity is given back after).
     // False with *error when it fails.
-    static bool init_eal(size_t memory_mib, std::string* error);
+    // transparent_huge: madvise(MADV_HUGEPAGE) on EAL's memory, so that with THP in "madvise"
+    // mode rte_acl's tables land on 2 MiB pages as they would on hugetlbfs in production.
+    static bool init_eal(size_t memory_mib, bool transparent_huge, std::string* error);
     static void cleanup_eal();
     // The classify method later builds use instead of rte_acl's default: "scalar", "sse",
     // "avx2", "avx512x16" or "avx512x32". False when the name is unknown.
