@@ -644,7 +644,7 @@ double mib(size_t bytes) {
 void print_compare(const std::string& set, const std::vector<Row>& rows) {
 #ifdef PICKET_HAVE_RTE_ACL
     if (!g_rte_wanted) {
-        std::printf("rte_acl: not run (--no-rte)\n");
+        std::printf("rte_acl: not run (--no-rte, or EAL did not start)\n");
         return;
     }
     std::printf("\nset=%s: Picket vs rte_acl (classify method %s), ns per lookup\n", set.c_str(),
@@ -804,8 +804,9 @@ int main(int argc, char** argv) {
             rows[s] = run_set(s, sizes, packets, passes, seed);
         }
     }
-    std::printf("\npeak RSS %llu MiB\n",
-                static_cast<unsigned long long>(picket::bench::proc_status_kb("VmHWM") / 1024));
+    std::printf("\npeak RSS %llu MiB%s\n",
+                static_cast<unsigned long long>(picket::bench::proc_status_kb("VmHWM") / 1024),
+                g_rte_wanted ? " (rte_acl's included)" : "");
     const auto& cb = rows["classbench"];
     if (cb.count(100) && cb.count(100000) && cb.count(25600)) {
         const double a = cb.at(100).batch_ns, b = cb.at(100000).batch_ns;
