@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 namespace picket::bench {
 namespace {
@@ -281,7 +282,11 @@ bool RteAcl::force_algorithm(const std::string& name) {
 
 void RteAcl::cleanup_eal() {
     if (g_eal_up.exchange(false)) {
+        // EAL makes its runtime directory even with --no-shconf; leave nothing behind.
+        const std::string dir = rte_eal_get_runtime_dir();
         rte_eal_cleanup();
+        std::error_code ec;
+        std::filesystem::remove_all(dir, ec);
     }
 }
 
