@@ -6,6 +6,18 @@
 // baseline on the packets the baseline ran, and lookup() against lookup_batch() on all
 // ("diff", which must be 0).
 //
+// The anchor: DPDK's rte_acl (when libdpdk is found; otherwise "rte_acl: not built") holds the
+// same rules (rte_acl_ref.h: IPv4 in a 5-field context, IPv6 in an 11-field one, priorities
+// from Picket's first-match order, userdata = rule index + 1) and classifies the same packets,
+// from keys laid out as rte_acl reads them (network byte order, built before the timing, as
+// a DPDK application points rte_acl at its headers): rte_acl_classify over batches of 64 (split
+// by family: one call per context) and with num = 1, its default classify method unless
+// --rte-alg. Its build time is from the AclRules to both contexts built (rte_acl_build is
+// nearly all of it); its memory is what the EAL heap gives the two contexts (rte_malloc's
+// socket stats before and after). EAL runs --no-huge --no-pci. Its answers are checked
+// against Picket's on every packet, against the linear scan on the packets that ran, and
+// single against batched ("rdiff", which must be 0). A table per set puts both side by side.
+//
 // Rule sets are generated, seeded, two kinds:
 //   classbench  ClassBench-like ACLs: 90% IPv4 / 10% IPv6; addresses clustered in sites (/16)
 //               and subnets; destination /32 55%, /24 22%, /28-/30 8%, /16-/20 11%, /8 2%,
@@ -23,7 +35,10 @@
 // like with like.
 //
 //   acl_bench [--set classbench|random|both] [--sizes 100,1000,...] [--packets N]
-//             [--passes N] [--seed S]
+//             [--passes N] [--seed S] [--check] [--no-rte] [--rte-mem MiB]
+//             [--rte-alg scalar|sse|avx2|avx512x16|avx512x32] [--rte-thp]
+// --check: exit 1 on any difference in answers (ctest bench_acl_check runs it at small sizes),
+// 77 (skipped) when rte_acl is built but DPDK's EAL does not start here.
 //
 // Last line (classbench set, lookup_batch figures; the table has lookup() beside them):
 //   acl: ns_100=A ns_100000=B ratio=B/A mlookups_25600=C linear_ns_25600=D ratio_single=E
@@ -31,6 +46,9 @@
 // ratio_single / mlookups_single_25600 are lookup() one packet at a time; ratio_batch and
 // mlookups_batch_25600 name the lookup_batch() figures the first fields already give (they
 // stay as they were for readers of earlier output).
+// Then, when rte_acl ran at 25,600 and 100,000 classbench rules, each figure as picket/rte_acl:
+//   acl_vs_rte: n=25600 batch_ns=P/R single_ns=P/R build_ms=P/R MiB=P/R n=100000 ...
+//               alg=METHOD diff=D rte_diff=RD
 // Never pass/fail on time: figures go to docs/performance.md.
 #include <time.h>
 
@@ -45,6 +63,9 @@
 
 #include "bench/common/bench_util.h"
 #include "sensor/filter/filter.h"
+#ifdef PICKET_HAVE_RTE_ACL
+#include "bench/acl/rte_acl_ref.h"
+#endif
 
 namespace {
 
@@ -406,7 +427,17 @@ struct Row {
     size_t linear_packets = 0;
     size_t mismatches = 0;
     double matched_pct = 0;
+    // rte_acl (when built): same rules, same packets.
+    bool rte = false;
+    double rte_build_ms = 0;
+    size_t rte_memory = 0, rte_runtime = 0;
+    uint32_t rte_tries = 0;
+    double rte_single_ns = 0, rte_batch_ns = 0;
+    size_t rte_mismatches = 0;  // vs Picket (all packets), linear (its packets), single/batch
 };
+
+bool g_rte_wanted = true;  // --no-rte turns it off
+std::string g_rte_algorithm;
 
 struct Case {
     std::vector<AclRule> rules;
@@ -414,6 +445,12 @@ struct Case {
     std::shared_ptr<const AclClassifier> classifier;
     std::vector<Verdict> out;
     std::vector<double> single, batch;
+#ifdef PICKET_HAVE_RTE_ACL
+    std::unique_ptr<picket::bench::RteAcl> rte;
+    picket::bench::RteAcl::Keys keys;
+    std::vector<uint32_t> rte_out;
+    std::vector<double> rte_single, rte_batch;
+#endif
     Row row;
 };
 
@@ -439,6 +476,48 @@ std::vector<AclRule> make_rules(const std::string& set, Rng& r, size_t n) {
     }
     return rules;
 }
+
+#ifdef PICKET_HAVE_RTE_ACL
+// rte_acl from the same rules (three builds, the median timed; one when a build takes over a
+// second), its keys, and its answers checked against Picket's on every packet and against the
+// linear scan on the packets that ran it.
+void prepare_rte(Case& c, const Linear& linear) {
+    std::vector<double> builds;
+    for (int i = 0; i < 3 && (builds.empty() || builds.back() < 1000); ++i) {
+        c.rte.reset();  // free the previous build first: the EAL heap is bounded
+        std::string error;
+        const double t0 = Clock::now();
+        c.rte = picket::bench::RteAcl::build(c.rules, &error);
+        builds.push_back(since_ns(t0) / 1e6);
+        if (c.rte == nullptr) {
+            std::fprintf(stderr, "acl_bench: rte_acl at %zu rules: %s\n", c.rules.size(),
+                         error.c_str());
+            return;
+        }
+    }
+    Row& row = c.row;
+    row.rte = true;
+    row.rte_build_ms = median(builds);
+    row.rte_memory = c.rte->memory_bytes();
+    row.rte_runtime = c.rte->runtime_bytes();
+    row.rte_tries = c.rte->tries_v4() + c.rte->tries_v6();
+    g_rte_algorithm = c.rte->algorithm();
+    c.keys = picket::bench::RteAcl::make_keys(c.packets);
+    c.rte_out.resize(c.packets.size());
+    constexpr size_t kWorkerBatch = 64;
+    for (size_t i = 0; i < c.packets.size(); i += kWorkerBatch) {
+        c.rte->classify_batch(c.keys, i, std::min(kWorkerBatch, c.packets.size() - i),
+                              c.rte_out.data() + i);
+    }
+    for (size_t i = 0; i < c.packets.size(); ++i) {
+        row.rte_mismatches += c.rte_out[i] != c.out[i].rule;
+        row.rte_mismatches += c.rte->classify_one(c.keys, i) != c.rte_out[i];
+        if (i < row.linear_packets) {
+            row.rte_mismatches += linear.lookup(c.packets[i]).rule != c.rte_out[i];
+        }
+    }
+}
+#endif
 
 // Rules, packets, three builds (the median timed), the linear baseline, and the check that
 // the classifier answers as the baseline does.
@@ -489,6 +568,11 @@ void prepare(Case& c, const std::string& set, size_t n, size_t n_packets, uint64
     c.row.linear_ns = median(lin);
     c.row.matched_pct =
         100.0 * static_cast<double>(matched) / static_cast<double>(c.row.linear_packets);
+#ifdef PICKET_HAVE_RTE_ACL
+    if (g_rte_wanted) {
+        prepare_rte(c, linear);
+    }
+#endif
 }
 
 // One timed pass of each way of looking up.
@@ -510,6 +594,25 @@ void time_pass(Case& c) {
     }
     c.batch.push_back(since_ns(t0) / static_cast<double>(c.packets.size()));
     g_sink += c.out[c.packets.size() / 2].rule;
+#ifdef PICKET_HAVE_RTE_ACL
+    if (c.rte != nullptr) {
+        t0 = Clock::now();
+        sum = 0;
+        for (size_t i = 0; i < c.packets.size(); ++i) {
+            sum += c.rte->classify_one(c.keys, i);
+        }
+        c.rte_single.push_back(since_ns(t0) / static_cast<double>(c.packets.size()));
+        g_sink += sum;
+
+        t0 = Clock::now();
+        for (size_t i = 0; i < c.packets.size(); i += kWorkerBatch) {
+            c.rte->classify_batch(c.keys, i, std::min(kWorkerBatch, c.packets.size() - i),
+                                  c.rte_out.data() + i);
+        }
+        c.rte_batch.push_back(since_ns(t0) / static_cast<double>(c.packets.size()));
+        g_sink += c.rte_out[c.packets.size() / 2];
+    }
+#endif
 }
 
 void print_header(const std::string& set) {
@@ -531,6 +634,49 @@ void print_row(const Row& r) {
     std::fflush(stdout);
 }
 
+double mib(size_t bytes) {
+    return static_cast<double>(bytes) / (1 << 20);
+}
+
+// Picket and rte_acl side by side: build, memory (Picket: everything the classifier owns;
+// rte_acl: the EAL heap bytes its two contexts hold), ns per lookup batched (64) and single,
+// and the differences in answers (must be 0).
+void print_compare(const std::string& set, const std::vector<Row>& rows) {
+#ifdef PICKET_HAVE_RTE_ACL
+    if (!g_rte_wanted) {
+        std::printf("rte_acl: not run (--no-rte, or EAL did not start)\n");
+        return;
+    }
+    std::printf("\nset=%s: Picket vs rte_acl (classify method %s), ns per lookup\n", set.c_str(),
+                g_rte_algorithm.c_str());
+    std::printf("%7s | %8s %8s | %7s %7s %7s | %8s %8s %6s | %8s %8s %6s | %5s %5s %5s\n", "rules",
+                "build_ms", "rte_ms", "MiB", "rte_MiB", "rte_rt", "batch_ns", "rte_ns", "x",
+                "single", "rte_ns", "x", "tries", "diff", "rdiff");
+    for (const Row& r : rows) {
+        if (!r.rte) {
+            std::printf("%7zu | rte_acl: build failed\n", r.rules);
+            continue;
+        }
+        std::printf(
+            "%7zu | %8.1f %8.1f | %7.2f %7.2f %7.2f | %8.1f %8.1f %6.2f | %8.1f %8.1f %6.2f | "
+            "%5u %5zu %5zu\n",
+            r.rules, r.build_ms, r.rte_build_ms, mib(r.stats.memory_bytes), mib(r.rte_memory),
+            mib(r.rte_runtime), r.batch_ns, r.rte_batch_ns, r.rte_batch_ns / r.batch_ns,
+            r.single_ns, r.rte_single_ns, r.rte_single_ns / r.single_ns, r.rte_tries, r.mismatches,
+            r.rte_mismatches);
+    }
+    std::printf(
+        "(x: rte_acl's ns / Picket's, > 1 when Picket is faster; rte_rt: the part of rte_MiB "
+        "rte_acl_build allocated; diff: Picket's lookup vs lookup_batch vs linear, rdiff: "
+        "rte_acl vs Picket, vs linear, single vs batch)\n");
+#else
+    (void)set;
+    (void)rows;
+    std::printf("rte_acl: not built (no libdpdk)\n");
+#endif
+    std::fflush(stdout);
+}
+
 // Every size's classifier is built first; the timed passes then go round the sizes in turn,
 // so that a slow stretch of a shared machine hits all sizes alike and the ratios hold.
 std::map<size_t, Row> run_set(const std::string& set, const std::vector<size_t>& sizes,
@@ -546,12 +692,19 @@ std::map<size_t, Row> run_set(const std::string& set, const std::vector<size_t>&
     }
     print_header(set);
     std::map<size_t, Row> rows;
+    std::vector<Row> in_order;
     for (Case& c : cases) {
         c.row.single_ns = median(c.single);
         c.row.batch_ns = median(c.batch);
+#ifdef PICKET_HAVE_RTE_ACL
+        c.row.rte_single_ns = median(c.rte_single);
+        c.row.rte_batch_ns = median(c.rte_batch);
+#endif
         print_row(c.row);
         rows[c.row.rules] = c.row;
+        in_order.push_back(c.row);
     }
+    print_compare(set, in_order);
     return rows;
 }
 
@@ -574,10 +727,31 @@ int main(int argc, char** argv) {
     size_t packets = 500000;
     int passes = 9;
     uint64_t seed = 1;
+    bool check = false;
+    size_t rte_memory_mib = 4096;
+    std::string rte_alg;  // empty: rte_acl's default
+    bool rte_thp = false;
+    bool rte_unavailable = false;  // built with rte_acl, but EAL would not start
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
-        if (a == "--set" && v) {
+        if (a == "--check") {
+            check = true;
+            continue;
+        }
+        if (a == "--rte-thp") {
+            rte_thp = true;
+            continue;
+        }
+        if (a == "--no-rte") {
+            g_rte_wanted = false;
+            continue;
+        }
+        if (a == "--rte-mem" && v) {
+            rte_memory_mib = std::stoul(v);
+        } else if (a == "--rte-alg" && v) {
+            rte_alg = v;
+        } else if (a == "--set" && v) {
             set = v;
         } else if (a == "--sizes" && v) {
             sizes = parse_sizes(v);
@@ -590,21 +764,49 @@ int main(int argc, char** argv) {
         } else {
             std::fprintf(stderr,
                          "usage: acl_bench [--set classbench|random|both] [--sizes N,N,...] "
-                         "[--packets N] [--passes N] [--seed S]\n");
+                         "[--packets N] [--passes N] [--seed S] [--check] [--no-rte] "
+                         "[--rte-mem MiB] [--rte-alg scalar|sse|avx2|avx512x16|avx512x32] "
+                         "[--rte-thp]\n");
             return 2;
         }
         ++i;
     }
     std::printf("acl_bench: %zu packets, %d passes (median), seed %llu; ns per lookup, one core\n",
                 packets, passes, static_cast<unsigned long long>(seed));
+#ifdef PICKET_HAVE_RTE_ACL
+    if (g_rte_wanted) {
+        std::string error;
+        if (!picket::bench::RteAcl::init_eal(rte_memory_mib, rte_thp, &error)) {
+            // Picket is still measured and checked; --check then ends as skipped (77).
+            std::printf("rte_acl: not run, DPDK's EAL did not start: %s\n", error.c_str());
+            g_rte_wanted = false;
+            rte_unavailable = true;
+        }
+    }
+    if (g_rte_wanted) {
+        if (!rte_alg.empty() && !picket::bench::RteAcl::force_algorithm(rte_alg)) {
+            std::fprintf(stderr, "acl_bench: unknown --rte-alg %s\n", rte_alg.c_str());
+            return 2;
+        }
+        std::printf("rte_acl: DPDK EAL --no-huge -m %zu%s, classify method %s\n", rte_memory_mib,
+                    rte_thp ? " (madvise MADV_HUGEPAGE)" : "",
+                    rte_alg.empty() ? "rte_acl's default" : rte_alg.c_str());
+    }
+#else
+    (void)rte_memory_mib;
+    (void)rte_alg;
+    (void)rte_thp;
+    std::printf("rte_acl: not built (no libdpdk)\n");
+#endif
     std::map<std::string, std::map<size_t, Row>> rows;
     for (const std::string s : {"random", "classbench"}) {
         if (set == "both" || set == s) {
             rows[s] = run_set(s, sizes, packets, passes, seed);
         }
     }
-    std::printf("\npeak RSS %llu MiB\n",
-                static_cast<unsigned long long>(picket::bench::proc_status_kb("VmHWM") / 1024));
+    std::printf("\npeak RSS %llu MiB%s\n",
+                static_cast<unsigned long long>(picket::bench::proc_status_kb("VmHWM") / 1024),
+                g_rte_wanted ? " (rte_acl's included)" : "");
     const auto& cb = rows["classbench"];
     if (cb.count(100) && cb.count(100000) && cb.count(25600)) {
         const double a = cb.at(100).batch_ns, b = cb.at(100000).batch_ns;
@@ -616,6 +818,43 @@ int main(int argc, char** argv) {
             "mlookups_single_25600=%.2f\n",
             a, b, b / a, batch_m, cb.at(25600).linear_ns, sb / sa, b / a, batch_m,
             1e3 / cb.at(25600).single_ns);
+    }
+    size_t diffs = 0, rte_diffs = 0;
+    bool rte_failed = false;
+    for (const auto& [name, by_size] : rows) {
+        for (const auto& [n, r] : by_size) {
+            diffs += r.mismatches;
+            rte_diffs += r.rte_mismatches;
+#ifdef PICKET_HAVE_RTE_ACL
+            rte_failed |= g_rte_wanted && !r.rte;
+#endif
+        }
+    }
+    if (cb.count(25600) && cb.count(100000) && cb.at(25600).rte && cb.at(100000).rte) {
+        std::printf("acl_vs_rte:");
+        for (size_t n : {size_t{25600}, size_t{100000}}) {
+            const Row& r = cb.at(n);
+            std::printf(
+                " n=%zu batch_ns=%.1f/%.1f single_ns=%.1f/%.1f build_ms=%.0f/%.0f "
+                "MiB=%.1f/%.1f",
+                n, r.batch_ns, r.rte_batch_ns, r.single_ns, r.rte_single_ns, r.build_ms,
+                r.rte_build_ms, mib(r.stats.memory_bytes), mib(r.rte_memory));
+        }
+        std::printf(" alg=%s diff=%zu rte_diff=%zu (picket/rte_acl, classbench)\n",
+                    g_rte_algorithm.c_str(), diffs, rte_diffs);
+    }
+#ifdef PICKET_HAVE_RTE_ACL
+    picket::bench::RteAcl::cleanup_eal();
+#endif
+    if (check) {
+        std::printf("check: diff=%zu rte_diff=%zu%s\n", diffs, rte_diffs,
+                    rte_failed ? " rte_acl build failed" : "");
+        if (diffs != 0 || rte_diffs != 0 || rte_failed) {
+            return 1;
+        }
+        if (rte_unavailable) {
+            return 77;  // ctest: skipped, rte_acl not compared
+        }
     }
     return g_sink == 42 ? 3 : 0;
 }
