@@ -249,13 +249,20 @@ int main(int argc, char** argv) {
             std::snprintf(label, sizeof(label), "pipeline, %u worker%s%s", s.workers,
                           s.workers == 1 ? "" : "s",
                           o.acl.empty() ? "" : (s.acl_batch ? ", acl batch" : ", acl per pkt"));
-            std::printf("  %-34s %12.0f packets/s %8.2f Gbit/s  %5.1f%% of baseline\n", label, m,
-                        median(s.gbps), 100.0 * m / base);
+            std::printf(
+                "  %-34s %12.0f packets/s %8.2f Gbit/s  %5.1f%% of baseline  (min %.0f, "
+                "max %.0f)\n",
+                label, m, median(s.gbps), 100.0 * m / base,
+                *std::min_element(s.pps.begin(), s.pps.end()),
+                *std::max_element(s.pps.begin(), s.pps.end()));
             for (size_t i = 0; i < s.worker_cpu.size(); ++i) {
                 const double cpu = median(s.worker_cpu[i]);
+                const auto [lo, hi] =
+                    std::minmax_element(s.worker_cpu[i].begin(), s.worker_cpu[i].end());
                 std::printf(
-                    "    worker %zu: %10llu packets, cpu %7.3f s, %10.0f packets/s of its cpu\n", i,
-                    static_cast<unsigned long long>(s.worker_packets[i]), cpu,
+                    "    worker %zu: %10llu packets, cpu %7.3f s (%.3f-%.3f), %10.0f packets/s of "
+                    "its cpu\n",
+                    i, static_cast<unsigned long long>(s.worker_packets[i]), cpu, *lo, *hi,
                     cpu > 0 ? static_cast<double>(s.worker_packets[i]) / cpu : 0);
             }
             std::printf(
