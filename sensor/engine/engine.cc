@@ -204,7 +204,12 @@ RunResult Engine::run() {
         result.packets += w->packets.get();
         result.bytes += w->bytes.get();
         result.worker_busy_sec += static_cast<double>(w->busy_ns) / 1e9;
+        result.workers.push_back(RunResult::WorkerRun{w->packets.get(),
+                                                      static_cast<double>(w->busy_ns) / 1e9,
+                                                      static_cast<double>(w->cpu_ns) / 1e9});
     }
+    result.reader_cpu_sec = static_cast<double>(reader_cpu_ns_.load()) / 1e9;
+    result.output_cpu_sec = static_cast<double>(output_cpu_ns_.load()) / 1e9;
     if (sources_->file_reader() != nullptr) {
         result.files = static_cast<uint32_t>(sources_->file_reader()->files().size());
     }

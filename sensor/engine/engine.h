@@ -144,6 +144,10 @@ struct SensorConfig {
     // pass, and the NFQUEUE kernel queue accepts when full (unless capture.nfqueue.fail-open
     // says otherwise). Off (the default, as Suricata): they are dropped.
     bool fail_open = false;
+    // The ACL stage classifies the packets of a capture batch with one lookup_batch() (decoded
+    // first, then classified, then the rest per packet) instead of one lookup() per packet.
+    // Same verdicts either way; false only to measure the difference (bench/pipeline).
+    bool acl_batch = true;
 
     bool inline_capture() const {
         return mode == CaptureMode::kNfqueue || mode == CaptureMode::kAfPacketInline ||
@@ -178,6 +182,17 @@ struct RunResult {
     // Time the workers spent on batches (from taking one to releasing it), summed: their cost
     // per packet without the waits for the reader, which elapsed_sec includes.
     double worker_busy_sec = 0;
+    // Per thread, read once as each thread ends (CLOCK_THREAD_CPUTIME_ID: CPU the thread
+    // used, not wall time, so that threads sharing a core are not charged for each other).
+    // What the run would do with a core per thread is packets / the largest of these.
+    struct WorkerRun {
+        uint64_t packets = 0;  // what it took in (RunResult::packets' share)
+        double busy_sec = 0;   // wall time on its batches
+        double cpu_sec = 0;    // its thread's CPU time, waits for the reader excluded
+    };
+    std::vector<WorkerRun> workers;
+    double reader_cpu_sec = 0;  // the Dispatcher modes' reader thread (0 without one)
+    double output_cpu_sec = 0;  // the stats / output thread
 };
 
 class Engine {
@@ -243,6 +258,18 @@ private:
     // Everything a worker does with one packet; returns its verdict (kAccept unless ips()).
     capture::Verdict process_packet(WorkerContext& w, const capture::RawPacket& raw,
                                     int64_t now_ns);
+    // process_packet() in two steps, so that the ACL can classify a batch between them.
+    // decode_stage: user BPF, engine.stages read and decode into p; false when the packet goes
+    // no further (its verdict is accept). process_decoded: the rest, on p as decode_stage left
+    // it (dr: its decode result).
+    bool decode_stage(WorkerContext& w, const capture::RawPacket& raw, decode::Packet& p,
+                      decode::DecodeResult* dr);
+    capture::Verdict process_decoded(WorkerContext& w, decode::Packet& p, decode::DecodeResult dr,
+                                     int64_t now_ns);
+    // The worker loop's work on one batch (w.batch): each packet through the pipeline, its
+    // verdict into the batch, the IPS counters. With an ACL (and acl_batch), runs of packets
+    // are decoded, classified with one AclClassifier::lookup_batch(), then processed.
+    void process_batch(WorkerContext& w, int64_t& now_ns);
     // Stream, app layer and detection for a packet that has a flow (or none: f nullptr).
     FlowVerdict inspect_flow_packet(WorkerContext& w, const decode::Packet& p, flow::Flow* f,
                                     flow::Direction dir, uint32_t link_len, int64_t now_ns);
@@ -312,10 +339,18 @@ private:
     std::mutex done_mu_;
     std::condition_variable done_cv_;
     std::string reader_error_;
-    std::atomic<uint64_t> reader_packets_{0};
-    std::atomic<uint64_t> reader_filtered_{0};
-    std::atomic<uint64_t> reader_kernel_packets_{0};  // libpcap live: pcap_stats
-    std::atomic<uint64_t> reader_kernel_drops_{0};
+    // Written by the reader thread per packet, read by the stats thread: a cache line of their
+    // own, so that no worker's line (stop_, config_) is invalidated per packet.
+    struct alignas(64) ReaderCounters {
+        std::atomic<uint64_t> packets{0};
+        std::atomic<uint64_t> filtered{0};
+        std::atomic<uint64_t> kernel_packets{0};  // libpcap live: pcap_stats
+        std::atomic<uint64_t> kernel_drops{0};
+    };
+    ReaderCounters reader_;
+    // CPU time of the reader and output threads, stored as each ends (RunResult).
+    std::atomic<uint64_t> reader_cpu_ns_{0};
+    std::atomic<uint64_t> output_cpu_ns_{0};
     int64_t start_ns_ = 0;
     struct Generation;
     std::unique_ptr<Generation> build_generation(const detect::DetectConfig& config, uint64_t id,

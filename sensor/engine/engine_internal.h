@@ -10,10 +10,20 @@
 
 namespace picket::sensor::engine {
 
+// A worker's detection state on cache lines of its own: DetectWorker is allocated per worker
+// in a row, and its worker reads it per packet while the neighbouring worker writes its own
+// scratch, which DetectWorker allocates right after it.
+struct alignas(kCacheLine) PaddedDetectWorker {
+    PaddedDetectWorker(std::shared_ptr<const detect::DetectEngine> engine,
+                       detect::WorkerFlowState* flow_state)
+        : worker(std::move(engine), flow_state) {}
+    detect::DetectWorker worker;
+};
+
 struct Engine::Generation {
     uint64_t id = 0;
     std::shared_ptr<const detect::DetectEngine> engine;
-    std::vector<std::unique_ptr<detect::DetectWorker>> workers;  // one per worker
+    std::vector<std::unique_ptr<PaddedDetectWorker>> workers;  // one per worker
     std::vector<output::AlertMeta> metas;
     // The flowbit registry's names as of this generation, by id: what the workers write in an
     // alert's "metadata":{"flowbits":[...]} without taking the registry's lock.

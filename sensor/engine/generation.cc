@@ -76,9 +76,9 @@ std::unique_ptr<Engine::Generation> Engine::build_generation(const detect::Detec
     // Each worker's scratch (Hyperscan, PCRE2) is allocated here, off the packet path.
     for (auto& w : workers_) {
         gen->workers.push_back(
-            std::make_unique<detect::DetectWorker>(gen->engine, w->flow_state.get()));
-        gen->slots.push_back(GenSlot{gen->workers.back().get(), gen->metas.data(), gen->acl.get(),
-                                     id, &gen->flowbit_names});
+            std::make_unique<PaddedDetectWorker>(gen->engine, w->flow_state.get()));
+        gen->slots.push_back(GenSlot{&gen->workers.back()->worker, gen->metas.data(),
+                                     gen->acl.get(), id, &gen->flowbit_names});
     }
     return gen;
 }
@@ -145,7 +145,8 @@ bool Engine::reload(const detect::DetectConfig& config, detect::LoadSummary* sum
         ++reloads_;
     }
     for (const auto& dw : old->workers) {
-        retired_profile_.add(*dw);  // no-op unless profiling.rules; no worker uses it any more
+        retired_profile_.add(
+            dw->worker);  // no-op unless profiling.rules; no worker uses it any more
     }
     old.reset();  // the last reference to the old engine goes with it
     if (summary != nullptr) {
@@ -159,7 +160,7 @@ detect::RuleProfile Engine::rule_profile() {
     detect::RuleProfile out = retired_profile_;
     if (gen_) {
         for (const auto& dw : gen_->workers) {
-            out.add(*dw);
+            out.add(dw->worker);
         }
     }
     out.finish();

@@ -68,7 +68,10 @@ FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& 
     // this costs the two loads of the test.
     bool acl_skip_detect = false;
     if (w.active != nullptr && w.active->acl != nullptr) {
-        const filter::Verdict v = w.active->acl->lookup(filter::FiveTuple::from_packet(p));
+        // Classified with its batch (process_batch) unless it was rebuilt by defrag since.
+        const filter::Verdict v = w.acl_pre_packet == &p
+                                      ? w.acl_pre
+                                      : w.active->acl->lookup(filter::FiveTuple::from_packet(p));
         if (!v.matched()) {
             ++w.acl_nomatch;
         } else if (v.action == filter::AclAction::kPass) {
@@ -664,25 +667,38 @@ void Engine::emit_alerts(WorkerContext& w, const decode::Packet& p, flow::Flow* 
 
 capture::Verdict Engine::process_packet(WorkerContext& w, const capture::RawPacket& raw,
                                         int64_t now_ns) {
-    using capture::Verdict;
-    const Stage stages = config_.stages;
-    decode::Packet& p = w.pkt;
-    FlowVerdict fv;  // what the rules decided, the stream memcap
-    w.drop_meta = nullptr;
-    w.reject_to = detect::RejectTo::kNone;
+    decode::DecodeResult dr = decode::DecodeResult::kOk;
+    if (!decode_stage(w, raw, w.pkt, &dr)) {
+        return capture::Verdict::kAccept;
+    }
+    return process_decoded(w, w.pkt, dr, now_ns);
+}
+
+bool Engine::decode_stage(WorkerContext& w, const capture::RawPacket& raw, decode::Packet& p,
+                          decode::DecodeResult* dr) {
     if (w.user_bpf != nullptr) {
         auto it = w.user_bpf->find(raw.linktype);
         if (it != w.user_bpf->end() && !it->second.matches(raw)) {
             ++w.bpf_filtered;
-            return Verdict::kAccept;
+            return false;
         }
     }
-    if (stages == Stage::kRead) {
-        return Verdict::kAccept;
+    if (config_.stages == Stage::kRead) {
+        return false;
     }
     p.pcap_cnt = raw.pcap_cnt;
-    decode::DecodeResult dr = decode::decode_packet(w.decode, raw.linktype, raw.data, raw.caplen,
-                                                    raw.wirelen, raw.ts_ns, p);
+    *dr = decode::decode_packet(w.decode, raw.linktype, raw.data, raw.caplen, raw.wirelen,
+                                raw.ts_ns, p);
+    return true;
+}
+
+capture::Verdict Engine::process_decoded(WorkerContext& w, decode::Packet& p,
+                                         decode::DecodeResult dr, int64_t now_ns) {
+    using capture::Verdict;
+    const Stage stages = config_.stages;
+    FlowVerdict fv;  // what the rules decided, the stream memcap
+    w.drop_meta = nullptr;
+    w.reject_to = detect::RejectTo::kNone;
     if (p.event_count != 0 && w.records && config_.eve.anomaly.decode) {
         log_packet_anomalies(w, p, nullptr, 0);
     }

@@ -46,8 +46,8 @@ void Engine::reader_main() {
                 }
                 ++sent;
                 dispatcher.push(p);  // false: dropped and counted (replay only)
-                reader_packets_.store(file_reader->packets_read(), std::memory_order_relaxed);
-                reader_filtered_.store(file_reader->packets_filtered(), std::memory_order_relaxed);
+                reader_.packets.store(file_reader->packets_read(), std::memory_order_relaxed);
+                reader_.filtered.store(file_reader->packets_filtered(), std::memory_order_relaxed);
                 continue;
             }
             if (r == capture::ReadResult::kError) {
@@ -55,13 +55,13 @@ void Engine::reader_main() {
             }
             break;
         }
-        reader_packets_.store(file_reader->packets_read(), std::memory_order_relaxed);
-        reader_filtered_.store(file_reader->packets_filtered(), std::memory_order_relaxed);
+        reader_.packets.store(file_reader->packets_read(), std::memory_order_relaxed);
+        reader_.filtered.store(file_reader->packets_filtered(), std::memory_order_relaxed);
     } else if (live_reader != nullptr) {
         auto read_kernel_stats = [this, live_reader] {
             const capture::CaptureStats cs = live_reader->stats();
-            reader_kernel_packets_.store(cs.packets, std::memory_order_relaxed);
-            reader_kernel_drops_.store(cs.drops, std::memory_order_relaxed);
+            reader_.kernel_packets.store(cs.packets, std::memory_order_relaxed);
+            reader_.kernel_drops.store(cs.drops, std::memory_order_relaxed);
         };
         int64_t next_stats = monotonic_ns();
         while (!stop_.load(std::memory_order_relaxed)) {
@@ -81,6 +81,7 @@ void Engine::reader_main() {
         read_kernel_stats();
     }
     dispatcher.finish();
+    reader_cpu_ns_.store(thread_cpu_ns(), std::memory_order_relaxed);
 }
 
 }  // namespace picket::sensor::engine

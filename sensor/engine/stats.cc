@@ -146,11 +146,11 @@ StatsSnapshot Engine::collect_stats(std::vector<WorkerTotals>* totals) const {
         s.set("capture.inline.injected", ips.in_injected);
     }
     if (config_.mode == CaptureMode::kPcapFile) {
-        cap_packets = reader_packets_.load(std::memory_order_relaxed);
-        filtered += reader_filtered_.load(std::memory_order_relaxed);
+        cap_packets = reader_.packets.load(std::memory_order_relaxed);
+        filtered += reader_.filtered.load(std::memory_order_relaxed);
     } else if (config_.mode == CaptureMode::kPcapLive) {
-        cap_packets = reader_kernel_packets_.load(std::memory_order_relaxed);
-        cap_drops = reader_kernel_drops_.load(std::memory_order_relaxed);
+        cap_packets = reader_.kernel_packets.load(std::memory_order_relaxed);
+        cap_drops = reader_.kernel_drops.load(std::memory_order_relaxed);
     }
     // Drops by reason: the kernel's (ring full, as AF_PACKET and libpcap report them) and
     // ours (a worker's dispatcher queue full: the worker is the bottleneck, not the capture).
@@ -299,6 +299,7 @@ void Engine::stats_main() {
             next += interval_ns;
         }
     }
+    output_cpu_ns_.store(thread_cpu_ns(), std::memory_order_relaxed);
 }
 
 std::string format_summary(const RunResult& r, uint32_t workers) {

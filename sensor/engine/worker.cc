@@ -7,9 +7,77 @@
 
 namespace picket::sensor::engine {
 
+void Engine::process_batch(WorkerContext& w, int64_t& now_ns) {
+    const bool ips = config_.ips();
+    capture::Batch& b = w.batch;
+    // Packet i's accounting and verdict, in packet order whichever path decoded it.
+    const auto done = [&](uint32_t i, capture::Verdict v) {
+        b.verdict[i] = v;
+        if (ips) {
+            if (v == capture::Verdict::kDrop) {
+                ++w.ips_blocked;
+            } else {
+                ++w.ips_accepted;
+            }
+        }
+    };
+    const auto start = [&](uint32_t i) {
+        ++w.packets;
+        w.bytes += b.pkts[i].wirelen;
+        now_ns = b.pkts[i].ts_ns > now_ns ? b.pkts[i].ts_ns : now_ns;
+    };
+    const filter::AclClassifier* acl =
+        w.active != nullptr && config_.acl_batch ? w.active->acl : nullptr;
+    if (acl == nullptr) {
+        for (uint32_t i = 0; i < b.count; ++i) {
+            start(i);
+            done(i, process_packet(w, b.pkts[i], now_ns));
+        }
+        return;
+    }
+    // The ACL needs only the decoded 5-tuple: decode a run of packets, classify the run in one
+    // lookup_batch() (its loads overlap), then take each packet through the rest. A run ends
+    // after a fragment: only its reassembly (in the rest) has ports, so it is looked up on its
+    // own there, and the decoder's calls keep their order (decode_reassembled() of one packet
+    // before decode_packet() of the next, as per packet). w.active is fixed within a batch.
+    WorkerContext::AclBatch& ab = *w.acl_batch;
+    uint32_t i = 0;
+    while (i < b.count) {
+        uint32_t end = i;
+        uint32_t n = 0;
+        while (end < b.count) {
+            decode::Packet& p = ab.pkts[end];
+            decode::DecodeResult dr = decode::DecodeResult::kOk;
+            ab.go[end] = decode_stage(w, b.pkts[end], p, &dr);
+            ab.dr[end] = dr;
+            ab.tuple[end] = WorkerContext::AclBatch::kNoTuple;
+            if (ab.go[end] && dr == decode::DecodeResult::kOk && p.ip_version != 0) {
+                ab.tuple[end] = static_cast<uint8_t>(n);
+                ab.tuples[n++] = filter::FiveTuple::from_packet(p);
+            }
+            ++end;
+            if (ab.go[end - 1] && dr == decode::DecodeResult::kFragment) {
+                break;
+            }
+        }
+        acl->lookup_batch({ab.tuples, n}, {ab.verdicts, n});
+        for (; i < end; ++i) {
+            start(i);
+            capture::Verdict v = capture::Verdict::kAccept;
+            if (ab.go[i]) {
+                const bool classified = ab.tuple[i] != WorkerContext::AclBatch::kNoTuple;
+                w.acl_pre_packet = classified ? &ab.pkts[i] : nullptr;
+                w.acl_pre = classified ? ab.verdicts[ab.tuple[i]] : filter::Verdict{};
+                v = process_decoded(w, ab.pkts[i], ab.dr[i], now_ns);
+            }
+            done(i, v);
+        }
+    }
+    w.acl_pre_packet = nullptr;
+}
+
 void Engine::worker_main(WorkerContext& w) {
     const bool offline = config_.mode == CaptureMode::kPcapFile;
-    const bool ips = config_.ips();
     int64_t last_timer_ns = 0;
     int64_t now_ns = 0;
     // dpdk.stop-after-idle: net_pcap vdevs have no end of file, they just stop delivering.
@@ -46,21 +114,7 @@ void Engine::worker_main(WorkerContext& w) {
         }
         if (r == capture::ReadResult::kOk) {
             const int64_t batch_start = monotonic_ns();
-            for (uint32_t i = 0; i < w.batch.count; ++i) {
-                const capture::RawPacket& raw = w.batch.pkts[i];
-                ++w.packets;
-                w.bytes += raw.wirelen;
-                now_ns = raw.ts_ns > now_ns ? raw.ts_ns : now_ns;
-                const capture::Verdict v = process_packet(w, raw, now_ns);
-                w.batch.verdict[i] = v;
-                if (ips) {
-                    if (v == capture::Verdict::kDrop) {
-                        ++w.ips_blocked;
-                    } else {
-                        ++w.ips_accepted;
-                    }
-                }
-            }
+            process_batch(w, now_ns);
             w.source->release(w.batch);
             const uint64_t batch_ns = static_cast<uint64_t>(monotonic_ns() - batch_start);
             w.busy_ns += batch_ns;
@@ -92,6 +146,7 @@ void Engine::worker_main(WorkerContext& w) {
         w.flow_log_on = false;
     }
     w.copy_source_stats();
+    w.cpu_ns = thread_cpu_ns();
     w.finished.store(true, std::memory_order_release);
     {
         std::lock_guard<std::mutex> lock(done_mu_);

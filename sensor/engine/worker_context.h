@@ -2,6 +2,8 @@
 // sensor/engine: the engine's .cc files include it, nothing outside sensor/engine does.
 #pragma once
 
+#include <time.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -28,6 +30,15 @@ inline detect::StreamView view_of(const stream::StreamChunk& c) {
     return detect::StreamView{c.window, c.window_len, c.new_offset};
 }
 
+// CPU time the calling thread has used (CLOCK_THREAD_CPUTIME_ID), for RunResult's per-thread
+// figures; read once as a thread ends, never per packet.
+inline uint64_t thread_cpu_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+inline constexpr size_t kCacheLine = 64;
 inline constexpr int kPollTimeoutMs = 100;
 inline constexpr int64_t kTimerIntervalNs = 1000000000;  // flow/defrag expiry once per second
 // App-layer transactions one packet can advance that detection looks at (HTTP pipelining of
@@ -62,8 +73,9 @@ struct GenSlot {
 // Everything one worker thread owns: its capture source, decoder, defragmenter, flow table,
 // stream tracker, app layer, detection state, alert queue and counters. Built on the control
 // thread, then used by its worker thread only (the counters and the atomics are read by the
-// stats thread).
-struct WorkerContext {
+// stats thread). Cache-line aligned (and so a multiple of 64 bytes long): the counters it
+// writes per packet never share a line with another worker's context or another allocation.
+struct alignas(kCacheLine) WorkerContext {
     WorkerContext(uint32_t worker_id, const SensorConfig& c)
         : id(worker_id),
           decode(c.decode),
@@ -94,6 +106,7 @@ struct WorkerContext {
         alerts = std::make_unique<output::AlertQueue>(c.alert_queue_bytes);
         alert_buf.resize(c.detect.packet_alert_max);
         alert_packet.reserve(65535 + 64);
+        acl_batch = std::make_unique<AclBatch>();
         set_on_free();
     }
 
@@ -301,8 +314,28 @@ struct WorkerContext {
     detect::RejectTo reject_to = detect::RejectTo::kNone;
     bool end_hook_on = false;
     std::string error;
+    // The ACL stage per batch (Engine::process_batch): a run of packets decoded ahead, their
+    // 5-tuples and verdicts. Allocated with detection (the ACL is part of a generation).
+    struct AclBatch {
+        static constexpr uint8_t kNoTuple = 0xff;
+        decode::Packet pkts[capture::kMaxBatch];
+        decode::DecodeResult dr[capture::kMaxBatch];
+        bool go[capture::kMaxBatch];        // decode_stage() let it on
+        uint8_t tuple[capture::kMaxBatch];  // its index in tuples, or kNoTuple
+        filter::FiveTuple tuples[capture::kMaxBatch];
+        filter::Verdict verdicts[capture::kMaxBatch];
+    };
+    static_assert(capture::kMaxBatch < AclBatch::kNoTuple);
+    std::unique_ptr<AclBatch> acl_batch;
+    // The packet being processed when the batch classified it, and its verdict; nullptr when
+    // the ACL stage must look the packet up itself (a reassembled datagram, no batch).
+    const decode::Packet* acl_pre_packet = nullptr;
+    filter::Verdict acl_pre;
     uint64_t busy_ns = 0;  // sum of the batch times; read after join
+    uint64_t cpu_ns = 0;   // the thread's CPU time (thread_cpu_ns() as it ends); after join
     std::thread thread;
 };
+static_assert(alignof(WorkerContext) == kCacheLine && sizeof(WorkerContext) % kCacheLine == 0,
+              "a worker's per-packet counters must not share a cache line with anything else");
 
 }  // namespace picket::sensor::engine

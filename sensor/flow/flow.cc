@@ -140,7 +140,9 @@ uint32_t hash_key(const FlowKey& k) {
     return hash_key_seeded(k, 0);
 }
 
-struct FlowTable::Impl {
+// Cache-line aligned: the worker writes its hot fields per packet, and the worker tables are
+// allocated one after another.
+struct alignas(64) FlowTable::Impl {
     enum class Removal { kTimeout, kEvict, kRecycle, kClear };
 
     struct List {

@@ -135,6 +135,107 @@ TEST_F(AclStageTest, WithoutAclFileNothingChanges) {
     EXPECT_EQ(alert_ports_, std::vector<int>({1000, 1000, 1001}));
 }
 
+// Frames for the batched ACL stage: 40 UDP flows (client ports 2000-2039, five packets each,
+// interleaved so that every capture batch mixes the verdicts) and two fragmented datagrams, whose
+// ACL verdict comes from the reassembled datagram's ports. kMixedAcl drops 2000-2009, passes
+// 2010-2019 and bypasses 2020-2029; 2030-2039 match no rule.
+struct MixedTraffic {
+    std::vector<Bytes> frames;
+    std::vector<int> alert_ports;  // the packets detection sees (no ACL match), in order
+};
+
+constexpr const char* kMixedAcl =
+    "drop udp any 2000:2009 -> any 53\n"
+    "pass udp any 2010:2019 -> any 53\n"
+    "bypass udp any 2020:2029 -> any 53\n";
+
+// A UDP datagram from client_port to 53 carrying "hello ..." in two IPv4 fragments.
+std::vector<Bytes> fragmented(uint16_t client_port, uint16_t ip_id) {
+    tb::V4 h;
+    h.proto = tb::kUdp;
+    h.id = ip_id;
+    const Bytes whole = tb::ipv4(h, tb::udp(client_port, 53, testing::text("hello, in pieces")));
+    const Bytes l4(whole.begin() + 20, whole.end());  // UDP header and payload, checksummed
+    tb::V4 first = h;
+    first.frag = 0x2000;  // MF, offset 0
+    tb::V4 second = h;
+    second.frag = 2;  // offset 16 bytes
+    return {tb::eth(0x0800, tb::ipv4(first, Bytes(l4.begin(), l4.begin() + 16))),
+            tb::eth(0x0800, tb::ipv4(second, Bytes(l4.begin() + 16, l4.end())))};
+}
+
+MixedTraffic mixed_traffic() {
+    MixedTraffic t;
+    for (int k = 0; k < 200; ++k) {
+        // Five windows of 40 packets; window w interleaves two flows of each verdict, each
+        // flow's five packets 8 s apart (pcap time: one packet per second), within its
+        // timeout.
+        const int w = k / 40;
+        const int j = k % 8;
+        const auto port = static_cast<uint16_t>(2000 + 10 * (j % 4) + j / 4 + 2 * w);
+        t.frames.push_back(udp_frame(port, true, "hello"));
+        if (port >= 2030) {
+            t.alert_ports.push_back(port);
+        }
+        if (k == 70) {
+            for (Bytes& f : fragmented(2005, 0x4000)) {  // a dropped flow's datagram
+                t.frames.push_back(std::move(f));
+            }
+        }
+        if (k == 130) {
+            for (Bytes& f : fragmented(2035, 0x4001)) {  // inspected: one alert
+                t.frames.push_back(std::move(f));
+            }
+            t.alert_ports.push_back(2035);
+        }
+    }
+    return t;
+}
+
+// The engine classifies a capture batch's packets with one lookup_batch() (decoded first,
+// fragments ending a run since only their reassembly has ports); every packet's result is
+// what one lookup() per packet gave.
+TEST_F(AclStageTest, MixedVerdictsInOneBatchKeepEachPacketsResult) {
+    const MixedTraffic t = mixed_traffic();
+    StatsSnapshot s = run(t.frames, kMixedAcl, /*ips=*/true);
+    EXPECT_EQ(s.get("decoder.pkts"), 204u);
+    EXPECT_EQ(s.get("filter.acl.drop"), 51u);    // 10 flows x 5 + the reassembled datagram
+    EXPECT_EQ(s.get("filter.acl.pass"), 50u);    // every packet: pass is per packet
+    EXPECT_EQ(s.get("filter.acl.bypass"), 10u);  // each flow's first packet only
+    EXPECT_EQ(s.get("filter.acl.nomatch"), 51u);
+    EXPECT_EQ(s.get("ips.blocked"), 51u);  // the datagram's verdict falls on its last fragment
+    EXPECT_EQ(s.get("ips.drop_reason.rules"), 51u);
+    EXPECT_EQ(s.get("ips.accepted"), 153u);
+    EXPECT_EQ(alert_ports_, t.alert_ports);
+}
+
+TEST_F(AclStageTest, MixedVerdictsInPassiveModeAreOnlyCounted) {
+    const MixedTraffic t = mixed_traffic();
+    StatsSnapshot s = run(t.frames, kMixedAcl, /*ips=*/false);
+    EXPECT_EQ(s.get("filter.acl.drop"), 51u);
+    EXPECT_EQ(s.get("filter.acl.pass"), 50u);
+    EXPECT_EQ(s.get("filter.acl.bypass"), 10u);
+    EXPECT_EQ(s.get("filter.acl.nomatch"), 51u);
+    EXPECT_EQ(alert_ports_, t.alert_ports);
+}
+
+TEST_F(AclStageTest, BatchedAndPerPacketLookupsGiveTheSameRun) {
+    const MixedTraffic t = mixed_traffic();
+    SensorConfig per_packet = config(t.frames, kMixedAcl, /*ips=*/true);
+    per_packet.acl_batch = false;
+    Engine e1(per_packet);
+    const StatsSnapshot s1 = run(e1);
+    const std::vector<int> alerts1 = alert_ports_;
+    fs::remove(dir_ / "eve.json");
+    Engine e2(config(t.frames, kMixedAcl, /*ips=*/true));
+    const StatsSnapshot s2 = run(e2);
+    for (const char* key : {"filter.acl.drop", "filter.acl.pass", "filter.acl.bypass",
+                            "filter.acl.nomatch", "ips.blocked", "ips.accepted"}) {
+        EXPECT_EQ(s1.get(key), s2.get(key)) << key;
+    }
+    EXPECT_EQ(alerts1, alert_ports_);
+}
+
 TEST_F(AclStageTest, BadAclFailsTheLoadWithFileAndLine) {
     const SensorConfig sc =
         config(two_flows(), "pass udp any any -> any 53\nalert udp any any -> any any\n", true);
