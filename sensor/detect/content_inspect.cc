@@ -254,6 +254,11 @@ int Inspector::run(size_t i, uint32_t cursor) {
             int r = static_cast<const payload::IsdataatOption&>(*op).eval(in_, cursor);
             return r == 1 ? next(i, cursor) : r;
         }
+        case Kind::kAsn1:
+            if (!static_cast<const payload::Asn1Option&>(*op).eval(in_, cursor)) {
+                return 0;
+            }
+            return next(i, cursor);
         case Kind::kBsize:
             if (!static_cast<const payload::BsizeOption&>(*op).p.match(in_.len)) {
                 return -1;

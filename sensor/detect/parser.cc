@@ -28,7 +28,7 @@ constexpr const char* kUnsupported[] = {
     // Lua, variables, tagging, reputation, datasets, misc engine features.
     "lua", "luajit", "flowvar", "pktvar", "hostbits", "iprep",
     "dataset", "datarep", "geoip", "bypass", "replace", "prefilter", "requires", "config",
-    "rpc", "ftpbounce", "ipopts", "fragoffset", "asn1", "entropy",
+    "rpc", "ipopts", "fragoffset", "entropy",
     "absent", "l3_proto", "pkthdr", "flow.age", "flow.pkts", "flow.bytes",
     "tcp.mss", "tcp.hdr", "udp.hdr", "ipv4.hdr", "ipv6.hdr", "icmpv4.hdr", "icmpv6.hdr",
     "icmpv6.mtu", "ipv4-csum", "tcpv4-csum", "tcpv6-csum", "udpv4-csum", "udpv6-csum",

@@ -132,7 +132,8 @@ enum class PayloadKind : uint8_t {
     kByteMath,
     kIsdataat,
     kBsize,
-    kBase64Decode
+    kBase64Decode,
+    kAsn1
 };
 
 // How the options after a content or pcre depend on it: the options up to and including the

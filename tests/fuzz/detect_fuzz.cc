@@ -1,6 +1,6 @@
 // libFuzzer target for detection itself (issue #27): a small rule set generated from the input
 // by a fixed grammar (content and its modifiers, pcre, byte_test / byte_jump / byte_extract /
-// byte_math, isdataat, dsize, bsize, sticky buffers with transforms, flow, flowbits, noalert,
+// byte_math, isdataat, asn1, dsize, bsize, sticky buffers with transforms, flow, flowbits, noalert,
 // thresholds, varied headers) x a sequence of packets, stream chunks and app-layer
 // transactions, through the real DetectEngine twice: once with the Hyperscan prefilter
 // (detect.mpm-algo hs) and once without (none). detect/README.md says both give exactly the same
@@ -111,8 +111,9 @@ constexpr const char* kThresholds[] = {"threshold:type limit,track by_src,count 
                                        "threshold:type both,track by_src,count 2,seconds 10",
                                        "detection_filter:track by_src,count 2,seconds 60"};
 constexpr const char* kHeaderOpts[] = {
-    "ttl:64",    "ttl:<100",      "flags:S",      "flags:AP+",       "tos:0",      "sameip",
-    "urilen:>3", "urilen:<5,raw", "dns.opcode:0", "tls.version:1.2", "ip_proto:6", "window:>1000"};
+    "ttl:64",     "ttl:<100",     "flags:S",       "flags:AP+",    "tos:0",
+    "sameip",     "urilen:>3",    "urilen:<5,raw", "dns.opcode:0", "tls.version:1.2",
+    "ip_proto:6", "window:>1000", "ftpbounce"};
 constexpr const char* kCmp[] = {"", "<", ">", "<=", ">=", "!"};
 constexpr const char* kByteOps[] = {"<", ">", "=", "!=", "<=", ">=", "&", "^", "!<"};
 constexpr const char* kBases[] = {"dec", "hex", "oct"};
@@ -354,6 +355,15 @@ private:
             }
             case 10: {
                 const uint8_t f = r_.u8();
+                if (f & 4) {
+                    // asn1: BER decoding from an absolute or relative (maybe negative) offset.
+                    *s += (f & 8) ? "asn1:bitstring_overflow"
+                                  : "asn1:oversize_length " + number(r_, 0, 40);
+                    *s += (f & 16) ? ", double_overflow" : "";
+                    *s += (f & 32) ? ", relative_offset " + number(r_, -8, 16)
+                                   : ", absolute_offset " + number(r_, 0, 16);
+                    return;
+                }
                 *s += (f & 1) ? "isdataat:!" : "isdataat:";
                 *s += value(0, 40);
                 if (f & 2) {

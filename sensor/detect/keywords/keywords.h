@@ -43,6 +43,7 @@ PICKET_KEYWORD(parse_bsize);
 PICKET_KEYWORD(parse_base64_decode);  // base64.cc
 PICKET_KEYWORD(parse_base64_data);    // base64.cc: the options after it see the decoded bytes
 PICKET_KEYWORD(parse_dsize);          // a HeaderOption (payload size of the packet)
+PICKET_KEYWORD(parse_asn1);           // asn1.cc: BER elements decoded from an offset
 
 // Header and flow (one file each).
 PICKET_KEYWORD(parse_flow);
@@ -85,6 +86,9 @@ PICKET_KEYWORD(parse_dns_opcode);
 // SIP start-line keywords (sip.cc): sip_method, sip_stat_code.
 PICKET_KEYWORD(parse_sip_method);
 PICKET_KEYWORD(parse_sip_stat_code);
+
+// FTP bounce (ftpbounce.cc): a PORT command naming another host than the client.
+PICKET_KEYWORD(parse_ftpbounce);
 
 #undef PICKET_KEYWORD
 

@@ -282,6 +282,28 @@ public:
 // Returns the decoded length.
 uint32_t base64_decode_rfc4648(const uint8_t* in, uint32_t n, uint8_t* out, uint32_t cap);
 
+// asn1 (asn1.cc): decodes BER elements from an offset of the buffer and matches when one of
+// them shows a checked condition. Reads the cursor (relative_offset) and never moves it; like
+// Suricata 7 it does not make the previous content retry its next occurrence.
+class Asn1Option final : public OptionOf<Asn1Option, Kind::kAsn1> {
+public:
+    static constexpr const char* kKeyword = "asn1";
+    uint64_t hash() const override;
+    bool relative() const override { return false; }
+    bool eval(const EvalInput& in, uint32_t cursor) const;
+    struct Params {
+        bool bitstring_overflow = false;
+        bool double_overflow = false;
+        bool has_oversize_length = false;
+        uint32_t oversize_length = 0;
+        bool has_absolute_offset = false;
+        uint16_t absolute_offset = 0;
+        bool has_relative_offset = false;
+        int32_t relative_offset = 0;  // -65535..65535
+        bool operator==(const Params&) const = default;
+    } p;
+};
+
 // Unsigned comparison used by bsize and dsize: N, =N, !N, <N, <=N, >N, >=N, N<>M / N-M
 // (exclusive range, as Suricata's DetectU64Match).
 struct UintCmp {

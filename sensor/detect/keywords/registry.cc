@@ -47,6 +47,7 @@ constexpr KeywordDef kKeywords[] = {
     {"dsize", parse_dsize},
     {"base64_decode", parse_base64_decode},
     {"base64_data", parse_base64_data},
+    {"asn1", parse_asn1},
     // Header and flow.
     {"flow", parse_flow},
     {"flowbits", parse_flowbits},
@@ -87,6 +88,8 @@ constexpr KeywordDef kKeywords[] = {
     // SIP start line (sip.cc).
     {"sip_method", parse_sip_method},
     {"sip_stat_code", parse_sip_stat_code},
+    // FTP (ftpbounce.cc).
+    {"ftpbounce", parse_ftpbounce},
 };
 
 }  // namespace

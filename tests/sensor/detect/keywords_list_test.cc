@@ -52,7 +52,10 @@ TEST(KeywordsListTest, ExactEntries) {
     expect(all, "suricata", "xbits", "option", "partly: track tx (Suricata 8) is refused");
     expect(all, "suricata", "tag", "option",
            "partly: parsed and checked; tagged packets are not logged");
-    expect(all, "suricata", "asn1", "option", "not supported: unsupported keyword 'asn1'");
+    expect(all, "suricata", "asn1", "option", "supported");
+    expect(all, "suricata", "ftpbounce", "option",
+           "partly: PORT lines of to-server payload (no FTP parser)");
+    expect(all, "suricata", "ipopts", "option", "not supported: unsupported keyword 'ipopts'");
     expect(all, "snort3", "stream_size", "option", "supported");
 }
 

@@ -276,8 +276,8 @@ TEST(RuleOptions, UnknownAndUnsupportedKeywords) {
     EXPECT_EQ(d.reason, "unsupported keyword 'lua'");
     d = parse_fail("alert http any any -> any any (hostbits:set,a; sid:22;)");
     EXPECT_EQ(d.reason, "unsupported keyword 'hostbits'");
-    d = parse_fail("alert tcp any any -> any any (asn1:bitstring_overflow; sid:23;)");
-    EXPECT_EQ(d.reason, "unsupported keyword 'asn1'");
+    d = parse_fail("alert tcp any any -> any any (ipopts:rr; sid:23;)");
+    EXPECT_EQ(d.reason, "unsupported keyword 'ipopts'");
 }
 
 TEST(RuleOptions, TransformsAndAppKeywords) {
