@@ -261,7 +261,12 @@ struct InspectExtras {
     // inspect them: Snort 3 fills its service buffers only from data its stream flushed on
     // acknowledgement (IDS mode), while Suricata's pseudo packets do inspect it.
     bool unacked_end = false;
-    mutable bool passed = false;  // out: a pass rule matched (the flow is passed)
+    mutable bool passed = false;  // out: a pass rule matched (the packet's inspection ended)
+    // out: that pass applies to the flow: it matched on the stream or a transaction, or the
+    // rule is an app-layer rule (alert http ...) or IP-only (proto ip, addresses and ports
+    // only). A pass on a packet's own payload passes that packet alone (Suricata's
+    // PACKET_ALERT_FLAG_APPLY_ACTION_TO_FLOW).
+    mutable bool pass_flow = false;
     // out: a drop or reject rule with noalert matched (Suricata: "drop ... noalert;" drops
     // without an alert). Not reset by inspect(): one InspectExtras may span a packet's calls.
     mutable bool silent_drop = false;

@@ -526,6 +526,9 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
             passed = true;
             if (extras != nullptr) {
                 extras->passed = true;
+                extras->pass_flow = extras->pass_flow || view != nullptr || pc.from_stream ||
+                                    r.proto.app != AppProto::kUnknown ||
+                                    (r.ip_only && r.proto.l4 == ProtoSpec::kIp);
                 const uint8_t rp = d.action_rank[static_cast<size_t>(Action::kPass)];
                 if (rp < d.action_rank[static_cast<size_t>(Action::kDrop)]) {
                     extras->silent_drop = extras->silent_reject;  // a reject may still stand

@@ -219,7 +219,7 @@ FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& 
                 out.verdict, extras.silent_reject ? PacketVerdict::kReject : PacketVerdict::kDrop);
         }
         out.verdict = stronger(out.verdict, PacketVerdict::kPass);
-        if (f != nullptr && f->action == flow::FlowAction::kNone) {
+        if (extras.pass_flow && f != nullptr && f->action == flow::FlowAction::kNone) {
             f->action = flow::FlowAction::kPass;
         }
         return out;
@@ -245,6 +245,9 @@ FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& 
             out.verdict = stronger(out.verdict, apply_actions(w, f, n));
             emit_alerts(w, p, f, tx_dir[i], n, link_len, out.verdict, extras.stream, true);
         }
+    }
+    if (extras.pass_flow && f != nullptr && f->action == flow::FlowAction::kNone) {
+        f->action = flow::FlowAction::kPass;  // a pass rule on a transaction
     }
     if (extras.silent_drop && config_.ips()) {
         // "drop ... noalert;": the verdict stands without an alert (Suricata's IPS idiom).
@@ -314,7 +317,7 @@ PacketVerdict Engine::inspect_stream_chunk(WorkerContext& w, const decode::Packe
         verdict = stronger(verdict, apply_actions(w, &f, kept));
         emit_alerts(w, p, &f, d, kept, link_len, verdict, &sv);
     }
-    if (extras.passed && f.action == flow::FlowAction::kNone) {
+    if (extras.pass_flow && f.action == flow::FlowAction::kNone) {
         f.action = flow::FlowAction::kPass;  // the first of drop and pass wins
     }
     return verdict;

@@ -217,11 +217,11 @@ TEST_F(IpsTest, PassRuleStopsThePacketsInspection) {
 }
 
 TEST_F(IpsTest, PassRuleStopsTheFlowsInspection) {
-    // After "ok" passed the flow, its "x" packets are neither inspected nor dropped; another
-    // flow's "x" is.
+    // An IP-only pass rule (proto ip, addresses and ports) passes the flow: after "ok", flow
+    // 1000's "x" packets are neither inspected nor dropped; another flow's "x" is.
     StatsSnapshot s = run({udp_frame(1000, true, "ok"), udp_frame(1000, true, "x"),
                            udp_frame(1000, false, "x"), udp_frame(1001, true, "x")},
-                          "pass udp any any -> any any (content:\"ok\"; sid:2;)\n"
+                          "pass ip 10.0.0.1 1000 -> any any (sid:2;)\n"
                           "drop udp any any -> any any (msg:\"x\"; content:\"x\"; sid:3;)\n",
                           /*ips=*/true);
     EXPECT_EQ(s.get("ips.accepted"), 3u);
@@ -229,6 +229,19 @@ TEST_F(IpsTest, PassRuleStopsTheFlowsInspection) {
     EXPECT_EQ(s.get("ips.drop_reason.rules"), 1u);
     ASSERT_EQ(alerts_.size(), 1u);
     EXPECT_EQ(alerts_[0]["pcap_cnt"], 4);
+}
+
+TEST_F(IpsTest, PassOnAPacketsPayloadPassesThatPacketOnly) {
+    // Suricata applies a pass to the flow only for stream, transaction, app-layer or IP-only
+    // matches: a udp content pass passes its packet, the next "x" of the flow is dropped.
+    StatsSnapshot s = run({udp_frame(1000, true, "ok"), udp_frame(1000, true, "x")},
+                          "pass udp any any -> any any (content:\"ok\"; sid:2;)\n"
+                          "drop udp any any -> any any (msg:\"x\"; content:\"x\"; sid:3;)\n",
+                          /*ips=*/true);
+    EXPECT_EQ(s.get("ips.accepted"), 1u);
+    EXPECT_EQ(s.get("ips.blocked"), 1u);
+    ASSERT_EQ(alerts_.size(), 1u);
+    EXPECT_EQ(alerts_[0]["pcap_cnt"], 2);
 }
 
 // An IPv4 packet whose TCP header is cut short: a decode error.
