@@ -67,6 +67,11 @@ ProbeResult probe(const uint8_t* data, size_t len) {
     return n == 4 ? ProbeResult::kYes : ProbeResult::kNeedMore;
 }
 
+bool probe_server_lines(const uint8_t* data, size_t len) {
+    const std::string_view s(reinterpret_cast<const char*>(data), len);
+    return s.find("\nSSH-") != std::string_view::npos;
+}
+
 void export_stats(const SshCounters& c, StatsSnapshot& out) {
     out.add("app_layer.ssh.banners", c.banners.get());
     out.add("app_layer.ssh.kexinits", c.kexinits.get());

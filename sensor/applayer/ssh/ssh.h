@@ -50,6 +50,10 @@ std::string md5_hex(const std::string& s);
 enum class ProbeResult : uint8_t { kNo, kYes, kNeedMore };
 // Protocol detection on the first bytes of a direction: "SSH-".
 ProbeResult probe(const uint8_t* data, size_t len);
+// The server may send other lines before its identification line (RFC 4253 4.2): whether a
+// line of data[0, len) after the first starts with "SSH-". Asked last, after every other
+// protocol's probe said no, on the server's bytes only.
+bool probe_server_lines(const uint8_t* data, size_t len);
 
 struct SshCounters {
     Counter banners;   // identification lines parsed (both directions)

@@ -176,6 +176,13 @@ TEST(SshProbe, SshDashAtTheStart) {
     EXPECT_EQ(probe(reinterpret_cast<const uint8_t*>("ssh-2.0"), 7), ProbeResult::kNo);
 }
 
+TEST(SshProbe, ServerLinesBeforeTheBanner) {
+    const std::string yes = "Authorized use only\r\nSSH-2.0-OpenSSH\r\n";
+    const std::string no = "220 mail.example ESMTP\r\n250 ok\r\n";
+    EXPECT_TRUE(probe_server_lines(reinterpret_cast<const uint8_t*>(yes.data()), yes.size()));
+    EXPECT_FALSE(probe_server_lines(reinterpret_cast<const uint8_t*>(no.data()), no.size()));
+}
+
 TEST_F(SshParserTest, CapturedOpenSshClientBannerAndHassh) {
     const std::vector<uint8_t> c = unhex(kOpenSsh92Client);
     ASSERT_EQ(c.size(), 1600u);
