@@ -419,7 +419,9 @@ void read_types(Reader& r, const YAML::Node& node, const std::string& path, outp
     if (node.IsDefined() && !node.IsNull() && !node.IsSequence()) {
         r.fail(path, "expected a list of types (- alert, - http: {extended: yes}, ...)");
     }
-    e->types = output::EveTypes{false, false, false, false, false, false, false, false, false};
+    for (std::string_view t : kTypes) {
+        *type_flag(&e->types, t) = false;  // every type, however many EveTypes has
+    }
     if (!node.IsDefined() || node.IsNull()) {
         return;
     }

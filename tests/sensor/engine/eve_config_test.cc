@@ -51,6 +51,7 @@ void expect_all_types(const output::EveTypes& t, bool on) {
     EXPECT_EQ(t.http, on);
     EXPECT_EQ(t.dns, on);
     EXPECT_EQ(t.tls, on);
+    EXPECT_EQ(t.ssh, on);
     EXPECT_EQ(t.files, on);
     EXPECT_EQ(t.drop, on);
     EXPECT_EQ(t.flow, on);
@@ -230,6 +231,7 @@ outputs:
         - http: {extended: no, dump-all-headers: both}
         - dns: {version: 3, requests: no, responses: yes, formats: [grouped]}
         - tls: {extended: no, ja3: no, ja3s: yes}
+        - ssh
         - files: {force-magic: yes, force-hash: [md5, sha256]}
         - drop: {alerts: no, flows: all}
         - flow
