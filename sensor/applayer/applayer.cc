@@ -37,12 +37,13 @@ void take_probe(Result r, AppProto proto, AppProto* found, bool* need_more) {
 // Shared by every worker: nothing writes them after construction.
 static AppLayer::FlowState* marker(AppProto proto, bool failed) {
     static AppLayer::FlowState* const markers = [] {
-        auto* m = new AppLayer::FlowState[4];
+        auto* m = new AppLayer::FlowState[5];
         m[0].failed = true;
         m[1].proto = AppProto::kHttp;
         m[2].proto = AppProto::kDns;
         m[3].proto = AppProto::kTls;
-        for (int i = 0; i < 4; ++i) {
+        m[4].proto = AppProto::kSsh;
+        for (int i = 0; i < 5; ++i) {
             m[i].marker = true;
         }
         return m;
@@ -57,6 +58,8 @@ static AppLayer::FlowState* marker(AppProto proto, bool failed) {
             return &markers[2];
         case AppProto::kTls:
             return &markers[3];
+        case AppProto::kSsh:
+            return &markers[4];
         default:
             return &markers[0];
     }
@@ -147,6 +150,9 @@ void AppLayer::account(FlowState* s) {
     }
     if (s->tls) {
         n += s->tls->memory();
+    }
+    if (s->ssh) {
+        n += s->ssh->memory();
     }
     memuse_ = memuse_ - s->mem + n;
     s->mem = n;
@@ -272,7 +278,12 @@ void AppLayer::detect_proto(FlowState& s, flow::Flow& f, flow::Direction dir, co
     buf.append(reinterpret_cast<const char*>(data), take);
     const auto* b = reinterpret_cast<const uint8_t*>(buf.data());
     bool need_more = false;
-    if (config_.http) {
+    // SSH first: "SSH-" at the start of either direction (RFC 4253 4.2; the server may send
+    // other lines first, the client's identification line then decides).
+    if (config_.ssh) {
+        take_probe(ssh::probe(b, buf.size()), AppProto::kSsh, &s.proto, &need_more);
+    }
+    if (s.proto == AppProto::kUnknown && config_.http) {
         switch (http::probe(static_cast<http::Dir>(d), b, buf.size())) {
             case http::ProbeResult::kYes:
                 s.proto = AppProto::kHttp;
@@ -302,6 +313,10 @@ void AppLayer::detect_proto(FlowState& s, flow::Flow& f, flow::Direction dir, co
     if (s.proto == AppProto::kUnknown && config_.dns) {
         take_probe(dns::probe(b, buf.size(), true), AppProto::kDns, &s.proto, &need_more);
     }
+    if (s.proto == AppProto::kUnknown && config_.ssh && dir == flow::Direction::kToClient &&
+        ssh::probe_server_lines(b, buf.size())) {
+        s.proto = AppProto::kSsh;
+    }
     switch (s.proto) {
         case AppProto::kHttp:
             s.http = std::make_unique<http::HttpParser>(&config_.http_config, &http_counters_);
@@ -317,6 +332,10 @@ void AppLayer::detect_proto(FlowState& s, flow::Flow& f, flow::Direction dir, co
         case AppProto::kDns:
             s.dns = std::make_unique<dns::DnsParser>(config_.dns_config, &dns_counters_, true);
             ++flows_dns_tcp_;
+            return;
+        case AppProto::kSsh:
+            s.ssh = std::make_unique<ssh::SshParser>(config_.ssh_config, &ssh_counters_);
+            ++flows_ssh_;
             return;
         default:
             break;
@@ -342,6 +361,7 @@ void AppLayer::tls_view(const FlowState& s, flow::Direction dir, inspect::AppVie
     v = inspect::AppView{};
     v.proto = AppProto::kTls;
     v.tx_id = 0;
+    v.events = s.tls->events();
     const tls::ClientHello* ch = s.tls->client_hello();
     uint16_t client_version = 0;
     if (ch != nullptr) {
@@ -377,6 +397,25 @@ void AppLayer::tls_view(const FlowState& s, flow::Direction dir, inspect::AppVie
     }
 }
 
+// SSH buffers of the sender, as Suricata registers them: ssh.proto and ssh.software both ways,
+// ssh.hassh(.string) to the server, ssh.hassh.server(.string) to the client.
+void AppLayer::ssh_view(const FlowState& s, flow::Direction dir, inspect::AppView& v) {
+    v = inspect::AppView{};
+    v.proto = AppProto::kSsh;
+    v.tx_id = 0;
+    v.events = s.ssh->events();
+    const ssh::Side& side = s.ssh->side(static_cast<ssh::Dir>(dir));
+    if (side.has_banner) {
+        set(v, BufferId::kSshProto, side.proto_version);
+        set(v, BufferId::kSshSoftware, side.software_version);
+    }
+    if (side.has_kex) {
+        const bool ts = dir == flow::Direction::kToServer;
+        set(v, ts ? BufferId::kSshHassh : BufferId::kSshHasshServer, side.hassh);
+        set(v, ts ? BufferId::kSshHasshString : BufferId::kSshHasshServerString, side.hassh_string);
+    }
+}
+
 uint32_t AppLayer::collect(FlowState& s, flow::Direction dir, const http::FeedResult& r,
                            TxUpdate* out, uint32_t cap) {
     uint32_t n = 0;
@@ -390,6 +429,7 @@ uint32_t AppLayer::collect(FlowState& s, flow::Direction dir, const http::FeedRe
         v = inspect::AppView{};
         v.proto = AppProto::kHttp;
         v.tx_id = tx->id;
+        v.events = tx->events.bits();
         if (tx->request_progress >= http::HttpTx::kRequestLine) {
             set(v, BufferId::kHttpUri, tx->uri);
             set(v, BufferId::kHttpUriRaw, tx->uri_raw);
@@ -539,6 +579,26 @@ uint32_t AppLayer::on_data(flow::Flow& f, flow::Direction dir, const uint8_t* da
             }
             return 1;
         }
+        case AppProto::kSsh: {
+            if (!s.ssh || s.ssh->done()) {
+                return 0;
+            }
+            const uint32_t upd = s.ssh->feed(static_cast<ssh::Dir>(d), data, len);
+            if (config_.log.ssh || config_.log.anomaly) {
+                log_ssh(s, dir, false);
+            }
+            account(&s);
+            if ((upd & (ssh::kBanner | ssh::kKexInit)) == 0 &&
+                (s.ssh->events() & ~s.ssh->events_viewed) == 0) {
+                return 0;
+            }
+            if (cap == 0) {
+                return 0;
+            }
+            s.ssh->events_viewed = s.ssh->events();
+            ssh_view(s, dir, out[0].view);
+            return 1;
+        }
         case AppProto::kDns: {
             if (!s.dns) {
                 return 0;
@@ -595,6 +655,7 @@ uint32_t AppLayer::on_data(flow::Flow& f, flow::Direction dir, const uint8_t* da
                 v.proto = AppProto::kDns;
                 v.tx_id = meta->tx_id;
                 v.dns_opcode = msg.header.opcode;
+                v.events = msg.events;
                 // dns.query inspects the request's question (Suricata 7: to_server only). UDP:
                 // the view points at the metadata's copy (the same name: a query opens its
                 // transaction), so the message itself can go now.
@@ -684,7 +745,8 @@ void AppLayer::defer_all(flow::Flow& f) {
         if (s->proto == AppProto::kHttp && s->http && s->http->tx_count() != 0) {
             defer_tx(f, d, s->http->tx_at(0).id);
             defer_tx(f, d, s->http->tx_at(s->http->tx_count() - 1).id);
-        } else if (s->proto == AppProto::kTls && s->tls) {
+        } else if ((s->proto == AppProto::kTls && s->tls) ||
+                   (s->proto == AppProto::kSsh && s->ssh)) {
             defer_tx(f, d, 0);
         } else if (s->proto == AppProto::kDns && !s->dns_meta.empty()) {
             defer_tx(f, d, s->dns_meta.front().tx_id);
@@ -707,7 +769,7 @@ bool AppLayer::guess_tx(const flow::Flow& f, uint64_t* tx_id) const {
         *tx_id = s->http->tx_at(0).id;
         return true;
     }
-    if (s->proto == AppProto::kTls && s->tls) {
+    if ((s->proto == AppProto::kTls && s->tls) || (s->proto == AppProto::kSsh && s->ssh)) {
         *tx_id = 0;
         return true;
     }
@@ -759,6 +821,12 @@ uint32_t AppLayer::take_deferred(flow::Flow& f, flow::Direction dir, TxUpdate* o
             }
             tls_view(*s, dir, out[0].view);
             return 1;
+        case AppProto::kSsh:
+            if (!s->ssh) {
+                return 0;
+            }
+            ssh_view(*s, dir, out[0].view);
+            return 1;
         case AppProto::kDns: {
             // The transaction's metadata: opcode, and the question for a query.
             uint32_t n = 0;
@@ -789,6 +857,7 @@ void AppLayer::export_stats(StatsSnapshot& out) const {
     } kStats[] = {
         {"app_layer.flow.http", &AppLayer::flows_http_},
         {"app_layer.flow.tls", &AppLayer::flows_tls_},
+        {"app_layer.flow.ssh", &AppLayer::flows_ssh_},
         {"app_layer.flow.dns_tcp", &AppLayer::flows_dns_tcp_},
         {"app_layer.flow.dns_udp", &AppLayer::flows_dns_udp_},
         {"app_layer.flow.failed_tcp", &AppLayer::flows_failed_tcp_},
@@ -806,6 +875,7 @@ void AppLayer::export_stats(StatsSnapshot& out) const {
     http_counters_.export_stats(out);
     dns::export_stats(dns_counters_, out);
     tls::export_stats(tls_counters_, out);
+    ssh::export_stats(ssh_counters_, out);
 }
 
 }  // namespace picket::sensor::applayer

@@ -1,5 +1,5 @@
 // The app layer of a worker: protocol detection per flow (by content, with the port only as a
-// tie-break), the HTTP, DNS and TLS parsers hung on the flow, and the views detection inspects
+// tie-break), the HTTP, DNS, TLS and SSH parsers hung on the flow, and the views detection inspects
 // (inspect::AppView) plus the metadata EVE alerts carry. It knows nothing of TCP: the worker
 // hands it in-order stream bytes (from sensor/stream) or UDP datagrams.
 //
@@ -17,6 +17,7 @@
 #include "common/stats.h"
 #include "sensor/applayer/dns/dns.h"
 #include "sensor/applayer/http/http.h"
+#include "sensor/applayer/ssh/ssh.h"
 #include "sensor/applayer/tls/tls.h"
 #include "sensor/flow/flow.h"
 #include "sensor/inspect/inspect.h"
@@ -31,6 +32,7 @@ struct AppLogConfig {
     bool http = false;
     bool dns = false;
     bool tls = false;
+    bool ssh = false;
     bool files = false;    // fileinfo for HTTP bodies
     bool anomaly = false;  // app-layer parser events as "anomaly" records
     // http: extended fields; dump-all-headers.
@@ -64,7 +66,7 @@ struct AppLogConfig {
 // One EVE record the app layer finished (a logged transaction, a file, a parser event). The
 // worker adds the envelope (timestamp, flow_id, addresses, ...) and hands it to the output.
 struct AppRecord {
-    // "http", "dns", "tls", "fileinfo", "anomaly": EVE's event_type (a static string).
+    // "http", "dns", "tls", "ssh", "fileinfo", "anomaly": EVE's event_type (a static string).
     const char* event_type = nullptr;
     // Whose addresses are src_*: kToServer = the client's (Suricata's flow direction for
     // http and tls; the packet's direction for dns and fileinfo).
@@ -82,9 +84,11 @@ struct AppLayerConfig {
     bool http = true;  // app-layer.protocols.http.enabled
     bool dns = true;   // app-layer.protocols.dns.enabled (UDP and TCP)
     bool tls = true;   // app-layer.protocols.tls.enabled
+    bool ssh = true;   // app-layer.protocols.ssh.enabled
     http::HttpConfig http_config;
     dns::DnsConfig dns_config;
     tls::TlsConfig tls_config;
+    ssh::SshConfig ssh_config;
     // Bytes per direction looked at before giving up on detection (Suricata's
     // app-layer.protocols detection window): the flow's app_proto becomes "failed".
     uint32_t probe_bytes = 4096;
@@ -204,11 +208,15 @@ private:
     void log_dns(uint64_t tx_id, const dns::Message& msg, flow::Direction dir);
     // TLS: the session once its handshake is done (force: at the flow's end), new events.
     void log_tls(FlowState& s, uint32_t update, flow::Direction dir, bool force);
+    // SSH: the session once both sides are encrypted or gave up (force: at the flow's end),
+    // new events.
+    void log_ssh(FlowState& s, flow::Direction dir, bool force);
     void log_anomaly(const char* proto, const std::string& event, flow::Direction dir,
                      bool has_tx_id, uint64_t tx_id);
     uint32_t collect(FlowState& s, flow::Direction dir, const http::FeedResult& r, TxUpdate* out,
                      uint32_t cap);
     static void tls_view(const FlowState& s, flow::Direction dir, inspect::AppView& v);
+    static void ssh_view(const FlowState& s, flow::Direction dir, inspect::AppView& v);
     void detect_proto(FlowState& s, flow::Flow& f, flow::Direction dir, const uint8_t* data,
                       size_t len, bool is_tcp);
 
@@ -218,7 +226,8 @@ private:
     http::HttpCounters http_counters_;
     dns::DnsCounters dns_counters_;
     tls::TlsCounters tls_counters_;
-    Counter flows_http_, flows_tls_, flows_dns_tcp_, flows_dns_udp_, flows_failed_tcp_,
+    ssh::SshCounters ssh_counters_;
+    Counter flows_http_, flows_tls_, flows_ssh_, flows_dns_tcp_, flows_dns_udp_, flows_failed_tcp_,
         flows_failed_udp_;
     Counter tx_dns_tcp_, tx_dns_udp_, tx_tls_;
     Counter memcap_evicted_, memcap_drop_, memuse_gauge_;

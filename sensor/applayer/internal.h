@@ -58,6 +58,7 @@ struct AppLayer::FlowState {
     std::unique_ptr<http::HttpParser> http;
     std::unique_ptr<dns::DnsParser> dns;
     std::unique_ptr<tls::TlsParser> tls;
+    std::unique_ptr<ssh::SshParser> ssh;
     std::unique_ptr<inspect::TxAlertLog> log;  // created when the first alert is recorded
     // DNS: transaction ids by message id (queries open a transaction, responses join it), and
     // what EVE says of each.

@@ -151,6 +151,11 @@ void AppLayer::render_metadata(const flow::Flow& f, uint64_t tx_id, std::string*
             out->push_back('}');
             return;
         }
+        case AppProto::kSsh:
+            if (s->ssh) {
+                render_ssh(*s->ssh, out);
+            }
+            return;
         default:
             return;
     }

@@ -585,6 +585,67 @@ void AppLayer::log_tls(FlowState& s, uint32_t update, flow::Direction dir, bool 
     record_end();
 }
 
+namespace {
+
+void render_ssh_side(const ssh::Side& side, std::string* out) {
+    bool first = true;
+    out->push_back('{');
+    json::member(out, &first, "proto_version", side.proto_version);
+    json::member(out, &first, "software_version", side.software_version);
+    if (side.has_kex) {
+        json::key(out, &first, "hassh");
+        bool f2 = true;
+        out->push_back('{');
+        json::member(out, &f2, "hash", side.hassh);
+        json::member(out, &f2, "string", side.hassh_string);
+        out->push_back('}');
+    }
+    out->push_back('}');
+}
+
+}  // namespace
+
+void render_ssh(const ssh::SshParser& p, std::string* out) {
+    bool first = true;
+    *out += "\"ssh\":{";
+    if (p.client().has_banner) {
+        json::key(out, &first, "client");
+        render_ssh_side(p.client(), out);
+    }
+    if (p.server().has_banner) {
+        json::key(out, &first, "server");
+        render_ssh_side(p.server(), out);
+    }
+    out->push_back('}');
+}
+
+void AppLayer::log_ssh(FlowState& s, flow::Direction dir, bool force) {
+    const AppLogConfig& l = config_.log;
+    if (!s.ssh) {
+        return;
+    }
+    if (l.anomaly) {
+        const uint32_t fresh = s.ssh->events() & ~s.ssh->eve_events_logged;
+        s.ssh->eve_events_logged |= fresh;
+        for (size_t i = 0; i < ssh::kEventCount; ++i) {
+            if (((fresh >> i) & 1) != 0) {
+                log_anomaly("ssh", upper(ssh::event_name(static_cast<ssh::Event>(i))), dir, true,
+                            0);
+            }
+        }
+    }
+    // One record per session, as Suricata's ssh transaction: once both sides are past NEWKEYS
+    // (or gave up), else at the flow's end.
+    if (!l.ssh || s.ssh->eve_logged || !(s.ssh->done() || force) ||
+        !(s.ssh->client().has_banner || s.ssh->server().has_banner)) {
+        return;
+    }
+    s.ssh->eve_logged = true;
+    record_begin("ssh", flow::Direction::kToServer, true, 0);
+    render_ssh(*s.ssh, &records_json_);
+    record_end();
+}
+
 void AppLayer::finish_records(flow::Flow& f) {
     auto* s = AppSlot::get(f);
     if (s == nullptr || s->marker || s->failed) {
@@ -595,6 +656,9 @@ void AppLayer::finish_records(flow::Flow& f) {
     }
     if (s->tls) {
         log_tls(*s, 0, flow::Direction::kToServer, true);
+    }
+    if (s->ssh) {
+        log_ssh(*s, flow::Direction::kToServer, true);
     }
 }
 

@@ -75,6 +75,8 @@ std::string tls_date(int64_t t);
 std::string http_event_name(http::Event e, bool to_server);
 std::string dns_event_name(dns::Event e);
 std::string tls_event_name(tls::Event e);
+// `"ssh":{"client":{...},"server":{...}}` (Suricata's rs_ssh_log_json).
+void render_ssh(const ssh::SshParser& p, std::string* out);
 // "NOERROR", "NXDOMAIN", ... (decimal when unnamed).
 std::string dns_rcode_name(uint8_t rcode);
 

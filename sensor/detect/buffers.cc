@@ -54,6 +54,12 @@ constexpr std::array<BufferDef, kNumBuffers> kBuffers = {{
     {B::kJa3Hash, "ja3.hash", "ja3_hash", nullptr, A::kTls},
     {B::kJa3String, "ja3.string", "ja3_string", nullptr, A::kTls},
     {B::kJa3sHash, "ja3s.hash", "ja3s_hash", nullptr, A::kTls},
+    {B::kSshProto, "ssh.proto", "ssh_proto", nullptr, A::kSsh},
+    {B::kSshSoftware, "ssh.software", "ssh_software", nullptr, A::kSsh},
+    {B::kSshHassh, "ssh.hassh", nullptr, nullptr, A::kSsh},
+    {B::kSshHasshString, "ssh.hassh.string", nullptr, nullptr, A::kSsh},
+    {B::kSshHasshServer, "ssh.hassh.server", nullptr, nullptr, A::kSsh},
+    {B::kSshHasshServerString, "ssh.hassh.server.string", nullptr, nullptr, A::kSsh},
 }};
 
 constexpr bool table_in_order() {

@@ -32,7 +32,7 @@ constexpr const char* kUnsupported[] = {
     "absent", "l3_proto", "pkthdr", "flow.age", "flow.pkts", "flow.bytes",
     "tcp.mss", "tcp.hdr", "udp.hdr", "ipv4.hdr", "ipv6.hdr", "icmpv4.hdr", "icmpv6.hdr",
     "icmpv6.mtu", "ipv4-csum", "tcpv4-csum", "tcpv6-csum", "udpv4-csum", "udpv6-csum",
-    "icmpv4-csum", "icmpv6-csum", "app-layer-protocol", "app-layer-event", "app-layer-state",
+    "icmpv4-csum", "icmpv6-csum", "app-layer-protocol", "app-layer-state",
     "decode-event", "stream-event", "engine-event",
     // Decoders and transforms.
     "to_md5", "to_sha1", "to_sha256",
@@ -51,9 +51,6 @@ constexpr const char* kUnsupported[] = {
     "tls_cert_expired", "tls_cert_valid", "tls.fingerprint", "tls.cert_fingerprint",
     "tls_cert_fingerprint", "tls.store", "tls.random", "tls.random_time", "tls.random_bytes",
     "tls.subjectaltname", "tls.alpn", "ssl_version", "ssl_state", "ja3s.string", "ja4.hash",
-    "ssh_proto", "ssh.proto", "ssh.protoversion", "ssh.softwareversion", "ssh_software",
-    "ssh.software", "ssh.hassh", "ssh.hassh.string", "ssh.hassh.server",
-    "ssh.hassh.server.string",
     // DNS and other application layers.
     "dns.answer.name", "dns.query.name", "dns.rrtype", "smb.named_pipe",
     "smb.share", "smb.ntlmssp_user", "smb.ntlmssp_domain", "smb.version", "dcerpc.iface",

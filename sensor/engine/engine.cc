@@ -49,6 +49,7 @@ void apply_eve_config(SensorConfig& c) {
     l.http = on && e.types.http;
     l.dns = on && e.types.dns;
     l.tls = on && e.types.tls;
+    l.ssh = on && e.types.ssh;
     l.files = on && e.types.files;
     l.anomaly = on && e.types.anomaly && e.anomaly.applayer;
     l.http_extended = e.http.extended;
@@ -79,7 +80,7 @@ bool wants_records(const SensorConfig& c) {
         return false;
     }
     const applayer::AppLogConfig& l = c.app_layer.log;
-    return l.http || l.dns || l.tls || l.files || l.anomaly || e.types.flow ||
+    return l.http || l.dns || l.tls || l.ssh || l.files || l.anomaly || e.types.flow ||
            (e.types.drop && c.ips()) || (e.types.anomaly && (e.anomaly.decode || e.anomaly.stream));
 }
 

@@ -42,7 +42,7 @@ output::RecordType record_type_of(const char* event_type) {
     static constexpr std::pair<const char*, RecordType> kTypes[] = {
         {"http", RecordType::kHttp},       {"dns", RecordType::kDns},
         {"tls", RecordType::kTls},         {"fileinfo", RecordType::kFileinfo},
-        {"anomaly", RecordType::kAnomaly},
+        {"anomaly", RecordType::kAnomaly}, {"ssh", RecordType::kSsh},
     };
     for (const auto& [name, t] : kTypes) {
         if (std::strcmp(name, event_type) == 0) {

@@ -376,6 +376,7 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
     };
     s.app_layer.http = proto_enabled("app-layer.protocols.http.enabled");
     s.app_layer.tls = proto_enabled("app-layer.protocols.tls.enabled");
+    s.app_layer.ssh = proto_enabled("app-layer.protocols.ssh.enabled");
     s.app_layer.dns = proto_enabled("app-layer.protocols.dns.enabled");
     // The sensor's total for per-flow app state (parsers, buffers); each worker gets its share.
     s.app_layer.memcap = c.get_size("app-layer.memcap", s.app_layer.memcap);

@@ -55,6 +55,12 @@ enum class BufferId : uint8_t {
     kJa3Hash,
     kJa3String,
     kJa3sHash,
+    kSshProto,     // the sender's identification line: protoversion
+    kSshSoftware,  // softwareversion
+    kSshHassh,     // client KEXINIT (to_server)
+    kSshHasshString,
+    kSshHasshServer,  // server KEXINIT (to_client)
+    kSshHasshServerString,
     kCount
 };
 inline constexpr size_t kNumBuffers = static_cast<size_t>(BufferId::kCount);
@@ -74,7 +80,28 @@ struct AppView {
     std::string_view buf[kNumBuffers];
     int32_t dns_opcode = -1;   // dns.opcode; -1 = not a DNS transaction
     uint16_t tls_version = 0;  // tls.version: 0x0303 = TLS 1.2, 0x0304 = TLS 1.3; 0 = unknown
+    // app-layer-event: the events the protocol's parser raised on this transaction (HTTP) or
+    // flow (DNS message, TLS and SSH session), bit (1 << the parser's Event value); the names
+    // are in app_event_table().
+    uint64_t events = 0;
 };
+
+// app-layer-event names as Suricata writes them ("http.missing_host_header") and the
+// AppView::events bit of each: the parser's Event value (sensor/applayer/<proto>/<proto>.h,
+// whose event_name() is `picket_name`; tests/sensor/applayer checks the two agree).
+struct AppEventName {
+    AppProto proto;
+    const char* name;         // Suricata's, with the protocol prefix
+    uint8_t bit;              // the parser's Event value
+    const char* picket_name;  // the parser's event_name()
+};
+struct AppEventTable {
+    const AppEventName* entries;
+    size_t count;
+};
+AppEventTable app_event_table();
+// The entry of a Suricata name, or nullptr.
+const AppEventName* find_app_event(std::string_view name);
 
 // Alerts already raised per transaction on one flow, so that a transaction inspected again as
 // it progresses (request line, headers, body, response) alerts at most once per rule. Owned by

@@ -57,6 +57,7 @@ struct EveTypes {
     bool http = true;
     bool dns = true;
     bool tls = true;
+    bool ssh = true;
     bool files = true;  // fileinfo
     bool drop = true;   // IPS modes only
     bool flow = true;

@@ -19,9 +19,19 @@ namespace picket::sensor::output {
 
 struct AlertMeta;  // output.h
 
-enum class RecordType : uint8_t { kHttp, kDns, kTls, kFileinfo, kAnomaly, kFlow, kDrop, kCount };
+enum class RecordType : uint8_t {
+    kHttp,
+    kDns,
+    kTls,
+    kFileinfo,
+    kAnomaly,
+    kFlow,
+    kDrop,
+    kSsh,
+    kCount
+};
 inline constexpr size_t kRecordTypes = static_cast<size_t>(RecordType::kCount);
-// EVE's event_type: "http", "dns", "tls", "fileinfo", "anomaly", "flow", "drop".
+// EVE's event_type: "http", "dns", "tls", "fileinfo", "anomaly", "flow", "drop", "ssh".
 const char* record_type_name(RecordType t);
 
 // The flow's end (RecordType::kFlow): Suricata's "flow" and "tcp" objects.

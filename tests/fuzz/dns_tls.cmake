@@ -1,4 +1,6 @@
-# DNS and TLS app-layer parsers (sensor/applayer/dns, sensor/applayer/tls).
+# DNS, TLS and SSH app-layer parsers (sensor/applayer/dns, sensor/applayer/tls,
+# sensor/applayer/ssh).
 picket_add_fuzzer(dns_fuzz SOURCES dns_fuzz.cc LIBS picket_dns)
 picket_add_fuzzer(tls_fuzz SOURCES tls_fuzz.cc LIBS picket_tls)
-add_dependencies(fuzzers dns_fuzz tls_fuzz)
+picket_add_fuzzer(ssh_fuzz SOURCES ssh_fuzz.cc LIBS picket_ssh)
+add_dependencies(fuzzers dns_fuzz tls_fuzz ssh_fuzz)

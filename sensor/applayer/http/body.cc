@@ -52,6 +52,11 @@ bool ParserAccess::frame_body(const std::vector<Header>& l, HttpTx* t, bool unti
         request() ? find_header(l, "content-length") : find_header_loose(l, "content-length");
     bool chunked =
         te != nullptr && (request() ? is_chunked(te->value) : contains_chunked(te->value));
+    if (te != nullptr && request() && !chunked) {
+        // Suricata: http.invalid_transfer_encoding_value_in_request. The body is then framed
+        // by Content-Length, as a server that ignores the field would read it.
+        event(Event::kInvalidTransferEncodingRequest, t);
+    }
     if (chunked) {
         if (cl != nullptr) {
             event(Event::kChunkedAndContentLength, t);

@@ -40,6 +40,7 @@ constexpr const char* kEventNames[kEventCount] = {
     "missing_host",
     "chunked_and_content_length",
     "unmatched_response",
+    "invalid_transfer_encoding_value_in_request",
 };
 
 size_t tx_memory(const HttpTx& t) {

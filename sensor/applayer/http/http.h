@@ -50,6 +50,8 @@ enum class Event : uint8_t {
     kMissingHost,              // HTTP/1.1 request without Host
     kChunkedAndContentLength,  // both Transfer-Encoding: chunked and Content-Length
     kUnmatchedResponse,        // a response with no request waiting for it
+    kInvalidTransferEncodingRequest,  // a request's Transfer-Encoding whose last coding is
+                                      // not chunked (RFC 9112 6.3 rule 4: a 400)
     kCount,
 };
 inline constexpr size_t kEventCount = static_cast<size_t>(Event::kCount);

@@ -90,9 +90,84 @@ private:
     payload::UintCmp cmp_;
 };
 
+// ssh.protoversion / ssh.softwareversion (Suricata 5's keywords): the sender's protoversion or
+// softwareversion starts with the value; protoversion 2_compat is "2.x" or "1.99".
+class SshBannerOption final : public HeaderOption {
+public:
+    SshBannerOption(bool software, std::string value)
+        : software_(software), value_(std::move(value)) {}
+    const char* keyword() const override {
+        return software_ ? "ssh.softwareversion" : "ssh.protoversion";
+    }
+    bool match(const PacketContext& pc) const override {
+        if (pc.view == nullptr || pc.view->proto != AppProto::kSsh) {
+            return false;
+        }
+        std::string_view v = pc.view->buf[static_cast<size_t>(software_ ? BufferId::kSshSoftware
+                                                                        : BufferId::kSshProto)];
+        if (v.data() == nullptr) {
+            return false;
+        }
+        if (!software_ && value_ == "2_compat") {
+            return v.starts_with("2.") || v == "1.99";
+        }
+        return v.starts_with(value_);
+    }
+    uint64_t hash() const override {
+        payload::Hasher h;
+        h.add(0x55a1).add(software_);
+        for (char c : value_) {
+            h.add(static_cast<uint64_t>(static_cast<unsigned char>(c)));
+        }
+        return h.h;
+    }
+    bool equals(const HeaderOption& other) const override {
+        const auto* o = dynamic_cast<const SshBannerOption*>(&other);
+        return o != nullptr && o->software_ == software_ && o->value_ == value_;
+    }
+
+private:
+    bool software_;
+    std::string value_;
+};
+
+bool parse_ssh_banner_value(ParseState& st, std::string_view value, bool has_value, bool software,
+                            std::string* error) {
+    const char* name = software ? "ssh.softwareversion" : "ssh.protoversion";
+    std::string v(trim_blanks(value));
+    if (v.size() >= 2 && v.front() == '"' && v.back() == '"') {
+        v = v.substr(1, v.size() - 2);
+    }
+    const bool ok =
+        software ? !v.empty() && v.find_first_of(" \t;") == std::string::npos
+                 : v == "2_compat" ||
+                       (!v.empty() && v.find_first_not_of("0123456789.") == std::string::npos);
+    if (!has_value || !ok) {
+        *error = std::string(name) + ": invalid value '" + v + "'" +
+                 (software ? " (expected a software version without spaces)"
+                           : " (expected a version such as 2.0, or 2_compat)");
+        return false;
+    }
+    if (!claim_app(st, AppProto::kSsh, name, error)) {
+        return false;
+    }
+    st.rule->header_options.push_back(std::make_unique<SshBannerOption>(software, std::move(v)));
+    return true;
+}
+
 }  // namespace
 
 namespace keywords {
+
+bool parse_ssh_protoversion(ParseState& st, std::string_view value, bool has_value,
+                            std::string* error) {
+    return parse_ssh_banner_value(st, value, has_value, false, error);
+}
+
+bool parse_ssh_softwareversion(ParseState& st, std::string_view value, bool has_value,
+                               std::string* error) {
+    return parse_ssh_banner_value(st, value, has_value, true, error);
+}
 
 // urilen:[<|>|<=|>=|!]N[<>M][,raw|,norm] — the length of http.uri (norm, the default) or of
 // http.uri.raw.

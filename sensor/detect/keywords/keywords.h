@@ -82,6 +82,10 @@ PICKET_KEYWORD(parse_url_decode);
 PICKET_KEYWORD(parse_urilen);
 PICKET_KEYWORD(parse_tls_version);
 PICKET_KEYWORD(parse_dns_opcode);
+// SSH banner values (app_keywords.cc) and app-layer-event (app_layer_event.cc).
+PICKET_KEYWORD(parse_ssh_protoversion);
+PICKET_KEYWORD(parse_ssh_softwareversion);
+PICKET_KEYWORD(parse_app_layer_event);
 
 // SIP start-line keywords (sip.cc): sip_method, sip_stat_code.
 PICKET_KEYWORD(parse_sip_method);

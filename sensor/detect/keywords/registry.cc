@@ -85,6 +85,10 @@ constexpr KeywordDef kKeywords[] = {
     {"urilen", parse_urilen},
     {"tls.version", parse_tls_version},
     {"dns.opcode", parse_dns_opcode},
+    // SSH banner values (app_keywords.cc) and parser events (app_layer_event.cc).
+    {"ssh.protoversion", parse_ssh_protoversion},
+    {"ssh.softwareversion", parse_ssh_softwareversion},
+    {"app-layer-event", parse_app_layer_event},
     // SIP start line (sip.cc).
     {"sip_method", parse_sip_method},
     {"sip_stat_code", parse_sip_stat_code},

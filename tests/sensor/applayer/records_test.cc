@@ -607,6 +607,97 @@ TEST(TlsRecords, UnfinishedHandshakeAtFlowEndWithoutJa3) {
     keep(h);
 }
 
+// ---- ssh
+
+// A binary packet (RFC 4253 6) of type `type` carrying `payload` after the type byte.
+Bytes ssh_packet(uint8_t type, const Bytes& payload) {
+    const size_t body = 2 + payload.size();
+    size_t pad = 8 - (4 + body) % 8;
+    if (pad < 4) {
+        pad += 8;
+    }
+    std::string v;
+    const auto len = static_cast<uint32_t>(body + pad);
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        v.push_back(static_cast<char>(len >> shift));
+    }
+    v.push_back(static_cast<char>(pad));
+    v.push_back(static_cast<char>(type));
+    v.append(payload.begin(), payload.end());
+    v.append(pad, '\0');
+    return Bytes(v.begin(), v.end());
+}
+
+Bytes ssh_kexinit(const std::vector<std::string>& lists) {
+    std::string p(16, '\x11');
+    for (const std::string& l : lists) {
+        const auto n = static_cast<uint32_t>(l.size());
+        for (int shift = 24; shift >= 0; shift -= 8) {
+            p.push_back(static_cast<char>(n >> shift));
+        }
+        p += l;
+    }
+    p.append(5, '\0');
+    return ssh_packet(20, Bytes(p.begin(), p.end()));
+}
+
+Bytes ssh_side(const std::string& banner, const std::vector<std::string>& lists) {
+    Bytes b(banner.begin(), banner.end());
+    append(b, ssh_kexinit(lists));
+    append(b, ssh_packet(21, {}));  // NEWKEYS
+    return b;
+}
+
+TEST(SshRecords, OneRecordOnceBothSidesAreEncrypted) {
+    AppLogConfig l;
+    l.ssh = true;
+    Harness h(l);
+    h.feed(Direction::kToClient,
+           ssh_side("SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n",
+                    {"k1", "h", "e-c2s", "e-s2c", "m-c2s", "m-s2c", "c-c2s", "c-s2c", "", ""}));
+    EXPECT_TRUE(h.recs.empty());
+    h.feed(Direction::kToServer,
+           ssh_side("SSH-2.0-PuTTY_Release_0.78\r\n",
+                    {"k2", "h", "E-c2s", "E-s2c", "M-c2s", "M-s2c", "C-c2s", "C-s2c", "", ""}));
+    ASSERT_EQ(h.recs.size(), 1u);
+    EXPECT_EQ(h.recs[0].type, "ssh");
+    EXPECT_EQ(h.recs[0].dir, Direction::kToServer);
+    EXPECT_TRUE(h.recs[0].has_tx);
+    EXPECT_EQ(h.recs[0].tx, 0u);
+    // md5("k2;E-c2s;M-c2s;C-c2s") and md5("k1;e-s2c;m-s2c;c-s2c"), by Python's hashlib.
+    EXPECT_EQ(h.recs[0].json,
+              "\"ssh\":{\"client\":{\"proto_version\":\"2.0\","
+              "\"software_version\":\"PuTTY_Release_0.78\",\"hassh\":{"
+              "\"hash\":\"b4c4a848e55e1afee0f3ba7db0f44cba\",\"string\":\"k2;E-c2s;M-c2s;C-c2s\"}},"
+              "\"server\":{\"proto_version\":\"2.0\",\"software_version\":\"OpenSSH_9.2p1\","
+              "\"hassh\":{\"hash\":\"2942e32f5c383a3c5c5cb84ec7476f68\",\"string\":\"k1;e-s2c;m-"
+              "s2c;c-s2c\"}}}");
+    EXPECT_EQ(h.metadata(0), h.recs[0].json);
+    h.finish();
+    EXPECT_EQ(h.recs.size(), 1u);
+    keep(h);
+}
+
+TEST(SshRecords, BannersOnlyLoggedAtFlowEndAndEventsAsAnomalies) {
+    AppLogConfig l;
+    l.ssh = true;
+    l.anomaly = true;
+    Harness h(l);
+    h.feed(Direction::kToServer, std::string("SSH-2.0-libssh_0.9.6\r\n"));
+    h.feed(Direction::kToClient, std::string("SSH-2.0\r\n"));
+    ASSERT_EQ(h.recs.size(), 1u);
+    EXPECT_EQ(h.recs[0].type, "anomaly");
+    EXPECT_EQ(h.recs[0].json,
+              "\"anomaly\":{\"app_proto\":\"ssh\",\"type\":\"applayer\","
+              "\"event\":\"INVALID_BANNER\",\"layer\":\"proto_parser\"}");
+    h.finish();
+    ASSERT_EQ(h.recs.size(), 2u);
+    EXPECT_EQ(h.recs[1].json,
+              "\"ssh\":{\"client\":{\"proto_version\":\"2.0\","
+              "\"software_version\":\"libssh_0.9.6\"}}");
+    keep(h);
+}
+
 // ---- schema
 
 TEST(RecordsSchema, EveryRecordValidates) {
@@ -633,8 +724,8 @@ TEST(RecordsSchema, EveryRecordValidates) {
             ++lines;
         }
     }
-    // 1+1+1+2+1 http, 3 fileinfo, 1 anomaly, 2+1+2+2 dns, 2 tls.
-    EXPECT_EQ(lines, 19u);
+    // 1+1+1+2+1 http, 3 fileinfo, 1 anomaly, 2+1+2+2 dns, 2 tls, 1+2 ssh (one an anomaly).
+    EXPECT_EQ(lines, 22u);
     const std::string cmd =
         "python3 -c 'import json, sys, jsonschema\n"
         "s = json.load(open(sys.argv[1]))\n"

@@ -51,6 +51,7 @@ void expect_all_types(const output::EveTypes& t, bool on) {
     EXPECT_EQ(t.http, on);
     EXPECT_EQ(t.dns, on);
     EXPECT_EQ(t.tls, on);
+    EXPECT_EQ(t.ssh, on);
     EXPECT_EQ(t.files, on);
     EXPECT_EQ(t.drop, on);
     EXPECT_EQ(t.flow, on);
@@ -230,6 +231,7 @@ outputs:
         - http: {extended: no, dump-all-headers: both}
         - dns: {version: 3, requests: no, responses: yes, formats: [grouped]}
         - tls: {extended: no, ja3: no, ja3s: yes}
+        - ssh
         - files: {force-magic: yes, force-hash: [md5, sha256]}
         - drop: {alerts: no, flows: all}
         - flow
@@ -445,10 +447,10 @@ outputs:
 TEST(EveConfigTest, ErrorsNameTheKeyTheValueAndWhatIsAllowed) {
     EXPECT_EQ(error_of("outputs: [eve-log: {types: [htpp]}]"),
               "s.yaml: outputs.eve-log.types: unknown type 'htpp' (known: alert, anomaly, dns, "
-              "drop, files, flow, http, stats, tls)");
+              "drop, files, flow, http, ssh, stats, tls)");
     EXPECT_EQ(error_of("outputs: {eve: {types: [flows]}}"),
               "s.yaml: outputs.eve.types: unknown type 'flows' (known: alert, anomaly, dns, "
-              "drop, files, flow, http, stats, tls)");
+              "drop, files, flow, http, ssh, stats, tls)");
     EXPECT_EQ(error_of("outputs: [eve-log: {types: [http: {dump-all-header: both}]}]"),
               "s.yaml: outputs.eve-log.types.http: unknown option 'dump-all-header' (known: "
               "custom, dump-all-headers, enabled, extended)");
@@ -545,7 +547,7 @@ TEST(EveConfigTest, SensorConfigFailsOnAnUnknownType) {
     EXPECT_EQ(
         error_from([] { load_sensor_config(with_input("outputs: [eve-log: {types: [htpp]}]")); }),
         "s.yaml: outputs.eve-log.types: unknown type 'htpp' (known: alert, anomaly, dns, "
-        "drop, files, flow, http, stats, tls)");
+        "drop, files, flow, http, ssh, stats, tls)");
 }
 
 // Shapes no real configuration has (found by thinking like tests/fuzz/config_fuzz): each is a
@@ -864,8 +866,6 @@ TEST(EveConfigTest, Suricata7OutputsLoadWithWarningsOnly) {
               "picket: warning: s.yaml: outputs.eve-log.types: 'quic' is not supported by "
               "Picket; ignored\n"
               "picket: warning: s.yaml: outputs.eve-log.types: 'dhcp' is not supported by "
-              "Picket; ignored\n"
-              "picket: warning: s.yaml: outputs.eve-log.types: 'ssh' is not supported by "
               "Picket; ignored\n"
               "picket: warning: s.yaml: outputs.eve-log.types: 'mqtt' is not supported by "
               "Picket; ignored\n"

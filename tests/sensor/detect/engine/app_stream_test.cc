@@ -189,6 +189,91 @@ TEST_F(AppStreamTest, TlsSniJa3AndVersion) {
     EXPECT_EQ(run_tx(v), (std::vector<uint32_t>{1, 2, 3}));
 }
 
+TEST_F(AppStreamTest, SshStickyBuffersAndLegacyKeywords) {
+    load(
+        // ET 2019876: ssh_proto is Suricata 7's alias of the ssh.proto sticky buffer.
+        "alert ssh any any -> any any (flow:to_server; ssh_proto; content:\"PUTTY\"; sid:1;)\n"
+        "alert ssh any any -> any any (ssh.proto; content:\"2.0\"; sid:2;)\n"
+        "alert ssh any any -> any any (ssh.software; content:\"putty\"; nocase; sid:3;)\n"
+        "alert ssh any any -> any any (ssh.hassh; content:\"472b5de333ad665af5cbf10ff892c4df\"; "
+        "sid:4;)\n"
+        "alert ssh any any -> any any (ssh.hassh.string; content:\"curve25519\"; sid:5;)\n"
+        "alert ssh any any -> any any (ssh.hassh.server; content:\"9ae1\"; sid:6;)\n"
+        "alert ssh any any -> any any (ssh.hassh.server.string; content:\"zlib\"; sid:7;)\n"
+        "alert ssh any any -> any any (ssh.protoversion:2_compat; sid:8;)\n"
+        "alert ssh any any -> any any (ssh.protoversion:1.99; sid:9;)\n"
+        "alert ssh any any -> any any (ssh.softwareversion:PuTTY; sid:10;)\n"
+        "alert ssh any any -> any any (ssh_software; content:\"PuTTY\"; sid:11;)\n");
+    AppView v;
+    v.proto = AppProto::kSsh;
+    v.buf[static_cast<size_t>(BufferId::kSshProto)] = "2.0";
+    v.buf[static_cast<size_t>(BufferId::kSshSoftware)] = "PuTTY_Release_0.78";
+    v.buf[static_cast<size_t>(BufferId::kSshHassh)] = "472b5de333ad665af5cbf10ff892c4df";
+    v.buf[static_cast<size_t>(BufferId::kSshHasshString)] = "curve25519-sha256;aes128-ctr;a;b";
+    EXPECT_EQ(run_tx(v), (std::vector<uint32_t>{2, 3, 4, 5, 8, 10, 11}));
+    // The server's side: a 1.99 banner and its HASSH-server.
+    AppView s;
+    s.proto = AppProto::kSsh;
+    s.buf[static_cast<size_t>(BufferId::kSshProto)] = "1.99";
+    s.buf[static_cast<size_t>(BufferId::kSshSoftware)] = "OpenSSH_9.2p1";
+    s.buf[static_cast<size_t>(BufferId::kSshHasshServer)] = "9ae112c9081fd5a2bb42ff62fbcb6e4c";
+    s.buf[static_cast<size_t>(BufferId::kSshHasshServerString)] = "k;e;m;none,zlib";
+    EXPECT_EQ(run_tx(s), (std::vector<uint32_t>{6, 7, 8, 9}));
+    // ssh_proto holds the protocol version: a software name never matches it (as in Suricata).
+    AppView p = v;
+    p.buf[static_cast<size_t>(BufferId::kSshProto)] = "PUTTY";
+    EXPECT_EQ(run_tx(p), (std::vector<uint32_t>{1, 3, 4, 5, 10, 11}));
+}
+
+TEST_F(AppStreamTest, AppLayerEventMatchesTheParsersEvent) {
+    load(
+        "alert http any any -> any any (app-layer-event:"
+        "http.invalid_transfer_encoding_value_in_request; http.uri; content:\"/q\"; sid:1;)\n"
+        "alert ssh any any -> any any (app-layer-event:ssh.invalid_record; sid:2;)\n"
+        "alert dns any any -> any any (app-layer-event:dns.z_flag_set; sid:3;)\n"
+        "alert tls any any -> any any (app-layer-event:tls.invalid_record_type; sid:4;)\n");
+    AppView h = http_view(0, "/q", "/q");
+    EXPECT_TRUE(run_tx(h).empty());
+    const inspect::AppEventName* te =
+        inspect::find_app_event("http.invalid_transfer_encoding_value_in_request");
+    ASSERT_NE(te, nullptr);
+    h.events = uint64_t{1} << te->bit;
+    EXPECT_EQ(run_tx(h), std::vector<uint32_t>{1});
+    AppView s;
+    s.proto = AppProto::kSsh;
+    s.events = 1u << 2;  // ssh::Event::kInvalidRecord
+    EXPECT_EQ(run_tx(s), std::vector<uint32_t>{2});
+    s.events = 1u << 0;  // invalid_banner: not this rule's
+    EXPECT_TRUE(run_tx(s).empty());
+    AppView d;
+    d.proto = AppProto::kDns;
+    d.events = 1u << 8;  // dns::Event::kZFlagSet
+    EXPECT_EQ(run_tx(d), std::vector<uint32_t>{3});
+    AppView t;
+    t.proto = AppProto::kTls;
+    t.events = 1u;  // tls::Event::kInvalidRecordType
+    EXPECT_EQ(run_tx(t), std::vector<uint32_t>{4});
+}
+
+TEST_F(AppStreamTest, AppLayerEventRefusesAnUnknownNameWithTheName) {
+    EngineTest::load(
+        "alert http any any -> any any (app-layer-event:http.no_such_thing; sid:1;)\n"
+        "alert dns any any -> any any (app-layer-event:http.missing_host_header; sid:2;)\n"
+        "alert http any any -> any any (app-layer-event:http.missing_host_header; sid:3;)\n");
+    EXPECT_EQ(summary_.loaded, 1u);
+    EXPECT_EQ(summary_.skipped, 2u);
+    std::string text;
+    for (const RuleDiagnostic& d : summary_.diagnostics) {
+        text += d.to_string() + "\n";
+    }
+    EXPECT_NE(text.find("app-layer-event: unknown or unsupported event 'http.no_such_thing'"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("'http.missing_host_header' on a rule for another app-layer protocol"),
+              std::string::npos)
+        << text;
+}
+
 TEST_F(AppStreamTest, HttpHeaderRuleOnPacketsOfHttpFlowsOnly) {
     // A protocol in the header with packet content: the flow's app protocol decides.
     load("alert http any any -> any any (content:\"hello\"; sid:1;)\n");
