@@ -322,6 +322,10 @@ bool ParserAccess::start_body(const std::vector<Header>& l, HttpTx* t) {
     const bool decompress = request() ? cfg.decompress_request : cfg.decompress_response;
     d.nlayers = decompress ? layers_of(l) : 0;
     d.header_bytes = 0;
+    // Suricata splits multipart bodies of POST requests only (other methods: a plain body).
+    if (request() && iequals(t->method, "POST")) {
+        multipart_start(t);
+    }
     return true;
 }
 
