@@ -181,13 +181,22 @@ void ParserAccess::multipart_part_head(std::string_view head) {
         t->request_files.push_back(std::move(f));
         m.file = static_cast<int>(t->request_files.size() - 1);
         mark(t);
+        if (p.observer_) {
+            // The file exists from its head on (an empty upload is a file too).
+            p.observer_->on_file_data(*t, static_cast<size_t>(m.file), nullptr, 0);
+        }
     }
 }
 
 void ParserAccess::multipart_part_end(bool complete) {
     Multipart& m = d.mp;
     if (m.s == Multipart::kContent && m.file >= 0) {
-        d.tx->request_files[static_cast<size_t>(m.file)].complete = complete;
+        HttpFile& f = d.tx->request_files[static_cast<size_t>(m.file)];
+        f.complete = complete;
+        if (complete && f.size == 0) {
+            // "Multipart header claiming a file to present, but no actual filedata".
+            event(Event::kMultipartNoFiledata, d.tx);
+        }
     }
     m.file = -1;
 }
