@@ -323,7 +323,9 @@ bool ParserAccess::start_body(const std::vector<Header>& l, HttpTx* t) {
     d.nlayers = decompress ? layers_of(l) : 0;
     d.header_bytes = 0;
     // Suricata splits multipart bodies of POST requests only (other methods: a plain body).
-    if (request() && iequals(t->method, "POST")) {
+    // Not in the splitter's framing-only parser (nothing kept, no observer).
+    if (request() && iequals(t->method, "POST") &&
+        (cfg.request_body_limit > 0 || p.body_observer() != nullptr)) {
         multipart_start(t);
     }
     return true;
