@@ -139,15 +139,16 @@ TEST_F(AppLayerTest, NotAProtocolFails) {
 TEST_F(AppLayerTest, ExportsEveryCounterByName) {
     StatsSnapshot s;
     app_.export_stats(s);
-    // 12 of the glue's own, HTTP 3 + 26 events, DNS 2 + 11 events, TLS 3 + 12 events: all
+    // 12 of the glue's own, HTTP 3 + 29 events, DNS 2 + 11 events, TLS 3 + 12 events: all
     // exported at zero too.
-    EXPECT_EQ(s.values().size(), 69u);
+    EXPECT_EQ(s.values().size(), 72u);
     for (const char* name :
          {"app_layer.flow.http", "app_layer.flow.tls", "app_layer.flow.dns_tcp",
           "app_layer.flow.dns_udp", "app_layer.flow.failed_tcp", "app_layer.flow.failed_udp",
           "app_layer.tx.tls", "app_layer.tx.dns_tcp", "app_layer.tx.dns_udp",
           "app_layer.memcap_evicted", "app_layer.memcap_drop", "app_layer.memuse",
           "app_layer.http.events.missing_crlf", "app_layer.http.events.unmatched_response",
+          "app_layer.http.events.multipart_generic_error",
           "app_layer.dns.events.malformed_data", "app_layer.dns.events.flooded",
           "app_layer.tls.events.invalid_record_type", "app_layer.tls.events.sslv2_client_hello"}) {
         EXPECT_TRUE(s.has(name)) << name;
