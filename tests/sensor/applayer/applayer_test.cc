@@ -148,9 +148,9 @@ TEST_F(AppLayerTest, ExportsEveryCounterByName) {
           "app_layer.tx.tls", "app_layer.tx.dns_tcp", "app_layer.tx.dns_udp",
           "app_layer.memcap_evicted", "app_layer.memcap_drop", "app_layer.memuse",
           "app_layer.http.events.missing_crlf", "app_layer.http.events.unmatched_response",
-          "app_layer.http.events.multipart_generic_error",
-          "app_layer.dns.events.malformed_data", "app_layer.dns.events.flooded",
-          "app_layer.tls.events.invalid_record_type", "app_layer.tls.events.sslv2_client_hello"}) {
+          "app_layer.http.events.multipart_generic_error", "app_layer.dns.events.malformed_data",
+          "app_layer.dns.events.flooded", "app_layer.tls.events.invalid_record_type",
+          "app_layer.tls.events.sslv2_client_hello"}) {
         EXPECT_TRUE(s.has(name)) << name;
     }
 }
