@@ -456,6 +456,13 @@ uint32_t AppLayer::collect(FlowState& s, flow::Direction dir, const http::FeedRe
             set(v, BufferId::kHttpContentLen, tx->content_len_req);
             set(v, BufferId::kHttpConnection, tx->connection);
             set(v, BufferId::kHttpStart, tx->request_start);
+            // A POST or PUT body is a file (Suricata's HtpRequestBodyHandlePOSTorPUT); a
+            // multipart body's files get a view each, below.
+            if (!tx->request_multipart && !tx->request_body.empty() &&
+                (tx->method == "POST" || tx->method == "PUT")) {
+                set(v, BufferId::kFileData, tx->request_body);
+                v.buf[bi(BufferId::kFileName)] = http_file_name(*tx, http::Dir::kToServer);
+            }
         } else {
             set(v, BufferId::kHttpProtocol, tx->response_protocol);
             set(v, BufferId::kHttpHeader, tx->response_headers);
@@ -471,8 +478,29 @@ uint32_t AppLayer::collect(FlowState& s, flow::Direction dir, const http::FeedRe
             set(v, BufferId::kHttpLocation, tx->location);
             set(v, BufferId::kHttpServer, tx->server);
             set(v, BufferId::kHttpStart, tx->response_start);
+            if (tx->response_progress >= http::HttpTx::kResponseBody) {
+                set(v, BufferId::kFileData, tx->response_body);
+                v.buf[bi(BufferId::kFileName)] = http_file_name(*tx, http::Dir::kToClient);
+            }
         }
         ++n;
+        if (to_server && tx->request_multipart) {
+            // One view per uploaded file (file.data is a multi-buffer): the same transaction,
+            // file.data / file.name of that file. Alerts stay one per rule and transaction.
+            const size_t first = n - 1;
+            for (size_t f = 0; f < tx->request_files.size(); ++f) {
+                const http::HttpFile& hf = tx->request_files[f];
+                if (f > 0) {
+                    if (n >= cap) {
+                        break;
+                    }
+                    out[n++].view = out[first].view;
+                }
+                inspect::AppView& fv = out[n - 1].view;
+                fv.buf[bi(BufferId::kFileData)] = std::string_view(hf.data);
+                fv.buf[bi(BufferId::kFileName)] = std::string_view(hf.name);
+            }
+        }
     }
     return n;
 }

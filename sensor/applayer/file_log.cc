@@ -44,22 +44,6 @@ std::string_view disposition_filename(std::string_view v) {
     return {};
 }
 
-// As Suricata names an HTTP file: the Content-Disposition filename, else the URI's path.
-std::string file_name(const http::HttpTx& tx, http::Dir dir) {
-    const auto& headers =
-        dir == http::Dir::kToServer ? tx.request_header_list : tx.response_header_list;
-    for (const http::Header& h : headers) {
-        if (ieq(h.name, "content-disposition")) {
-            std::string_view f = disposition_filename(h.value);
-            if (!f.empty()) {
-                return std::string(f);
-            }
-        }
-    }
-    const std::string_view uri = tx.uri;
-    return std::string(uri.substr(0, uri.find('?')));
-}
-
 void append_hex(std::string* out, const unsigned char* p, unsigned int n) {
     static const char kHex[] = "0123456789abcdef";
     for (unsigned int i = 0; i < n; ++i) {
@@ -70,6 +54,22 @@ void append_hex(std::string* out, const unsigned char* p, unsigned int n) {
 
 }  // namespace
 
+// As Suricata names an HTTP file: the Content-Disposition filename, else the URI's path.
+std::string_view http_file_name(const http::HttpTx& tx, http::Dir dir) {
+    const auto& headers =
+        dir == http::Dir::kToServer ? tx.request_header_list : tx.response_header_list;
+    for (const http::Header& h : headers) {
+        if (ieq(h.name, "content-disposition")) {
+            std::string_view f = disposition_filename(h.value);
+            if (!f.empty()) {
+                return f;
+            }
+        }
+    }
+    const std::string_view uri = tx.uri;
+    return uri.substr(0, uri.find('?'));
+}
+
 FileLog::~FileLog() {
     for (EVP_MD_CTX*& c : md) {
         EVP_MD_CTX_free(c);
@@ -77,31 +77,36 @@ FileLog::~FileLog() {
     }
 }
 
-void FileTracker::on_body(const http::HttpTx& tx, http::Dir dir, const uint8_t* data, size_t len) {
-    FileLog* f = nullptr;
+FileLog* FileTracker::open_file(const http::HttpTx& tx, http::Dir dir, int file) {
     for (auto& o : open_) {
-        if (o->tx_id == tx.id && o->dir == dir) {
-            f = o.get();
-            break;
+        if (o->tx_id == tx.id && o->dir == dir && o->file == file) {
+            return o.get();
         }
     }
-    if (f == nullptr) {
-        open_.push_back(std::make_unique<FileLog>());
-        f = open_.back().get();
-        f->tx_id = tx.id;
-        f->dir = dir;
-        f->filename = file_name(tx, dir);
-        const EVP_MD* kinds[3] = {EVP_md5(), EVP_sha1(), EVP_sha256()};
-        const bool want[3] = {log_->file_md5, log_->file_sha1, log_->file_sha256};
-        for (int i = 0; i < 3; ++i) {
-            if (want[i]) {
-                f->md[i] = EVP_MD_CTX_new();
-                if (f->md[i] != nullptr && EVP_DigestInit_ex(f->md[i], kinds[i], nullptr) != 1) {
-                    EVP_MD_CTX_free(f->md[i]);
-                    f->md[i] = nullptr;
-                }
+    open_.push_back(std::make_unique<FileLog>());
+    FileLog* f = open_.back().get();
+    f->tx_id = tx.id;
+    f->dir = dir;
+    f->file = file;
+    f->filename = file >= 0 ? tx.request_files[static_cast<size_t>(file)].name
+                            : std::string(http_file_name(tx, dir));
+    const EVP_MD* kinds[3] = {EVP_md5(), EVP_sha1(), EVP_sha256()};
+    const bool want[3] = {log_->file_md5, log_->file_sha1, log_->file_sha256};
+    for (int i = 0; i < 3; ++i) {
+        if (want[i]) {
+            f->md[i] = EVP_MD_CTX_new();
+            if (f->md[i] != nullptr && EVP_DigestInit_ex(f->md[i], kinds[i], nullptr) != 1) {
+                EVP_MD_CTX_free(f->md[i]);
+                f->md[i] = nullptr;
             }
         }
+    }
+    return f;
+}
+
+void FileTracker::add(FileLog* f, const uint8_t* data, size_t len) {
+    if (len == 0) {
+        return;
     }
     f->size += len;
     for (EVP_MD_CTX* c : f->md) {
@@ -113,6 +118,15 @@ void FileTracker::on_body(const http::HttpTx& tx, http::Dir dir, const uint8_t* 
         f->head.append(reinterpret_cast<const char*>(data),
                        std::min(len, kMagicBytes - f->head.size()));
     }
+}
+
+void FileTracker::on_body(const http::HttpTx& tx, http::Dir dir, const uint8_t* data, size_t len) {
+    add(open_file(tx, dir, -1), data, len);
+}
+
+void FileTracker::on_file_data(const http::HttpTx& tx, size_t file, const uint8_t* data,
+                               size_t len) {
+    add(open_file(tx, http::Dir::kToServer, static_cast<int>(file)), data, len);
 }
 
 size_t FileTracker::memory() const {
@@ -140,8 +154,13 @@ void AppLayer::log_files(FlowState& s, bool all) {
             ++i;
             continue;
         }
-        const bool closed =
+        bool closed =
             ended && tx != nullptr && !(to_server ? tx->request_body_cut : tx->response_body_cut);
+        if (closed && fl.file >= 0) {
+            // A multipart file is closed by its delimiter, not by the end of the body.
+            closed = static_cast<size_t>(fl.file) < tx->request_files.size() &&
+                     tx->request_files[static_cast<size_t>(fl.file)].complete;
+        }
         const auto fd = static_cast<flow::Direction>(fl.dir);
         record_begin("fileinfo", s.reversed ? flip(fd) : fd, false, fl.tx_id);
         std::string* out = &records_json_;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sensor/applayer/applayer.h"
@@ -28,6 +29,10 @@ inline void set(inspect::AppView& v, BufferId b, const std::string& s) {
         v.buf[bi(b)] = std::string_view(s);
     }
 }
+
+// The name of an HTTP body as a file (file.name, EVE fileinfo's filename), as Suricata: the
+// Content-Disposition filename, else the URI's path. Points into tx.
+std::string_view http_file_name(const http::HttpTx& tx, http::Dir dir);
 
 inline flow::Direction flip(flow::Direction d) {
     return d == flow::Direction::kToServer ? flow::Direction::kToClient

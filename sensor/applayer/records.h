@@ -84,6 +84,7 @@ std::string dns_rcode_name(uint8_t rcode);
 struct FileLog {
     uint64_t tx_id = 0;
     http::Dir dir = http::Dir::kToServer;
+    int file = -1;  // a multipart upload: index in HttpTx::request_files; -1: the whole body
     std::string filename;
     uint64_t size = 0;
     bool gaps = false;
@@ -103,10 +104,14 @@ class FileTracker : public http::BodyObserver {
 public:
     explicit FileTracker(const AppLogConfig* log) : log_(log) {}
     void on_body(const http::HttpTx& tx, http::Dir dir, const uint8_t* data, size_t len) override;
+    void on_file_data(const http::HttpTx& tx, size_t file, const uint8_t* data,
+                      size_t len) override;
     std::vector<std::unique_ptr<FileLog>>& open() { return open_; }
     size_t memory() const;
 
 private:
+    FileLog* open_file(const http::HttpTx& tx, http::Dir dir, int file);
+    void add(FileLog* f, const uint8_t* data, size_t len);
     const AppLogConfig* log_;
     std::vector<std::unique_ptr<FileLog>> open_;
 };

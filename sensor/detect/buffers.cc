@@ -37,7 +37,7 @@ constexpr std::array<BufferDef, kNumBuffers> kBuffers = {{
     {B::kHttpStatCode, "http.stat_code", nullptr, "http_stat_code", A::kHttp},
     {B::kHttpStatMsg, "http.stat_msg", nullptr, "http_stat_msg", A::kHttp},
     {B::kHttpResponseLine, "http.response_line", "http_response_line", nullptr, A::kHttp},
-    {B::kHttpResponseBody, "http.response_body", "file.data", "http_server_body", A::kHttp},
+    {B::kHttpResponseBody, "http.response_body", nullptr, "http_server_body", A::kHttp},
     {B::kHttpStart, "http.start", "http_start", nullptr, A::kHttp},
     {B::kHttpLocation, "http.location", nullptr, nullptr, A::kHttp},
     {B::kHttpServer, "http.server", nullptr, nullptr, A::kHttp},
@@ -60,6 +60,8 @@ constexpr std::array<BufferDef, kNumBuffers> kBuffers = {{
     {B::kSshHasshString, "ssh.hassh.string", nullptr, nullptr, A::kSsh},
     {B::kSshHasshServer, "ssh.hassh.server", nullptr, nullptr, A::kSsh},
     {B::kSshHasshServerString, "ssh.hassh.server.string", nullptr, nullptr, A::kSsh},
+    {B::kFileData, "file.data", "file_data", nullptr, A::kHttp},
+    {B::kFileName, "file.name", nullptr, nullptr, A::kHttp},
 }};
 
 constexpr bool table_in_order() {
@@ -72,14 +74,12 @@ constexpr bool table_in_order() {
 }
 static_assert(table_in_order(), "kBuffers must be indexed by BufferId");
 
-// Sticky spellings beyond name/alias: file_data (Snort and Suricata <= 5) and Suricata's
-// http.uri.normalized alias of http.uri.
+// Sticky spellings beyond name/alias: Suricata's http.uri.normalized alias of http.uri.
 struct ExtraSticky {
     const char* name;
     BufferId id;
 };
 constexpr ExtraSticky kExtraSticky[] = {
-    {"file_data", B::kHttpResponseBody},
     {"http.uri.normalized", B::kHttpUri},
 };
 

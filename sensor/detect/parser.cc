@@ -39,7 +39,7 @@ constexpr const char* kUnsupported[] = {
     "xor", "pcrexform",
     "header_lowercase", "strip_pseudo_headers", "from_base64",
     // Files.
-    "filestore", "filemagic", "file.magic", "filename", "file.name", "fileext", "filemd5",
+    "filestore", "filemagic", "file.magic", "filename", "fileext", "filemd5",
     "filesha1", "filesha256", "filesize",
     // HTTP buffers without a filler here.
     "http.request_header", "http.response_header", "http_request_header",

@@ -718,7 +718,7 @@ bool apply(const Translation& t, Rule* rule, std::string* reason) {
         if (need == AppProto::kUnknown || need == t.app) {
             continue;
         }
-        if (m.buffer == BufferId::kHttpResponseBody) {
+        if (m.buffer == BufferId::kFileData) {
             *reason =
                 "service:" + t.service + ": file_data is only filled from HTTP bodies in Picket";
         } else {

@@ -38,7 +38,7 @@ enum class BufferId : uint8_t {
     kHttpStatCode,
     kHttpStatMsg,
     kHttpResponseLine,
-    kHttpResponseBody,  // http.response_body, file.data / file_data on HTTP
+    kHttpResponseBody,  // http.response_body
     kHttpStart,
     kHttpLocation,
     kHttpServer,
@@ -61,6 +61,12 @@ enum class BufferId : uint8_t {
     kSshHasshString,
     kSshHasshServer,  // server KEXINIT (to_client)
     kSshHasshServerString,
+    // file.data / file_data and file.name: one file of an HTTP transaction (to_client: the
+    // response body; to_server: a multipart upload's file part, or a POST / PUT body). A
+    // transaction with several files gives one AppView per file (Suricata's file.data is a
+    // multi-buffer: a rule matches when one file matches).
+    kFileData,
+    kFileName,
     kCount
 };
 inline constexpr size_t kNumBuffers = static_cast<size_t>(BufferId::kCount);

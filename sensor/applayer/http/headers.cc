@@ -322,6 +322,12 @@ bool ParserAccess::start_body(const std::vector<Header>& l, HttpTx* t) {
     const bool decompress = request() ? cfg.decompress_request : cfg.decompress_response;
     d.nlayers = decompress ? layers_of(l) : 0;
     d.header_bytes = 0;
+    // Suricata splits multipart bodies of POST requests only (other methods: a plain body).
+    // Not in the splitter's framing-only parser (nothing kept, no observer).
+    if (request() && iequals(t->method, "POST") &&
+        (cfg.request_body_limit > 0 || p.body_observer() != nullptr)) {
+        multipart_start(t);
+    }
     return true;
 }
 

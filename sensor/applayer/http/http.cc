@@ -41,6 +41,9 @@ constexpr const char* kEventNames[kEventCount] = {
     "chunked_and_content_length",
     "unmatched_response",
     "invalid_transfer_encoding_value_in_request",
+    "multipart_generic_error",
+    "multipart_invalid_header",
+    "multipart_no_filedata",
 };
 
 size_t tx_memory(const HttpTx& t) {
@@ -81,6 +84,10 @@ size_t tx_memory(const HttpTx& t) {
                                  &t.response_body,
                                  &t.response_start}) {
         n += heap(*s);
+    }
+    n += t.request_files.capacity() * sizeof(HttpFile);
+    for (const HttpFile& f : t.request_files) {
+        n += heap(f.name) + heap(f.content_type) + heap(f.data);
     }
     return n + heap(t.request_header_list) + heap(t.response_header_list);
 }
@@ -166,6 +173,7 @@ void ParserAccess::check_crlf() {
 }
 
 void ParserAccess::complete_request() {
+    multipart_end();
     HttpTx* t = d.tx;
     t->request_progress = HttpTx::kRequestComplete;
     mark(t);
@@ -276,8 +284,12 @@ void ParserAccess::body(const uint8_t* data, size_t n) {
 // Appends to the kept body; returns false once the body is full (nothing more wanted).
 bool ParserAccess::keep(const uint8_t* data, size_t n) {
     HttpTx* t = d.tx;
-    if (p.observer_ && n > 0) {
+    const bool mp = request() && d.mp.s != Multipart::kOff;
+    if (p.observer_ && n > 0 && !mp) {
         p.observer_->on_body(*t, dir, data, n);
+    }
+    if (mp) {
+        multipart_bytes(data, n);
     }
     std::string& body = request() ? t->request_body : t->response_body;
     bool& trunc = request() ? t->request_body_truncated : t->response_body_truncated;
@@ -291,8 +303,9 @@ bool ParserAccess::keep(const uint8_t* data, size_t n) {
         body.append(reinterpret_cast<const char*>(data), n);
         mark(t);
     }
-    // An observer wants the rest of the body even when the kept part is full.
-    return !trunc || p.observer_;
+    // An observer wants the rest of the body even when the kept part is full, and so do the
+    // files of a multipart body.
+    return !trunc || p.observer_ || (mp && d.mp.s != Multipart::kEpilogue);
 }
 
 void ParserAccess::body_part_done() {
@@ -528,10 +541,14 @@ size_t HttpParser::memory_bound(const HttpConfig& c) {
     size_t L = c.max_line_bytes + 64, H = c.max_header_bytes + 64, C = c.max_header_count + 1;
     size_t fields = C * sizeof(Header) * 2 + 2 * (2 * H + 64 * C);
     size_t side = 2 * (6 * L + 2 * (H + L) + 3 * (2 * H + 4 * C + L) + 3 * (H + L)) + 2 * fields;
-    size_t tx =
-        sizeof(HttpTx) + 2 * side + 2 * c.request_body_limit + 2 * c.response_body_limit + 64;
+    // multipart files: name and content type come from one part head each.
+    size_t files = kMaxFilesPerTx *
+                   (sizeof(HttpFile) + 2 * c.request_body_limit + 2 * 2 * (kMaxPartHead + 64));
+    size_t tx = sizeof(HttpTx) + 2 * side + 2 * c.request_body_limit + 2 * c.response_body_limit +
+                64 + files;
+    size_t mp = 2 * (kMaxBoundary + 64) + (kMaxBoundary + 8) + 2 * (kMaxPartHead + 64);
     size_t layer = kInflateBound + (c.lzma_enabled ? c.lzma_memlimit + kLzmaOverhead : 0);
-    size_t dir = sizeof(DirState) + 4 * L + 2 * H + 2 * fields + kMaxLayers * layer;
+    size_t dir = sizeof(DirState) + 4 * L + 2 * H + 2 * fields + kMaxLayers * layer + mp;
     return sizeof(HttpParser) + c.max_pipelined * tx + 2 * dir + 4096;
 }
 

@@ -52,6 +52,10 @@ enum class Event : uint8_t {
     kUnmatchedResponse,        // a response with no request waiting for it
     kInvalidTransferEncodingRequest,  // a request's Transfer-Encoding whose last coding is
                                       // not chunked (RFC 9112 6.3 rule 4: a 400)
+    // multipart/form-data request bodies (Suricata's libhtp multipart events).
+    kMultipartGenericError,   // no boundary parameter, or the body ended before --boundary--
+    kMultipartInvalidHeader,  // a part header line without colon, or the part head too long
+    kMultipartNoFiledata,     // the body ended inside a part's head (no content after it)
     kCount,
 };
 inline constexpr size_t kEventCount = static_cast<size_t>(Event::kCount);
@@ -116,6 +120,18 @@ struct Header {
     std::string value;  // leading/trailing SP/HT trimmed; duplicates joined with ", "
 };
 
+// A file uploaded in a multipart/form-data request: one part with a filename parameter.
+struct HttpFile {
+    std::string name;          // file.name: filename= (or RFC 5987 filename*=) as sent
+    std::string content_type;  // the part's Content-Type
+    std::string data;          // file.data: the part's content, first request_body_limit bytes
+    uint64_t size = 0;         // content bytes seen
+    bool truncated = false;    // more content than request_body_limit
+    bool complete = false;     // the part ended with its delimiter (else cut: TRUNCATED)
+};
+// Files kept per transaction (Suricata keeps every part; later ones are dropped here).
+inline constexpr size_t kMaxFilesPerTx = 8;
+
 // One request/response exchange. Strings are empty until the matching progress is reached.
 struct HttpTx {
     uint64_t id = 0;  // 0, 1, 2... per flow
@@ -135,6 +151,10 @@ struct HttpTx {
     std::string request_body;   // http.request_body: dechunked, first request_body_limit bytes
     std::string request_start;  // http.start: line + "\r\n" + headers + "\r\n"
     std::vector<Header> request_header_list;  // trailers appended at completion
+    // multipart/form-data POST (boundary found): its file parts, at most kMaxFilesPerTx.
+    // request_body keeps the raw multipart body all the same (libhtp's request body).
+    bool request_multipart = false;
+    std::vector<HttpFile> request_files;
 
     // Response (to_client).
     std::string response_protocol, stat_code, stat_msg, response_line;
@@ -188,7 +208,15 @@ struct HttpTx {
 class BodyObserver {
 public:
     virtual ~BodyObserver() = default;
+    // A multipart request's raw body is not passed here: its files come to on_file_data.
     virtual void on_body(const HttpTx& tx, Dir dir, const uint8_t* data, size_t len) = 0;
+    // Content of tx.request_files[file] (all of it, not only the kept part).
+    virtual void on_file_data(const HttpTx& tx, size_t file, const uint8_t* data, size_t len) {
+        (void)tx;
+        (void)file;
+        (void)data;
+        (void)len;
+    }
 };
 
 // Transactions whose state changed during one call: ids first_id .. first_id + count - 1

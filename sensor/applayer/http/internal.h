@@ -297,6 +297,27 @@ inline constexpr size_t kMaxLayers = 4;
 // Bytes a layer keeps before its first output, to pass them on if they were not compressed.
 inline constexpr size_t kLayerHeadMax = 1024;
 
+// multipart/form-data: the longest boundary taken (RFC 2046 allows 70), the bytes of one part's
+// head (its header lines), the line after a delimiter (transport padding).
+inline constexpr size_t kMaxBoundary = 200;
+inline constexpr size_t kMaxPartHead = 8192;
+inline constexpr size_t kMaxDelimLine = 256;
+
+// The multipart body being split (request direction; idle otherwise). The delimiter
+// "\r\n--boundary" is searched byte by byte with its KMP failure table, so a delimiter split
+// over any number of feed() calls is found and nothing is buffered but its partial match.
+struct Multipart {
+    enum S : uint8_t { kOff, kPreamble, kAfterDelim, kHead, kContent, kSkip, kEpilogue };
+    S s = kOff;
+    std::string delim;          // "\r\n--" + boundary
+    std::vector<uint8_t> fail;  // fail[m]: longest proper border of delim[0..m)
+    size_t matched = 0;         // delim[0..matched) held back (maybe content)
+    std::string buf;            // kAfterDelim line / kHead bytes
+    int file = -1;              // kContent: index in request_files, -1: a form field
+    void reset() { *this = Multipart{}; }
+    size_t memory() const { return heap(delim) + fail.capacity() + heap(buf); }
+};
+
 struct HttpParser::DirState {
     St st = St::kStartLine;
     std::string line;
@@ -319,6 +340,7 @@ struct HttpParser::DirState {
     bool connect_wait = false;       // to_server: CONNECT sent, answer pending
     bool headless_mid_line = false;  // kBodyHeadless: inside a line (else at a line start)
     size_t boundary = 0;
+    Multipart mp;
 
     // Body decompression: one layer per Content-Encoding coding (libhtp's chain), each
     // telling gzip / zlib / raw deflate apart by itself and passing data through unchanged
@@ -384,10 +406,11 @@ struct HttpParser::DirState {
         nlayers = 0;
         inflate_done = false;
         in_total = out_total = 0;
+        mp.reset();
     }
     size_t memory() const {
         size_t n = sizeof(DirState) + heap(line) + heap(hdrs) + heap(raw) + heap(pending_name) +
-                   zalloc.bytes;
+                   zalloc.bytes + mp.memory();
         for (const Layer& l : layers) {
             n += heap(l.head);
         }
@@ -483,6 +506,14 @@ struct ParserAccess {
         return c == '\r' || c == '\n' || c == ' ' || c == '\t' || c == '\v' || c == '\f';
     }
     bool partial_chunk_line_invalid() const;
+
+    // multipart.cc
+    void multipart_start(HttpTx* t);
+    void multipart_bytes(const uint8_t* data, size_t n);
+    void multipart_end();
+    void multipart_content(const char* data, size_t n);
+    void multipart_part_head(std::string_view head);
+    void multipart_part_end(bool complete);
 
     // decompress.cc
     void inflate_bytes(const uint8_t* data, size_t n);

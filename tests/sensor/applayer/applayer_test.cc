@@ -139,9 +139,9 @@ TEST_F(AppLayerTest, NotAProtocolFails) {
 TEST_F(AppLayerTest, ExportsEveryCounterByName) {
     StatsSnapshot s;
     app_.export_stats(s);
-    // 13 of the glue's own, HTTP 3 + 27 events, DNS 2 + 11 events, TLS 3 + 12 events, SSH 2 + 4
+    // 13 of the glue's own, HTTP 3 + 30 events, DNS 2 + 11 events, TLS 3 + 12 events, SSH 2 + 4
     // events: all exported at zero too.
-    EXPECT_EQ(s.values().size(), 77u);
+    EXPECT_EQ(s.values().size(), 80u);
     for (const char* name : {"app_layer.flow.http",
                              "app_layer.flow.tls",
                              "app_layer.flow.dns_tcp",
@@ -165,7 +165,8 @@ TEST_F(AppLayerTest, ExportsEveryCounterByName) {
                              "app_layer.ssh.kexinits",
                              "app_layer.ssh.events.invalid_banner",
                              "app_layer.ssh.events.long_kex_record",
-                             "app_layer.http.events.invalid_transfer_encoding_value_in_request"}) {
+                             "app_layer.http.events.invalid_transfer_encoding_value_in_request",
+                             "app_layer.http.events.multipart_generic_error"}) {
         EXPECT_TRUE(s.has(name)) << name;
     }
 }

@@ -150,6 +150,31 @@ TEST_F(AppStreamTest, TransactionAlertsOncePerRule) {
     EXPECT_EQ(run_tx(v, &log), std::vector<uint32_t>{1});
 }
 
+// A multipart upload with two files comes as one view per file (same transaction): each
+// file's data and name are inspected together, so a rule matches the right file only.
+TEST_F(AppStreamTest, FileDataAndFileNamePerUploadedFile) {
+    load(
+        "alert http any any -> any any (file.data; content:\"harmless\"; sid:1;)\n"
+        "alert http any any -> any any (file.name; content:\"evil.exe\"; sid:2;)\n"
+        "alert http any any -> any any (file.name; content:\"evil.exe\"; file.data; "
+        "content:\"harmless\"; sid:3;)\n"
+        "alert http any any -> any any (file_data; content:\"MZ\"; depth:2; sid:4;)\n"
+        "alert http any any -> any any (http.response_body; content:\"MZ\"; sid:5;)\n");
+    AppView a = http_view(3, "/upload", "/upload");
+    a.buf[static_cast<size_t>(BufferId::kFileName)] = "notes.txt";
+    a.buf[static_cast<size_t>(BufferId::kFileData)] = "harmless text";
+    AppView b = a;
+    b.buf[static_cast<size_t>(BufferId::kFileName)] = "evil.exe";
+    b.buf[static_cast<size_t>(BufferId::kFileData)] = "MZ payload";
+    EXPECT_EQ(run_tx(a), std::vector<uint32_t>{1});
+    EXPECT_EQ(run_tx(b), (std::vector<uint32_t>{2, 4}));
+    // With the transaction's alert log: each rule once for the transaction.
+    TxAlertLog log;
+    EXPECT_EQ(run_tx(a, &log), std::vector<uint32_t>{1});
+    EXPECT_EQ(run_tx(b, &log), (std::vector<uint32_t>{2, 4}));
+    EXPECT_TRUE(run_tx(a, &log).empty());
+}
+
 TEST_F(AppStreamTest, DotprefixOnDnsQuery) {
     load(
         "alert dns any any -> any any (dns.query; dotprefix; content:\".evil.example\"; "
