@@ -241,7 +241,7 @@ TEST_F(AppLayerTest, ChunkedRequestHasNoTransferEncodingEvent) {
 // the parser event whose name it gives.
 TEST(AppEventTable, BitsAreTheParsersEvents) {
     const inspect::AppEventTable t = inspect::app_event_table();
-    ASSERT_EQ(t.count, 43u);
+    ASSERT_EQ(t.count, 46u);
     for (size_t i = 0; i < t.count; ++i) {
         const inspect::AppEventName& e = t.entries[i];
         std::string name;

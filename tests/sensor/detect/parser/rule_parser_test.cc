@@ -320,8 +320,8 @@ TEST(Buffers, TableAndLookups) {
     };
     const Sticky sticky[] = {
         {"pkt_data", BufferId::kPacket},
-        {"file_data", BufferId::kHttpResponseBody},
-        {"file.data", BufferId::kHttpResponseBody},
+        {"file_data", BufferId::kFileData},
+        {"file.data", BufferId::kFileData},
         {"dns_query", BufferId::kDnsQuery},
         {"tls_sni", BufferId::kTlsSni},
         {"tls_cert_subject", BufferId::kTlsCertSubject},
@@ -371,7 +371,7 @@ TEST(Buffers, StickyBuffersCollectFollowingPayloadOptions) {
     ASSERT_EQ(r->buffers.size(), 3u);
     const BufferMatch* uri = find_buffer(*r, BufferId::kHttpUri);
     const BufferMatch* pkt = find_buffer(*r, BufferId::kPacket);
-    const BufferMatch* body = find_buffer(*r, BufferId::kHttpResponseBody);
+    const BufferMatch* body = find_buffer(*r, BufferId::kFileData);
     ASSERT_NE(uri, nullptr);
     ASSERT_NE(pkt, nullptr);
     ASSERT_NE(body, nullptr);
