@@ -263,8 +263,8 @@ struct InspectExtras {
     bool unacked_end = false;
     mutable bool passed = false;  // out: a pass rule matched (the packet's inspection ended)
     // out: that pass applies to the flow: it matched on the stream or a transaction, or the
-    // rule is an app-layer rule (alert http ...) or IP-only (proto ip, addresses and ports
-    // only). A pass on a packet's own payload passes that packet alone (Suricata's
+    // rule is an app-layer rule (alert http ...) or header-only (addresses, ports and
+    // protocol, no option). A pass on a packet's own payload passes that packet alone (Suricata's
     // PACKET_ALERT_FLAG_APPLY_ACTION_TO_FLOW).
     mutable bool pass_flow = false;
     // out: a drop or reject rule with noalert matched (Suricata: "drop ... noalert;" drops

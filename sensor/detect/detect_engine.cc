@@ -527,8 +527,7 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
             if (extras != nullptr) {
                 extras->passed = true;
                 extras->pass_flow = extras->pass_flow || view != nullptr || pc.from_stream ||
-                                    r.proto.app != AppProto::kUnknown ||
-                                    (r.ip_only && r.proto.l4 == ProtoSpec::kIp);
+                                    r.proto.app != AppProto::kUnknown || r.ip_only;
                 const uint8_t rp = d.action_rank[static_cast<size_t>(Action::kPass)];
                 if (rp < d.action_rank[static_cast<size_t>(Action::kDrop)]) {
                     extras->silent_drop = extras->silent_reject;  // a reject may still stand

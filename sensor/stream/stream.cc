@@ -386,6 +386,9 @@ StreamUpdate StreamTracker::Impl::process(const decode::Packet& p, flow::Flow& f
     if ((fl & kSyn) != 0) {
         on_syn(ss, d, p);
         handle_syn_data(ss, h, p, dir, u);
+        // A SYN/ACK acknowledging SYN data (TCP Fast Open) does not hand it to the app layer:
+        // the server's next packet does (Suricata's timing: its app layer sees TFO data then).
+        ss.app_allow = 0;
         finish(ss, u);
         return u;
     }

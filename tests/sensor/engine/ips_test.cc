@@ -217,7 +217,7 @@ TEST_F(IpsTest, PassRuleStopsThePacketsInspection) {
 }
 
 TEST_F(IpsTest, PassRuleStopsTheFlowsInspection) {
-    // An IP-only pass rule (proto ip, addresses and ports) passes the flow: after "ok", flow
+    // A header-only pass rule (addresses, ports, no option) passes the flow: after "ok", flow
     // 1000's "x" packets are neither inspected nor dropped; another flow's "x" is.
     StatsSnapshot s = run({udp_frame(1000, true, "ok"), udp_frame(1000, true, "x"),
                            udp_frame(1000, false, "x"), udp_frame(1001, true, "x")},
@@ -232,7 +232,7 @@ TEST_F(IpsTest, PassRuleStopsTheFlowsInspection) {
 }
 
 TEST_F(IpsTest, PassOnAPacketsPayloadPassesThatPacketOnly) {
-    // Suricata applies a pass to the flow only for stream, transaction, app-layer or IP-only
+    // Suricata applies a pass to the flow only for stream, transaction, app-layer or header-only
     // matches: a udp content pass passes its packet, the next "x" of the flow is dropped.
     StatsSnapshot s = run({udp_frame(1000, true, "ok"), udp_frame(1000, true, "x")},
                           "pass udp any any -> any any (content:\"ok\"; sid:2;)\n"
