@@ -171,6 +171,11 @@ bool parse_pcre(ParseState& st, std::string_view value, bool has_value, std::str
             buffer = b;
         }
     }
+    // Q (the response body) under file.data names the same bytes for a response: the file
+    // (ET Open writes "file.data; pcre:/.../QR").
+    if (has_buffer && buffer == BufferId::kHttpResponseBody && st.sticky == BufferId::kFileData) {
+        buffer = BufferId::kFileData;
+    }
     if (has_buffer && st.sticky != BufferId::kPacket && st.sticky != buffer) {
         *error = "bad pcre '" + written + "': buffer flag conflicts with the sticky buffer '" +
                  buffer_def(st.sticky).name + "'";

@@ -60,6 +60,14 @@ TEST_F(PcreKeyword, PcreErrors) {
                        std::string(buffer_def(BufferId::kHttpHost).name) + "'");
 }
 
+// ET Open writes "file.data; pcre:/.../QR": Q (the response body) under file.data is the file.
+TEST_F(PcreKeyword, ResponseBodyFlagUnderFileDataIsTheFile) {
+    st.sticky = BufferId::kFileData;
+    EXPECT_TRUE(add(kw::parse_pcre, "\"/^\\d{5}/QR\"")) << err;
+    st.sticky = BufferId::kHttpUri;
+    EXPECT_FALSE(add(kw::parse_pcre, "\"/x/Q\""));
+}
+
 TEST_F(PcreKeyword, PcreWithoutJit) {
     st.pcre_jit = false;
     ok(kw::parse_pcre, "\"/a.c/s\"");
