@@ -237,7 +237,7 @@ struct PendingTarget {
     int64_t bundle_version = 0;
     Stage stage = Stage::kRest;
     TargetState state = TargetState::kPending;  // pending or sent (resend after a reconnect)
-    int64_t sent_at = 0;                         // when it was last sent; 0 if never
+    int64_t sent_at = 0;                        // when it was last sent; 0 if never
 };
 
 // ---- Run history and metrics
