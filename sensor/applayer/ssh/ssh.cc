@@ -1,13 +1,10 @@
 // SSH identification lines and the cleartext binary packets up to NEWKEYS; see ssh.h.
 #include "sensor/applayer/ssh/ssh.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <cstring>
 #include <string_view>
 
-#include "common/strings.h"
 #include "sensor/applayer/byte_reader.h"
 #include "sensor/applayer/event_stats.h"
 
@@ -43,15 +40,6 @@ bool name_list(ByteReader& r, std::string_view* out) {
 }
 
 }  // namespace
-
-std::string md5_hex(const std::string& s) {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    if (EVP_Digest(s.data(), s.size(), md, &n, EVP_md5(), nullptr) != 1) {
-        return std::string();
-    }
-    return strings::hex_encode(std::string_view(reinterpret_cast<const char*>(md), n));
-}
 
 const char* event_name(Event e) {
     const auto i = static_cast<size_t>(e);

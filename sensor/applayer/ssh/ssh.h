@@ -12,6 +12,7 @@
 
 #include "common/counter.h"
 #include "common/stats.h"
+#include "sensor/applayer/digest.h"
 
 namespace picket::sensor::applayer::ssh {
 
@@ -44,8 +45,8 @@ struct Side {
     bool encrypted = false;  // NEWKEYS seen: nothing more is read
 };
 
-// Lower-case hex MD5 (OpenSSL EVP).
-std::string md5_hex(const std::string& s);
+// Lower-case hex MD5 (sensor/applayer/digest.h).
+using applayer::md5_hex;
 
 enum class ProbeResult : uint8_t { kNo, kYes, kNeedMore };
 // Protocol detection on the first bytes of a direction: "SSH-".

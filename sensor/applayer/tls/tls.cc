@@ -1,13 +1,10 @@
 #include "sensor/applayer/tls/tls.h"
 
-#include <openssl/evp.h>
-
 #include <cstdio>
 #include <cstring>
 #include <iterator>
 #include <string_view>
 
-#include "common/strings.h"
 #include "sensor/applayer/byte_reader.h"
 #include "sensor/applayer/event_stats.h"
 
@@ -111,15 +108,6 @@ std::string version_string(uint16_t version) {
         std::snprintf(buf, sizeof buf, "0x%04x", version);
     }
     return buf;
-}
-
-std::string md5_hex(const std::string& s) {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    if (EVP_Digest(s.data(), s.size(), md, &n, EVP_md5(), nullptr) != 1) {
-        return std::string();
-    }
-    return strings::hex_encode(std::string_view(reinterpret_cast<const char*>(md), n));
 }
 
 const char* event_name(Event e) {

@@ -12,6 +12,7 @@
 
 #include "common/counter.h"
 #include "common/stats.h"
+#include "sensor/applayer/digest.h"
 
 namespace picket::sensor::applayer::tls {
 
@@ -93,8 +94,8 @@ inline bool is_grease(uint16_t v) {
     return (v & 0x0f0f) == 0x0a0a && (v >> 8) == (v & 0xff);
 }
 
-// Lower-case hex MD5 (OpenSSL EVP).
-std::string md5_hex(const std::string& s);
+// Lower-case hex MD5 (sensor/applayer/digest.h).
+using applayer::md5_hex;
 
 enum class ProbeResult : uint8_t { kNo, kYes, kNeedMore };
 // Protocol detection on the first bytes of a direction: a handshake record (type 22, version
