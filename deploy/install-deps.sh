@@ -26,6 +26,8 @@ BUILD_PACKAGES=(
     libhyperscan-dev libpcre2-dev libpcap-dev libnetfilter-queue-dev libmnl-dev
     # configuration, CLI, JSON, the manager's store, metrics endpoint (civetweb)
     libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libsqlite3-dev libcivetweb-dev
+    # the manager's PostgreSQL backend and its replicas' coordination (libpq)
+    libpq-dev
     # hashes and TLS (OpenSSL), HTTP bodies (zlib, liblzma), EVE file magic, the EVE redis sink
     libssl-dev zlib1g-dev liblzma-dev libmagic-dev libhiredis-dev
     # rule sources: fetching (libcurl) and unpacking (libarchive) upstream rulesets
@@ -41,7 +43,7 @@ RUNTIME_PACKAGES=(
     libc6 libgcc-s1 libstdc++6
     libgrpc++1.51 libgrpc29 libprotobuf32 libabsl20220623
     libhyperscan5 libpcre2-8-0 libpcap0.8 libnetfilter-queue1 libmnl0
-    libyaml-cpp0.7 libsqlite3-0 libcivetweb1
+    libyaml-cpp0.7 libsqlite3-0 libcivetweb1 libpq5
     libssl3 zlib1g liblzma5 libmagic1 libhiredis0.14
     libcurl4 libarchive13
     # TLS to upstream rule sources (libcurl) needs the CA bundle
@@ -57,6 +59,9 @@ TEST_PACKAGES=(
     # net_ring and net_af_packet PMDs and the ring mempool that the virtual-device tests use.
     # Not in --build: the image's sensor is built without it.
     libdpdk-dev
+    # a real PostgreSQL server (initdb, pg_ctl) for the manager's store and replica tests; the
+    # tests start their own in a temporary directory, never the system's cluster
+    postgresql-15
     # a real Redis server for the EVE redis sink's tests; logrotate for the rotation test
     redis-server logrotate
     # runtime tools used by the end-to-end tests
