@@ -90,7 +90,9 @@ constexpr const char* kConfigKeys[] = {"listen",
                                        "rules.update-interval",
                                        "rules.deploy-to",
                                        "rules.canary",
-                                       "rules.soak"};
+                                       "rules.soak",
+                                       "replica-name",
+                                       "reconcile-interval"};
 
 // "90s", "30m", "6h", "1d" or plain seconds; 0 = off. At most 30 days.
 std::chrono::seconds parse_interval(const picket::Config& cfg, const std::string& key,
@@ -166,6 +168,13 @@ void apply_config(const picket::Config& cfg, const CLI::App& app,
     if (unset("--metrics-listen")) {
         *metrics_listen = cfg.get_string("metrics-listen", *metrics_listen);
     }
+    if (unset("--replica-name")) {
+        o->replica_name = cfg.get_string("replica-name", o->replica_name);
+    }
+    if (cfg.has("reconcile-interval")) {
+        o->reconcile_interval =
+            parse_interval(cfg, "reconcile-interval", cfg.get_string("reconcile-interval", "30"));
+    }
     o->alert_ring_size = static_cast<size_t>(
         cfg.get_int("alert-ring-size", static_cast<int64_t>(o->alert_ring_size), 1, 1'000'000));
     std::string interval = cfg.get_string("rules.update-interval", "0");
@@ -234,6 +243,10 @@ int main(int argc, char** argv) {
     app.add_option("--enroll", enroll,
                    "enroll sensor NAME: store a new enrollment token's hash in --db, print the "
                    "token and exit")
+        ->type_name("NAME");
+    app.add_option("--replica-name", o.replica_name,
+                   "this replica's name among managers sharing a PostgreSQL --db (default: "
+                   "--listen)")
         ->type_name("NAME");
     app.add_option("--metrics-listen", metrics_listen,
                    "serve Prometheus /metrics over HTTP on HOST:PORT (e.g. 127.0.0.1:9750)")
@@ -377,8 +390,25 @@ int main(int argc, char** argv) {
                      std::string(store.status().message()).c_str());
         return kExitRuntime;
     }
+    // Replicas on one PostgreSQL database meet through it (LISTEN/NOTIFY, the leader lock);
+    // a lone manager on its SQLite file needs nothing of the kind.
+    std::unique_ptr<manager::ha::Coordinator> coordinator;
+    if (o.db_path.rfind("postgres://", 0) == 0 || o.db_path.rfind("postgresql://", 0) == 0) {
+        manager::ha::PgCoordinatorOptions co;
+        co.dsn = o.db_path;
+        co.replica = o.replica_name.empty() ? o.listen : o.replica_name;
+        auto c = manager::ha::make_pg_coordinator(co);
+        if (!c.ok()) {
+            std::fprintf(stderr, "picket-manager: %s\n", std::string(c.status().message()).c_str());
+            return kExitUsage;
+        }
+        coordinator = std::move(*c);
+        if (o.reconcile_interval.count() == 0) {
+            o.reconcile_interval = std::chrono::seconds(30);
+        }
+    }
     auto server = manager::service::ManagerServer::start(
-        o, **store, metrics_listen.empty() ? nullptr : &registry);
+        o, **store, metrics_listen.empty() ? nullptr : &registry, std::move(coordinator));
     if (!server.ok()) {
         std::fprintf(stderr, "picket-manager: %s\n",
                      std::string(server.status().message()).c_str());

@@ -147,7 +147,18 @@ void Rollout::run() {
             break;
         }
         kicked_ = false;
+        if (options_.is_leader && !options_.is_leader()) {
+            lead_lost_ = true;
+            continue;
+        }
         lock.unlock();
+        if (lead_lost_) {
+            // Leading again (or for the first time): another replica may have driven the
+            // deployments meanwhile; what this one kept of their soaks is stale.
+            std::lock_guard<std::mutex> step_lock(step_mu_);
+            soaks_.clear();
+            lead_lost_ = false;
+        }
         if (absl::Status st = step(); !st.ok()) {
             log::warning("rollout: " + std::string(st.message()));
         }

@@ -51,6 +51,9 @@ struct RolloutOptions {
     int64_t target_timeout_seconds = 60;
     HealthGate default_gate;
     std::function<int64_t()> now;  // ns since the epoch; empty = wall clock
+    // Several manager replicas on one database: only the leader drives deployments (the
+    // thread's passes are skipped elsewhere). Empty = always (one manager).
+    std::function<bool()> is_leader;
 };
 
 class Rollout {
@@ -104,6 +107,7 @@ private:
     bool kicked_ = false;
     std::map<int64_t, HealthGate> gates_;
     std::map<int64_t, Soak> soaks_;  // only touched by step() (one pass at a time: step_mu_)
+    bool lead_lost_ = false;         // run() only: a pass was skipped as a follower
     std::mutex step_mu_;
     std::thread thread_;
 };

@@ -246,6 +246,21 @@ void Hub::wake_all() {
     }
 }
 
+bool Hub::contains(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return sessions_.count(name) != 0;
+}
+
+bool Core::is_leader() const {
+    return coordinator == nullptr || coordinator->is_leader();
+}
+
+void Core::publish(std::string_view kind, std::string_view payload) {
+    if (coordinator != nullptr) {
+        coordinator->publish(kind, payload);
+    }
+}
+
 void Hub::cancel_all() {
     for (const auto& s : snapshot()) {
         s->cancel(/*revoked=*/false);

@@ -451,8 +451,8 @@ absl::StatusOr<pb::Deployment> FleetAdminService::start_deployment(const std::st
     if (gate != nullptr) {
         core_.rollout->set_gate(d.id, {gate->max_drop_ratio(), gate->max_alerts_per_second()});
     }
-    core_.hub.wake_all();
-    core_.rollout->kick();
+    // Every replica's streams (this one's too) read what their sensors should run now.
+    core_.publish("deployment", std::to_string(d.id));
     return to_proto(d);
 }
 
@@ -671,7 +671,9 @@ grpc::Status FleetAdminService::RevokeSensor(grpc::ServerContext* ctx,
                          core_.store.revoke_sensor(req->name(), wall_clock_ns(), "admin"));
         resp->set_revoked_now(now);
         resp->set_disconnected(core_.hub.revoke(req->name()));
-        core_.rollout->kick();  // its open targets were cancelled: deployments may move on
+        // Its stream may be on another replica; its open targets were cancelled, so
+        // deployments may move on (the handler kicks the rollout).
+        core_.publish("revoke", req->name());
         ASSIGN_OR_RETURN(store::Sensor s, core_.store.get_sensor(req->name()));
         *resp->mutable_sensor() = sensor_proto(s, core_);
         log::warning("sensor " + req->name() + " revoked" +

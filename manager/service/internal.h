@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -17,6 +18,7 @@
 #include "common/pki/pki.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/support/server_interceptor.h"
+#include "manager/ha/coordinator.h"
 #include "manager/rollout/rollout.h"
 #include "manager/service/service.h"
 #include "manager/store/store.h"
@@ -50,6 +52,8 @@ public:
     bool revoke(const std::string& name);
     void wake_all();
     void cancel_all();
+    // True while a stream of `name` is registered here.
+    bool contains(const std::string& name);
     // Waits until no stream is registered (each cancelled one has ended), at most `limit`.
     bool wait_empty(std::chrono::milliseconds limit);
 
@@ -123,6 +127,14 @@ struct Core {
     int64_t tls_cert_not_after = 0;
     // One rules update at a time (picketctl's and the schedule's).
     std::mutex rules_update_mu;
+    // The replicas' meeting point (server.cc owns it): a change made here reaches every
+    // replica's streams through it, and only its leader drives deployments, the rules
+    // schedule, metric retention and the fleet series.
+    ha::Coordinator* coordinator = nullptr;
+    bool replicated = false;  // a shared database: other replicas may hold other sensors
+    bool is_leader() const;
+    // Tells every replica (this one included) that `kind` changed; see ha::Change.
+    void publish(std::string_view kind, std::string_view payload = {});
 };
 
 class LinkRuntime;

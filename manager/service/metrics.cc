@@ -89,49 +89,15 @@ std::string capture_text(const std::string& mode, const std::string& source) {
     return source.empty() ? m : m + ":" + source;
 }
 
-void collect(Core& core, Exposition& out) {
-    auto sensors = core.store.list_sensors();
-    if (!sensors.ok()) {
-        throw std::runtime_error("metrics: list sensors: " +
-                                 std::string(sensors.status().message()));
-    }
-    auto live = core.live.all();
-    std::vector<SensorSeriesInput> inputs;
-    inputs.reserve(sensors->size());
-    int64_t connected = 0;
-    for (const store::Sensor& s : *sensors) {
-        if (s.first_seen == 0) {
-            continue;  // enrolled, never connected: nothing to show but its name
-        }
-        SensorSeriesInput in;
-        in.sensor = s.name;
-        in.up = s.connected;
-        connected += s.connected ? 1 : 0;
-        in.host = s.host;
-        in.version = s.version;
-        in.labels = s.labels;
-        in.bundle_version = static_cast<uint64_t>(s.running_version);
-        if (s.running_version > 0) {
-            in.bundle_sha = core.bundles.ref(s.running_version).sha256();
-        }
-        std::string source;
-        auto it = live.find(s.name);
-        if (it != live.end()) {
-            const LiveState::SensorLive& l = it->second;
-            source = l.capture_source;
-            l.fill_series(&in);
-        }
-        in.capture = capture_text(s.capture_mode, source);
-        inputs.push_back(std::move(in));
-    }
-    picket::metrics::append_sensor_series(out, inputs);
-
+// The fleet's own series (sensors by state, bundles, deployments, rules updates): exported by
+// one replica, the leader, when several share a database.
+void collect_fleet(Core& core, Exposition& out, int64_t known, int64_t connected) {
     constexpr std::string_view kSensorsHelp =
         "Sensors known to the manager (ever connected), by connection state.";
     out.gauge("picket_sensors", kSensorsHelp, {{"state", "connected"}},
               static_cast<double>(connected));
     out.gauge("picket_sensors", kSensorsHelp, {{"state", "disconnected"}},
-              static_cast<double>(static_cast<int64_t>(inputs.size()) - connected));
+              static_cast<double>(known - connected));
 
     auto summary = core.store.fleet_summary();
     if (!summary.ok()) {
@@ -247,6 +213,78 @@ void collect(Core& core, Exposition& out) {
                   static_cast<double>(r.rules));
         out.gauge("picket_rules_source_fetch_failing", kSourceFailHelp, {{"source", r.name}},
                   r.last_error.empty() ? 0.0 : 1.0);
+    }
+}
+
+void collect(Core& core, Exposition& out) {
+    auto sensors = core.store.list_sensors();
+    if (!sensors.ok()) {
+        throw std::runtime_error("metrics: list sensors: " +
+                                 std::string(sensors.status().message()));
+    }
+    auto live = core.live.all();
+    std::vector<SensorSeriesInput> inputs;
+    inputs.reserve(sensors->size());
+    int64_t connected = 0;
+    int64_t known = 0;
+    // Replicas on one database: each exports the sensors streaming to it, the leader also
+    // those connected nowhere and the fleet series, so that a Prometheus scraping every
+    // replica sums to the fleet once.
+    const bool leader = core.is_leader();
+    std::vector<std::string> mine;
+    for (const store::Sensor& s : *sensors) {
+        if (s.first_seen == 0) {
+            continue;  // enrolled, never connected: nothing to show but its name
+        }
+        ++known;
+        connected += s.connected ? 1 : 0;
+        if (core.replicated) {
+            const bool here = core.hub.contains(s.name);
+            if (!here && !(leader && !s.connected)) {
+                continue;
+            }
+            if (here) {
+                mine.push_back(s.name);
+            }
+        }
+        SensorSeriesInput in;
+        in.sensor = s.name;
+        in.up = s.connected;
+        in.host = s.host;
+        in.version = s.version;
+        in.labels = s.labels;
+        in.bundle_version = static_cast<uint64_t>(s.running_version);
+        if (s.running_version > 0) {
+            in.bundle_sha = core.bundles.ref(s.running_version).sha256();
+        }
+        std::string source;
+        auto it = live.find(s.name);
+        if (it != live.end()) {
+            const LiveState::SensorLive& l = it->second;
+            source = l.capture_source;
+            l.fill_series(&in);
+        }
+        in.capture = capture_text(s.capture_mode, source);
+        inputs.push_back(std::move(in));
+    }
+    picket::metrics::append_sensor_series(out, inputs);
+    if (core.replicated) {
+        const std::string& replica = core.coordinator->replica();
+        out.gauge(
+            "picket_manager_replica_info",
+            "1 for this manager replica, with its name and role (leader, follower, "
+            "unavailable: no database).",
+            {{"replica", replica}, {"role", std::string(ha::to_string(core.coordinator->role()))}},
+            1.0);
+        for (const std::string& name : mine) {
+            out.gauge("picket_sensor_replica_info",
+                      "1 for each sensor streaming to this manager replica.",
+                      {{"sensor", name}, {"replica", replica}}, 1.0);
+        }
+    }
+
+    if (!core.replicated || leader) {
+        collect_fleet(core, out, known, connected);
     }
 
     uint64_t alerts = 0, alerts_dropped = 0;

@@ -25,6 +25,9 @@ public:
             if (stop_prune) {
                 break;
             }
+            if (!core.is_leader()) {
+                continue;  // the leader prunes for every replica
+            }
             lock.unlock();
             auto n = core.store.prune_metrics(wall_clock_ns());
             if (!n.ok()) {
@@ -57,7 +60,8 @@ public:
             }
             lock.unlock();
             auto sources = core.store.list_rule_sources();
-            if (sources.ok() && !sources->empty()) {
+            // Once per fleet: the leader runs it (the others skip their turn).
+            if (core.is_leader() && sources.ok() && !sources->empty()) {
                 picket::v1::UpdateRulesRequest req;
                 req.set_author("schedule");
                 if (!core.options.rules_deploy_to.empty()) {
@@ -76,6 +80,34 @@ public:
         }
     }
 
+    // The safety net under the change notifications (options.reconcile_interval): every
+    // stream re-reads what its sensor should run.
+    void reconcile_loop() {
+        std::unique_lock<std::mutex> lock(mu);
+        while (!stop_prune) {
+            cv.wait_for(lock, core.options.reconcile_interval, [this] { return stop_prune; });
+            if (stop_prune) {
+                break;
+            }
+            lock.unlock();
+            core.hub.wake_all();
+            lock.lock();
+        }
+    }
+
+    void on_change(const ha::Change& ch) {
+        if (ch.kind == "revoke") {
+            if (ch.origin != coordinator->replica()) {
+                core.hub.revoke(ch.payload);  // its stream is on this replica, if anywhere
+            }
+        } else {
+            core.hub.wake_all();  // a deployment (or a missed change): streams re-read
+        }
+        core.rollout->kick();
+    }
+
+    std::unique_ptr<ha::Coordinator> coordinator;
+    std::thread reconcile;
     Core core;
     SensorLinkService sensor_link;
     FleetAdminService fleet_admin;
@@ -90,7 +122,8 @@ public:
 };
 
 absl::StatusOr<std::unique_ptr<ManagerServer>> ManagerServer::start(
-    const ManagerOptions& options, store::Store& store, picket::metrics::Registry* registry) {
+    const ManagerOptions& options, store::Store& store, picket::metrics::Registry* registry,
+    std::unique_ptr<ha::Coordinator> coordinator) {
     if (absl::Status st = validate_options(options); !st.ok()) {
         return st;
     }
@@ -130,9 +163,17 @@ absl::StatusOr<std::unique_ptr<ManagerServer>> ManagerServer::start(
     ro.poll_interval = options.rollout_poll;
     ro.target_timeout_seconds = options.target_timeout_seconds;
     ro.default_gate = options.default_gate;
+    ro.is_leader = [&core] { return core.is_leader(); };
+    core.replicated = coordinator != nullptr;
+    impl->coordinator =
+        coordinator != nullptr
+            ? std::move(coordinator)
+            : ha::make_local_coordinator(options.replica_name.empty() ? options.listen
+                                                                      : options.replica_name);
+    core.coordinator = impl->coordinator.get();
     core.rollout = std::make_unique<rollout::Rollout>(
         store, ro, [&core](const std::string& s) { return core.live.counters(s); },
-        [&core] { core.hub.wake_all(); });
+        [&core] { core.publish("deployment"); });
 
     grpc::ServerBuilder builder;
     builder.AddListeningPort(options.listen, creds, &impl->port);
@@ -156,8 +197,17 @@ absl::StatusOr<std::unique_ptr<ManagerServer>> ManagerServer::start(
         return absl::UnavailableError("cannot listen on '" + options.listen +
                                       "' (address in use or not available)");
     }
+    impl->coordinator->start([p = impl.get()](const ha::Change& ch) { p->on_change(ch); },
+                             [&core](ha::Role r) {
+                                 if (r == ha::Role::kLeader) {
+                                     core.rollout->kick();
+                                 }
+                             });
     core.rollout->start();
     impl->prune = std::thread([p = impl.get()] { p->prune_loop(); });
+    if (options.reconcile_interval.count() > 0) {
+        impl->reconcile = std::thread([p = impl.get()] { p->reconcile_loop(); });
+    }
     if (options.rules_update_interval.count() > 0) {
         impl->rules = std::thread([p = impl.get()] { p->rules_loop(); });
     }
@@ -186,6 +236,9 @@ void ManagerServer::stop() {
         impl_->stop_prune = true;
     }
     impl_->cv.notify_all();
+    if (impl_->reconcile.joinable()) {
+        impl_->reconcile.join();
+    }
     if (impl_->rules.joinable()) {
         // A scheduled update in progress finishes first (its fetches have timeouts), while the
         // store and the rollout it may deploy through are still up.
@@ -199,6 +252,8 @@ void ManagerServer::stop() {
     impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     impl_->server->Wait();
     impl_->core.rollout->stop();
+    // Its handlers use the hub and the rollout; another replica takes the lead at once.
+    impl_->coordinator->stop();
     // Every stream has ended (its worker finished it): the link workers and timer can go.
     impl_->sensor_link.stop();
     // The store's callbacks of the links' writes (sending a bundle, kicking the rollout) have

@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "manager/ha/coordinator.h"
 #include "manager/rollout/rollout.h"
 #include "manager/store/store.h"
 #include "picket/v1/picket.pb.h"
@@ -61,6 +62,12 @@ struct ManagerOptions {
     std::string rules_deploy_to;
     uint32_t rules_canary_percent = 0;
     uint32_t rules_soak_seconds = 0;
+    // Several replicas on one PostgreSQL database (docs/fleet.md "Several managers"): this
+    // replica's name in logs, changes and metrics ("" = the listen address), and how often
+    // every stream re-reads what its sensor should run, the safety net under the change
+    // notifications (0 = never: a lone manager has no other replica to miss).
+    std::string replica_name;
+    std::chrono::seconds reconcile_interval{0};
 };
 
 // True for 127.0.0.0/8, ::1 and "localhost" (host part of "HOST:PORT", "[V6]:PORT",
@@ -159,9 +166,12 @@ public:
     // thread. UNAVAILABLE when the address cannot be bound (in use, not local).
     // With a `registry`, the manager's series (per sensor, fleet, its own gRPC latencies) are
     // added to it; it must outlive the server.
+    // `coordinator`: how this replica meets the others on a shared database (ha/); null = a
+    // lone manager (ha::make_local_coordinator). The server starts and stops it.
     static absl::StatusOr<std::unique_ptr<ManagerServer>> start(
         const ManagerOptions& options, store::Store& store,
-        picket::metrics::Registry* registry = nullptr);
+        picket::metrics::Registry* registry = nullptr,
+        std::unique_ptr<ha::Coordinator> coordinator = nullptr);
     ~ManagerServer();  // stop()
     ManagerServer(const ManagerServer&) = delete;
     ManagerServer& operator=(const ManagerServer&) = delete;

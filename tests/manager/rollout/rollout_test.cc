@@ -3,8 +3,11 @@
 
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <thread>
 
 #include "gtest/gtest.h"
 #include "tests/support/temp_dir.h"
@@ -266,6 +269,36 @@ TEST_F(RolloutTest, AStoredGateOutlivesTheManagersMemory) {
     EXPECT_EQ(rollout_->gate(d).max_alerts_per_second, 7);
     rollout_->set_gate(9, {0.5, 0});
     EXPECT_EQ(rollout_->gate(d).max_drop_ratio, 0.5);
+}
+
+// Replicas on one database: only the leader's thread drives deployments; a follower's passes
+// are skipped until it leads (manager/ha).
+TEST_F(RolloutTest, OnlyTheLeadersThreadDrivesDeployments) {
+    std::atomic<bool> leader{false};
+    RolloutOptions o;
+    o.poll_interval = std::chrono::milliseconds(10);
+    o.now = [this] { return now_; };
+    o.is_leader = [&leader] { return leader.load(); };
+    Rollout r(
+        *store_, o, [](const std::string&) { return std::nullopt; }, [] {});
+    int64_t id = deploy(25, 10);
+    ASSERT_TRUE(store_->update_target(id, "s1", TargetState::kSent, "", now_).ok());
+    ASSERT_TRUE(store_->update_target(id, "s1", TargetState::kApplied, "", now_).ok());
+    r.start();
+    for (int i = 0; i < 10; ++i) {
+        r.kick();
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_EQ(get(id).state, DeploymentState::kCanary);  // a follower: nothing moved
+    leader = true;
+    r.kick();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (get(id).state == DeploymentState::kCanary &&
+           std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ(get(id).state, DeploymentState::kSoaking);
+    r.stop();
 }
 
 }  // namespace
