@@ -58,6 +58,8 @@ MANAGER_FAMILIES = {
     "picket_manager_store_op_duration_seconds": "histogram",
     "picket_manager_store_transaction_duration_seconds": "histogram",
     "picket_manager_alerts_received_total": "counter",
+    "picket_manager_replica_info": "gauge",
+    "picket_sensor_replica_info": "gauge",
     "picket_rules_updates_total": "counter",
     "picket_rules_update_last_success_timestamp_seconds": "gauge",
     "picket_rules_source_rules": "gauge",
@@ -237,7 +239,7 @@ class Names(unittest.TestCase):
 
     def test_header_parsed(self):
         # A change of the header's layout must fail here, not silently shrink the list.
-        sensor = {n: k for n, k in self.families.items() if n.startswith("picket_sensor_")}
+        sensor = {n: k for n, k in sensor_families().items() if n.startswith("picket_sensor_")}
         self.assertEqual(len(sensor), 25, sorted(sensor))
         self.assertEqual(sensor["picket_sensor_up"], "gauge")
         self.assertEqual(sensor["picket_sensor_drops_total"], "counter")
@@ -469,6 +471,9 @@ class FakeFleet:
         histogram("picket_manager_store_op_duration_seconds", {}, 4)
         histogram("picket_manager_store_transaction_duration_seconds", {}, 2)
         add("picket_manager_alerts_received_total", {}, n * 6)
+        add("picket_manager_replica_info", {"replica": "mgr-a", "role": "leader"}, 1)
+        for i, s in enumerate(("s1", "s2", "s3")):
+            add("picket_sensor_replica_info", {"sensor": s, "replica": "mgr-" + "ab"[i % 2]}, 1)
         for result in ("new_version", "unchanged", "failed"):
             add("picket_rules_updates_total", {"result": result}, n)
         add("picket_rules_update_last_success_timestamp_seconds", {}, n)
