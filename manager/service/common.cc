@@ -269,12 +269,23 @@ void Hub::cancel_all() {
 
 // ---- LiveState
 
+std::string report_boot(const picket::v1::Hello& hello) {
+    if (!hello.boot_id().empty()) {
+        return hello.boot_id();
+    }
+    std::string key = std::to_string(hello.started_at());
+    key.insert(key.begin(), 't');  // (not "t" + ...: GCC 12's -Wrestrict false positive)
+    return key;
+}
+
 void LiveState::on_hello(const std::string& sensor, const picket::v1::Hello& hello,
                          const std::string& peer) {
     std::lock_guard<std::mutex> lock(mu_);
     SensorLive& s = sensors_[sensor];
-    if (hello.started_at() != s.started_at) {
+    std::string boot = report_boot(hello);
+    if (boot != s.boot) {
         // A new process: its counters and report sequence start again from zero.
+        s.boot = std::move(boot);
         s.started_at = hello.started_at();
         s.last_seq = 0;
         s.latest = {};

@@ -95,6 +95,9 @@ struct ServiceMetrics {
     picket::metrics::Counter* alerts = nullptr;
     picket::metrics::Counter* apply_result = nullptr;
     picket::metrics::Counter* pong = nullptr;
+    // Reports ignored because one with the same boot id and seq was already received here or
+    // stored (a resend after a reconnect or failover).
+    picket::metrics::Counter* reports_duplicate = nullptr;
 
     // Creates the instruments in `registry` and adds the collector of the sensor and fleet
     // series (reads `core.store` and `core.live` on every scrape).

@@ -369,6 +369,11 @@ void ServiceMetrics::init(picket::metrics::Registry& registry, Core& core) {
     apply_result = &registry.counter("picket_manager_sensor_messages_total", kHelp,
                                      {{"kind", "apply_result"}});
     pong = &registry.counter("picket_manager_sensor_messages_total", kHelp, {{"kind", "pong"}});
+    reports_duplicate = &registry.counter(
+        "picket_manager_reports_duplicate_total",
+        "Metrics reports ignored as duplicates: their sensor process (boot id) already had a "
+        "report with that seq or a later one received or stored (resent after a reconnect or a "
+        "failover between managers).");
     registry.add_collector([&core](Exposition& out) { collect(core, out); });
 }
 

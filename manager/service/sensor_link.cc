@@ -14,9 +14,11 @@
 // outstanding and no read will be started; gRPC calls OnDone only after Finish, so a worker
 // or the timer that still holds the link never touches a finished stream: they check
 // `finish_wanted_` / `finish_called_` / `writing_` under the link's lock first.
+#include <algorithm>
 #include <charconv>
 #include <condition_variable>
 #include <deque>
+#include <limits>
 #include <list>
 #include <queue>
 #include <set>
@@ -402,6 +404,7 @@ private:
 
     // Worker-only state (one worker at a time).
     std::string name_;
+    std::string boot_;         // report_boot(Hello): the key of this process's reports
     bool registered_ = false;  // in the hub
     std::set<int64_t> sent_here_;
     std::shared_ptr<Session> as_session_;
@@ -618,6 +621,17 @@ void Link::on_hello(const SensorMessage& first) {
     ManagerMessage welcome;
     welcome.mutable_welcome()->set_accepted(true);
     welcome.mutable_welcome()->set_reason("welcome, " + name);
+    // Where this process's stored reports stand (after every report queued before this Hello,
+    // on this manager or, on a shared database, another): the sensor resends what follows.
+    boot_ = report_boot(hello);
+    if (auto pos = core_.store.report_position(name); pos.ok()) {
+        welcome.mutable_welcome()->set_stored_report_seq(
+            pos->boot == boot_ ? static_cast<uint64_t>(std::max<int64_t>(pos->seq, 0)) : 0);
+    } else {
+        // Without it the sensor resends only what it never wrote (as an older manager).
+        log::warning("sensor " + name +
+                     ": report position: " + std::string(pos.status().message()));
+    }
     {
         std::unique_lock<std::mutex> lock(mu_);
         if (read_ended_ || finish_wanted_) {
@@ -739,11 +753,30 @@ void Link::handle_inline(const SensorMessage& m) {
                 return;
             }
             store::SensorReport r;
-            if (!core_.live.on_metrics(name_, m.metrics(), &r.deltas, now)) {
+            store::RunTotals unused;  // the store computes the deltas from its stored base
+            if (!core_.live.on_metrics(name_, m.metrics(), &unused, now)) {
+                ServiceMetrics::inc(core_.metrics.reports_duplicate);
                 return;
             }
             r.sensor = name_;
             r.ts = now;
+            if (m.metrics().seq() > 0) {
+                auto total = [&](const char* c) -> int64_t {
+                    auto it = m.metrics().counters().find(c);
+                    uint64_t v = it == m.metrics().counters().end() ? 0 : it->second;
+                    return static_cast<int64_t>(
+                        std::min<uint64_t>(v, std::numeric_limits<int64_t>::max() / 4));
+                };
+                r.boot = boot_;
+                r.seq = static_cast<int64_t>(
+                    std::min<uint64_t>(m.metrics().seq(), std::numeric_limits<int64_t>::max()));
+                r.counters.packets = total("decoder.pkts");
+                r.counters.bytes = total("decoder.bytes");
+                r.counters.drops = total("capture.kernel_drops") + total("capture.queue_drops");
+                r.counters.alerts = total("detect.alert");
+            } else {
+                r.deltas = unused;  // a sensor without seqs: LiveState's deltas, as before
+            }
             for (const char* c : kRecordedCounters) {
                 auto it = m.metrics().counters().find(c);
                 if (it != m.metrics().counters().end()) {
@@ -751,7 +784,12 @@ void Link::handle_inline(const SensorMessage& m) {
                 }
             }
             std::string name = name_;
-            core_.store.report_async(std::move(r), [name](absl::Status st) {
+            picket::metrics::Counter* dup = core_.metrics.reports_duplicate;
+            core_.store.report_async(std::move(r), [name, dup](absl::Status st) {
+                if (absl::IsAlreadyExists(st)) {
+                    ServiceMetrics::inc(dup);  // stored before (this manager or another)
+                    return;
+                }
                 if (!st.ok()) {
                     log::warning("sensor " + name + ": metrics: " + std::string(st.message()));
                 }

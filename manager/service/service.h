@@ -93,13 +93,18 @@ inline constexpr int kMaxReportWorkers = 1024;
 absl::Status check_metrics_report(const picket::v1::MetricsReport& report);
 
 // What the manager keeps in memory about connected sensors (not durable).
+// The key of a sensor process's reports: Hello.boot_id, or "t<started_at>" from a sensor that
+// sends none (older versions).
+std::string report_boot(const picket::v1::Hello& hello);
+
 class LiveState {
 public:
     struct SensorLive {
         rollout::CounterSnapshot latest;  // timestamp 0 = no report yet
         std::vector<picket::v1::WorkerMetrics> workers;
         uint64_t last_seq = 0;
-        int64_t started_at = 0;  // Hello.started_at: a new value = a new sensor process
+        int64_t started_at = 0;  // Hello.started_at
+        std::string boot;        // report_boot(Hello): a new value = a new sensor process
         std::string peer;
         std::string capture_source;
         bool ips_mode = false;

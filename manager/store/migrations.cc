@@ -378,7 +378,21 @@ CREATE INDEX deployments_by_state ON deployments(state);
 static_assert(kSupersededByPrefix == "superseded by deployment " &&
               kSupersededByPrefix.size() == 25);
 
-constexpr const char* kMigrations[] = {kV1, kV2, kV3, kV4, kV5, kV6, kV7};
+// Version 8: where a sensor process's reports stand, written in the transaction that stores a
+// report (runs.cc): its boot id and last stored seq (a report at or below it is a duplicate,
+// ignored: failover between managers on one database), and the cumulative counters of that
+// report (the base of the next one's run totals, whichever manager stores it). Plain DDL that
+// SQLite and PostgreSQL both accept.
+constexpr const char* kV8 = R"sql(
+ALTER TABLE sensors ADD COLUMN report_boot TEXT NOT NULL DEFAULT '';
+ALTER TABLE sensors ADD COLUMN report_seq INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sensors ADD COLUMN report_packets INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sensors ADD COLUMN report_bytes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sensors ADD COLUMN report_drops INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sensors ADD COLUMN report_alerts INTEGER NOT NULL DEFAULT 0;
+)sql";
+
+constexpr const char* kMigrations[] = {kV1, kV2, kV3, kV4, kV5, kV6, kV7, kV8};
 
 }  // namespace
 

@@ -115,11 +115,64 @@ absl::Status record_metrics_in(Conn& c, int64_t sid, int64_t ts,
     return absl::OkStatus();
 }
 
+// A counter moves by about 1e9 per report at the most (100 Mpps for 10 s): a larger step (a
+// wrap, garbage) adds nothing, as in LiveState::on_metrics.
+constexpr int64_t kMaxReportDelta = int64_t{1} << 40;
+
+int64_t counter_delta(int64_t cur, int64_t before) {
+    const int64_t d = cur >= before ? cur - before : cur;  // below the base: a reset
+    return d > kMaxReportDelta ? 0 : d;
+}
+
+// For a report with a seq: ALREADY_EXISTS when its boot's stored seq is at or above it;
+// otherwise sets `deltas` from the stored base and records this report as the new base.
+absl::Status sequence_report_in(Conn& c, int64_t sid, const SensorReport& r, RunTotals& deltas) {
+    ASSIGN_OR_RETURN(Stmt sel, c.prepare("SELECT report_boot, report_seq, report_packets, "
+                                         "report_bytes, report_drops, report_alerts FROM sensors "
+                                         "WHERE id = ?"));
+    sel.bind(1, sid);
+    RETURN_IF_ERROR(sel.expect_row([] { return absl::NotFoundError("sensor row vanished"); }));
+    const bool same_boot = sel.text(0) == r.boot;
+    const int64_t stored_seq = sel.i64(1);
+    if (same_boot && r.seq <= stored_seq) {
+        return absl::AlreadyExistsError(cat("duplicate report: seq ", r.seq, " of boot ", r.boot,
+                                            " is at or below the stored seq ", stored_seq));
+    }
+    const RunTotals& now = r.counters;
+    if (same_boot) {
+        deltas.packets = counter_delta(now.packets, sel.i64(2));
+        deltas.bytes = counter_delta(now.bytes, sel.i64(3));
+        deltas.drops = counter_delta(now.drops, sel.i64(4));
+        deltas.alerts = counter_delta(now.alerts, sel.i64(5));
+    } else if (r.seq == 1) {
+        // A new process's first report: everything it counted since it started.
+        deltas.packets = counter_delta(now.packets, 0);
+        deltas.bytes = counter_delta(now.bytes, 0);
+        deltas.drops = counter_delta(now.drops, 0);
+        deltas.alerts = counter_delta(now.alerts, 0);
+    } else {
+        // First heard of past its first report (those were lost to the sensor's full buffer,
+        // or stored under an earlier schema): its counters become the base, adding nothing,
+        // so that nothing is counted twice.
+        deltas = {};
+    }
+    ASSIGN_OR_RETURN(Stmt upd, c.prepare("UPDATE sensors SET report_boot = ?, report_seq = ?, "
+                                         "report_packets = ?, report_bytes = ?, report_drops = "
+                                         "?, report_alerts = ? WHERE id = ?"));
+    upd.bind(1, r.boot).bind(2, r.seq).bind(3, now.packets).bind(4, now.bytes);
+    upd.bind(5, now.drops).bind(6, now.alerts).bind(7, sid);
+    return upd.run();
+}
+
 std::function<absl::Status(Conn&)> report_op(std::shared_ptr<const SensorReport> r) {
     return [r](Conn& c) -> absl::Status {
         ASSIGN_OR_RETURN(int64_t sid, active_sensor_id(c, r->sensor));
+        RunTotals deltas = r->deltas;
+        if (r->seq > 0) {
+            RETURN_IF_ERROR(sequence_report_in(c, sid, *r, deltas));
+        }
         RETURN_IF_ERROR(touch_in(c, sid, r->ts));
-        ASSIGN_OR_RETURN(bool added, add_totals_in(c, sid, r->deltas));
+        ASSIGN_OR_RETURN(bool added, add_totals_in(c, sid, deltas));
         (void)added;  // no open run: nothing to accumulate into (documented)
         return record_metrics_in(c, sid, r->ts, r->samples);
     };
@@ -219,11 +272,30 @@ absl::Status Store::record_metrics(const std::string& sensor, int64_t ts,
 
 absl::Status Store::report(const SensorReport& r) {
     RETURN_IF_ERROR(validate_totals(r.deltas));
+    RETURN_IF_ERROR(validate_totals(r.counters));
     return impl_->write_status(report_op(std::make_shared<const SensorReport>(r)));
 }
 
+absl::StatusOr<ReportPosition> Store::report_position(const std::string& sensor) {
+    return impl_->write<ReportPosition>([sensor](Conn& c) -> absl::StatusOr<ReportPosition> {
+        ASSIGN_OR_RETURN(int64_t sid, sensor_id(c, sensor));
+        ASSIGN_OR_RETURN(Stmt s,
+                         c.prepare("SELECT report_boot, report_seq FROM sensors WHERE id = ?"));
+        s.bind(1, sid);
+        RETURN_IF_ERROR(s.expect_row([] { return absl::NotFoundError("sensor row vanished"); }));
+        ReportPosition p;
+        p.boot = s.text(0);
+        p.seq = s.i64(1);
+        return p;
+    });
+}
+
 void Store::report_async(SensorReport r, std::function<void(absl::Status)> done) {
-    if (absl::Status st = validate_totals(r.deltas); !st.ok()) {
+    absl::Status st = validate_totals(r.deltas);
+    if (st.ok()) {
+        st = validate_totals(r.counters);
+    }
+    if (!st.ok()) {
         if (done) {
             done(st);
         }

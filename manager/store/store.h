@@ -269,11 +269,26 @@ struct MetricPoint {
 };
 
 // One metrics report of a sensor: last_seen, run totals and per-minute samples in one write.
+// With `seq` > 0 the report is one of sensor process `boot` (MetricsReport.seq, Hello.boot_id)
+// and carries its cumulative `counters` (since that process started): the store computes the
+// run totals' deltas from the previous stored report of the same boot (all of `counters` for a
+// new boot), and ignores a report whose seq is at or below the stored one (ALREADY_EXISTS, no
+// change), so that a report resent after a failover or reconnect is never counted twice. With
+// `seq` = 0, `deltas` are added as given.
 struct SensorReport {
     std::string sensor;
     int64_t ts = 0;
     RunTotals deltas;
     std::vector<MetricSample> samples;
+    std::string boot;
+    int64_t seq = 0;
+    RunTotals counters;
+};
+
+// Where a sensor's stored reports stand: the boot id and seq of the last one stored.
+struct ReportPosition {
+    std::string boot;
+    int64_t seq = 0;
 };
 
 // ---- Rule sources, policy and updates (manager/rules; docs/rules.md "Rule sources and updates")
@@ -353,7 +368,7 @@ struct StoreOptions {
 
 class Store {
 public:
-    static constexpr int kSchemaVersion = 7;
+    static constexpr int kSchemaVersion = 8;
 
     // Creates (mode 0600) or opens the database and migrates it. FAILED_PRECONDITION when the
     // file's schema is newer than kSchemaVersion; DATA_LOSS when it is not a database.
@@ -422,6 +437,9 @@ public:
     absl::Status report(const SensorReport& r);
     // Same, without waiting: `done` runs on the writer thread after the commit.
     void report_async(SensorReport r, std::function<void(absl::Status)> done);
+    // The last stored report of `sensor` (NOT_FOUND when unknown). Runs on the writer, after
+    // every report queued before it, so it is what the sensor may skip when it resends.
+    absl::StatusOr<ReportPosition> report_position(const std::string& sensor);
     // Deletes metric minutes older than now - retention; returns the number of rows deleted.
     absl::StatusOr<int64_t> prune_metrics(int64_t now);
     absl::Status record_event(const Event& e);

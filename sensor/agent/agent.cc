@@ -1,6 +1,8 @@
 #include "sensor/agent/agent.h"
 
 #include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -144,6 +146,140 @@ absl::Status check_manager_address(std::string_view host_port) {
     return split_host_port(host_port).status();
 }
 
+absl::StatusOr<std::vector<std::string>> parse_manager_list(std::string_view text) {
+    std::vector<std::string> out;
+    auto trim = [](std::string_view s) {
+        while (!s.empty() && s.front() == ' ') {
+            s.remove_prefix(1);
+        }
+        while (!s.empty() && s.back() == ' ') {
+            s.remove_suffix(1);
+        }
+        return s;
+    };
+    if (trim(text).empty()) {
+        return absl::InvalidArgumentError("--manager: no address given (HOST:PORT[,HOST:PORT...])");
+    }
+    size_t start = 0;
+    for (;;) {
+        const size_t comma = text.find(',', start);
+        const std::string_view item = trim(text.substr(
+            start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+        if (item.empty()) {
+            return absl::InvalidArgumentError("--manager '" + std::string(text) +
+                                              "': empty entry in the address list");
+        }
+        if (absl::Status st = check_manager_address(item); !st.ok()) {
+            return st;
+        }
+        if (std::find(out.begin(), out.end(), item) != out.end()) {
+            return absl::InvalidArgumentError("manager address '" + std::string(item) +
+                                              "' given twice");
+        }
+        out.emplace_back(item);
+        if (comma == std::string_view::npos) {
+            break;
+        }
+        start = comma + 1;
+    }
+    return out;
+}
+
+std::vector<std::string> system_resolve(const std::string& host) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    std::vector<std::string> out;
+    if (::getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0) {
+        return out;
+    }
+    for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
+        char buf[INET6_ADDRSTRLEN] = {};
+        const void* src = nullptr;
+        if (a->ai_family == AF_INET) {
+            src = &reinterpret_cast<const sockaddr_in*>(a->ai_addr)->sin_addr;
+        } else if (a->ai_family == AF_INET6) {
+            src = &reinterpret_cast<const sockaddr_in6*>(a->ai_addr)->sin6_addr;
+        }
+        if (src != nullptr && ::inet_ntop(a->ai_family, src, buf, sizeof(buf)) != nullptr &&
+            std::find(out.begin(), out.end(), buf) == out.end()) {
+            out.emplace_back(buf);
+        }
+    }
+    ::freeaddrinfo(res);
+    return out;
+}
+
+std::vector<ManagerCandidate> expand_candidates(const std::vector<std::string>& entries,
+                                                const Resolver& resolve) {
+    std::vector<ManagerCandidate> out;
+    auto add = [&out](ManagerCandidate c) {
+        if (std::find(out.begin(), out.end(), c) == out.end()) {
+            out.push_back(std::move(c));
+        }
+    };
+    for (const std::string& e : entries) {
+        auto hp = split_host_port(e);
+        if (!hp.ok()) {
+            continue;  // parse_manager_list checked them
+        }
+        in_addr v4{};
+        in6_addr v6{};
+        const bool literal = ::inet_pton(AF_INET, hp->host.c_str(), &v4) == 1 ||
+                             ::inet_pton(AF_INET6, hp->host.c_str(), &v6) == 1;
+        std::vector<std::string> addrs;
+        if (!literal && resolve) {
+            addrs = resolve(hp->host);
+        }
+        if (addrs.size() < 2) {
+            add({e, ""});
+            continue;
+        }
+        std::sort(addrs.begin(), addrs.end());
+        for (const std::string& a : addrs) {
+            const bool v6addr = a.find(':') != std::string::npos;
+            add({(v6addr ? "[" + a + "]" : a) + ":" + std::to_string(hp->port), hp->host});
+        }
+    }
+    return out;
+}
+
+size_t first_choice(std::string_view sensor_name, size_t n) {
+    if (n == 0) {
+        return 0;
+    }
+    uint64_t h = 14695981039346656037ull;  // FNV-1a 64
+    for (unsigned char c : sensor_name) {
+        h ^= c;
+        h *= 1099511628211ull;
+    }
+    return static_cast<size_t>(h % n);
+}
+
+std::vector<size_t> walk_order(std::string_view sensor_name, size_t n) {
+    std::vector<size_t> order;
+    order.reserve(n);
+    const size_t first = first_choice(sensor_name, n);
+    for (size_t i = 0; i < n; ++i) {
+        order.push_back((first + i) % n);
+    }
+    return order;
+}
+
+std::string new_boot_id() {
+    std::random_device rd;
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out;
+    for (int i = 0; i < 4; ++i) {
+        uint32_t w = rd();
+        for (int j = 0; j < 8; ++j) {
+            out.push_back(kHex[(w >> (28 - 4 * j)) & 0xf]);
+        }
+    }
+    return out;
+}
+
 absl::Status check_insecure(std::string_view host_port) {
     if (auto s = check_manager_address(host_port); !s.ok()) {
         return s;
@@ -194,8 +330,9 @@ absl::StatusOr<std::map<std::string, std::string>> parse_labels(std::string_view
 }
 
 absl::Status validate_options(const AgentOptions& o) {
-    if (auto s = check_manager_address(o.manager); !s.ok()) {
-        return s;
+    auto managers = parse_manager_list(o.manager);
+    if (!managers.ok()) {
+        return managers.status();
     }
     if (auto s = pki::validate_name(o.name); !s.ok()) {
         return absl::InvalidArgumentError("--name: " + std::string(s.message()));
@@ -232,7 +369,12 @@ absl::Status validate_options(const AgentOptions& o) {
             return absl::InvalidArgumentError(
                 "--insecure cannot be combined with --tls-cert / --tls-key / --ca");
         }
-        return check_insecure(o.manager);
+        for (const std::string& m : *managers) {
+            if (absl::Status st = check_insecure(m); !st.ok()) {
+                return st;
+            }
+        }
+        return absl::OkStatus();
     }
     if (o.tls_cert.empty() != o.tls_key.empty()) {
         return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
@@ -266,6 +408,7 @@ std::chrono::milliseconds backoff_delay(const Backoff& b, uint32_t attempt, doub
 Agent::Agent(AgentOptions options, SensorHooks hooks)
     : options_(std::move(options)),
       hooks_(std::move(hooks)),
+      boot_id_(new_boot_id()),
       running_(options_.running),
       running_summary_(options_.running_summary),
       interval_(options_.metrics_interval),
@@ -301,6 +444,11 @@ void Agent::stop() {
     }
 }
 
+std::string Agent::current_manager() const {
+    std::lock_guard lk(mu_);
+    return current_manager_;
+}
+
 v1::BundleRef Agent::running_bundle() const {
     std::lock_guard lk(mu_);
     return running_.ref;
@@ -331,8 +479,13 @@ void Agent::take_report(Clock::time_point now) {
     r.set_seq(++seq_);
     pending_.push_back(std::move(r));
     while (pending_.size() > std::max<size_t>(options_.max_buffered_reports, 1)) {
+        // Counted as lost only when no manager ever got it; a written one was most likely
+        // stored (it is kept only to be resent should the manager not have).
+        if (pending_.front().seq() > written_seq_) {
+            ++counters_.reports_dropped;
+        }
         pending_.pop_front();
-        ++counters_.reports_dropped;
+        sent_ = sent_ > 0 ? sent_ - 1 : 0;
     }
     while (next_report_ <= now) {
         next_report_ += interval_;
@@ -360,20 +513,37 @@ bool Agent::sleep_until(Clock::time_point deadline) {
 
 void Agent::run() {
     next_report_ = Clock::now() + interval_;
-    uint32_t attempt = 0;
     std::uniform_real_distribution<double> unit(0.0, 1.0);
+    const std::vector<std::string> entries =
+        parse_manager_list(options_.manager).value_or(std::vector<std::string>{options_.manager});
+    std::vector<ManagerCandidate> candidates;
+    std::vector<size_t> order;
+    size_t pos = 0;
+    uint32_t failures = 0;  // attempts without a Welcome since the last one
     while (!stop_) {
-        bool welcomed = run_session();
+        if (pos == 0 || candidates.empty()) {
+            // (Re)resolve at the start of every pass over the list: a DNS name's addresses
+            // may change while the sensor runs.
+            candidates = expand_candidates(entries, system_resolve);
+            order = walk_order(options_.name, candidates.size());
+            pos = 0;
+        }
+        const ManagerCandidate& where = candidates[order[pos]];
+        bool welcomed = run_session(where);
         if (stop_) {
             break;
         }
         if (welcomed) {
-            attempt = 0;
+            failures = 0;
+        } else {
+            failures = std::min<uint32_t>(failures + 1, 1u << 20);
         }
-        auto delay = backoff_delay(options_.backoff, attempt, unit(rng_));
-        attempt = std::min<uint32_t>(attempt + 1, 32);
-        log::debug("agent: reconnecting to " + options_.manager + " in " +
-                   std::to_string(delay.count()) + " ms");
+        // The manager went away, refused or cannot be reached: the next address in the list.
+        // The backoff grows once per pass over the whole list that found no manager.
+        pos = (pos + 1) % candidates.size();
+        const uint32_t passes = failures / static_cast<uint32_t>(candidates.size());
+        auto delay = backoff_delay(options_.backoff, std::min<uint32_t>(passes, 32), unit(rng_));
+        log::debug("agent: next manager address in " + std::to_string(delay.count()) + " ms");
         if (!sleep_until(Clock::now() + delay)) {
             break;
         }
@@ -458,8 +628,12 @@ void Agent::maybe_renew() {
     renew_at_ = when.ok() ? *when : now + std::chrono::minutes(1);
 }
 
-bool Agent::run_session() {
+bool Agent::run_session(const ManagerCandidate& where) {
     ++counters_.connect_attempts;
+    {
+        std::lock_guard lk(mu_);
+        current_manager_ = where.target;
+    }
     maybe_renew();
     auto creds = channel_credentials(options_);
     if (!creds.ok()) {
@@ -478,7 +652,35 @@ bool Agent::run_session() {
     // A private subchannel per attempt: gRPC's own reconnect backoff on a shared subchannel
     // would otherwise stack on ours.
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    auto channel = grpc::CreateCustomChannel(options_.manager, *creds, args);
+    if (!where.server_name.empty() && !options_.insecure) {
+        // An address a DNS name resolved to: the certificate must carry the name.
+        args.SetSslTargetNameOverride(where.server_name);
+    }
+    auto channel = grpc::CreateCustomChannel(where.target, *creds, args);
+    // An address that does not answer (a dead host, a black hole) must not hold the sensor
+    // for the whole Welcome timeout: the next one is tried.
+    // A refused connection fails at once (as before); stop() is noticed within 100 ms.
+    {
+        const auto give_up = std::chrono::system_clock::now() + options_.connect_timeout;
+        grpc_connectivity_state state = channel->GetState(/*try_to_connect=*/true);
+        while (state != GRPC_CHANNEL_READY) {
+            if (state == GRPC_CHANNEL_TRANSIENT_FAILURE || state == GRPC_CHANNEL_SHUTDOWN) {
+                log::warning("agent: manager " + where.target + " not reachable");
+                return false;
+            }
+            const auto now = std::chrono::system_clock::now();
+            if (stop_ || now >= give_up) {
+                if (!stop_) {
+                    log::warning("agent: manager " + where.target + " not reachable within " +
+                                 std::to_string(options_.connect_timeout.count()) + " ms");
+                }
+                return false;
+            }
+            channel->WaitForStateChange(state,
+                                        std::min(give_up, now + std::chrono::milliseconds(100)));
+            state = channel->GetState(/*try_to_connect=*/true);
+        }
+    }
     auto stub = v1::SensorLink::NewStub(channel);
     grpc::ClientContext ctx;
     {
@@ -520,7 +722,10 @@ bool Agent::run_session() {
         h->set_enrollment_token(options_.token);
         h->set_started_at(options_.started_at_ns);
         h->set_ips_mode(options_.ips_mode);
+        h->set_boot_id(boot_id_);
     }
+    bool acked = false;  // the manager says what it stored (Welcome.stored_report_seq)
+    sent_ = 0;
     bool welcomed = false;
     bool ok = stream->Write(hello_msg);
     const auto welcome_deadline = Clock::now() + options_.welcome_timeout;
@@ -560,7 +765,7 @@ bool Agent::run_session() {
                     break;
                 }
                 if (!m.welcome().accepted()) {
-                    log::error("agent: manager " + options_.manager +
+                    log::error("agent: manager " + where.target +
                                " refused this sensor: " + m.welcome().reason());
                     ok = false;
                     break;
@@ -568,11 +773,26 @@ bool Agent::run_session() {
                 welcomed = true;
                 connected_ = true;
                 ++counters_.sessions;
+                if (!last_welcomed_.empty() && last_welcomed_ != where.target) {
+                    ++counters_.failovers;
+                }
+                last_welcomed_ = where.target;
                 if (m.welcome().metrics_interval_seconds() > 0) {
                     interval_ = std::chrono::seconds(m.welcome().metrics_interval_seconds());
                     next_report_ = std::min(next_report_, Clock::now() + interval_);
                 }
-                log::info("agent: connected to manager " + options_.manager);
+                // What to (re)send: after the last report the manager stored for this process,
+                // or, from a manager that does not say, what was never written.
+                acked = m.welcome().has_stored_report_seq();
+                const uint64_t done_seq = acked ? m.welcome().stored_report_seq() : written_seq_;
+                while (!pending_.empty() && pending_.front().seq() <= done_seq) {
+                    pending_.pop_front();
+                }
+                sent_ = 0;
+                log::info("agent: connected to manager " + where.target +
+                          (acked ? "; it stored reports up to seq " + std::to_string(done_seq)
+                                 : std::string()) +
+                          ", " + std::to_string(pending_.size()) + " to send");
                 continue;
             }
             v1::SensorMessage out;
@@ -595,16 +815,27 @@ bool Agent::run_session() {
             break;
         }
         if (!welcomed && Clock::now() >= welcome_deadline) {
-            log::warning("agent: no Welcome from " + options_.manager + " in time");
+            log::warning("agent: no Welcome from " + where.target + " in time");
             break;
         }
-        // Flush buffered reports oldest first; one leaves the buffer only once written.
-        while (welcomed && ok && !pending_.empty()) {
+        // Send buffered reports oldest first. With a manager that says what it stored, they
+        // stay in the ring (to be resent after a reconnect or failover should that manager
+        // not have stored them); otherwise one leaves once written.
+        while (welcomed && ok && sent_ < pending_.size()) {
             v1::SensorMessage out;
-            *out.mutable_metrics() = pending_.front();
+            *out.mutable_metrics() = pending_[sent_];
+            const uint64_t seq = out.metrics().seq();
             ok = stream->Write(out);
             if (ok) {
-                pending_.pop_front();
+                if (seq <= written_seq_) {
+                    ++counters_.reports_resent;
+                }
+                written_seq_ = std::max(written_seq_, seq);
+                if (acked) {
+                    ++sent_;
+                } else {
+                    pending_.pop_front();
+                }
                 ++counters_.reports_sent;
             }
         }
@@ -654,7 +885,7 @@ bool Agent::run_session() {
     grpc::Status st = stream->Finish();
     connected_ = false;
     if (!stop_) {
-        log::warning("agent: stream to " + options_.manager + " ended: " +
+        log::warning("agent: stream to " + where.target + " ended: " +
                      (st.ok() ? std::string("closed by the manager") : st.error_message()));
     }
     return welcomed;

@@ -69,7 +69,9 @@ struct RunningBundle {
 };
 
 struct AgentOptions {
-    std::string manager;  // HOST:PORT
+    // HOST:PORT, or several separated by commas ("a:7443,b:7443"); a name with several
+    // addresses gives one candidate per address (parse_manager_list, expand_candidates).
+    std::string manager;
     std::string name;
     std::string token;  // enrollment token (sent in Hello)
     // Bootstrap enrollment (--bootstrap-token-file, read by main): the agent keeps its own
@@ -91,9 +93,12 @@ struct AgentOptions {
     std::chrono::milliseconds metrics_interval{10000};
     // How long to wait for Welcome after Hello before giving up on the stream.
     std::chrono::milliseconds welcome_timeout{10000};
+    // How long a connection to one manager address may take before the next is tried.
+    std::chrono::milliseconds connect_timeout{3000};
     Backoff backoff;
-    // Reports kept while disconnected; past it the oldest is dropped (counted).
-    size_t max_buffered_reports = 360;
+    // Reports kept until a manager says it stored them (Welcome.stored_report_seq): 720 = two
+    // hours at 10 s. Past it the oldest is dropped; counted when it was never written.
+    size_t max_buffered_reports = 720;
     // PEM Ed25519 key: when set, every bundle must be signed by it.
     std::string bundle_public_key_pem;
     // The sensor's own rules configuration: bundle settings are overlaid on it.
@@ -111,6 +116,33 @@ struct AgentOptions {
 bool is_loopback_address(std::string_view host_port);
 // InvalidArgument unless `host_port` is HOST:PORT with a port in 1..65535.
 absl::Status check_manager_address(std::string_view host_port);
+// --manager: one or more HOST:PORT separated by commas (spaces around an entry ignored). Each
+// is checked with check_manager_address (the error names the bad entry); no empty entry, no
+// entry twice.
+absl::StatusOr<std::vector<std::string>> parse_manager_list(std::string_view text);
+
+// One address the agent may dial: `target` for gRPC, and the name the manager's certificate
+// must carry when it differs from target's host (an address a DNS name resolved to).
+struct ManagerCandidate {
+    std::string target;
+    std::string server_name;  // empty: target's own host, as gRPC checks by default
+    bool operator==(const ManagerCandidate&) const = default;
+};
+// Numeric addresses of a host name (getaddrinfo by default).
+using Resolver = std::function<std::vector<std::string>(const std::string& host)>;
+std::vector<std::string> system_resolve(const std::string& host);
+// The candidates of a parsed list, in list order: an IP literal, or a name resolving to fewer
+// than two addresses, is itself (gRPC resolves it, as with one manager); a name resolving to
+// several gives one candidate per address (sorted, each verified against the name).
+std::vector<ManagerCandidate> expand_candidates(const std::vector<std::string>& entries,
+                                                const Resolver& resolve);
+// The sensor's first choice among n candidates: a stable hash (FNV-1a 64) of its name mod n,
+// so that a fleet spreads over its managers and a sensor returns to the same one.
+size_t first_choice(std::string_view sensor_name, size_t n);
+// The order candidates are tried in: first_choice, then the next ones, wrapping around.
+std::vector<size_t> walk_order(std::string_view sensor_name, size_t n);
+// 32 lowercase hex digits from the system's random source (a sensor process's Hello.boot_id).
+std::string new_boot_id();
 // --insecure is only allowed towards a loopback manager (PermissionDenied otherwise).
 absl::Status check_insecure(std::string_view host_port);
 // "k=v,k2=v2": keys [A-Za-z0-9._-]{1,64}, values printable without ',' (may be empty), no
@@ -192,7 +224,9 @@ struct AgentCounters {
     std::atomic<uint64_t> connect_attempts{0};
     std::atomic<uint64_t> sessions{0};  // accepted Welcomes
     std::atomic<uint64_t> reports_sent{0};
-    std::atomic<uint64_t> reports_dropped{0};  // buffer full while disconnected
+    std::atomic<uint64_t> reports_dropped{0};  // buffer full before they were ever written
+    std::atomic<uint64_t> reports_resent{0};   // written again: not stored by the manager
+    std::atomic<uint64_t> failovers{0};        // sessions on another address than the last
     std::atomic<uint64_t> bundles_applied{0};
     std::atomic<uint64_t> bundles_rejected{0};
     std::atomic<uint64_t> pongs{0};
@@ -223,12 +257,16 @@ public:
 
     const AgentCounters& counters() const { return counters_; }
     bool connected() const { return connected_.load(); }
+    // This process's Hello.boot_id.
+    const std::string& boot_id() const { return boot_id_; }
+    // The address of the current (or last) session; empty before the first.
+    std::string current_manager() const;
     picket::v1::BundleRef running_bundle() const;
 
 private:
     void run();
     // One stream, from Connect to its end. True when it got an accepted Welcome.
-    bool run_session();
+    bool run_session(const ManagerCandidate& where);
     void take_report(std::chrono::steady_clock::time_point now);
     picket::v1::ApplyResult apply(const picket::v1::ApplyBundle& msg);
     // Waits until `deadline`, taking metrics snapshots when due. False when stopping.
@@ -244,7 +282,14 @@ private:
     mutable std::mutex mu_;  // guards the members below
     std::condition_variable cv_;
     grpc::ClientContext* context_ = nullptr;  // the live stream's, for cancellation
+    // The report ring: oldest first, kept until a manager says it stored them. The first
+    // `sent_` were written on the current session.
     std::deque<picket::v1::MetricsReport> pending_;
+    size_t sent_ = 0;
+    uint64_t written_seq_ = 0;  // the highest seq ever written on a stream
+    std::string boot_id_;
+    std::string current_manager_;
+    std::string last_welcomed_;  // the address of the last accepted session (agent thread)
     std::deque<picket::v1::Alert> alerts_;
     uint64_t alerts_dropped_unsent_ = 0;  // dropped since the last batch (goes in `dropped`)
     std::chrono::steady_clock::time_point next_alert_batch_{};

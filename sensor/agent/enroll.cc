@@ -72,7 +72,11 @@ std::shared_ptr<grpc::Channel> make_channel(const AgentOptions& o,
                                             const grpc::SslCredentialsOptions& ssl) {
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    return grpc::CreateCustomChannel(o.manager, grpc::SslCredentials(ssl), args);
+    // Several manager addresses: the sensor's first choice (they share one database and CA).
+    std::vector<std::string> entries =
+        parse_manager_list(o.manager).value_or(std::vector<std::string>{o.manager});
+    return grpc::CreateCustomChannel(entries[first_choice(o.name, entries.size())],
+                                     grpc::SslCredentials(ssl), args);
 }
 
 absl::Status from_grpc(const grpc::Status& s) {

@@ -149,8 +149,11 @@ int parse_sensor_options(int argc, char** argv, SensorOptions* out) {
         ->capture_default_str()
         ->needs(profile_opt)
         ->group("Profiling");
-    auto* manager_opt = app.add_option("--manager", margs.manager, "fleet manager to connect to")
-                            ->type_name("HOST:PORT")
+    auto* manager_opt = app.add_option("--manager", margs.manager,
+                                       "fleet manager(s) to connect to: one address, several "
+                                       "separated by commas, or a name with several addresses "
+                                       "(first choice by a hash of --name, the next on failure)")
+                            ->type_name("HOST:PORT[,HOST:PORT...]")
                             ->group("Fleet");
     app.add_option("--name", margs.name, "this sensor's name in the fleet")
         ->needs(manager_opt)

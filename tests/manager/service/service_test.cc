@@ -879,6 +879,43 @@ TEST_F(InsecureManager, RestartedSensorCountsFromZeroAndDuplicatesAreDropped) {
     EXPECT_TRUE(wait_for([&] { return store_->list_runs("s1")->at(0).totals.packets == 390; }));
 }
 
+// Issue #26: the Welcome says where the process's stored reports stand, and the store, not the
+// stream, decides what is a duplicate: a report resent to a new stream of the same boot id is
+// ignored and counted, a new boot id starts over.
+TEST_F(InsecureManager, WelcomeCarriesTheStoredReportSeqOfThisBoot) {
+    pb::Hello h = hello("s1");
+    h.set_started_at(100);
+    h.set_boot_id("0123456789abcdef0123456789abcdef");
+    {
+        FakeSensor first(channel_, h);
+        ASSERT_TRUE(first.welcomed());
+        ASSERT_TRUE(first.messages()[0].welcome().has_stored_report_seq());
+        EXPECT_EQ(first.messages()[0].welcome().stored_report_seq(), 0u);
+        first.send_metrics(1, 1000, {{"decoder.pkts", 100}});
+        first.send_metrics(2, 2000, {{"decoder.pkts", 300}});
+        ASSERT_TRUE(wait_for([&] { return store_->list_runs("s1")->at(0).totals.packets == 300; }));
+    }
+    ASSERT_TRUE(wait_connected("s1", false));
+    {
+        FakeSensor again(channel_, h);
+        ASSERT_TRUE(again.welcomed());
+        EXPECT_EQ(again.messages()[0].welcome().stored_report_seq(), 2u);
+        again.send_metrics(3, 3000, {{"decoder.pkts", 360}});
+        ASSERT_TRUE(wait_for([&] { return store_->list_runs("s1")->at(0).totals.packets == 360; }));
+    }
+    ASSERT_TRUE(wait_connected("s1", false));
+    h.set_boot_id("fedcba9876543210fedcba9876543210");  // a new process
+    FakeSensor restarted(channel_, h);
+    ASSERT_TRUE(restarted.welcomed());
+    EXPECT_EQ(restarted.messages()[0].welcome().stored_report_seq(), 0u);
+    restarted.send_metrics(1, 4000, {{"decoder.pkts", 40}});
+    EXPECT_TRUE(wait_for([&] { return store_->list_runs("s1")->at(0).totals.packets == 400; }));
+    auto pos = store_->report_position("s1");
+    ASSERT_TRUE(pos.ok());
+    EXPECT_EQ(pos->boot, "fedcba9876543210fedcba9876543210");
+    EXPECT_EQ(pos->seq, 1);
+}
+
 TEST_F(InsecureManager, RollbackPicksThePreviousVersion) {
     uint64_t v1 = admin_->push(make_bundle("base", kRuleV1));
     uint64_t v2 = admin_->push(make_bundle("base", kRuleV2));

@@ -224,7 +224,7 @@ TEST(StoreRevoke, MigrationFromVersionTwoKeepsSensorsNotRevoked) {
     sqlite3_close(db);
     auto store = open_store(path);
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->schema_version(), 7);
+    EXPECT_EQ(store->schema_version(), 8);
     auto s = store->get_sensor("s1");
     ASSERT_TRUE(s.ok());
     EXPECT_FALSE(s->revoked);

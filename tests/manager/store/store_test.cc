@@ -149,8 +149,8 @@ TEST(StoreOpen, MigratesEmptyDatabaseWithPrivateFiles) {
     std::string path = dir.file("m.db");
     auto store = open_store(path);
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->schema_version(), 7);
-    EXPECT_EQ(raw_int(path, "SELECT version FROM schema_version"), 7);
+    EXPECT_EQ(store->schema_version(), 8);
+    EXPECT_EQ(raw_int(path, "SELECT version FROM schema_version"), 8);
     EXPECT_EQ(raw_int(path,
                       "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
                       "('sensors', 'sensor_labels', 'blobs', 'bundles', 'deployments', "
@@ -184,7 +184,7 @@ TEST(StoreOpen, UpgradesFromVersionOneKeepingData) {
     EXPECT_EQ(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE name = 'runs'"), 0);
     auto store = open_store(path);
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->schema_version(), 7);
+    EXPECT_EQ(store->schema_version(), 8);
     auto s = store->get_sensor("s1");
     ASSERT_TRUE(s.ok()) << s.status();
     EXPECT_TRUE(s->enrolled);
@@ -219,7 +219,7 @@ TEST(StoreOpen, UpgradeToVersionSixKeepsDeploymentsAndTheirReferences) {
     }
     auto store = open_store(path);
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->schema_version(), 7);
+    EXPECT_EQ(store->schema_version(), 8);
     auto d7 = store->get_deployment(7);
     ASSERT_TRUE(d7.ok()) << d7.status();
     EXPECT_EQ(d7->state, DeploymentState::kRolledBack);
@@ -268,7 +268,7 @@ TEST(StoreOpen, UpgradeToVersionSevenCountsTheTargetsOfEveryDeployment) {
     }
     auto store = open_store(path);
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->schema_version(), 7);
+    EXPECT_EQ(store->schema_version(), 8);
     auto d7 = store->get_deployment(7);
     ASSERT_TRUE(d7.ok()) << d7.status();
     EXPECT_EQ(show(d7->counts), show(counts(0, 1, 1, 0, 0, 1, 1)));
@@ -291,7 +291,7 @@ TEST(StoreOpen, ReopenKeepsDataAndResetsConnections) {
         ASSERT_TRUE(store->push_bundle(bundle("rules-a")).ok());
     }
     auto store = open_store(path);
-    EXPECT_EQ(store->schema_version(), 7);
+    EXPECT_EQ(store->schema_version(), 8);
     auto s = store->get_sensor("s1");
     ASSERT_TRUE(s.ok());
     EXPECT_FALSE(s->connected);
@@ -308,7 +308,7 @@ TEST(StoreOpen, RefusesNewerSchema) {
     ASSERT_FALSE(store.ok());
     EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
     EXPECT_NE(store.status().message().find("schema version 99 is newer than this picket-manager "
-                                            "supports (7)"),
+                                            "supports (8)"),
               std::string::npos)
         << store.status();
 }
