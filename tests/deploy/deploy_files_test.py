@@ -142,12 +142,46 @@ def manager_config():
     return load_yaml("deploy", "manager.yaml")
 
 
+def config_generator():
+    """deploy/k8s/config/generate.py as a module: what the files in deploy/k8s/config must be."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "picket_config_generate", path("deploy", "k8s", "config", "generate.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 class ExampleConfigs(unittest.TestCase):
     def test_k8s_copies_are_identical(self):
         # kustomize cannot read files outside deploy/k8s: the copies must not drift.
         for name in ("manager.yaml", "sensor.yaml"):
             self.assertEqual(read("deploy", "k8s", "config", name), read("deploy", name),
                              "deploy/k8s/config/%s differs from deploy/%s: copy it" % (name, name))
+
+    def test_k8s_config_is_generated(self):
+        # Everything in deploy/k8s/config is what generate.py writes, nothing more.
+        want = config_generator().outputs()
+        have = sorted(f for f in os.listdir(path("deploy", "k8s", "config"))
+                      if f.endswith(".yaml"))
+        self.assertEqual(have, sorted(want))
+        for name, text in want.items():
+            self.assertEqual(read("deploy", "k8s", "config", name), text,
+                             "deploy/k8s/config/%s is stale: run python3 "
+                             "deploy/k8s/config/generate.py" % name)
+
+    def test_postgres_config_is_manager_yaml_without_db(self):
+        # The managers on PostgreSQL take the DSN from $PICKET_DB_DSN, which the manager reads
+        # only when no db key is given: the file is deploy/manager.yaml minus db, and names no
+        # database at all (a DSN in it would put the password in a ConfigMap).
+        pg = load_yaml("deploy", "k8s", "config", "manager-postgres.yaml")
+        cfg = manager_config()
+        del cfg["db"]
+        self.assertEqual(pg, cfg)
+        self.assertNotIn("store", pg)
+        self.assertNotIn("postgresql://", "\n".join(
+            l for l in read("deploy", "k8s", "config", "manager-postgres.yaml").split("\n")
+            if not l.lstrip().startswith("#")))
 
     def test_every_sensor_key_is_read_by_the_sensor(self):
         cfg = load_yaml("deploy", "sensor.yaml")
@@ -414,16 +448,28 @@ class Kustomize(unittest.TestCase):
         self.assertEqual(len(vol), 1)
         return self.configmap(vol[0]["configMap"]["name"])
 
-    def mounted_config(self, pod_spec, container, file_name):
-        """The YAML document mounted at /etc/picket/FILE, from the rendered ConfigMap."""
+    def mounted_config(self, pod_spec, container, file_name, key=None, want=None):
+        """The YAML document mounted at /etc/picket/FILE, from the rendered ConfigMap's KEY
+        (default FILE), whose text must be WANT (default deploy/FILE)."""
+        key = key or file_name
         mounts = [m for m in container["volumeMounts"]
                   if m["mountPath"] == "/etc/picket/" + file_name]
         self.assertEqual(len(mounts), 1)
-        self.assertEqual(mounts[0]["subPath"], file_name)
+        self.assertEqual(mounts[0]["subPath"], key)
         cm = self.pod_configmap(pod_spec, mounts[0]["name"])
-        text = cm["data"][file_name]
-        self.assertEqual(text, read("deploy", file_name))
+        text = cm["data"][key]
+        self.assertEqual(text, want if want is not None else read("deploy", file_name))
         return yaml.safe_load(text)
+
+    def manager_pod(self):
+        """(Deployment, pod spec, container, manager.yaml as mounted) of the managers."""
+        dep = self.one("Deployment", "picket-manager")
+        spec = dep["spec"]["template"]["spec"]
+        self.assertEqual(len(spec["containers"]), 1)
+        c = spec["containers"][0]
+        want = config_generator().outputs()["manager-postgres.yaml"]
+        cfg = self.mounted_config(spec, c, "manager.yaml", "manager-postgres.yaml", want)
+        return dep, spec, c, cfg
 
     def test_namespace(self):
         ns = self.one("Namespace")
@@ -433,28 +479,21 @@ class Kustomize(unittest.TestCase):
                 self.assertEqual(o["metadata"].get("namespace"), "picket",
                                  "%s %s" % (o["kind"], o["metadata"]["name"]))
 
-    def test_manager_statefulset(self):
-        sts = self.one("StatefulSet", "picket-manager")
-        self.assertEqual(sts["spec"]["replicas"], 1)
-        spec = sts["spec"]["template"]["spec"]
-        self.assertEqual(len(spec["containers"]), 1)
-        c = spec["containers"][0]
+    def test_manager_deployment(self):
+        # Several managers on one PostgreSQL database: a Deployment, not the SQLite StatefulSet.
+        self.assertEqual([o for o in self.objs if o["kind"] == "StatefulSet"], [])
+        dep, spec, c, cfg = self.manager_pod()
+        self.assertEqual(dep["spec"]["replicas"], 2)
         self.assertEqual(c["image"], "picket:latest")
         argv = c["command"] + c["args"]
         self.assertEqual(argv[0], "picket-manager")
         self.assertEqual(set(flags_in(argv[1:])) - cli_flags("manager/main.cc"), set())
         self.assertEqual(option_value(argv, "-c"), "/etc/picket/manager.yaml")
-        cfg = self.mounted_config(spec, c, "manager.yaml")
         ports = {p["name"]: p["containerPort"] for p in c["ports"]}
         self.assertEqual(ports, {"grpc": port_of(cfg["listen"]),
                                  "metrics": port_of(cfg["metrics-listen"])})
-        # The volume claim is mounted at the database's directory.
-        claims = [t["metadata"]["name"] for t in sts["spec"]["volumeClaimTemplates"]]
-        mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
-        db_dir = os.path.dirname(cfg["db"])
-        self.assertIn(db_dir, mounts)
-        self.assertIn(mounts[db_dir], claims)
         # The TLS files and the admin token are where manager.yaml says.
+        mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
         pki_dir = os.path.dirname(cfg["tls"]["cert"])
         self.assertIn(pki_dir, mounts)
         self.assertEqual(os.path.dirname(cfg["tls"]["key"]), pki_dir)
@@ -462,13 +501,71 @@ class Kustomize(unittest.TestCase):
         pki = [v for v in spec["volumes"] if v["name"] == mounts[pki_dir]]
         self.assertEqual(pki[0]["secret"]["secretName"], "picket-manager-pki")
         self.assertIn(cfg["admin-token-file"], mounts)
-        # The service the pods are governed by exists.
-        self.one("Service", sts["spec"]["serviceName"])
+        # The working directory (rule-sources/ with PostgreSQL) is writable scratch space.
+        work = [v for v in spec["volumes"] if v["name"] == mounts[c["workingDir"]]]
+        self.assertIn("emptyDir", work[0])
+        # Probes as before: gRPC port ready, metrics index alive.
+        self.assertEqual(c["readinessProbe"]["tcpSocket"]["port"], "grpc")
+        self.assertEqual(c["livenessProbe"]["httpGet"], {"path": "/", "port": "metrics"})
+
+    def test_manager_database_from_secret(self):
+        _, _, c, cfg = self.manager_pod()
+        # No database in the configuration: the manager takes $PICKET_DB_DSN ...
+        self.assertNotIn("db", cfg)
+        self.assertNotIn("store", cfg)
+        argv = c["command"] + c["args"]
+        self.assertNotIn("--db", argv)
+        # ... from the Secret picket-manager-db, key dsn, never from a literal or the args.
+        env = {e["name"]: e for e in c["env"]}
+        self.assertEqual(env["PICKET_DB_DSN"], {"name": "PICKET_DB_DSN", "valueFrom": {
+            "secretKeyRef": {"name": "picket-manager-db", "key": "dsn"}}})
+        for a in argv:
+            self.assertNotIn("PICKET_DB_DSN", a)
+            self.assertNotRegex(a, r"^postgres(ql)?://")
+        for e in c["env"]:
+            self.assertNotIn("value", e, "%s: a literal in the manager's environment" % e["name"])
+
+    def test_manager_replica_name_from_pod_name(self):
+        _, _, c, _ = self.manager_pod()
+        argv = c["command"] + c["args"]
+        self.assertEqual(option_value(argv, "--replica-name"), "$(POD_NAME)")
+        env = {e["name"]: e for e in c["env"]}
+        self.assertEqual(env["POD_NAME"]["valueFrom"],
+                         {"fieldRef": {"fieldPath": "metadata.name"}})
+        used = set(re.findall(r"\$\((\w+)\)", " ".join(c["args"])))
+        self.assertEqual(used, {"POD_NAME"})
+
+    def test_manager_hardening(self):
+        _, spec, c, _ = self.manager_pod()
+        pod = spec["securityContext"]
+        self.assertIs(pod["runAsNonRoot"], True)
+        self.assertEqual(pod["runAsUser"], 10001)
+        self.assertEqual(pod["seccompProfile"], {"type": "RuntimeDefault"})
+        sc = c["securityContext"]
+        self.assertIs(sc["allowPrivilegeEscalation"], False)
+        self.assertIs(sc["readOnlyRootFilesystem"], True)
+        self.assertEqual(sc["capabilities"], {"drop": ["ALL"]})
+        self.assertNotIn("hostNetwork", spec)
+
+    def test_manager_spread_and_disruption_budget(self):
+        dep, spec, _, _ = self.manager_pod()
+        labels = dep["spec"]["template"]["metadata"]["labels"]
+        terms = spec["affinity"]["podAntiAffinity"][
+            "preferredDuringSchedulingIgnoredDuringExecution"]
+        self.assertEqual(len(terms), 1)
+        term = terms[0]["podAffinityTerm"]
+        self.assertEqual(term["topologyKey"], "kubernetes.io/hostname")
+        self.assertLessEqual(term["labelSelector"]["matchLabels"].items(), labels.items())
+        pdb = self.one("PodDisruptionBudget", "picket-manager")
+        self.assertEqual(pdb["apiVersion"], "policy/v1")
+        self.assertEqual(pdb["spec"]["minAvailable"], 1)
+        self.assertEqual(pdb["spec"]["selector"]["matchLabels"],
+                         dep["spec"]["selector"]["matchLabels"])
+        self.assertLessEqual(pdb["spec"]["selector"]["matchLabels"].items(), labels.items())
+        self.assertLess(pdb["spec"]["minAvailable"], dep["spec"]["replicas"])
 
     def test_manager_service_matches_manager_yaml(self):
-        sts = self.one("StatefulSet", "picket-manager")
-        spec = sts["spec"]["template"]["spec"]
-        cfg = self.mounted_config(spec, spec["containers"][0], "manager.yaml")
+        sts, _, _, cfg = self.manager_pod()
         svc = self.one("Service", "picket-manager")
         ports = {p["name"]: (p["port"], p["targetPort"]) for p in svc["spec"]["ports"]}
         self.assertEqual(ports, {"grpc": (port_of(cfg["listen"]), "grpc"),
@@ -481,6 +578,13 @@ class Kustomize(unittest.TestCase):
         pod_labels = sts["spec"]["template"]["metadata"]["labels"]
         for k, v in svc["spec"]["selector"].items():
             self.assertEqual(pod_labels.get(k), v)
+        # The headless Service the sensors dial: every ready replica's address.
+        hl = self.one("Service", "picket-manager-headless")
+        self.assertEqual(hl["spec"]["clusterIP"], "None")
+        self.assertIs(hl["spec"].get("publishNotReadyAddresses", False), False)
+        self.assertEqual(hl["spec"]["selector"], svc["spec"]["selector"])
+        self.assertEqual([(p["name"], p["port"], p["targetPort"]) for p in hl["spec"]["ports"]],
+                         [("grpc", port_of(cfg["listen"]), "grpc")])
 
     def test_sensor_daemonset(self):
         ds = self.one("DaemonSet", "picket-sensor")
@@ -503,8 +607,10 @@ class Kustomize(unittest.TestCase):
         self.assertEqual(option_value(argv, "--capture"), "afpacket")
         self.mounted_config(spec, c, "sensor.yaml")
 
-        # The manager address is the Service's DNS name and gRPC port.
-        svc = self.one("Service", "picket-manager")
+        # The manager address is the headless Service's DNS name and gRPC port: one name with
+        # every replica's address, so the sensors spread over the managers and fail over.
+        svc = self.one("Service", "picket-manager-headless")
+        self.assertEqual(svc["spec"]["clusterIP"], "None")
         grpc = [p["port"] for p in svc["spec"]["ports"] if p["name"] == "grpc"]
         manager = option_value(argv, "--manager")
         self.assertEqual(port_of(manager), MANAGER_GRPC_PORT)
@@ -561,7 +667,7 @@ class Kustomize(unittest.TestCase):
         self.assertEqual(state["hostPath"], {"path": "/var/lib/picket/sensor",
                                              "type": "DirectoryOrCreate"})
         # The manager signs enrollments with the CA key from its own Secret.
-        sts = self.one("StatefulSet", "picket-manager")
+        sts = self.one("Deployment", "picket-manager")
         mc = sts["spec"]["template"]["spec"]["containers"][0]
         ca_key = option_value(mc["command"] + mc["args"], "--ca-key")
         mmounts = {m["mountPath"]: m["name"] for m in mc["volumeMounts"]}
