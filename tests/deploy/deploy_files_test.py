@@ -286,6 +286,25 @@ class Prometheus(unittest.TestCase):
         self.assertRegex(read("deploy", "prometheus.yml"),
                          r"#\s*- job_name: picket-sensor[\s\S]*:%d" % SENSOR_METRICS_PORT)
 
+    def test_postgres_variant_scrapes_both_managers(self):
+        # docker-compose.postgres.yml mounts prometheus-postgres.yml: every manager replica is
+        # a target (each exports its own sensors' series), otherwise prometheus.yml's settings.
+        promtool = shutil.which("promtool")
+        if promtool:
+            r = run([promtool, "check", "config", path("deploy", "prometheus-postgres.yml")])
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        base = load_yaml("deploy", "prometheus.yml")
+        pg = load_yaml("deploy", "prometheus-postgres.yml")
+        self.assertEqual(pg["global"], base["global"])
+        self.assertEqual(pg["rule_files"], base["rule_files"])
+        self.assertEqual(len(pg["scrape_configs"]), 1)
+        job, base_job = pg["scrape_configs"][0], base["scrape_configs"][0]
+        self.assertEqual({k: v for k, v in job.items() if k != "static_configs"},
+                         {k: v for k, v in base_job.items() if k != "static_configs"})
+        targets = [t for sc in job["static_configs"] for t in sc["targets"]]
+        metrics = port_of(manager_config()["metrics-listen"])
+        self.assertEqual(targets, ["manager:%d" % metrics, "manager-b:%d" % metrics])
+
     def test_loads_the_alerting_rules(self):
         # Relative to prometheus.yml, as Prometheus resolves it; docker-compose mounts the
         # file at the same place relative to /etc/prometheus/prometheus.yml.
@@ -410,6 +429,127 @@ class Compose(unittest.TestCase):
         self.assertEqual(ds[0]["type"], "prometheus")
         self.assertIs(ds[0]["isDefault"], True)
         self.assertEqual(ds[0]["url"], "http://prometheus:%d" % PROMETHEUS_PORT)
+
+    def test_bind_mounts_exist(self):
+        for name, svc in self.rendered["services"].items():
+            for source, _ in compose_volumes(svc).values():
+                if source.startswith(SOURCE + os.sep):
+                    self.assertTrue(os.path.exists(source), "%s: %s" % (name, source))
+
+
+class ComposePostgres(unittest.TestCase):
+    """deploy/docker-compose.postgres.yml on top of docker-compose.yml: PostgreSQL and two
+    managers on it."""
+
+    PASSWORD = "test-db-password"
+
+    @classmethod
+    def render(cls, password, profile=None):
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("PICKET_", "GRAFANA_", "COMPOSE_"))}
+        if password is not None:
+            env["PICKET_DB_PASSWORD"] = password
+        args = [cls.tool, "-f", path("deploy", "docker-compose.yml"),
+                "-f", path("deploy", "docker-compose.postgres.yml")]
+        if profile:
+            args += ["--profile", profile]
+        return subprocess.run(args + ["config"], capture_output=True, text=True, timeout=60,
+                              env=env)
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tool = shutil.which("docker-compose")
+        cls.rendered = None
+        if cls.tool:
+            cls.result = cls.render(cls.PASSWORD, "sensor")
+            if cls.result.returncode == 0:
+                cls.rendered = yaml.safe_load(cls.result.stdout)
+
+    def setUp(self):
+        if not self.tool:
+            skip(self, "docker-compose")
+        self.assertEqual(self.result.returncode, 0, self.result.stdout + self.result.stderr)
+
+    def managers(self):
+        return {n: s for n, s in self.rendered["services"].items()
+                if s.get("command", [None])[0] == "picket-manager"}
+
+    def test_services(self):
+        self.assertEqual(sorted(self.rendered["services"]),
+                         ["grafana", "manager", "manager-b", "postgres", "prometheus", "sensor"])
+        self.assertEqual(sorted(self.managers()), ["manager", "manager-b"])
+
+    def test_no_default_password(self):
+        # Without PICKET_DB_PASSWORD the variant does not render (no built-in password).
+        r = self.render(None)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("PICKET_DB_PASSWORD", r.stdout + r.stderr)
+
+    def test_postgres(self):
+        pg = self.rendered["services"]["postgres"]
+        self.assertRegex(pg["image"], r"^postgres:15(\.|$)")
+        self.assertEqual(pg["environment"]["POSTGRES_PASSWORD"], self.PASSWORD)
+        self.assertEqual(compose_ports(pg), [], "the database is published on the host")
+        vols = compose_volumes(pg)
+        self.assertIn(vols["/var/lib/postgresql/data"][0], self.rendered["volumes"])
+        self.assertIn("pg_isready", pg["healthcheck"]["test"])
+
+    def test_two_managers_on_postgres(self):
+        cfg = manager_config()
+        want_cfg = path("deploy", "k8s", "config", "manager-postgres.yaml")
+        pg = self.rendered["services"]["postgres"]["environment"]
+        dsn = "postgresql://%s:%s@postgres:5432/%s" % (pg["POSTGRES_USER"], self.PASSWORD,
+                                                       pg["POSTGRES_DB"])
+        names, published, data = [], set(), set()
+        for name, m in sorted(self.managers().items()):
+            self.assertEqual(m["image"], "picket:latest")
+            argv = m["command"]
+            self.assertEqual(set(flags_in(argv[1:])) - cli_flags("manager/main.cc"), set())
+            self.assertEqual(option_value(argv, "-c"), "/etc/picket/manager.yaml")
+            self.assertNotIn("--db", argv)
+            for a in argv:
+                self.assertNotIn(self.PASSWORD, a)
+            names.append(option_value(argv, "--replica-name"))
+            # The DSN in the environment, the configuration without db:.
+            self.assertEqual(m["environment"], {"PICKET_DB_DSN": dsn})
+            vols = compose_volumes(m)
+            self.assertEqual(vols["/etc/picket/manager.yaml"], (want_cfg, True))
+            self.assertEqual(m["depends_on"]["postgres"]["condition"], "service_healthy")
+            self.assertIn(os.path.dirname(cfg["tls"]["cert"]), vols)
+            self.assertIn(cfg["admin-token-file"], vols)
+            work = vols[m["working_dir"]]
+            self.assertIn(work[0], self.rendered["volumes"])
+            data.add(work[0])
+            grpc = [pub for _, pub, t in compose_ports(m) if t == port_of(cfg["listen"])]
+            self.assertEqual(len(grpc), 1, name)
+            published.add(grpc[0])
+        self.assertEqual(sorted(names), ["manager", "manager-b"])
+        self.assertEqual(len(published), 2, "both managers on one host port")
+        self.assertEqual(len(data), 2, "two managers share a working volume")
+
+    def test_sensor_names_both_managers(self):
+        cfg = manager_config()
+        published = sorted(pub for m in self.managers().values()
+                           for _, pub, t in compose_ports(m) if t == port_of(cfg["listen"]))
+        s = self.rendered["services"]["sensor"]
+        argv = s["command"]
+        self.assertEqual(argv[0], "picket-sensor")
+        self.assertEqual(set(flags_in(argv[1:])) - cli_flags("sensor/engine/sensor_options.cc"),
+                         set())
+        self.assertEqual(s["network_mode"], "host")
+        managers = option_value(argv, "--manager").split(",")
+        self.assertEqual(sorted(port_of(a) for a in managers), published)
+        self.assertEqual({host_of(a) for a in managers}, {"127.0.0.1"})
+        self.assertEqual(set(s["cap_add"]) - {"NET_RAW", "NET_ADMIN", "IPC_LOCK"}, set())
+        self.assertEqual(s["cap_drop"], ["ALL"])
+        self.assertIn("--bootstrap-token-file", argv)
+        # Only with --profile sensor.
+        self.assertEqual(s["profiles"], ["sensor"])
+
+    def test_prometheus_scrapes_both(self):
+        vols = compose_volumes(self.rendered["services"]["prometheus"])
+        self.assertEqual(vols["/etc/prometheus/prometheus.yml"],
+                         (path("deploy", "prometheus-postgres.yml"), True))
 
     def test_bind_mounts_exist(self):
         for name, svc in self.rendered["services"].items():
@@ -712,6 +852,74 @@ def unit_sections(text):
 
 def unit_values(sections, section, key):
     return [v for k, v in sections.get(section, []) if k == key]
+
+
+def kustomize_objects(test, *parts):
+    tool = shutil.which("kubectl")
+    if not tool:
+        skip(test, "kubectl")
+    r = run([tool, "kustomize", path(*parts)], timeout=120)
+    test.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+    return [o for o in yaml.safe_load_all(r.stdout) if o]
+
+
+class KustomizePostgresTrial(unittest.TestCase):
+    """deploy/k8s/postgres-trial: one PostgreSQL for trials, outside the base."""
+
+    def test_objects(self):
+        objs = kustomize_objects(self, "deploy", "k8s", "postgres-trial")
+        self.assertEqual(sorted((o["kind"], o["metadata"]["name"]) for o in objs),
+                         [("Service", "picket-postgres"), ("StatefulSet", "picket-postgres")])
+        for o in objs:
+            self.assertEqual(o["metadata"]["namespace"], "picket")
+            self.assertEqual(o["metadata"]["labels"]["app.kubernetes.io/part-of"], "picket")
+        sts = [o for o in objs if o["kind"] == "StatefulSet"][0]
+        svc = [o for o in objs if o["kind"] == "Service"][0]
+        self.assertEqual(sts["spec"]["replicas"], 1)
+        self.assertEqual(sts["spec"]["serviceName"], svc["metadata"]["name"])
+        spec = sts["spec"]["template"]["spec"]
+        c = spec["containers"][0]
+        self.assertRegex(c["image"], r"^postgres:15$")
+        env = {e["name"]: e for e in c["env"]}
+        self.assertEqual(env["POSTGRES_PASSWORD"]["valueFrom"],
+                         {"secretKeyRef": {"name": "picket-postgres", "key": "password"}})
+        # The data on the volume claim, in a subdirectory (lost+found).
+        claims = [t["metadata"]["name"] for t in sts["spec"]["volumeClaimTemplates"]]
+        mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+        pgdata = env["PGDATA"]["value"]
+        self.assertIn(mounts[os.path.dirname(pgdata)], claims)
+        self.assertEqual([(p["port"], p["targetPort"]) for p in svc["spec"]["ports"]],
+                         [(5432, "postgres")])
+        self.assertEqual({p["name"]: p["containerPort"] for p in c["ports"]}, {"postgres": 5432})
+        self.assertEqual(svc["spec"]["selector"], sts["spec"]["template"]["metadata"]["labels"])
+        self.assertIs(spec["securityContext"]["runAsNonRoot"], True)
+        self.assertIs(c["securityContext"]["readOnlyRootFilesystem"], True)
+        self.assertEqual(c["securityContext"]["capabilities"], {"drop": ["ALL"]})
+        # Not in the base render: production brings its own database.
+        base = load_yaml("deploy", "k8s", "kustomization.yaml")
+        self.assertEqual([r for r in base["resources"] if "postgres" in r], [])
+
+    def test_migrate_job(self):
+        objs = kustomize_objects(self, "deploy", "k8s", "migrate-from-sqlite")
+        self.assertEqual([(o["kind"], o["metadata"]["name"]) for o in objs],
+                         [("Job", "picket-manager-migrate")])
+        job = objs[0]
+        self.assertEqual(job["metadata"]["namespace"], "picket")
+        spec = job["spec"]["template"]["spec"]
+        c = spec["containers"][0]
+        argv = c["command"] + c["args"]
+        self.assertEqual(argv, ["picket-manager", "migrate", "--from",
+                                "sqlite:" + manager_config()["db"]])
+        env = {e["name"]: e for e in c["env"]}
+        self.assertEqual(env["PICKET_DB_DSN"]["valueFrom"],
+                         {"secretKeyRef": {"name": "picket-manager-db", "key": "dsn"}})
+        # The SQLite StatefulSet's volume claim (template "data", pod picket-manager-0).
+        mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+        vol = [v for v in spec["volumes"]
+               if v["name"] == mounts[os.path.dirname(manager_config()["db"])]][0]
+        self.assertEqual(vol["persistentVolumeClaim"]["claimName"], "data-picket-manager-0")
+        base = load_yaml("deploy", "k8s", "kustomization.yaml")
+        self.assertEqual([r for r in base["resources"] if "migrate" in r], [])
 
 
 class KustomizeMonitoring(unittest.TestCase):
