@@ -657,6 +657,8 @@ class Kustomize(unittest.TestCase):
         self.assertNotIn("--db", argv)
         # ... from the Secret picket-manager-db, key dsn, never from a literal or the args.
         env = {e["name"]: e for e in c["env"]}
+        # deploy/README.md's CloudNativePG patch replaces env/1.
+        self.assertEqual(c["env"][1]["name"], "PICKET_DB_DSN")
         self.assertEqual(env["PICKET_DB_DSN"], {"name": "PICKET_DB_DSN", "valueFrom": {
             "secretKeyRef": {"name": "picket-manager-db", "key": "dsn"}}})
         for a in argv:
