@@ -6,8 +6,14 @@
 - docker-compose config renders deploy/docker-compose.yml; the services, ports and volumes
   are the expected ones and every bind-mounted file exists; Grafana's provisioning points
   at the mounted dashboards and at the compose Prometheus.
-- kubectl kustomize renders deploy/k8s; the DaemonSet, StatefulSet, Services and ConfigMaps
-  agree with each other and with deploy/manager.yaml / deploy/sensor.yaml.
+- kubectl kustomize renders deploy/k8s; the DaemonSet, the managers' Deployment (2 replicas
+  on PostgreSQL: DSN from a Secret, never in args; replica name from the pod) and PDB,
+  Services and ConfigMaps agree with each other and with deploy/manager.yaml /
+  deploy/sensor.yaml; deploy/k8s/config is what its generate.py writes. deploy/k8s/postgres-
+  trial and deploy/k8s/migrate-from-sqlite render on their own, outside the base.
+- docker-compose config renders docker-compose.yml + docker-compose.postgres.yml: PostgreSQL,
+  two managers with the DSN in their environment, a sensor naming both, Prometheus on
+  prometheus-postgres.yml (promtool-checked, both managers as targets).
 - prometheus.yml loads deploy/prometheus/picket-alerts.yml, compose mounts it there;
   kubectl kustomize renders deploy/k8s/monitoring (ServiceMonitor on the manager's metrics
   port, PrometheusRule equal to the rule file), which the base does not include.
