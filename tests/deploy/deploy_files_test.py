@@ -750,7 +750,8 @@ class Kustomize(unittest.TestCase):
 
         argv = c["command"] + c["args"]
         self.assertEqual(argv[0], "picket-sensor")
-        self.assertEqual(set(flags_in(argv[1:])) - cli_flags("sensor/engine/sensor_options.cc"), set())
+        self.assertEqual(set(flags_in(argv[1:])) - cli_flags("sensor/engine/sensor_options.cc"),
+                         set())
         self.assertEqual(option_value(argv, "-c"), "/etc/picket/sensor.yaml")
         self.assertEqual(option_value(argv, "--capture"), "afpacket")
         self.mounted_config(spec, c, "sensor.yaml")
