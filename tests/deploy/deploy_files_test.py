@@ -931,6 +931,47 @@ class KustomizePostgresTrial(unittest.TestCase):
         self.assertEqual([r for r in base["resources"] if "migrate" in r], [])
 
 
+class KustomizeSqlite(unittest.TestCase):
+    """deploy/k8s-sqlite: the base with one manager on SQLite (a StatefulSet) instead."""
+
+    def test_one_manager_on_sqlite(self):
+        objs = kustomize_objects(self, "deploy", "k8s-sqlite")
+        kinds = sorted((o["kind"], o["metadata"]["name"]) for o in objs
+                       if o["kind"] not in ("ConfigMap", "Namespace"))
+        self.assertEqual(kinds, [("DaemonSet", "picket-sensor"),
+                                 ("Service", "picket-manager"),
+                                 ("Service", "picket-manager-headless"),
+                                 ("StatefulSet", "picket-manager")])
+        for o in objs:
+            if o["kind"] != "Namespace":
+                self.assertEqual(o["metadata"]["namespace"], "picket")
+        sts = [o for o in objs if o["kind"] == "StatefulSet"][0]
+        self.assertEqual(sts["spec"]["replicas"], 1)
+        self.assertEqual(sts["spec"]["serviceName"], "picket-manager-headless")
+        spec = sts["spec"]["template"]["spec"]
+        c = spec["containers"][0]
+        argv = c["command"] + c["args"]
+        self.assertEqual(set(flags_in(argv[1:])) - cli_flags("manager/main.cc"), set())
+        self.assertNotIn("env", c)
+        # deploy/manager.yaml as it is (its db:), from the base's hashed ConfigMap.
+        mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+        cm_mount = mounts["/etc/picket/manager.yaml"]
+        self.assertEqual(cm_mount["subPath"], "manager.yaml")
+        vol = [v for v in spec["volumes"] if v["name"] == cm_mount["name"]][0]
+        cms = {o["metadata"]["name"]: o for o in objs if o["kind"] == "ConfigMap"}
+        self.assertIn(vol["configMap"]["name"], cms)
+        self.assertEqual(cms[vol["configMap"]["name"]]["data"]["manager.yaml"],
+                         read("deploy", "manager.yaml"))
+        # The volume claim holds the database's directory.
+        db_dir = os.path.dirname(manager_config()["db"])
+        claims = [t["metadata"]["name"] for t in sts["spec"]["volumeClaimTemplates"]]
+        self.assertIn(mounts[db_dir]["name"], claims)
+        # The same claim name as the migrate Job reads (data-picket-manager-0).
+        self.assertEqual("%s-%s-0" % (mounts[db_dir]["name"], sts["metadata"]["name"]),
+                         "data-picket-manager-0")
+        self.assertEqual(option_value(argv, "--ca-key"), "/etc/picket/pki/ca.key")
+
+
 class KustomizeMonitoring(unittest.TestCase):
     """deploy/k8s/monitoring: the Prometheus operator's objects, outside the base."""
 
