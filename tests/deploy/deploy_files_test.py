@@ -10,7 +10,8 @@
   on PostgreSQL: DSN from a Secret, never in args; replica name from the pod) and PDB,
   Services and ConfigMaps agree with each other and with deploy/manager.yaml /
   deploy/sensor.yaml; deploy/k8s/config is what its generate.py writes. deploy/k8s/postgres-
-  trial and deploy/k8s/migrate-from-sqlite render on their own, outside the base.
+  trial and deploy/k8s/migrate-from-sqlite render on their own, outside the base, and so
+  does the overlay deploy/k8s-sqlite (one manager on SQLite, deploy/manager.yaml as it is).
 - docker-compose config renders docker-compose.yml + docker-compose.postgres.yml: PostgreSQL,
   two managers with the DSN in their environment, a sensor naming both, Prometheus on
   prometheus-postgres.yml (promtool-checked, both managers as targets).
