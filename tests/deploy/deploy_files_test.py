@@ -6,8 +6,15 @@
 - docker-compose config renders deploy/docker-compose.yml; the services, ports and volumes
   are the expected ones and every bind-mounted file exists; Grafana's provisioning points
   at the mounted dashboards and at the compose Prometheus.
-- kubectl kustomize renders deploy/k8s; the DaemonSet, StatefulSet, Services and ConfigMaps
-  agree with each other and with deploy/manager.yaml / deploy/sensor.yaml.
+- kubectl kustomize renders deploy/k8s; the DaemonSet, the managers' Deployment (2 replicas
+  on PostgreSQL: DSN from a Secret, never in args; replica name from the pod) and PDB,
+  Services and ConfigMaps agree with each other and with deploy/manager.yaml /
+  deploy/sensor.yaml; deploy/k8s/config is what its generate.py writes. deploy/k8s/postgres-
+  trial and deploy/k8s/migrate-from-sqlite render on their own, outside the base, and so
+  does the overlay deploy/k8s-sqlite (one manager on SQLite, deploy/manager.yaml as it is).
+- docker-compose config renders docker-compose.yml + docker-compose.postgres.yml: PostgreSQL,
+  two managers with the DSN in their environment, a sensor naming both, Prometheus on
+  prometheus-postgres.yml (promtool-checked, both managers as targets).
 - prometheus.yml loads deploy/prometheus/picket-alerts.yml, compose mounts it there;
   kubectl kustomize renders deploy/k8s/monitoring (ServiceMonitor on the manager's metrics
   port, PrometheusRule equal to the rule file), which the base does not include.
@@ -142,12 +149,46 @@ def manager_config():
     return load_yaml("deploy", "manager.yaml")
 
 
+def config_generator():
+    """deploy/k8s/config/generate.py as a module: what the files in deploy/k8s/config must be."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "picket_config_generate", path("deploy", "k8s", "config", "generate.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 class ExampleConfigs(unittest.TestCase):
     def test_k8s_copies_are_identical(self):
         # kustomize cannot read files outside deploy/k8s: the copies must not drift.
         for name in ("manager.yaml", "sensor.yaml"):
             self.assertEqual(read("deploy", "k8s", "config", name), read("deploy", name),
                              "deploy/k8s/config/%s differs from deploy/%s: copy it" % (name, name))
+
+    def test_k8s_config_is_generated(self):
+        # Everything in deploy/k8s/config is what generate.py writes, nothing more.
+        want = config_generator().outputs()
+        have = sorted(f for f in os.listdir(path("deploy", "k8s", "config"))
+                      if f.endswith(".yaml"))
+        self.assertEqual(have, sorted(want))
+        for name, text in want.items():
+            self.assertEqual(read("deploy", "k8s", "config", name), text,
+                             "deploy/k8s/config/%s is stale: run python3 "
+                             "deploy/k8s/config/generate.py" % name)
+
+    def test_postgres_config_is_manager_yaml_without_db(self):
+        # The managers on PostgreSQL take the DSN from $PICKET_DB_DSN, which the manager reads
+        # only when no db key is given: the file is deploy/manager.yaml minus db, and names no
+        # database at all (a DSN in it would put the password in a ConfigMap).
+        pg = load_yaml("deploy", "k8s", "config", "manager-postgres.yaml")
+        cfg = manager_config()
+        del cfg["db"]
+        self.assertEqual(pg, cfg)
+        self.assertNotIn("store", pg)
+        self.assertNotIn("postgresql://", "\n".join(
+            l for l in read("deploy", "k8s", "config", "manager-postgres.yaml").split("\n")
+            if not l.lstrip().startswith("#")))
 
     def test_every_sensor_key_is_read_by_the_sensor(self):
         cfg = load_yaml("deploy", "sensor.yaml")
@@ -251,6 +292,25 @@ class Prometheus(unittest.TestCase):
         # The example sensor job is there, commented out.
         self.assertRegex(read("deploy", "prometheus.yml"),
                          r"#\s*- job_name: picket-sensor[\s\S]*:%d" % SENSOR_METRICS_PORT)
+
+    def test_postgres_variant_scrapes_both_managers(self):
+        # docker-compose.postgres.yml mounts prometheus-postgres.yml: every manager replica is
+        # a target (each exports its own sensors' series), otherwise prometheus.yml's settings.
+        promtool = shutil.which("promtool")
+        if promtool:
+            r = run([promtool, "check", "config", path("deploy", "prometheus-postgres.yml")])
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        base = load_yaml("deploy", "prometheus.yml")
+        pg = load_yaml("deploy", "prometheus-postgres.yml")
+        self.assertEqual(pg["global"], base["global"])
+        self.assertEqual(pg["rule_files"], base["rule_files"])
+        self.assertEqual(len(pg["scrape_configs"]), 1)
+        job, base_job = pg["scrape_configs"][0], base["scrape_configs"][0]
+        self.assertEqual({k: v for k, v in job.items() if k != "static_configs"},
+                         {k: v for k, v in base_job.items() if k != "static_configs"})
+        targets = [t for sc in job["static_configs"] for t in sc["targets"]]
+        metrics = port_of(manager_config()["metrics-listen"])
+        self.assertEqual(targets, ["manager:%d" % metrics, "manager-b:%d" % metrics])
 
     def test_loads_the_alerting_rules(self):
         # Relative to prometheus.yml, as Prometheus resolves it; docker-compose mounts the
@@ -384,6 +444,127 @@ class Compose(unittest.TestCase):
                     self.assertTrue(os.path.exists(source), "%s: %s" % (name, source))
 
 
+class ComposePostgres(unittest.TestCase):
+    """deploy/docker-compose.postgres.yml on top of docker-compose.yml: PostgreSQL and two
+    managers on it."""
+
+    PASSWORD = "test-db-password"
+
+    @classmethod
+    def render(cls, password, profile=None):
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("PICKET_", "GRAFANA_", "COMPOSE_"))}
+        if password is not None:
+            env["PICKET_DB_PASSWORD"] = password
+        args = [cls.tool, "-f", path("deploy", "docker-compose.yml"),
+                "-f", path("deploy", "docker-compose.postgres.yml")]
+        if profile:
+            args += ["--profile", profile]
+        return subprocess.run(args + ["config"], capture_output=True, text=True, timeout=60,
+                              env=env)
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tool = shutil.which("docker-compose")
+        cls.rendered = None
+        if cls.tool:
+            cls.result = cls.render(cls.PASSWORD, "sensor")
+            if cls.result.returncode == 0:
+                cls.rendered = yaml.safe_load(cls.result.stdout)
+
+    def setUp(self):
+        if not self.tool:
+            skip(self, "docker-compose")
+        self.assertEqual(self.result.returncode, 0, self.result.stdout + self.result.stderr)
+
+    def managers(self):
+        return {n: s for n, s in self.rendered["services"].items()
+                if s.get("command", [None])[0] == "picket-manager"}
+
+    def test_services(self):
+        self.assertEqual(sorted(self.rendered["services"]),
+                         ["grafana", "manager", "manager-b", "postgres", "prometheus", "sensor"])
+        self.assertEqual(sorted(self.managers()), ["manager", "manager-b"])
+
+    def test_no_default_password(self):
+        # Without PICKET_DB_PASSWORD the variant does not render (no built-in password).
+        r = self.render(None)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("PICKET_DB_PASSWORD", r.stdout + r.stderr)
+
+    def test_postgres(self):
+        pg = self.rendered["services"]["postgres"]
+        self.assertRegex(pg["image"], r"^postgres:15(\.|$)")
+        self.assertEqual(pg["environment"]["POSTGRES_PASSWORD"], self.PASSWORD)
+        self.assertEqual(compose_ports(pg), [], "the database is published on the host")
+        vols = compose_volumes(pg)
+        self.assertIn(vols["/var/lib/postgresql/data"][0], self.rendered["volumes"])
+        self.assertIn("pg_isready", pg["healthcheck"]["test"])
+
+    def test_two_managers_on_postgres(self):
+        cfg = manager_config()
+        want_cfg = path("deploy", "k8s", "config", "manager-postgres.yaml")
+        pg = self.rendered["services"]["postgres"]["environment"]
+        dsn = "postgresql://%s:%s@postgres:5432/%s" % (pg["POSTGRES_USER"], self.PASSWORD,
+                                                       pg["POSTGRES_DB"])
+        names, published, data = [], set(), set()
+        for name, m in sorted(self.managers().items()):
+            self.assertEqual(m["image"], "picket:latest")
+            argv = m["command"]
+            self.assertEqual(set(flags_in(argv[1:])) - cli_flags("manager/main.cc"), set())
+            self.assertEqual(option_value(argv, "-c"), "/etc/picket/manager.yaml")
+            self.assertNotIn("--db", argv)
+            for a in argv:
+                self.assertNotIn(self.PASSWORD, a)
+            names.append(option_value(argv, "--replica-name"))
+            # The DSN in the environment, the configuration without db:.
+            self.assertEqual(m["environment"], {"PICKET_DB_DSN": dsn})
+            vols = compose_volumes(m)
+            self.assertEqual(vols["/etc/picket/manager.yaml"], (want_cfg, True))
+            self.assertEqual(m["depends_on"]["postgres"]["condition"], "service_healthy")
+            self.assertIn(os.path.dirname(cfg["tls"]["cert"]), vols)
+            self.assertIn(cfg["admin-token-file"], vols)
+            work = vols[m["working_dir"]]
+            self.assertIn(work[0], self.rendered["volumes"])
+            data.add(work[0])
+            grpc = [pub for _, pub, t in compose_ports(m) if t == port_of(cfg["listen"])]
+            self.assertEqual(len(grpc), 1, name)
+            published.add(grpc[0])
+        self.assertEqual(sorted(names), ["manager", "manager-b"])
+        self.assertEqual(len(published), 2, "both managers on one host port")
+        self.assertEqual(len(data), 2, "two managers share a working volume")
+
+    def test_sensor_names_both_managers(self):
+        cfg = manager_config()
+        published = sorted(pub for m in self.managers().values()
+                           for _, pub, t in compose_ports(m) if t == port_of(cfg["listen"]))
+        s = self.rendered["services"]["sensor"]
+        argv = s["command"]
+        self.assertEqual(argv[0], "picket-sensor")
+        self.assertEqual(set(flags_in(argv[1:])) - cli_flags("sensor/engine/sensor_options.cc"),
+                         set())
+        self.assertEqual(s["network_mode"], "host")
+        managers = option_value(argv, "--manager").split(",")
+        self.assertEqual(sorted(port_of(a) for a in managers), published)
+        self.assertEqual({host_of(a) for a in managers}, {"127.0.0.1"})
+        self.assertEqual(set(s["cap_add"]) - {"NET_RAW", "NET_ADMIN", "IPC_LOCK"}, set())
+        self.assertEqual(s["cap_drop"], ["ALL"])
+        self.assertIn("--bootstrap-token-file", argv)
+        # Only with --profile sensor.
+        self.assertEqual(s["profiles"], ["sensor"])
+
+    def test_prometheus_scrapes_both(self):
+        vols = compose_volumes(self.rendered["services"]["prometheus"])
+        self.assertEqual(vols["/etc/prometheus/prometheus.yml"],
+                         (path("deploy", "prometheus-postgres.yml"), True))
+
+    def test_bind_mounts_exist(self):
+        for name, svc in self.rendered["services"].items():
+            for source, _ in compose_volumes(svc).values():
+                if source.startswith(SOURCE + os.sep):
+                    self.assertTrue(os.path.exists(source), "%s: %s" % (name, source))
+
+
 class Kustomize(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -414,16 +595,28 @@ class Kustomize(unittest.TestCase):
         self.assertEqual(len(vol), 1)
         return self.configmap(vol[0]["configMap"]["name"])
 
-    def mounted_config(self, pod_spec, container, file_name):
-        """The YAML document mounted at /etc/picket/FILE, from the rendered ConfigMap."""
+    def mounted_config(self, pod_spec, container, file_name, key=None, want=None):
+        """The YAML document mounted at /etc/picket/FILE, from the rendered ConfigMap's KEY
+        (default FILE), whose text must be WANT (default deploy/FILE)."""
+        key = key or file_name
         mounts = [m for m in container["volumeMounts"]
                   if m["mountPath"] == "/etc/picket/" + file_name]
         self.assertEqual(len(mounts), 1)
-        self.assertEqual(mounts[0]["subPath"], file_name)
+        self.assertEqual(mounts[0]["subPath"], key)
         cm = self.pod_configmap(pod_spec, mounts[0]["name"])
-        text = cm["data"][file_name]
-        self.assertEqual(text, read("deploy", file_name))
+        text = cm["data"][key]
+        self.assertEqual(text, want if want is not None else read("deploy", file_name))
         return yaml.safe_load(text)
+
+    def manager_pod(self):
+        """(Deployment, pod spec, container, manager.yaml as mounted) of the managers."""
+        dep = self.one("Deployment", "picket-manager")
+        spec = dep["spec"]["template"]["spec"]
+        self.assertEqual(len(spec["containers"]), 1)
+        c = spec["containers"][0]
+        want = config_generator().outputs()["manager-postgres.yaml"]
+        cfg = self.mounted_config(spec, c, "manager.yaml", "manager-postgres.yaml", want)
+        return dep, spec, c, cfg
 
     def test_namespace(self):
         ns = self.one("Namespace")
@@ -433,28 +626,21 @@ class Kustomize(unittest.TestCase):
                 self.assertEqual(o["metadata"].get("namespace"), "picket",
                                  "%s %s" % (o["kind"], o["metadata"]["name"]))
 
-    def test_manager_statefulset(self):
-        sts = self.one("StatefulSet", "picket-manager")
-        self.assertEqual(sts["spec"]["replicas"], 1)
-        spec = sts["spec"]["template"]["spec"]
-        self.assertEqual(len(spec["containers"]), 1)
-        c = spec["containers"][0]
+    def test_manager_deployment(self):
+        # Several managers on one PostgreSQL database: a Deployment, not the SQLite StatefulSet.
+        self.assertEqual([o for o in self.objs if o["kind"] == "StatefulSet"], [])
+        dep, spec, c, cfg = self.manager_pod()
+        self.assertEqual(dep["spec"]["replicas"], 2)
         self.assertEqual(c["image"], "picket:latest")
         argv = c["command"] + c["args"]
         self.assertEqual(argv[0], "picket-manager")
         self.assertEqual(set(flags_in(argv[1:])) - cli_flags("manager/main.cc"), set())
         self.assertEqual(option_value(argv, "-c"), "/etc/picket/manager.yaml")
-        cfg = self.mounted_config(spec, c, "manager.yaml")
         ports = {p["name"]: p["containerPort"] for p in c["ports"]}
         self.assertEqual(ports, {"grpc": port_of(cfg["listen"]),
                                  "metrics": port_of(cfg["metrics-listen"])})
-        # The volume claim is mounted at the database's directory.
-        claims = [t["metadata"]["name"] for t in sts["spec"]["volumeClaimTemplates"]]
-        mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
-        db_dir = os.path.dirname(cfg["db"])
-        self.assertIn(db_dir, mounts)
-        self.assertIn(mounts[db_dir], claims)
         # The TLS files and the admin token are where manager.yaml says.
+        mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
         pki_dir = os.path.dirname(cfg["tls"]["cert"])
         self.assertIn(pki_dir, mounts)
         self.assertEqual(os.path.dirname(cfg["tls"]["key"]), pki_dir)
@@ -462,13 +648,73 @@ class Kustomize(unittest.TestCase):
         pki = [v for v in spec["volumes"] if v["name"] == mounts[pki_dir]]
         self.assertEqual(pki[0]["secret"]["secretName"], "picket-manager-pki")
         self.assertIn(cfg["admin-token-file"], mounts)
-        # The service the pods are governed by exists.
-        self.one("Service", sts["spec"]["serviceName"])
+        # The working directory (rule-sources/ with PostgreSQL) is writable scratch space.
+        work = [v for v in spec["volumes"] if v["name"] == mounts[c["workingDir"]]]
+        self.assertIn("emptyDir", work[0])
+        # Probes as before: gRPC port ready, metrics index alive.
+        self.assertEqual(c["readinessProbe"]["tcpSocket"]["port"], "grpc")
+        self.assertEqual(c["livenessProbe"]["httpGet"], {"path": "/", "port": "metrics"})
+
+    def test_manager_database_from_secret(self):
+        _, _, c, cfg = self.manager_pod()
+        # No database in the configuration: the manager takes $PICKET_DB_DSN ...
+        self.assertNotIn("db", cfg)
+        self.assertNotIn("store", cfg)
+        argv = c["command"] + c["args"]
+        self.assertNotIn("--db", argv)
+        # ... from the Secret picket-manager-db, key dsn, never from a literal or the args.
+        env = {e["name"]: e for e in c["env"]}
+        # deploy/README.md's CloudNativePG patch replaces env/1.
+        self.assertEqual(c["env"][1]["name"], "PICKET_DB_DSN")
+        self.assertEqual(env["PICKET_DB_DSN"], {"name": "PICKET_DB_DSN", "valueFrom": {
+            "secretKeyRef": {"name": "picket-manager-db", "key": "dsn"}}})
+        for a in argv:
+            self.assertNotIn("PICKET_DB_DSN", a)
+            self.assertNotRegex(a, r"^postgres(ql)?://")
+        for e in c["env"]:
+            self.assertNotIn("value", e, "%s: a literal in the manager's environment" % e["name"])
+
+    def test_manager_replica_name_from_pod_name(self):
+        _, _, c, _ = self.manager_pod()
+        argv = c["command"] + c["args"]
+        self.assertEqual(option_value(argv, "--replica-name"), "$(POD_NAME)")
+        env = {e["name"]: e for e in c["env"]}
+        self.assertEqual(env["POD_NAME"]["valueFrom"],
+                         {"fieldRef": {"fieldPath": "metadata.name"}})
+        used = set(re.findall(r"\$\((\w+)\)", " ".join(c["args"])))
+        self.assertEqual(used, {"POD_NAME"})
+
+    def test_manager_hardening(self):
+        _, spec, c, _ = self.manager_pod()
+        pod = spec["securityContext"]
+        self.assertIs(pod["runAsNonRoot"], True)
+        self.assertEqual(pod["runAsUser"], 10001)
+        self.assertEqual(pod["seccompProfile"], {"type": "RuntimeDefault"})
+        sc = c["securityContext"]
+        self.assertIs(sc["allowPrivilegeEscalation"], False)
+        self.assertIs(sc["readOnlyRootFilesystem"], True)
+        self.assertEqual(sc["capabilities"], {"drop": ["ALL"]})
+        self.assertNotIn("hostNetwork", spec)
+
+    def test_manager_spread_and_disruption_budget(self):
+        dep, spec, _, _ = self.manager_pod()
+        labels = dep["spec"]["template"]["metadata"]["labels"]
+        terms = spec["affinity"]["podAntiAffinity"][
+            "preferredDuringSchedulingIgnoredDuringExecution"]
+        self.assertEqual(len(terms), 1)
+        term = terms[0]["podAffinityTerm"]
+        self.assertEqual(term["topologyKey"], "kubernetes.io/hostname")
+        self.assertLessEqual(term["labelSelector"]["matchLabels"].items(), labels.items())
+        pdb = self.one("PodDisruptionBudget", "picket-manager")
+        self.assertEqual(pdb["apiVersion"], "policy/v1")
+        self.assertEqual(pdb["spec"]["minAvailable"], 1)
+        self.assertEqual(pdb["spec"]["selector"]["matchLabels"],
+                         dep["spec"]["selector"]["matchLabels"])
+        self.assertLessEqual(pdb["spec"]["selector"]["matchLabels"].items(), labels.items())
+        self.assertLess(pdb["spec"]["minAvailable"], dep["spec"]["replicas"])
 
     def test_manager_service_matches_manager_yaml(self):
-        sts = self.one("StatefulSet", "picket-manager")
-        spec = sts["spec"]["template"]["spec"]
-        cfg = self.mounted_config(spec, spec["containers"][0], "manager.yaml")
+        sts, _, _, cfg = self.manager_pod()
         svc = self.one("Service", "picket-manager")
         ports = {p["name"]: (p["port"], p["targetPort"]) for p in svc["spec"]["ports"]}
         self.assertEqual(ports, {"grpc": (port_of(cfg["listen"]), "grpc"),
@@ -481,6 +727,13 @@ class Kustomize(unittest.TestCase):
         pod_labels = sts["spec"]["template"]["metadata"]["labels"]
         for k, v in svc["spec"]["selector"].items():
             self.assertEqual(pod_labels.get(k), v)
+        # The headless Service the sensors dial: every ready replica's address.
+        hl = self.one("Service", "picket-manager-headless")
+        self.assertEqual(hl["spec"]["clusterIP"], "None")
+        self.assertIs(hl["spec"].get("publishNotReadyAddresses", False), False)
+        self.assertEqual(hl["spec"]["selector"], svc["spec"]["selector"])
+        self.assertEqual([(p["name"], p["port"], p["targetPort"]) for p in hl["spec"]["ports"]],
+                         [("grpc", port_of(cfg["listen"]), "grpc")])
 
     def test_sensor_daemonset(self):
         ds = self.one("DaemonSet", "picket-sensor")
@@ -498,13 +751,16 @@ class Kustomize(unittest.TestCase):
 
         argv = c["command"] + c["args"]
         self.assertEqual(argv[0], "picket-sensor")
-        self.assertEqual(set(flags_in(argv[1:])) - cli_flags("sensor/engine/sensor_options.cc"), set())
+        self.assertEqual(set(flags_in(argv[1:])) - cli_flags("sensor/engine/sensor_options.cc"),
+                         set())
         self.assertEqual(option_value(argv, "-c"), "/etc/picket/sensor.yaml")
         self.assertEqual(option_value(argv, "--capture"), "afpacket")
         self.mounted_config(spec, c, "sensor.yaml")
 
-        # The manager address is the Service's DNS name and gRPC port.
-        svc = self.one("Service", "picket-manager")
+        # The manager address is the headless Service's DNS name and gRPC port: one name with
+        # every replica's address, so the sensors spread over the managers and fail over.
+        svc = self.one("Service", "picket-manager-headless")
+        self.assertEqual(svc["spec"]["clusterIP"], "None")
         grpc = [p["port"] for p in svc["spec"]["ports"] if p["name"] == "grpc"]
         manager = option_value(argv, "--manager")
         self.assertEqual(port_of(manager), MANAGER_GRPC_PORT)
@@ -561,7 +817,7 @@ class Kustomize(unittest.TestCase):
         self.assertEqual(state["hostPath"], {"path": "/var/lib/picket/sensor",
                                              "type": "DirectoryOrCreate"})
         # The manager signs enrollments with the CA key from its own Secret.
-        sts = self.one("StatefulSet", "picket-manager")
+        sts = self.one("Deployment", "picket-manager")
         mc = sts["spec"]["template"]["spec"]["containers"][0]
         ca_key = option_value(mc["command"] + mc["args"], "--ca-key")
         mmounts = {m["mountPath"]: m["name"] for m in mc["volumeMounts"]}
@@ -606,6 +862,115 @@ def unit_sections(text):
 
 def unit_values(sections, section, key):
     return [v for k, v in sections.get(section, []) if k == key]
+
+
+def kustomize_objects(test, *parts):
+    tool = shutil.which("kubectl")
+    if not tool:
+        skip(test, "kubectl")
+    r = run([tool, "kustomize", path(*parts)], timeout=120)
+    test.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+    return [o for o in yaml.safe_load_all(r.stdout) if o]
+
+
+class KustomizePostgresTrial(unittest.TestCase):
+    """deploy/k8s/postgres-trial: one PostgreSQL for trials, outside the base."""
+
+    def test_objects(self):
+        objs = kustomize_objects(self, "deploy", "k8s", "postgres-trial")
+        self.assertEqual(sorted((o["kind"], o["metadata"]["name"]) for o in objs),
+                         [("Service", "picket-postgres"), ("StatefulSet", "picket-postgres")])
+        for o in objs:
+            self.assertEqual(o["metadata"]["namespace"], "picket")
+            self.assertEqual(o["metadata"]["labels"]["app.kubernetes.io/part-of"], "picket")
+        sts = [o for o in objs if o["kind"] == "StatefulSet"][0]
+        svc = [o for o in objs if o["kind"] == "Service"][0]
+        self.assertEqual(sts["spec"]["replicas"], 1)
+        self.assertEqual(sts["spec"]["serviceName"], svc["metadata"]["name"])
+        spec = sts["spec"]["template"]["spec"]
+        c = spec["containers"][0]
+        self.assertRegex(c["image"], r"^postgres:15$")
+        env = {e["name"]: e for e in c["env"]}
+        self.assertEqual(env["POSTGRES_PASSWORD"]["valueFrom"],
+                         {"secretKeyRef": {"name": "picket-postgres", "key": "password"}})
+        # The data on the volume claim, in a subdirectory (lost+found).
+        claims = [t["metadata"]["name"] for t in sts["spec"]["volumeClaimTemplates"]]
+        mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+        pgdata = env["PGDATA"]["value"]
+        self.assertIn(mounts[os.path.dirname(pgdata)], claims)
+        self.assertEqual([(p["port"], p["targetPort"]) for p in svc["spec"]["ports"]],
+                         [(5432, "postgres")])
+        self.assertEqual({p["name"]: p["containerPort"] for p in c["ports"]}, {"postgres": 5432})
+        self.assertEqual(svc["spec"]["selector"], sts["spec"]["template"]["metadata"]["labels"])
+        self.assertIs(spec["securityContext"]["runAsNonRoot"], True)
+        self.assertIs(c["securityContext"]["readOnlyRootFilesystem"], True)
+        self.assertEqual(c["securityContext"]["capabilities"], {"drop": ["ALL"]})
+        # Not in the base render: production brings its own database.
+        base = load_yaml("deploy", "k8s", "kustomization.yaml")
+        self.assertEqual([r for r in base["resources"] if "postgres" in r], [])
+
+    def test_migrate_job(self):
+        objs = kustomize_objects(self, "deploy", "k8s", "migrate-from-sqlite")
+        self.assertEqual([(o["kind"], o["metadata"]["name"]) for o in objs],
+                         [("Job", "picket-manager-migrate")])
+        job = objs[0]
+        self.assertEqual(job["metadata"]["namespace"], "picket")
+        spec = job["spec"]["template"]["spec"]
+        c = spec["containers"][0]
+        argv = c["command"] + c["args"]
+        self.assertEqual(argv, ["picket-manager", "migrate", "--from",
+                                "sqlite:" + manager_config()["db"]])
+        env = {e["name"]: e for e in c["env"]}
+        self.assertEqual(env["PICKET_DB_DSN"]["valueFrom"],
+                         {"secretKeyRef": {"name": "picket-manager-db", "key": "dsn"}})
+        # The SQLite StatefulSet's volume claim (template "data", pod picket-manager-0).
+        mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+        vol = [v for v in spec["volumes"]
+               if v["name"] == mounts[os.path.dirname(manager_config()["db"])]][0]
+        self.assertEqual(vol["persistentVolumeClaim"]["claimName"], "data-picket-manager-0")
+        base = load_yaml("deploy", "k8s", "kustomization.yaml")
+        self.assertEqual([r for r in base["resources"] if "migrate" in r], [])
+
+
+class KustomizeSqlite(unittest.TestCase):
+    """deploy/k8s-sqlite: the base with one manager on SQLite (a StatefulSet) instead."""
+
+    def test_one_manager_on_sqlite(self):
+        objs = kustomize_objects(self, "deploy", "k8s-sqlite")
+        kinds = sorted((o["kind"], o["metadata"]["name"]) for o in objs
+                       if o["kind"] not in ("ConfigMap", "Namespace"))
+        self.assertEqual(kinds, [("DaemonSet", "picket-sensor"),
+                                 ("Service", "picket-manager"),
+                                 ("Service", "picket-manager-headless"),
+                                 ("StatefulSet", "picket-manager")])
+        for o in objs:
+            if o["kind"] != "Namespace":
+                self.assertEqual(o["metadata"]["namespace"], "picket")
+        sts = [o for o in objs if o["kind"] == "StatefulSet"][0]
+        self.assertEqual(sts["spec"]["replicas"], 1)
+        self.assertEqual(sts["spec"]["serviceName"], "picket-manager-headless")
+        spec = sts["spec"]["template"]["spec"]
+        c = spec["containers"][0]
+        argv = c["command"] + c["args"]
+        self.assertEqual(set(flags_in(argv[1:])) - cli_flags("manager/main.cc"), set())
+        self.assertNotIn("env", c)
+        # deploy/manager.yaml as it is (its db:), from the base's hashed ConfigMap.
+        mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+        cm_mount = mounts["/etc/picket/manager.yaml"]
+        self.assertEqual(cm_mount["subPath"], "manager.yaml")
+        vol = [v for v in spec["volumes"] if v["name"] == cm_mount["name"]][0]
+        cms = {o["metadata"]["name"]: o for o in objs if o["kind"] == "ConfigMap"}
+        self.assertIn(vol["configMap"]["name"], cms)
+        self.assertEqual(cms[vol["configMap"]["name"]]["data"]["manager.yaml"],
+                         read("deploy", "manager.yaml"))
+        # The volume claim holds the database's directory.
+        db_dir = os.path.dirname(manager_config()["db"])
+        claims = [t["metadata"]["name"] for t in sts["spec"]["volumeClaimTemplates"]]
+        self.assertIn(mounts[db_dir]["name"], claims)
+        # The same claim name as the migrate Job reads (data-picket-manager-0).
+        self.assertEqual("%s-%s-0" % (mounts[db_dir]["name"], sts["metadata"]["name"]),
+                         "data-picket-manager-0")
+        self.assertEqual(option_value(argv, "--ca-key"), "/etc/picket/pki/ca.key")
 
 
 class KustomizeMonitoring(unittest.TestCase):
