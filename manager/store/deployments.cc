@@ -129,7 +129,8 @@ absl::StatusOr<Deployment> Store::create_deployment(const NewDeployment& d) {
                                              "selector, canary_percent, soak_seconds, state, "
                                              "parent_id, actor, created_at, updated_at, "
                                              "gate_max_drop_ratio, gate_max_alert_rate) "
-                                             "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?9, ?9, ?10, ?11)"));
+                                             "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?9, ?9, ?10, ?11) "
+                                             "RETURNING id"));
         ins.bind_ref(1, d.bundle_version).bind(2, to_string(d.kind)).bind(3, sel.to_string());
         ins.bind(4, d.canary_percent).bind(5, d.soak_seconds).bind(6, to_string(state));
         ins.bind_ref(7, d.parent_id).bind(8, d.actor).bind(9, d.created_at);
@@ -143,8 +144,8 @@ absl::StatusOr<Deployment> Store::create_deployment(const NewDeployment& d) {
         } else {
             ins.bind_null(11);
         }
-        RETURN_IF_ERROR(ins.run());
-        int64_t id = c.last_insert_rowid();
+        RETURN_IF_ERROR(ins.expect_row([] { return absl::InternalError("no id returned"); }));
+        const int64_t id = ins.i64(0);
 
         // A newer deployment supersedes the open targets of older ones on the same sensors.
         std::vector<int64_t> touched;

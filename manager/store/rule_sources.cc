@@ -141,15 +141,15 @@ absl::StatusOr<int64_t> Store::record_rule_update(const RuleUpdateRow& update) {
     return impl_->write<int64_t>([update](Conn& c) -> absl::StatusOr<int64_t> {
         ASSIGN_OR_RETURN(Stmt s, c.prepare("INSERT INTO rule_updates(started_at, finished_at, "
                                            "trigger, result, message, version) "
-                                           "VALUES(?, ?, ?, ?, ?, ?)"));
+                                           "VALUES(?, ?, ?, ?, ?, ?) RETURNING id"));
         s.bind(1, update.started_at)
             .bind(2, update.finished_at)
             .bind(3, update.trigger)
             .bind(4, update.result)
             .bind(5, update.message)
             .bind_ref(6, update.version);
-        RETURN_IF_ERROR(s.run());
-        int64_t id = c.last_insert_rowid();
+        RETURN_IF_ERROR(s.expect_row([] { return absl::InternalError("no id returned"); }));
+        int64_t id = s.i64(0);
         for (const auto& r : update.sources) {
             ASSIGN_OR_RETURN(Stmt src, c.prepare("INSERT INTO rule_update_sources(update_id, "
                                                  "name, sha256, etag, not_modified, files, "

@@ -58,10 +58,11 @@ absl::StatusOr<int64_t> metric_name_id(Conn& c, const std::string& name) {
     if (row) {
         id = sel.i64(0);
     } else {
-        ASSIGN_OR_RETURN(Stmt ins, c.prepare("INSERT INTO metric_names(name) VALUES(?)"));
+        ASSIGN_OR_RETURN(Stmt ins,
+                         c.prepare("INSERT INTO metric_names(name) VALUES(?) RETURNING id"));
         ins.bind(1, name);
-        RETURN_IF_ERROR(ins.run());
-        id = c.last_insert_rowid();
+        RETURN_IF_ERROR(ins.expect_row([] { return absl::InternalError("no id returned"); }));
+        id = ins.i64(0);
     }
     c.metric_ids.emplace(name, id);
     return id;
