@@ -267,6 +267,19 @@ absl::StatusOr<PgStmt*> PgConn::prepare(const char* sql) {
     s->null.assign(s->nparams, 1);
     s->binary.assign(s->nparams, 0);
     s->types.assign(s->nparams, 0);
+    for (int i = 1; i <= s->nparams; ++i) {
+        // A number the statement skips (?1, ?2, ?4) still needs a type to prepare.
+        std::string ref = cat("$", i);
+        bool used = false;
+        for (size_t at = s->sql.find(ref); at != std::string::npos && !used;
+             at = s->sql.find(ref, at + 1)) {
+            size_t end = at + ref.size();
+            used = end >= s->sql.size() || s->sql[end] < '0' || s->sql[end] > '9';
+        }
+        if (!used) {
+            s->types[i - 1] = kInt8Oid;
+        }
+    }
     PgStmt* p = s.get();
     cache.emplace(sql, std::move(s));
     return p;
