@@ -230,6 +230,13 @@ absl::StatusOr<BootstrapToken> Store::redeem_bootstrap_token(const Redemption& r
         return absl::InvalidArgumentError("redeem: certificate serial and hash are required");
     }
     return impl_->write<BootstrapToken>([r](Conn& c) -> absl::StatusOr<BootstrapToken> {
+        // PostgreSQL: the token's row stays locked until this transaction ends, so managers
+        // redeeming the last use at once are served one after the other and the later one
+        // sees it spent (SQLite has one writer at a time anyway).
+        ASSIGN_OR_RETURN(Stmt lock, c.prepare("SELECT 1 FROM bootstrap_tokens WHERE id = ? "
+                                              "/*FOR UPDATE*/"));
+        lock.bind(1, r.token_id);
+        RETURN_IF_ERROR(lock.run());
         absl::StatusOr<BootstrapToken> t = load_token(c, r.token_id);
         if (absl::IsNotFound(t.status())) {
             return absl::UnauthenticatedError(std::string(t.status().message()));

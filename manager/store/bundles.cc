@@ -102,10 +102,21 @@ absl::StatusOr<PushResult> Store::push_bundle(const NewBundle& b) {
                                  sha, b.blob));
         ASSIGN_OR_RETURN(Stmt ins, c.prepare("INSERT INTO bundles(name, sha256, author, message, "
                                              "created_at, parent_version) "
-                                             "VALUES(?, ?, ?, ?, ?, ?) RETURNING version"));
+                                             "VALUES(?, ?, ?, ?, ?, ?) ON CONFLICT(sha256) "
+                                             "DO NOTHING RETURNING version"));
         ins.bind(1, b.name).bind(2, sha).bind(3, b.author).bind(4, b.message);
         ins.bind(5, b.created_at).bind_ref(6, b.parent_version);
-        RETURN_IF_ERROR(ins.expect_row([] { return absl::InternalError("no version returned"); }));
+        ASSIGN_OR_RETURN(bool inserted, ins.step());
+        if (!inserted) {
+            // PostgreSQL: another manager pushed the same content since the check above and
+            // committed first; this push is the same version (idempotent, as a repeat).
+            ASSIGN_OR_RETURN(Stmt again,
+                             c.prepare("SELECT version FROM bundles WHERE sha256 = ?"));
+            again.bind(1, sha);
+            RETURN_IF_ERROR(again.expect_row(
+                [] { return absl::InternalError("pushed bundle vanished"); }));
+            return PushResult{again.i64(0), sha, false};
+        }
         int64_t version = ins.i64(0);
         RETURN_IF_ERROR(log_event(c, b.created_at, b.author, "bundle.push", "", version, 0,
                                   cat(b.name, ": ", b.message)));

@@ -236,13 +236,23 @@ absl::Status PgConn::exec(const char* sql) {
         // A read: one snapshot for all its statements, as SQLite's read transaction.
         q = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
     }
-    if (!in_transaction()) {
+    const bool outside = !in_transaction();
+    if (outside) {
         RETURN_IF_ERROR(ensure_connected());
     }
     sqlstate.clear();
     std::string text(q);
     PGresult* r = PQexec(conn, text.c_str());
     ExecStatusType st = PQresultStatus(r);
+    if (outside && q.starts_with("BEGIN") && st != PGRES_COMMAND_OK &&
+        PQstatus(conn) == CONNECTION_BAD) {
+        // The server went away since this connection's last use (restarted, failed over):
+        // libpq only notices now. A BEGIN changes nothing, so reconnect and try it once more.
+        PQclear(r);
+        RETURN_IF_ERROR(ensure_connected());
+        r = PQexec(conn, text.c_str());
+        st = PQresultStatus(r);
+    }
     absl::Status out;
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
         out = error(r, cat("postgres '", one_line(q, 60), "'"));
