@@ -5,11 +5,13 @@
 #include <pwd.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <string>
 #include <system_error>
@@ -115,11 +117,52 @@ bool PostgresServer::run_pg_ctl(const std::string& action) {
     return ok;
 }
 
+std::unique_ptr<PostgresServer> PostgresServer::adopt(const std::string& state_file, bool own) {
+    std::ifstream in(state_file);
+    int port = 0;
+    std::string dir;
+    if (!(in >> port >> dir) || port <= 0) {
+        return nullptr;
+    }
+    auto s = std::unique_ptr<PostgresServer>(new PostgresServer());
+    const char* env = ::getenv("PICKET_PG_BIN");
+    s->bin_ = env != nullptr ? env : "/usr/lib/postgresql/15/bin";
+    s->dir_ = dir;
+    s->port_ = port;
+    if (::geteuid() == 0) {
+        struct stat st {};
+        if (::stat(dir.c_str(), &st) == 0) {
+            if (passwd* pw = ::getpwuid(st.st_uid); pw != nullptr && st.st_uid != 0) {
+                s->user_ = pw->pw_name;
+            }
+        }
+    }
+    s->running_ = own;
+    s->keep_dir_ = !own;
+    if (!own) {
+        std::string base = "postgresql://picket@127.0.0.1:" + std::to_string(port) +
+                           "/postgres?connect_timeout=5";
+        PGconn* c = PQconnectdb(base.c_str());
+        bool ok = PQstatus(c) == CONNECTION_OK;
+        PQfinish(c);
+        if (!ok) {
+            return nullptr;
+        }
+    }
+    return s;
+}
+
 PostgresServer* PostgresServer::shared(std::string* why) {
     static std::once_flag once;
     static std::unique_ptr<PostgresServer> server;
     static std::string reason;
     std::call_once(once, [] {
+        if (const char* state = ::getenv("PICKET_TEST_PG_STATE"); state != nullptr) {
+            server = adopt(state, false);  // the CTest run's server; not ours to stop
+            if (server != nullptr) {
+                return;
+            }
+        }
         server = start(&reason);
         if (server != nullptr) {
             // Stopped at exit, after every test of the binary.
@@ -134,8 +177,10 @@ PostgresServer::~PostgresServer() {
     if (running_) {
         run_pg_ctl("stop");
     }
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
+    if (!keep_dir_ && !dir_.empty()) {
+        std::error_code ec;
+        std::filesystem::remove_all(dir_, ec);
+    }
 }
 
 bool PostgresServer::stop() {

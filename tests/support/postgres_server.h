@@ -16,8 +16,17 @@ class PostgresServer {
 public:
     // Starts a server; nullptr with *why set when the binaries are absent or it cannot start.
     static std::unique_ptr<PostgresServer> start(std::string* why);
-    // The server of this test process, started at the first call (nullptr and *why as start()).
+    // The server of this test process: the one a CTest fixture started and named in the file
+    // $PICKET_TEST_PG_STATE (pg_test_server), else one started at the first call and stopped
+    // at exit (nullptr and *why as start()).
     static PostgresServer* shared(std::string* why);
+    // The server described by a state file of pg_test_server (port and directory); with `own`
+    // the object stops it and removes its directory when destroyed. nullptr when the file is
+    // missing or the server does not answer.
+    static std::unique_ptr<PostgresServer> adopt(const std::string& state_file, bool own);
+    // Leaves the server running when this object is destroyed (pg_test_server start).
+    void release() { running_ = false; keep_dir_ = true; }
+    const std::string& dir() const { return dir_; }
     ~PostgresServer();  // stops the server (pg_ctl stop -m immediate) and removes the directory
     PostgresServer(const PostgresServer&) = delete;
     PostgresServer& operator=(const PostgresServer&) = delete;
@@ -38,6 +47,7 @@ private:
     std::string user_;  // "" when not root
     int port_ = 0;
     bool running_ = false;
+    bool keep_dir_ = false;
 };
 
 }  // namespace picket::testing
