@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -53,7 +54,8 @@ int enroll_sensor(const std::string& db_path, const std::string& name) {
     so.reset_connections = false;
     auto store = manager::store::Store::Open(db_path, so);
     if (!store.ok()) {
-        std::fprintf(stderr, "picket-manager: --db %s: %s\n", db_path.c_str(),
+        std::fprintf(stderr, "picket-manager: --db %s: %s\n",
+                     manager::store::redact_dsn(db_path).c_str(),
                      std::string(store.status().message()).c_str());
         return kExitRuntime;
     }
@@ -77,6 +79,7 @@ int enroll_sensor(const std::string& db_path, const std::string& name) {
 // error: a typo must not silently fall back to a default.
 constexpr const char* kConfigKeys[] = {"listen",
                                        "db",
+                                       "store.postgres.dsn",
                                        "tls.cert",
                                        "tls.key",
                                        "tls.client-ca",
@@ -137,6 +140,16 @@ void apply_config(const picket::Config& cfg, const CLI::App& app,
     }
     if (unset("--db")) {
         o->db_path = cfg.get_string("db", o->db_path);
+        // store: {postgres: {dsn: postgresql://...}}: the PostgreSQL backend (several managers
+        // on one database).
+        if (cfg.has("store.postgres.dsn")) {
+            if (cfg.has("db")) {
+                throw picket::ConfigError(cfg.source() +
+                                          ": db and store.postgres.dsn name two databases; "
+                                          "keep one");
+            }
+            o->db_path = cfg.get_string("store.postgres.dsn", "");
+        }
     }
     if (unset("--tls-cert")) {
         o->tls_cert_file = cfg.get_string("tls.cert", o->tls_cert_file);
@@ -210,8 +223,11 @@ int main(int argc, char** argv) {
         ->type_name("manager.yaml")
         ->check(CLI::ExistingFile);
     app.add_option("--listen", o.listen, "address to serve on, HOST:PORT")->type_name("ADDR");
-    app.add_option("--db", o.db_path, "SQLite database file (created if missing)")
-        ->type_name("FILE");
+    app.add_option("--db", o.db_path,
+                   "SQLite database file (created if missing), or a PostgreSQL DSN "
+                   "postgresql://USER@HOST:PORT/DB (default: $PICKET_DB_DSN, which keeps a "
+                   "password out of the process list)")
+        ->type_name("FILE|DSN");
     app.add_option("--tls-cert", o.tls_cert_file, "manager certificate (PEM)")->type_name("FILE");
     app.add_option("--tls-key", o.tls_key_file, "manager private key (PEM)")->type_name("FILE");
     app.add_option("--client-ca", o.client_ca_file, "fleet CA that signs sensor certificates")
@@ -282,8 +298,14 @@ int main(int argc, char** argv) {
         o.enroll_validity = std::chrono::seconds(static_cast<int64_t>(*s));
     }
     if (o.db_path.empty()) {
+        if (const char* dsn = std::getenv("PICKET_DB_DSN"); dsn != nullptr) {
+            o.db_path = dsn;
+        }
+    }
+    if (o.db_path.empty()) {
         std::fprintf(stderr,
-                     "picket-manager: --db (or db: in the configuration) is required\n"
+                     "picket-manager: --db (or db: or store.postgres.dsn in the configuration, "
+                     "or $PICKET_DB_DSN) is required\n"
                      "Run with --help for usage.\n");
         return kExitUsage;
     }
@@ -373,7 +395,8 @@ int main(int argc, char** argv) {
     }
     auto store = manager::store::Store::Open(o.db_path, so);
     if (!store.ok()) {
-        std::fprintf(stderr, "picket-manager: --db %s: %s\n", o.db_path.c_str(),
+        std::fprintf(stderr, "picket-manager: --db %s: %s\n",
+                     manager::store::redact_dsn(o.db_path).c_str(),
                      std::string(store.status().message()).c_str());
         return kExitRuntime;
     }
@@ -385,7 +408,7 @@ int main(int argc, char** argv) {
         return kExitRuntime;
     }
     std::fprintf(stderr, "picket-manager: serving on %s (port %d), database %s\n", o.listen.c_str(),
-                 (*server)->port(), o.db_path.c_str());
+                 (*server)->port(), manager::store::redact_dsn(o.db_path).c_str());
     std::unique_ptr<metrics::HttpExporter> exporter;
     if (!metrics_listen.empty()) {
         auto e = metrics::HttpExporter::start(metrics_listen, registry);

@@ -181,7 +181,7 @@ absl::StatusOr<std::unique_ptr<PgConn>> PgConn::connect(const std::string& dsn, 
     }
     PQsetNoticeProcessor(c->conn, ignore_notice, nullptr);
     if (PQstatus(c->conn) != CONNECTION_OK) {
-        return c->error(nullptr, cat("connect to ", redact_dsn(dsn)));
+        return c->error(nullptr, "connect");
     }
     return c;
 }

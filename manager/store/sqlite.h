@@ -195,12 +195,6 @@ absl::StatusOr<std::vector<T>> collect(Stmt& s, F&& from_row) {
     return out;
 }
 
-// true for postgres:// and postgresql:// DSNs (the PostgreSQL backend); anything else is an
-// SQLite file.
-bool is_postgres_dsn(std::string_view path);
-// The DSN without its password, for messages.
-std::string redact_dsn(std::string_view path);
-
 // One connection (SQLite or PostgreSQL) with a statement cache keyed by the SQL literal's
 // address. A connection is used by one thread at a time (the writer, or the holder of a read
 // lease).

@@ -333,6 +333,12 @@ struct Event {
     std::string message;
 };
 
+// Store::Open's `path`: a postgres:// or postgresql:// DSN (libpq's URI form) opens the
+// PostgreSQL backend; anything else is an SQLite file.
+bool is_postgres_dsn(std::string_view path);
+// `path` fit for messages and logs: a DSN's password (user:PASSWORD@, password=) as ***.
+std::string redact_dsn(std::string_view path);
+
 struct StoreOptions {
     int max_batch_ops = 512;                    // ops per transaction at most
     std::chrono::microseconds batch_linger{0};  // extra wait for more ops when a batch is short
