@@ -127,6 +127,16 @@ public:
         return p == nullptr ? std::string() : std::string(p, sqlite3_column_bytes(s_, c));
     }
 
+    // SQLite only (the source of copy_store): the result's columns, a column's storage class
+    // (SQLITE_INTEGER, ...) in the current row and its declared type.
+    int columns() const { return s_ != nullptr ? sqlite3_column_count(s_) : 0; }
+    std::string column_name(int c) const { return sqlite3_column_name(s_, c); }
+    int column_type(int c) const { return sqlite3_column_type(s_, c); }
+    std::string column_decltype(int c) const {
+        const char* t = sqlite3_column_decltype(s_, c);
+        return t != nullptr ? t : "";
+    }
+
     // Reads columns first, first+1, ... into `out...` by type (int64_t, int, bool, std::string,
     // and the store's enums through read_column overloads found by argument lookup):
     // s.get(0, b.version, b.name) is b.version = s.i64(0); b.name = s.text(1).

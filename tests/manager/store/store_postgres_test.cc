@@ -4,6 +4,7 @@
 // and their concurrent writes keep the deployment counters, bundle versions and token uses
 // exact. Skipped when the PostgreSQL server binaries are absent.
 #include <atomic>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -206,6 +207,69 @@ TEST(StorePostgres, TwoStoresOnOneDatabaseSeeEachOtherAndKeepCountersExact) {
     }
     EXPECT_EQ(won.load(), 5);
     EXPECT_EQ(b->get_bootstrap_token("token1")->used, 5);
+}
+
+TEST(StorePostgres, CopyFromSqliteKeepsIdsBlobsAndCountersAndRefusesANonEmptyTarget) {
+    std::string why;
+    PostgresServer* server = shared_or_skip(&why);
+    if (server == nullptr) {
+        GTEST_SKIP() << why;
+    }
+    picket::testing::TempDir dir;
+    const std::string file = dir.file("m.db");
+    const std::string blob("\0\x01\xffrules\0\n", 10);  // binary, with NUL bytes
+    int64_t dep_id = 0;
+    {
+        auto s = open_store(file);
+        ASSERT_NE(s, nullptr);
+        for (int i = 0; i < 3; ++i) {
+            ASSERT_TRUE(s->connect_sensor(hello(named("s", i)), at(0), true).ok());
+        }
+        ASSERT_EQ(s->push_bundle(bundle(blob))->version, 1);
+        ASSERT_EQ(s->push_bundle(bundle("two"))->version, 2);
+        NewDeployment d;
+        d.bundle_version = 1;
+        d.selector = "all";
+        d.actor = "alice";
+        d.created_at = at(10);
+        auto dep = s->create_deployment(d);
+        ASSERT_TRUE(dep.ok()) << dep.status();
+        dep_id = dep->id;
+        ASSERT_TRUE(s->update_target(dep_id, "s0", TargetState::kSent, "", at(11)).ok());
+        ASSERT_TRUE(s->update_target(dep_id, "s0", TargetState::kApplied, "", at(12)).ok());
+        ASSERT_TRUE(s->update_target(dep_id, "s1", TargetState::kSent, "", at(11)).ok());
+        ASSERT_TRUE(s->record_metrics("s0", at(13), {{"packets", 5}, {"drops", 1}}).ok());
+    }
+    const std::string dsn = server->fresh_dsn();
+    auto report = copy_store(file, dsn);
+    ASSERT_TRUE(report.ok()) << report.status();
+    std::map<std::string, int64_t> rows(report->tables.begin(), report->tables.end());
+    EXPECT_EQ(rows.size(), 19u);
+    EXPECT_EQ(rows["sensors"], 3);
+    EXPECT_EQ(rows["blobs"], 2);
+    EXPECT_EQ(rows["bundles"], 2);
+    EXPECT_EQ(rows["deployments"], 1);
+    EXPECT_EQ(rows["deployment_targets"], 3);
+    EXPECT_EQ(rows["metric_minutes"], 2);
+
+    auto pg = open_store(dsn);
+    ASSERT_NE(pg, nullptr);
+    auto b = pg->get_bundle(1, true);
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_EQ(b->blob, blob);
+    auto d = pg->get_deployment(dep_id, false);
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_EQ(d->counts.applied, 1);
+    EXPECT_EQ(d->counts.sent, 1);
+    EXPECT_EQ(d->counts.pending, 1);
+    EXPECT_EQ(pg->list_sensors()->size(), 3u);
+    // Generated ids continue after the copied ones.
+    EXPECT_EQ(pg->push_bundle(bundle("three"))->version, 3);
+    ASSERT_TRUE(pg->connect_sensor(hello("s9"), at(20), true).ok());
+    EXPECT_TRUE(pg->update_target(dep_id, "s1", TargetState::kApplied, "", at(21)).ok());
+
+    auto again = copy_store(file, dsn);
+    EXPECT_EQ(again.status().code(), absl::StatusCode::kFailedPrecondition) << again.status();
 }
 
 }  // namespace
