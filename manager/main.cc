@@ -75,6 +75,45 @@ int enroll_sensor(const std::string& db_path, const std::string& name) {
     return 0;
 }
 
+// picket-manager migrate: the whole store from SQLite into an empty PostgreSQL database.
+int migrate_store(std::string from, std::string to) {
+    using namespace picket;
+    if (from.starts_with("sqlite:")) {
+        from = from.substr(7);
+    }
+    if (to.empty()) {
+        if (const char* dsn = std::getenv("PICKET_DB_DSN"); dsn != nullptr) {
+            to = dsn;
+        }
+    }
+    if (!manager::store::is_postgres_dsn(to)) {
+        std::fprintf(stderr,
+                     "picket-manager migrate: --to needs a postgresql:// DSN (or "
+                     "$PICKET_DB_DSN)\n");
+        return kExitUsage;
+    }
+    if (!std::filesystem::is_regular_file(from)) {
+        std::fprintf(stderr, "picket-manager migrate: --from %s: no such file\n", from.c_str());
+        return kExitUsage;
+    }
+    auto report = manager::store::copy_store(from, to);
+    if (!report.ok()) {
+        std::fprintf(stderr, "picket-manager migrate: %s -> %s: %s\n", from.c_str(),
+                     manager::store::redact_dsn(to).c_str(),
+                     std::string(report.status().message()).c_str());
+        return kExitRuntime;
+    }
+    int64_t total = 0;
+    for (const auto& [table, rows] : report->tables) {
+        std::printf("%-24s %lld rows\n", table.c_str(), static_cast<long long>(rows));
+        total += rows;
+    }
+    std::printf("copied %lld rows from %s to %s; row counts verified\n",
+                static_cast<long long>(total), from.c_str(),
+                manager::store::redact_dsn(to).c_str());
+    return 0;
+}
+
 // manager.yaml keys (deploy/manager.yaml documents each). A key the manager does not know is an
 // error: a typo must not silently fall back to a default.
 constexpr const char* kConfigKeys[] = {"listen",
@@ -255,13 +294,28 @@ int main(int argc, char** argv) {
                    "serve Prometheus /metrics over HTTP on HOST:PORT (e.g. 127.0.0.1:9750)")
         ->type_name("ADDR");
     app.add_flag("-v", verbose, "verbose logging");
+    std::string migrate_from, migrate_to;
+    CLI::App* migrate = app.add_subcommand(
+        "migrate",
+        "copy a fleet's store from an SQLite file into an empty PostgreSQL database (ids, "
+        "bundles and history as they are; row counts verified) and exit");
+    migrate->add_option("--from", migrate_from, "the SQLite store: sqlite:PATH (or PATH)")
+        ->type_name("sqlite:PATH")
+        ->required();
+    migrate->add_option("--to", migrate_to,
+                        "the PostgreSQL database: postgresql://USER@HOST:PORT/DB "
+                        "(default: $PICKET_DB_DSN)")
+        ->type_name("DSN");
     app.footer(
         "Examples:\n"
         "  picket-manager --listen 127.0.0.1:7443 --db fleet.db --insecure\n"
         "  picket-manager --listen 0.0.0.0:7443 --db fleet.db --tls-cert manager.crt \\\n"
         "      --tls-key manager.key --client-ca ca.crt --admin-token-file admin.token\n"
         "  picket-manager -c /etc/picket/manager.yaml --metrics-listen 0.0.0.0:9750\n"
-        "  picket-manager --db fleet.db --enroll sensor-7   # prints the sensor's token\n");
+        "  picket-manager --db fleet.db --enroll sensor-7   # prints the sensor's token\n"
+        "  picket-manager --db postgresql://picket@db.example:5432/picket --listen ...\n"
+        "  picket-manager migrate --from sqlite:/var/lib/picket/fleet.db \\\n"
+        "      --to postgresql://picket@db.example:5432/picket\n");
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -271,6 +325,9 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         std::fprintf(stderr, "picket-manager: %s\nRun with --help for usage.\n", e.what());
         return kExitUsage;
+    }
+    if (migrate->parsed()) {
+        return migrate_store(migrate_from, migrate_to);
     }
     if (verbose) {
         log::set_level(log::Level::kDebug);
