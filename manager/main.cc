@@ -302,9 +302,10 @@ int main(int argc, char** argv) {
     migrate->add_option("--from", migrate_from, "the SQLite store: sqlite:PATH (or PATH)")
         ->type_name("sqlite:PATH")
         ->required();
-    migrate->add_option("--to", migrate_to,
-                        "the PostgreSQL database: postgresql://USER@HOST:PORT/DB "
-                        "(default: $PICKET_DB_DSN)")
+    migrate
+        ->add_option("--to", migrate_to,
+                     "the PostgreSQL database: postgresql://USER@HOST:PORT/DB "
+                     "(default: $PICKET_DB_DSN)")
         ->type_name("DSN");
     app.footer(
         "Examples:\n"

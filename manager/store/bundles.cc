@@ -110,11 +110,10 @@ absl::StatusOr<PushResult> Store::push_bundle(const NewBundle& b) {
         if (!inserted) {
             // PostgreSQL: another manager pushed the same content since the check above and
             // committed first; this push is the same version (idempotent, as a repeat).
-            ASSIGN_OR_RETURN(Stmt again,
-                             c.prepare("SELECT version FROM bundles WHERE sha256 = ?"));
+            ASSIGN_OR_RETURN(Stmt again, c.prepare("SELECT version FROM bundles WHERE sha256 = ?"));
             again.bind(1, sha);
-            RETURN_IF_ERROR(again.expect_row(
-                [] { return absl::InternalError("pushed bundle vanished"); }));
+            RETURN_IF_ERROR(
+                again.expect_row([] { return absl::InternalError("pushed bundle vanished"); }));
             return PushResult{again.i64(0), sha, false};
         }
         int64_t version = ins.i64(0);

@@ -146,8 +146,8 @@ absl::Status copy_tables(Conn& src, Conn& dst, std::deque<std::string>& sql, Cop
         }
         sql.push_back(cat("SELECT coalesce(max(", t.id, "), 0) FROM ", t.name));
         ASSIGN_OR_RETURN(int64_t high, count_rows(src, sql.back()));
-        sql.push_back(cat("SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = '",
-                          t.name, "'"));
+        sql.push_back(
+            cat("SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = '", t.name, "'"));
         auto seq = count_rows(src, sql.back());
         if (seq.ok()) {
             high = std::max(high, *seq);

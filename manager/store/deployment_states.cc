@@ -187,9 +187,9 @@ namespace {
 
 absl::Status update_target_in(Conn& c, int64_t deployment_id, const std::string& sensor,
                               TargetState to, const std::string& error, int64_t ts) {
-    ASSIGN_OR_RETURN(std::optional<int64_t> dep,
-                     c.query_i64("SELECT id FROM deployments WHERE id = ? /*FOR UPDATE*/",
-                                 deployment_id));
+    ASSIGN_OR_RETURN(
+        std::optional<int64_t> dep,
+        c.query_i64("SELECT id FROM deployments WHERE id = ? /*FOR UPDATE*/", deployment_id));
     if (!dep) {
         return absl::NotFoundError(cat("deployment ", deployment_id, " not found"));
     }

@@ -765,14 +765,14 @@ absl::StatusOr<int> migrate(Conn& c, int target) {
             // finds the step applied (its version re-read under the lock) and stops.
             st = c.exec("LOCK TABLE schema_version IN EXCLUSIVE MODE");
             if (st.ok()) {
-                ASSIGN_OR_RETURN(std::optional<int64_t> now,
-                                 c.query_i64("SELECT max(version) FROM schema_version WHERE version >= ?", v));
-                if (now && *now >= v) {
+                auto now =
+                    c.query_i64("SELECT max(version) FROM schema_version WHERE version >= ?", v);
+                if (now.ok() && *now && **now >= v) {
                     RETURN_IF_ERROR(c.exec("COMMIT"));
-                    version = static_cast<int>(*now);
+                    version = static_cast<int>(**now);
                     continue;
                 }
-                st = c.exec(postgres_migration(v));
+                st = now.ok() ? c.exec(postgres_migration(v)) : now.status();
             }
         } else {
             st = c.exec(steps[v - 1]);

@@ -72,8 +72,7 @@ std::string redact_dsn(std::string_view path) {
     return out;
 }
 
-absl::Status pg_status(std::string_view sqlstate, std::string_view message,
-                       std::string_view what) {
+absl::Status pg_status(std::string_view sqlstate, std::string_view message, std::string_view what) {
     std::string msg = cat(what, ": ", one_line(message, 400));
     if (sqlstate.empty() || sqlstate.starts_with("08") || sqlstate == "57P01" ||
         sqlstate == "57P02" || sqlstate == "57P03") {
@@ -95,8 +94,8 @@ absl::Status pg_status(std::string_view sqlstate, std::string_view message,
         // Integrity constraint, or the schema's triggers (RAISE, as SQLite's RAISE(ABORT)).
         return absl::FailedPreconditionError(msg);
     }
-    if (sqlstate == "40001" || sqlstate == "40P01" || sqlstate == "55P03" ||
-        sqlstate == "25006" || sqlstate.starts_with("57")) {
+    if (sqlstate == "40001" || sqlstate == "40P01" || sqlstate == "55P03" || sqlstate == "25006" ||
+        sqlstate.starts_with("57")) {
         // Serialization failure, deadlock, lock not available, read-only, cancelled: as
         // SQLite's busy.
         return absl::UnavailableError(msg);

@@ -39,8 +39,7 @@ struct PgStmt {
 };
 
 struct PgConn {
-    static absl::StatusOr<std::unique_ptr<PgConn>> connect(const std::string& dsn,
-                                                           bool read_only);
+    static absl::StatusOr<std::unique_ptr<PgConn>> connect(const std::string& dsn, bool read_only);
     ~PgConn();
 
     absl::Status exec(const char* sql);

@@ -59,8 +59,8 @@ std::unique_ptr<PostgresServer> PostgresServer::start(std::string* why) {
     auto s = std::unique_ptr<PostgresServer>(new PostgresServer());
     s->bin_ = bin;
     const char* tmp = ::getenv("TMPDIR");
-    std::string tmpl = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
-                       "/picket-pg-XXXXXX";
+    std::string tmpl =
+        std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/picket-pg-XXXXXX";
     if (::mkdtemp(tmpl.data()) == nullptr) {
         *why = "mkdtemp failed for " + tmpl;
         return nullptr;
@@ -102,8 +102,8 @@ std::unique_ptr<PostgresServer> PostgresServer::start(std::string* why) {
 bool PostgresServer::run_pg_ctl(const std::string& action) {
     std::string prefix = user_.empty() ? "" : "runuser -u " + user_ + " -- ";
     // fsync off: a test server's data need not survive a power cut; everything else default.
-    std::string cmd = prefix + bin_ + "/pg_ctl -D " + dir_ + "/data -w -t 30 -l " + dir_ +
-                      "/server.log ";
+    std::string cmd =
+        prefix + bin_ + "/pg_ctl -D " + dir_ + "/data -w -t 30 -l " + dir_ + "/server.log ";
     if (action == "start") {
         cmd += "-o \"-p " + std::to_string(port_) + " -k " + dir_ +
                " -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off"
@@ -140,8 +140,8 @@ std::unique_ptr<PostgresServer> PostgresServer::adopt(const std::string& state_f
     s->running_ = own;
     s->keep_dir_ = !own;
     if (!own) {
-        std::string base = "postgresql://picket@127.0.0.1:" + std::to_string(port) +
-                           "/postgres?connect_timeout=5";
+        std::string base =
+            "postgresql://picket@127.0.0.1:" + std::to_string(port) + "/postgres?connect_timeout=5";
         PGconn* c = PQconnectdb(base.c_str());
         bool ok = PQstatus(c) == CONNECTION_OK;
         PQfinish(c);

@@ -25,7 +25,10 @@ public:
     // missing or the server does not answer.
     static std::unique_ptr<PostgresServer> adopt(const std::string& state_file, bool own);
     // Leaves the server running when this object is destroyed (pg_test_server start).
-    void release() { running_ = false; keep_dir_ = true; }
+    void release() {
+        running_ = false;
+        keep_dir_ = true;
+    }
     const std::string& dir() const { return dir_; }
     ~PostgresServer();  // stops the server (pg_ctl stop -m immediate) and removes the directory
     PostgresServer(const PostgresServer&) = delete;

@@ -11,8 +11,8 @@ namespace picket::manager::store {
 namespace {
 
 using testing::at;
-using testing::open_store;
 using testing::BackendTest;
+using testing::open_store;
 
 const std::string kHash(64, 'a');
 const std::string kOtherHash(64, 'b');

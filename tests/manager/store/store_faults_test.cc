@@ -41,10 +41,11 @@ void corrupt_blob(const std::string& path, const std::string& sha, const std::st
         // role is a superuser).
         PGconn* c = PQconnectdb(path.c_str());
         ASSERT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
-        std::string sql = "ALTER TABLE blobs DISABLE TRIGGER blobs_immutable; UPDATE blobs SET "
-                          "data = convert_to('" +
-                          data + "', 'UTF8') WHERE sha256 = '" + sha +
-                          "'; ALTER TABLE blobs ENABLE TRIGGER blobs_immutable;";
+        std::string sql =
+            "ALTER TABLE blobs DISABLE TRIGGER blobs_immutable; UPDATE blobs SET "
+            "data = convert_to('" +
+            data + "', 'UTF8') WHERE sha256 = '" + sha +
+            "'; ALTER TABLE blobs ENABLE TRIGGER blobs_immutable;";
         PGresult* r = PQexec(c, sql.c_str());
         EXPECT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQerrorMessage(c);
         PQclear(r);

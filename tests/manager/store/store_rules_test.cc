@@ -8,11 +8,11 @@ namespace picket::manager::store {
 namespace {
 
 using testing::at;
+using testing::backend_name;
+using testing::BackendTest;
+using testing::kBackends;
 using testing::open_store;
 using testing::TempDir;
-using testing::BackendTest;
-using testing::backend_name;
-using testing::kBackends;
 
 RuleSourceRow source(const std::string& name, const std::string& location) {
     RuleSourceRow r;

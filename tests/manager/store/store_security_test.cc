@@ -14,12 +14,12 @@ namespace picket::manager::store {
 namespace {
 
 using testing::at;
+using testing::backend_name;
+using testing::BackendTest;
+using testing::kBackends;
 using testing::mode_of;
 using testing::open_store;
 using testing::TempDir;
-using testing::BackendTest;
-using testing::backend_name;
-using testing::kBackends;
 
 constexpr const char* kTempPrefix = "picket-store-sec";
 

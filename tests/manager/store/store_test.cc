@@ -1,7 +1,7 @@
 #include "manager/store/store.h"
 
-#include <signal.h>
 #include <libpq-fe.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -27,15 +27,15 @@ namespace picket::manager::store {
 namespace {
 
 using testing::at;
+using testing::Backend;
+using testing::backend_name;
+using testing::BackendTest;
+using testing::kBackends;
 using testing::kBase;
 using testing::kSec;
 using testing::mode_of;
 using testing::open_store;
 using testing::TempDir;
-using testing::Backend;
-using testing::BackendTest;
-using testing::backend_name;
-using testing::kBackends;
 
 constexpr int64_t kMin = 60 * kSec;
 
