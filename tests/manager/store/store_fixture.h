@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <utility>
 
@@ -33,6 +34,11 @@ using picket::testing::TempDir;
 
 // The store's two backends: every test that is not about SQLite's files runs on both.
 enum class Backend { kSqlite, kPostgres };
+
+// How gtest prints a parameter (test listings, failures).
+inline void PrintTo(Backend b, std::ostream* os) {
+    *os << (b == Backend::kSqlite ? "sqlite" : "postgres");
+}
 
 inline std::string backend_name(const ::testing::TestParamInfo<Backend>& info) {
     return info.param == Backend::kSqlite ? "sqlite" : "postgres";
