@@ -715,6 +715,16 @@ absl::StatusOr<int> migrate(Conn& c, int target) {
         c.exec("ROLLBACK").IgnoreError();
         return st;
     };
+    if (c.postgres()) {
+        // Managers starting together on an empty database: CREATE TABLE IF NOT EXISTS is not
+        // atomic in PostgreSQL (the later one fails on the catalog's unique index), so they
+        // take turns, per schema, until this transaction ends.
+        if (absl::Status st = c.exec("SELECT pg_advisory_xact_lock(hashtext('picket.schema.' || "
+                                     "current_schema()))");
+            !st.ok()) {
+            return fail(st);
+        }
+    }
     if (absl::Status st =
             c.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
         !st.ok()) {

@@ -272,5 +272,36 @@ TEST(StorePostgres, CopyFromSqliteKeepsIdsBlobsAndCountersAndRefusesANonEmptyTar
     EXPECT_EQ(again.status().code(), absl::StatusCode::kFailedPrecondition) << again.status();
 }
 
+TEST(StorePostgres, ManagersStartingTogetherOnAnEmptyDatabaseMigrateItOnce) {
+    std::string why;
+    PostgresServer* server = shared_or_skip(&why);
+    if (server == nullptr) {
+        GTEST_SKIP() << why;
+    }
+    for (int round = 0; round < 3; ++round) {
+        const std::string dsn = server->fresh_dsn();
+        constexpr int kManagers = 4;
+        std::vector<absl::Status> opened(kManagers);
+        std::vector<int> versions(kManagers, 0);
+        std::vector<std::thread> threads;
+        for (int i = 0; i < kManagers; ++i) {
+            threads.emplace_back([&, i] {
+                StoreOptions keep;
+                keep.reset_connections = false;
+                auto s = Store::Open(dsn, keep);
+                opened[i] = s.status();
+                versions[i] = s.ok() ? (*s)->schema_version() : 0;
+            });
+        }
+        for (std::thread& t : threads) {
+            t.join();
+        }
+        for (int i = 0; i < kManagers; ++i) {
+            EXPECT_TRUE(opened[i].ok()) << opened[i];
+            EXPECT_EQ(versions[i], Store::kSchemaVersion);
+        }
+    }
+}
+
 }  // namespace
 }  // namespace picket::manager::store
