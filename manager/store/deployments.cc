@@ -148,6 +148,15 @@ absl::StatusOr<Deployment> Store::create_deployment(const NewDeployment& d) {
         const int64_t id = ins.i64(0);
 
         // A newer deployment supersedes the open targets of older ones on the same sensors.
+        // PostgreSQL: the sensors' rows are locked first, in name order, so that a deployment
+        // created at the same time by another manager commits before this one supersedes its
+        // targets (and sees them), instead of both keeping an open target per sensor.
+        for (size_t i = 0; c.postgres() && i < n; ++i) {
+            ASSIGN_OR_RETURN(Stmt lock, c.prepare("SELECT id FROM sensors WHERE id = ? "
+                                                  "/*FOR UPDATE*/"));
+            lock.bind(1, plan[i].first);
+            RETURN_IF_ERROR(lock.run());
+        }
         std::vector<int64_t> touched;
         const std::string superseded = cat(kSupersededByPrefix, id);
         for (size_t i = 0; i < n; ++i) {

@@ -303,5 +303,47 @@ TEST(StorePostgres, ManagersStartingTogetherOnAnEmptyDatabaseMigrateItOnce) {
     }
 }
 
+TEST(StorePostgres, DeploymentsCreatedAtOnceThroughTwoStoresLeaveOneOpenTargetPerSensor) {
+    std::string why;
+    PostgresServer* server = shared_or_skip(&why);
+    if (server == nullptr) {
+        GTEST_SKIP() << why;
+    }
+    const std::string dsn = server->fresh_dsn();
+    auto a = open_store(dsn);
+    ASSERT_NE(a, nullptr);
+    StoreOptions keep;
+    keep.reset_connections = false;
+    auto b = open_store(dsn, keep);
+    ASSERT_NE(b, nullptr);
+    constexpr int kSensors = 20;
+    for (int i = 0; i < kSensors; ++i) {
+        ASSERT_TRUE(a->connect_sensor(hello(named("s", 100 + i)), at(0), true).ok());
+    }
+    ASSERT_EQ(a->push_bundle(bundle("rules-1"))->version, 1);
+    constexpr int kRounds = 8;
+    auto deploy = [&](Store& s) {
+        for (int r = 0; r < kRounds; ++r) {
+            NewDeployment d;
+            d.bundle_version = 1;
+            d.selector = "all";
+            d.actor = "alice";
+            d.created_at = at(10 + r);
+            auto created = s.create_deployment(d);
+            EXPECT_TRUE(created.ok()) << created.status();
+        }
+    };
+    std::thread ta([&] { deploy(*a); });
+    std::thread tb([&] { deploy(*b); });
+    ta.join();
+    tb.join();
+    // The newest deployment holds every sensor's one open target; each older one was taken over.
+    for (int i = 0; i < kSensors; ++i) {
+        auto open = a->pending_targets(named("s", 100 + i));
+        ASSERT_TRUE(open.ok()) << open.status();
+        EXPECT_EQ(open->size(), 1u) << named("s", 100 + i);
+    }
+}
+
 }  // namespace
 }  // namespace picket::manager::store
