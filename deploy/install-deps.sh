@@ -26,12 +26,13 @@ BUILD_PACKAGES=(
     libhyperscan-dev libpcre2-dev libpcap-dev libnetfilter-queue-dev libmnl-dev
     # configuration, CLI, JSON, the manager's store, metrics endpoint (civetweb)
     libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libsqlite3-dev libcivetweb-dev
-    # the manager's PostgreSQL backend and its replicas' coordination (libpq)
-    libpq-dev
     # hashes and TLS (OpenSSL), HTTP bodies (zlib, liblzma), EVE file magic, the EVE redis sink
     libssl-dev zlib1g-dev liblzma-dev libmagic-dev libhiredis-dev
     # rule sources: fetching (libcurl) and unpacking (libarchive) upstream rulesets
     libcurl4-openssl-dev libarchive-dev
+    # the manager's PostgreSQL store backend and its replicas' coordination (libpq, found with
+    # pkg-config)
+    libpq-dev
     # the Debian packages (`--target package`): man pages from --help, dpkg-shlibdeps
     help2man dpkg-dev
 )
@@ -43,9 +44,9 @@ RUNTIME_PACKAGES=(
     libc6 libgcc-s1 libstdc++6
     libgrpc++1.51 libgrpc29 libprotobuf32 libabsl20220623
     libhyperscan5 libpcre2-8-0 libpcap0.8 libnetfilter-queue1 libmnl0
-    libyaml-cpp0.7 libsqlite3-0 libcivetweb1 libpq5
+    libyaml-cpp0.7 libsqlite3-0 libcivetweb1
     libssl3 zlib1g liblzma5 libmagic1 libhiredis0.14
-    libcurl4 libarchive13
+    libcurl4 libarchive13 libpq5
     # TLS to upstream rule sources (libcurl) needs the CA bundle
     ca-certificates
 )
@@ -59,11 +60,12 @@ TEST_PACKAGES=(
     # net_ring and net_af_packet PMDs and the ring mempool that the virtual-device tests use.
     # Not in --build: the image's sensor is built without it.
     libdpdk-dev
-    # a real PostgreSQL server (initdb, pg_ctl) for the manager's store and replica tests; the
-    # tests start their own in a temporary directory, never the system's cluster
-    postgresql-15
     # a real Redis server for the EVE redis sink's tests; logrotate for the rotation test
     redis-server logrotate
+    # PostgreSQL 15's server binaries (/usr/lib/postgresql/15/bin): the store's tests run
+    # initdb and pg_ctl in a temporary directory of their own. The cluster Debian may create
+    # is never started (policy-rc.d below) nor used.
+    postgresql-15
     # runtime tools used by the end-to-end tests
     iproute2 iptables iputils-ping ethtool tcpdump procps
     # a sensor's clock a day off in the fleet fault test (libfaketime, LD_PRELOAD)
@@ -128,7 +130,7 @@ fi
 
 echo "install-deps: installing ${#missing[@]} packages: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-# Packages with a service (prometheus, redis-server) must not start it: Picket's tests start
+# Packages with a service (prometheus, redis-server, postgresql-15) must not start it: Picket's tests start
 # their own Prometheus and Redis on loopback when they need one. A policy-rc.d that refuses
 # every start, only while installing.
 POLICY=/usr/sbin/policy-rc.d

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -53,7 +54,8 @@ int enroll_sensor(const std::string& db_path, const std::string& name) {
     so.reset_connections = false;
     auto store = manager::store::Store::Open(db_path, so);
     if (!store.ok()) {
-        std::fprintf(stderr, "picket-manager: --db %s: %s\n", db_path.c_str(),
+        std::fprintf(stderr, "picket-manager: --db %s: %s\n",
+                     manager::store::redact_dsn(db_path).c_str(),
                      std::string(store.status().message()).c_str());
         return kExitRuntime;
     }
@@ -73,10 +75,50 @@ int enroll_sensor(const std::string& db_path, const std::string& name) {
     return 0;
 }
 
+// picket-manager migrate: the whole store from SQLite into an empty PostgreSQL database.
+int migrate_store(std::string from, std::string to) {
+    using namespace picket;
+    if (from.starts_with("sqlite:")) {
+        from = from.substr(7);
+    }
+    if (to.empty()) {
+        if (const char* dsn = std::getenv("PICKET_DB_DSN"); dsn != nullptr) {
+            to = dsn;
+        }
+    }
+    if (!manager::store::is_postgres_dsn(to)) {
+        std::fprintf(stderr,
+                     "picket-manager migrate: --to needs a postgresql:// DSN (or "
+                     "$PICKET_DB_DSN)\n");
+        return kExitUsage;
+    }
+    if (!std::filesystem::is_regular_file(from)) {
+        std::fprintf(stderr, "picket-manager migrate: --from %s: no such file\n", from.c_str());
+        return kExitUsage;
+    }
+    auto report = manager::store::copy_store(from, to);
+    if (!report.ok()) {
+        std::fprintf(stderr, "picket-manager migrate: %s -> %s: %s\n", from.c_str(),
+                     manager::store::redact_dsn(to).c_str(),
+                     std::string(report.status().message()).c_str());
+        return kExitRuntime;
+    }
+    int64_t total = 0;
+    for (const auto& [table, rows] : report->tables) {
+        std::printf("%-24s %lld rows\n", table.c_str(), static_cast<long long>(rows));
+        total += rows;
+    }
+    std::printf("copied %lld rows from %s to %s; row counts verified\n",
+                static_cast<long long>(total), from.c_str(),
+                manager::store::redact_dsn(to).c_str());
+    return 0;
+}
+
 // manager.yaml keys (deploy/manager.yaml documents each). A key the manager does not know is an
 // error: a typo must not silently fall back to a default.
 constexpr const char* kConfigKeys[] = {"listen",
                                        "db",
+                                       "store.postgres.dsn",
                                        "tls.cert",
                                        "tls.key",
                                        "tls.client-ca",
@@ -139,6 +181,16 @@ void apply_config(const picket::Config& cfg, const CLI::App& app,
     }
     if (unset("--db")) {
         o->db_path = cfg.get_string("db", o->db_path);
+        // store: {postgres: {dsn: postgresql://...}}: the PostgreSQL backend (several managers
+        // on one database).
+        if (cfg.has("store.postgres.dsn")) {
+            if (cfg.has("db")) {
+                throw picket::ConfigError(cfg.source() +
+                                          ": db and store.postgres.dsn name two databases; "
+                                          "keep one");
+            }
+            o->db_path = cfg.get_string("store.postgres.dsn", "");
+        }
     }
     if (unset("--tls-cert")) {
         o->tls_cert_file = cfg.get_string("tls.cert", o->tls_cert_file);
@@ -219,8 +271,11 @@ int main(int argc, char** argv) {
         ->type_name("manager.yaml")
         ->check(CLI::ExistingFile);
     app.add_option("--listen", o.listen, "address to serve on, HOST:PORT")->type_name("ADDR");
-    app.add_option("--db", o.db_path, "SQLite database file (created if missing)")
-        ->type_name("FILE");
+    app.add_option("--db", o.db_path,
+                   "SQLite database file (created if missing), or a PostgreSQL DSN "
+                   "postgresql://USER@HOST:PORT/DB (default: $PICKET_DB_DSN, which keeps a "
+                   "password out of the process list)")
+        ->type_name("FILE|DSN");
     app.add_option("--tls-cert", o.tls_cert_file, "manager certificate (PEM)")->type_name("FILE");
     app.add_option("--tls-key", o.tls_key_file, "manager private key (PEM)")->type_name("FILE");
     app.add_option("--client-ca", o.client_ca_file, "fleet CA that signs sensor certificates")
@@ -252,13 +307,29 @@ int main(int argc, char** argv) {
                    "serve Prometheus /metrics over HTTP on HOST:PORT (e.g. 127.0.0.1:9750)")
         ->type_name("ADDR");
     app.add_flag("-v", verbose, "verbose logging");
+    std::string migrate_from, migrate_to;
+    CLI::App* migrate = app.add_subcommand(
+        "migrate",
+        "copy a fleet's store from an SQLite file into an empty PostgreSQL database (ids, "
+        "bundles and history as they are; row counts verified) and exit");
+    migrate->add_option("--from", migrate_from, "the SQLite store: sqlite:PATH (or PATH)")
+        ->type_name("sqlite:PATH")
+        ->required();
+    migrate
+        ->add_option("--to", migrate_to,
+                     "the PostgreSQL database: postgresql://USER@HOST:PORT/DB "
+                     "(default: $PICKET_DB_DSN)")
+        ->type_name("DSN");
     app.footer(
         "Examples:\n"
         "  picket-manager --listen 127.0.0.1:7443 --db fleet.db --insecure\n"
         "  picket-manager --listen 0.0.0.0:7443 --db fleet.db --tls-cert manager.crt \\\n"
         "      --tls-key manager.key --client-ca ca.crt --admin-token-file admin.token\n"
         "  picket-manager -c /etc/picket/manager.yaml --metrics-listen 0.0.0.0:9750\n"
-        "  picket-manager --db fleet.db --enroll sensor-7   # prints the sensor's token\n");
+        "  picket-manager --db fleet.db --enroll sensor-7   # prints the sensor's token\n"
+        "  picket-manager --db postgresql://picket@db.example:5432/picket --listen ...\n"
+        "  picket-manager migrate --from sqlite:/var/lib/picket/fleet.db \\\n"
+        "      --to postgresql://picket@db.example:5432/picket\n");
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -268,6 +339,9 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         std::fprintf(stderr, "picket-manager: %s\nRun with --help for usage.\n", e.what());
         return kExitUsage;
+    }
+    if (migrate->parsed()) {
+        return migrate_store(migrate_from, migrate_to);
     }
     if (verbose) {
         log::set_level(log::Level::kDebug);
@@ -295,8 +369,14 @@ int main(int argc, char** argv) {
         o.enroll_validity = std::chrono::seconds(static_cast<int64_t>(*s));
     }
     if (o.db_path.empty()) {
+        if (const char* dsn = std::getenv("PICKET_DB_DSN"); dsn != nullptr) {
+            o.db_path = dsn;
+        }
+    }
+    if (o.db_path.empty()) {
         std::fprintf(stderr,
-                     "picket-manager: --db (or db: in the configuration) is required\n"
+                     "picket-manager: --db (or db: or store.postgres.dsn in the configuration, "
+                     "or $PICKET_DB_DSN) is required\n"
                      "Run with --help for usage.\n");
         return kExitUsage;
     }
@@ -384,16 +464,20 @@ int main(int argc, char** argv) {
                    {{"version", PICKET_VERSION}})
             .set(1);
     }
+    // Replicas on one PostgreSQL database: a replica starting must not mark the sensors of the
+    // others disconnected (each marks its own streams as they come and go).
+    so.reset_connections = !manager::store::is_postgres_dsn(o.db_path);
     auto store = manager::store::Store::Open(o.db_path, so);
     if (!store.ok()) {
-        std::fprintf(stderr, "picket-manager: --db %s: %s\n", o.db_path.c_str(),
+        std::fprintf(stderr, "picket-manager: --db %s: %s\n",
+                     manager::store::redact_dsn(o.db_path).c_str(),
                      std::string(store.status().message()).c_str());
         return kExitRuntime;
     }
     // Replicas on one PostgreSQL database meet through it (LISTEN/NOTIFY, the leader lock);
     // a lone manager on its SQLite file needs nothing of the kind.
     std::unique_ptr<manager::ha::Coordinator> coordinator;
-    if (o.db_path.rfind("postgres://", 0) == 0 || o.db_path.rfind("postgresql://", 0) == 0) {
+    if (manager::store::is_postgres_dsn(o.db_path)) {
         manager::ha::PgCoordinatorOptions co;
         co.dsn = o.db_path;
         co.replica = o.replica_name.empty() ? o.listen : o.replica_name;
@@ -415,7 +499,7 @@ int main(int argc, char** argv) {
         return kExitRuntime;
     }
     std::fprintf(stderr, "picket-manager: serving on %s (port %d), database %s\n", o.listen.c_str(),
-                 (*server)->port(), o.db_path.c_str());
+                 (*server)->port(), manager::store::redact_dsn(o.db_path).c_str());
     std::unique_ptr<metrics::HttpExporter> exporter;
     if (!metrics_listen.empty()) {
         auto e = metrics::HttpExporter::start(metrics_listen, registry);

@@ -270,12 +270,6 @@ void collect(Core& core, Exposition& out) {
     picket::metrics::append_sensor_series(out, inputs);
     if (core.replicated) {
         const std::string& replica = core.coordinator->replica();
-        out.gauge(
-            "picket_manager_replica_info",
-            "1 for this manager replica, with its name and role (leader, follower, "
-            "unavailable: no database).",
-            {{"replica", replica}, {"role", std::string(ha::to_string(core.coordinator->role()))}},
-            1.0);
         for (const std::string& name : mine) {
             out.gauge("picket_sensor_replica_info",
                       "1 for each sensor streaming to this manager replica.",
@@ -375,6 +369,17 @@ void ServiceMetrics::init(picket::metrics::Registry& registry, Core& core) {
         "report with that seq or a later one received or stored (resent after a reconnect or a "
         "failover between managers).");
     registry.add_collector([&core](Exposition& out) { collect(core, out); });
+    // Apart from the store's series, so that a replica without its database still says so.
+    registry.add_collector([&core](Exposition& out) {
+        if (core.replicated) {
+            out.gauge("picket_manager_replica_info",
+                      "1 for this manager replica, with its name and role (leader, follower, "
+                      "unavailable: no database).",
+                      {{"replica", core.coordinator->replica()},
+                       {"role", std::string(ha::to_string(core.coordinator->role()))}},
+                      1.0);
+        }
+    });
 }
 
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> ServiceMetrics::interceptor()

@@ -74,6 +74,10 @@ std::filesystem::path archive_dir(const ManagerOptions& o, const std::string& db
     if (!o.rules_dir.empty()) {
         return o.rules_dir;
     }
+    if (store::is_postgres_dsn(db_path)) {
+        // No database file to sit beside: the manager's working directory.
+        return std::filesystem::current_path() / "rule-sources";
+    }
     return std::filesystem::path(db_path).parent_path() / "rule-sources";
 }
 

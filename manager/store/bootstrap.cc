@@ -230,6 +230,13 @@ absl::StatusOr<BootstrapToken> Store::redeem_bootstrap_token(const Redemption& r
         return absl::InvalidArgumentError("redeem: certificate serial and hash are required");
     }
     return impl_->write<BootstrapToken>([r](Conn& c) -> absl::StatusOr<BootstrapToken> {
+        // PostgreSQL: the token's row stays locked until this transaction ends, so managers
+        // redeeming the last use at once are served one after the other and the later one
+        // sees it spent (SQLite has one writer at a time anyway).
+        ASSIGN_OR_RETURN(Stmt lock, c.prepare("SELECT 1 FROM bootstrap_tokens WHERE id = ? "
+                                              "/*FOR UPDATE*/"));
+        lock.bind(1, r.token_id);
+        RETURN_IF_ERROR(lock.run());
         absl::StatusOr<BootstrapToken> t = load_token(c, r.token_id);
         if (absl::IsNotFound(t.status())) {
             return absl::UnauthenticatedError(std::string(t.status().message()));
@@ -266,10 +273,10 @@ absl::StatusOr<BootstrapToken> Store::redeem_bootstrap_token(const Redemption& r
             RETURN_IF_ERROR(u.run());
         } else {
             ASSIGN_OR_RETURN(Stmt ins, c.prepare("INSERT INTO sensors(name, enrolled_at) "
-                                                 "VALUES(?, ?)"));
+                                                 "VALUES(?, ?) RETURNING id"));
             ins.bind(1, r.sensor).bind(2, r.ts);
-            RETURN_IF_ERROR(ins.run());
-            sid = c.last_insert_rowid();
+            RETURN_IF_ERROR(ins.expect_row([] { return absl::InternalError("no id returned"); }));
+            sid = ins.i64(0);
         }
         ASSIGN_OR_RETURN(Stmt spend, c.prepare("UPDATE bootstrap_tokens SET used = used + 1 "
                                                "WHERE id = ? AND used < uses"));
@@ -282,8 +289,9 @@ absl::StatusOr<BootstrapToken> Store::redeem_bootstrap_token(const Redemption& r
         for (const auto& [k, v] : t->labels) {
             for (const char* sql : {"INSERT INTO sensor_imposed_labels(sensor_id, key, value) "
                                     "VALUES(?1, ?2, ?3)",
-                                    "INSERT OR REPLACE INTO sensor_labels(sensor_id, key, value) "
-                                    "VALUES(?1, ?2, ?3)"}) {
+                                    "INSERT INTO sensor_labels(sensor_id, key, value) "
+                                    "VALUES(?1, ?2, ?3) ON CONFLICT(sensor_id, key) DO UPDATE "
+                                    "SET value = excluded.value"}) {
                 ASSIGN_OR_RETURN(Stmt l, c.prepare(sql));
                 l.bind(1, sid).bind(2, k).bind(3, v);
                 RETURN_IF_ERROR(l.run());

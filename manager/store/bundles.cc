@@ -66,16 +66,21 @@ absl::StatusOr<PushResult> Store::push_bundle(const NewBundle& b) {
         if (row) {
             const int64_t existing = s.i64(0);
             // Same content pushed again. If the stored copy was damaged, this push is the
-            // repair: the content is known good (it hashes to the address). REPLACE does not
-            // fire the immutability triggers (recursive_triggers is off) and keeps the key
-            // that bundles refer to.
+            // repair: the content is known good (it hashes to the address). SQLite: REPLACE
+            // does not fire the immutability triggers (recursive_triggers is off) and keeps
+            // the key that bundles refer to. PostgreSQL: an UPDATE, which its blobs trigger
+            // allows only when the new content hashes to the row's address (migration 1).
             ASSIGN_OR_RETURN(Stmt old, c.prepare("SELECT data FROM blobs WHERE sha256 = ?"));
             old.bind(1, sha);
             ASSIGN_OR_RETURN(bool have, old.step());
             if (!have || sha256_hex(old.blob(0)) != sha) {
                 RETURN_IF_ERROR(put_blob(c,
-                                         "INSERT OR REPLACE INTO blobs(sha256, size, data) "
-                                         "VALUES(?, ?, ?)",
+                                         c.postgres()
+                                             ? "INSERT INTO blobs(sha256, size, data) "
+                                               "VALUES(?, ?, ?) ON CONFLICT(sha256) DO UPDATE "
+                                               "SET size = excluded.size, data = excluded.data"
+                                             : "INSERT OR REPLACE INTO blobs(sha256, size, data) "
+                                               "VALUES(?, ?, ?)",
                                          sha, b.blob));
                 RETURN_IF_ERROR(log_event(c, b.created_at, b.author, "bundle.repair", "", existing,
                                           0, cat(b.name, ": stored blob was corrupt, rewritten")));
@@ -97,11 +102,21 @@ absl::StatusOr<PushResult> Store::push_bundle(const NewBundle& b) {
                                  sha, b.blob));
         ASSIGN_OR_RETURN(Stmt ins, c.prepare("INSERT INTO bundles(name, sha256, author, message, "
                                              "created_at, parent_version) "
-                                             "VALUES(?, ?, ?, ?, ?, ?)"));
+                                             "VALUES(?, ?, ?, ?, ?, ?) ON CONFLICT(sha256) "
+                                             "DO NOTHING RETURNING version"));
         ins.bind(1, b.name).bind(2, sha).bind(3, b.author).bind(4, b.message);
         ins.bind(5, b.created_at).bind_ref(6, b.parent_version);
-        RETURN_IF_ERROR(ins.run());
-        int64_t version = c.last_insert_rowid();
+        ASSIGN_OR_RETURN(bool inserted, ins.step());
+        if (!inserted) {
+            // PostgreSQL: another manager pushed the same content since the check above and
+            // committed first; this push is the same version (idempotent, as a repeat).
+            ASSIGN_OR_RETURN(Stmt again, c.prepare("SELECT version FROM bundles WHERE sha256 = ?"));
+            again.bind(1, sha);
+            RETURN_IF_ERROR(
+                again.expect_row([] { return absl::InternalError("pushed bundle vanished"); }));
+            return PushResult{again.i64(0), sha, false};
+        }
+        int64_t version = ins.i64(0);
         RETURN_IF_ERROR(log_event(c, b.created_at, b.author, "bundle.push", "", version, 0,
                                   cat(b.name, ": ", b.message)));
         return PushResult{version, sha, true};

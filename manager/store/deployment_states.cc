@@ -187,8 +187,9 @@ namespace {
 
 absl::Status update_target_in(Conn& c, int64_t deployment_id, const std::string& sensor,
                               TargetState to, const std::string& error, int64_t ts) {
-    ASSIGN_OR_RETURN(std::optional<int64_t> dep,
-                     c.query_i64("SELECT id FROM deployments WHERE id = ?", deployment_id));
+    ASSIGN_OR_RETURN(
+        std::optional<int64_t> dep,
+        c.query_i64("SELECT id FROM deployments WHERE id = ? /*FOR UPDATE*/", deployment_id));
     if (!dep) {
         return absl::NotFoundError(cat("deployment ", deployment_id, " not found"));
     }
@@ -259,7 +260,8 @@ void Store::update_target_async(int64_t deployment_id, std::string sensor, Targe
 absl::Status Store::set_deployment_state(int64_t id, DeploymentState to, const std::string& error,
                                          int64_t ts) {
     return impl_->write_status([=](Conn& c) -> absl::Status {
-        ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT state FROM deployments WHERE id = ?"));
+        ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT state FROM deployments WHERE id = ? "
+                                           "/*FOR UPDATE*/"));
         s.bind(1, id);
         RETURN_IF_ERROR(s.expect_row(
             [&] { return absl::NotFoundError(cat("deployment ", id, " not found")); }));

@@ -129,7 +129,8 @@ absl::StatusOr<Deployment> Store::create_deployment(const NewDeployment& d) {
                                              "selector, canary_percent, soak_seconds, state, "
                                              "parent_id, actor, created_at, updated_at, "
                                              "gate_max_drop_ratio, gate_max_alert_rate) "
-                                             "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?9, ?9, ?10, ?11)"));
+                                             "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?9, ?9, ?10, ?11) "
+                                             "RETURNING id"));
         ins.bind_ref(1, d.bundle_version).bind(2, to_string(d.kind)).bind(3, sel.to_string());
         ins.bind(4, d.canary_percent).bind(5, d.soak_seconds).bind(6, to_string(state));
         ins.bind_ref(7, d.parent_id).bind(8, d.actor).bind(9, d.created_at);
@@ -143,10 +144,19 @@ absl::StatusOr<Deployment> Store::create_deployment(const NewDeployment& d) {
         } else {
             ins.bind_null(11);
         }
-        RETURN_IF_ERROR(ins.run());
-        int64_t id = c.last_insert_rowid();
+        RETURN_IF_ERROR(ins.expect_row([] { return absl::InternalError("no id returned"); }));
+        const int64_t id = ins.i64(0);
 
         // A newer deployment supersedes the open targets of older ones on the same sensors.
+        // PostgreSQL: the sensors' rows are locked first, in name order, so that a deployment
+        // created at the same time by another manager commits before this one supersedes its
+        // targets (and sees them), instead of both keeping an open target per sensor.
+        for (size_t i = 0; c.postgres() && i < n; ++i) {
+            ASSIGN_OR_RETURN(Stmt lock, c.prepare("SELECT id FROM sensors WHERE id = ? "
+                                                  "/*FOR UPDATE*/"));
+            lock.bind(1, plan[i].first);
+            RETURN_IF_ERROR(lock.run());
+        }
         std::vector<int64_t> touched;
         const std::string superseded = cat(kSupersededByPrefix, id);
         for (size_t i = 0; i < n; ++i) {

@@ -11,7 +11,9 @@ namespace picket::manager::store {
 
 class Conn;
 
+// The SQLite texts; postgres_migration(i) is step i (1-based) in PostgreSQL's dialect.
 std::span<const char* const> migrations();
+const char* postgres_migration(int version);
 
 // Brings the database on `c` (the writer connection, outside a transaction) to version
 // `target` and returns the version it has now (the file's own when that is higher than

@@ -141,15 +141,15 @@ absl::StatusOr<int64_t> Store::record_rule_update(const RuleUpdateRow& update) {
     return impl_->write<int64_t>([update](Conn& c) -> absl::StatusOr<int64_t> {
         ASSIGN_OR_RETURN(Stmt s, c.prepare("INSERT INTO rule_updates(started_at, finished_at, "
                                            "trigger, result, message, version) "
-                                           "VALUES(?, ?, ?, ?, ?, ?)"));
+                                           "VALUES(?, ?, ?, ?, ?, ?) RETURNING id"));
         s.bind(1, update.started_at)
             .bind(2, update.finished_at)
             .bind(3, update.trigger)
             .bind(4, update.result)
             .bind(5, update.message)
             .bind_ref(6, update.version);
-        RETURN_IF_ERROR(s.run());
-        int64_t id = c.last_insert_rowid();
+        RETURN_IF_ERROR(s.expect_row([] { return absl::InternalError("no id returned"); }));
+        int64_t id = s.i64(0);
         for (const auto& r : update.sources) {
             ASSIGN_OR_RETURN(Stmt src, c.prepare("INSERT INTO rule_update_sources(update_id, "
                                                  "name, sha256, etag, not_modified, files, "
@@ -235,9 +235,9 @@ absl::StatusOr<std::vector<RuleUpdateRow>> Store::rule_updates(int limit) {
 
 absl::StatusOr<Store::RuleUpdateSummary> Store::rule_update_summary() {
     return impl_->read([](Conn& c) -> absl::StatusOr<RuleUpdateSummary> {
-        ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT coalesce(sum(result = 'new_version'), 0), "
-                                           "coalesce(sum(result = 'unchanged'), 0), "
-                                           "coalesce(sum(result = 'failed'), 0), "
+        ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT count(CASE WHEN result = 'new_version' THEN 1 END), "
+                                           "count(CASE WHEN result = 'unchanged' THEN 1 END), "
+                                           "count(CASE WHEN result = 'failed' THEN 1 END), "
                                            "coalesce(max(CASE WHEN result != 'failed' THEN "
                                            "finished_at END), 0) FROM rule_updates"));
         RETURN_IF_ERROR(s.expect_row([] { return absl::InternalError("no summary row"); }));

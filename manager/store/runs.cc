@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <string>
+#include <unordered_map>
 
 #include "common/strings.h"
 #include "manager/store/internal.h"
@@ -58,10 +59,11 @@ absl::StatusOr<int64_t> metric_name_id(Conn& c, const std::string& name) {
     if (row) {
         id = sel.i64(0);
     } else {
-        ASSIGN_OR_RETURN(Stmt ins, c.prepare("INSERT INTO metric_names(name) VALUES(?)"));
+        ASSIGN_OR_RETURN(Stmt ins,
+                         c.prepare("INSERT INTO metric_names(name) VALUES(?) RETURNING id"));
         ins.bind(1, name);
-        RETURN_IF_ERROR(ins.run());
-        id = c.last_insert_rowid();
+        RETURN_IF_ERROR(ins.expect_row([] { return absl::InternalError("no id returned"); }));
+        id = ins.i64(0);
     }
     c.metric_ids.emplace(name, id);
     return id;
@@ -100,12 +102,32 @@ absl::Status record_metrics_in(Conn& c, int64_t sid, int64_t ts,
             return absl::InvalidArgumentError("metric sample without a counter name");
         }
     }
-    for (size_t first = 0; first < samples.size(); first += kMetricRowsPerStatement) {
-        const size_t rows = std::min(kMetricRowsPerStatement, samples.size() - first);
+    // PostgreSQL refuses an upsert that touches one row twice (a counter named twice in one
+    // statement); SQLite applies the rows in order. Keep the last sample of each name there,
+    // which is what SQLite ends with.
+    std::vector<MetricSample> unique;
+    const std::vector<MetricSample>* use = &samples;
+    if (c.postgres()) {
+        std::unordered_map<std::string_view, size_t> last;
+        for (size_t i = 0; i < samples.size(); ++i) {
+            last[samples[i].name] = i;
+        }
+        if (last.size() != samples.size()) {
+            for (size_t i = 0; i < samples.size(); ++i) {
+                if (last[samples[i].name] == i) {
+                    unique.push_back(samples[i]);
+                }
+            }
+            use = &unique;
+        }
+    }
+    const std::vector<MetricSample>& todo = *use;
+    for (size_t first = 0; first < todo.size(); first += kMetricRowsPerStatement) {
+        const size_t rows = std::min(kMetricRowsPerStatement, todo.size() - first);
         ASSIGN_OR_RETURN(Stmt s, c.prepare(metric_upsert_sql(rows)));
         s.bind(1, sid).bind(2, minute_of(ts)).bind(3, ts);
         for (size_t i = 0; i < rows; ++i) {
-            const MetricSample& m = samples[first + i];
+            const MetricSample& m = todo[first + i];
             ASSIGN_OR_RETURN(int64_t name_id, metric_name_id(c, m.name));
             // ?1-?3 are shared; row i has its name at ?(4 + 2i) and its value at ?(5 + 2i).
             s.bind(static_cast<int>(4 + 2 * i), name_id).bind(static_cast<int>(5 + 2 * i), m.value);

@@ -88,8 +88,9 @@ absl::StatusOr<int64_t> active_sensor_id(Conn& c, std::string_view name) {
 }
 
 absl::Status touch_in(Conn& c, int64_t sid, int64_t ts) {
-    ASSIGN_OR_RETURN(Stmt s, c.prepare("UPDATE sensors SET last_seen = max(coalesce(last_seen, "
-                                       "?1), ?1) WHERE id = ?2"));
+    ASSIGN_OR_RETURN(Stmt s, c.prepare("UPDATE sensors SET last_seen = CASE WHEN last_seen IS "
+                                       "NULL OR last_seen < ?1 THEN ?1 ELSE last_seen END "
+                                       "WHERE id = ?2"));
     s.bind(1, ts).bind(2, sid);
     return s.run();
 }
@@ -175,7 +176,7 @@ absl::Status Store::enroll_sensor(const std::string& name, const std::string& to
             }
         } else {
             ASSIGN_OR_RETURN(Stmt ins, c.prepare("INSERT INTO sensors(name, token_hash, "
-                                                 "enrolled_at) VALUES(?, ?, ?)"));
+                                                 "enrolled_at) VALUES(?, ?, ?) RETURNING id"));
             ins.bind(1, name).bind(2, token_hash).bind(3, ts);
             RETURN_IF_ERROR(ins.run());
         }
@@ -236,15 +237,15 @@ absl::StatusOr<Sensor> Store::connect_sensor(const SensorHello& h, int64_t ts, b
             return absl::NotFoundError(cat("sensor '", h.name, "' is not enrolled"));
         } else {
             ASSIGN_OR_RETURN(Stmt ins, c.prepare("INSERT INTO sensors(name, token_hash, "
-                                                 "enrolled_at) VALUES(?, ?, ?)"));
+                                                 "enrolled_at) VALUES(?, ?, ?) RETURNING id"));
             ins.bind(1, h.name);
             if (h.token_hash.empty()) {
                 ins.bind_null(2).bind_null(3);
             } else {
                 ins.bind(2, h.token_hash).bind(3, ts);
             }
-            RETURN_IF_ERROR(ins.run());
-            sid = c.last_insert_rowid();
+            RETURN_IF_ERROR(ins.expect_row([] { return absl::InternalError("no id returned"); }));
+            sid = ins.i64(0);
             RETURN_IF_ERROR(log_event(c, ts, "", "sensor.register", h.name, 0, 0, h.host));
         }
         ASSIGN_OR_RETURN(Stmt u, c.prepare("UPDATE sensors SET host = ?, version = ?, "
@@ -275,8 +276,9 @@ absl::StatusOr<Sensor> Store::connect_sensor(const SensorHello& h, int64_t ts, b
             if (h.labels.count(k) != 0 && h.labels.at(k) == v) {
                 continue;
             }
-            ASSIGN_OR_RETURN(Stmt l, c.prepare("INSERT OR REPLACE INTO sensor_labels(sensor_id, "
-                                               "key, value) VALUES(?, ?, ?)"));
+            ASSIGN_OR_RETURN(Stmt l, c.prepare("INSERT INTO sensor_labels(sensor_id, key, value) "
+                                               "VALUES(?, ?, ?) ON CONFLICT(sensor_id, key) DO "
+                                               "UPDATE SET value = excluded.value"));
             l.bind(1, sid).bind(2, k).bind(3, v);
             RETURN_IF_ERROR(l.run());
         }
@@ -317,16 +319,18 @@ absl::StatusOr<bool> Store::revoke_sensor(const std::string& name, int64_t ts,
         u.bind(1, ts).bind(2, sid);
         RETURN_IF_ERROR(u.run());
         if (!cert.empty()) {
-            ASSIGN_OR_RETURN(Stmt rc, c.prepare("INSERT OR IGNORE INTO revoked_certs(sha256, "
-                                                "sensor_id, revoked_at) VALUES(?, ?, ?)"));
+            ASSIGN_OR_RETURN(Stmt rc, c.prepare("INSERT INTO revoked_certs(sha256, sensor_id, "
+                                                "revoked_at) VALUES(?, ?, ?) ON CONFLICT(sha256) "
+                                                "DO NOTHING"));
             rc.bind(1, cert).bind(2, sid).bind(3, ts);
             RETURN_IF_ERROR(rc.run());
         }
         // Every certificate the manager signed for it (bootstrap enrollment, renewals), also
         // those it has not presented yet.
-        ASSIGN_OR_RETURN(Stmt ic, c.prepare("INSERT OR IGNORE INTO revoked_certs(sha256, "
-                                            "sensor_id, revoked_at) SELECT sha256, sensor_id, ? "
-                                            "FROM issued_certs WHERE sensor_id = ?"));
+        ASSIGN_OR_RETURN(Stmt ic, c.prepare("INSERT INTO revoked_certs(sha256, sensor_id, "
+                                            "revoked_at) SELECT sha256, sensor_id, ? FROM "
+                                            "issued_certs WHERE sensor_id = ? ON CONFLICT(sha256) "
+                                            "DO NOTHING"));
         ic.bind(1, ts).bind(2, sid);
         RETURN_IF_ERROR(ic.run());
         // Its open targets can never be answered: cancel them so deployments can finish.

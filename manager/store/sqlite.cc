@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include "common/strings.h"
+#include "manager/store/postgres.h"
 
 namespace picket::manager::store {
 
@@ -59,6 +60,9 @@ absl::Status sqlite_status(int rc, sqlite3* db, std::string_view what) {
 // ---- Stmt
 
 absl::StatusOr<bool> Stmt::step() {
+    if (p_ != nullptr) {
+        return pg_step();
+    }
     int rc = sqlite3_step(s_);
     if (rc == SQLITE_ROW) {
         return true;
@@ -82,7 +86,7 @@ absl::Status Stmt::run() {
 }
 
 std::string Stmt::short_sql() const {
-    std::string sql = sqlite3_sql(s_);
+    std::string sql = p_ != nullptr ? p_->sql : sqlite3_sql(s_);
     std::replace(sql.begin(), sql.end(), '\n', ' ');
     return sql.size() > 60 ? sql.substr(0, 60) + "..." : sql;
 }
@@ -91,6 +95,10 @@ std::string Stmt::short_sql() const {
 
 absl::StatusOr<std::unique_ptr<Conn>> Conn::open(const std::string& path, bool read_only,
                                                  const StoreOptions& opt) {
+    if (is_postgres_dsn(path)) {
+        ASSIGN_OR_RETURN(std::unique_ptr<PgConn> pg, PgConn::connect(path, read_only));
+        return std::unique_ptr<Conn>(new Conn(std::move(pg)));
+    }
     sqlite3* db = nullptr;
     int flags = SQLITE_OPEN_NOMUTEX |
                 (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
@@ -104,14 +112,37 @@ absl::StatusOr<std::unique_ptr<Conn>> Conn::open(const std::string& path, bool r
     return conn;
 }
 
+Conn::Conn(sqlite3* db) : db_(db) {}
+
+Conn::Conn(std::unique_ptr<PgConn> pg) : pg_(std::move(pg)) {}
+
 Conn::~Conn() {
+    if (pg_ != nullptr) {
+        return;  // ~PgConn closes the connection
+    }
     for (auto& [sql, s] : cache_) {
         sqlite3_finalize(s);
     }
     sqlite3_close_v2(db_);
 }
 
+int64_t Conn::changes() const {
+    return pg_ != nullptr ? pg_->changes : sqlite3_changes(db_);
+}
+
+bool Conn::in_transaction() const {
+    return pg_ != nullptr ? pg_->in_transaction() : sqlite3_get_autocommit(db_) == 0;
+}
+
+const std::string& Conn::sqlstate() const {
+    static const std::string none;
+    return pg_ != nullptr ? pg_->sqlstate : none;
+}
+
 absl::Status Conn::exec(const char* sql) {
+    if (pg_ != nullptr) {
+        return pg_->exec(sql);
+    }
     char* err = nullptr;
     int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
     sqlite3_free(err);
@@ -124,6 +155,10 @@ absl::Status Conn::exec(const char* sql) {
 }
 
 absl::StatusOr<Stmt> Conn::prepare(const char* sql) {
+    if (pg_ != nullptr) {
+        ASSIGN_OR_RETURN(PgStmt * p, pg_->prepare(sql));
+        return Stmt(p);
+    }
     auto it = cache_.find(sql);
     if (it != cache_.end()) {
         return Stmt(it->second, db_);

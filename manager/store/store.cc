@@ -12,6 +12,7 @@
 
 #include "common/strings.h"
 #include "manager/store/migrations.h"
+#include "manager/store/sqlite.h"
 #include "manager/store/writer.h"
 
 namespace picket::manager::store {
@@ -62,15 +63,27 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, Stor
     if (options.max_batch_ops < 1) {
         options.max_batch_ops = 1;
     }
-    RETURN_IF_ERROR(create_private(path));
-    ASSIGN_OR_RETURN(std::unique_ptr<Conn> w, Conn::open(path, false, options));
-    auto where = [&path](absl::Status st) {
+    const bool pg = is_postgres_dsn(path);
+    if (!pg) {
+        RETURN_IF_ERROR(create_private(path));
+    }
+    const std::string shown = redact_dsn(path);  // never the password
+    auto where = [&shown](absl::Status st) {
         if (st.ok()) {
             return st;
         }
-        return absl::Status(st.code(), cat("database ", path, ": ", st.message()));
+        return absl::Status(st.code(), cat("database ", shown, ": ", st.message()));
     };
-    RETURN_IF_ERROR(where(configure(*w, options)));
+    auto opened = Conn::open(path, false, options);
+    if (!opened.ok()) {
+        return pg ? where(opened.status()) : opened.status();
+    }
+    std::unique_ptr<Conn> w = std::move(*opened);
+    // PostgreSQL: durability (synchronous_commit, fsync) and foreign keys are the server's and
+    // always on by default; there is no page quota (max_page_count is SQLite's).
+    if (!pg) {
+        RETURN_IF_ERROR(where(configure(*w, options)));
+    }
     int target = options.max_schema_version > 0
                      ? std::min(options.max_schema_version, kSchemaVersion)
                      : kSchemaVersion;
@@ -119,6 +132,12 @@ absl::StatusOr<Store::FleetSummary> Store::fleet_summary() {
 
 absl::Status Store::integrity_check() {
     return impl_->read([](Conn& c) -> absl::Status {
+        if (c.postgres()) {
+            // PostgreSQL has no integrity_check (amcheck needs an extension and superuser):
+            // the server checksums its pages itself. Check that the store answers.
+            ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT count(*) FROM schema_version"));
+            return s.run();
+        }
         ASSIGN_OR_RETURN(Stmt s, c.prepare("PRAGMA integrity_check"));
         std::string report;
         RETURN_IF_ERROR(each_row(

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -347,6 +348,25 @@ struct Event {
     int64_t deployment_id = 0;
     std::string message;
 };
+
+// Store::Open's `path`: a postgres:// or postgresql:// DSN (libpq's URI form) opens the
+// PostgreSQL backend; anything else is an SQLite file.
+bool is_postgres_dsn(std::string_view path);
+// `path` fit for messages and logs: a DSN's password (user:PASSWORD@, password=) as ***.
+std::string redact_dsn(std::string_view path);
+
+// What copy_store copied: rows per table, in copy order.
+struct CopyReport {
+    std::vector<std::pair<std::string, int64_t>> tables;
+};
+
+// Copies a whole store (picket-manager migrate): every table of `from` (an SQLite file) into
+// `to` (normally a PostgreSQL DSN), ids, versions and blobs as they are, in one transaction of
+// the target; both are first brought to the current schema. Refuses (FAILED_PRECONDITION) a
+// target that holds any row. Afterwards the target's id sequences continue after the copied
+// ids, every table's row count is compared (DATA_LOSS when one differs), and the deployments'
+// target counters, rebuilt by the target's triggers, are checked against the source's.
+absl::StatusOr<CopyReport> copy_store(const std::string& from, const std::string& to);
 
 struct StoreOptions {
     int max_batch_ops = 512;                    // ops per transaction at most

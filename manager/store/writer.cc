@@ -134,7 +134,7 @@ void Store::Impl::run_batch(std::vector<WriteOp>& batch) {
                 }
             }
             if (!r.ok()) {
-                if (sqlite3_get_autocommit(c.db()) != 0) {
+                if (!c.in_transaction()) {
                     // SQLite rolled the whole transaction back (I/O error, disk full in
                     // some paths): the earlier ops of this transaction are gone too.
                     lost = true;
@@ -157,7 +157,7 @@ void Store::Impl::run_batch(std::vector<WriteOp>& batch) {
             st = c.exec("COMMIT");
             if (!st.ok()) {
                 c.metric_ids.clear();
-                if (sqlite3_get_autocommit(c.db()) == 0) {
+                if (c.in_transaction()) {
                     c.exec("ROLLBACK").IgnoreError();
                 }
                 for (size_t j = first; j < i; ++j) {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/manager/ha/pg_cluster.h"
+#include "tests/support/postgres_server.h"
 #include "tests/support/wait.h"
 
 namespace picket::manager::ha {
@@ -102,19 +102,26 @@ struct Replica {
 
 class PgCoordinatorTest : public ::testing::Test {
 protected:
-    static void SetUpTestSuite() { cluster_ = new picket::testing::PgCluster(); }
+    // A server of the suite's own (not the CTest run's shared one): the tests stop it, and the
+    // leader lock and the channel are per database.
+    static void SetUpTestSuite() {
+        server_ = picket::testing::PostgresServer::start(&why_).release();
+    }
     static void TearDownTestSuite() {
-        delete cluster_;
-        cluster_ = nullptr;
+        delete server_;
+        server_ = nullptr;
     }
     void SetUp() override {
-        if (!cluster_->available()) {
-            GTEST_SKIP() << cluster_->why();
+        if (server_ == nullptr) {
+            GTEST_SKIP() << why_;
         }
+    }
+    static std::string dsn() {
+        return "postgresql://picket@127.0.0.1:" + std::to_string(server_->port()) + "/postgres";
     }
     // Runs one statement on a fresh connection; the first value of the first row.
     static std::string sql(const std::string& q) {
-        PGconn* c = PQconnectdb(cluster_->dsn().c_str());
+        PGconn* c = PQconnectdb(dsn().c_str());
         std::string v;
         if (PQstatus(c) == CONNECTION_OK) {
             PGresult* r = PQexec(c, q.c_str());
@@ -126,14 +133,16 @@ protected:
         PQfinish(c);
         return v;
     }
-    static picket::testing::PgCluster* cluster_;
+    static picket::testing::PostgresServer* server_;
+    static std::string why_;
 };
-picket::testing::PgCluster* PgCoordinatorTest::cluster_ = nullptr;
+picket::testing::PostgresServer* PgCoordinatorTest::server_ = nullptr;
+std::string PgCoordinatorTest::why_;
 
 TEST_F(PgCoordinatorTest, OneLeaderAndEveryReplicaGetsEveryChange) {
-    Replica a(cluster_->dsn(), "a:7443");
-    Replica b(cluster_->dsn(), "b:7443");
-    Replica c(cluster_->dsn(), "c:7443");
+    Replica a(dsn(), "a:7443");
+    Replica b(dsn(), "b:7443");
+    Replica c(dsn(), "c:7443");
     auto leaders = [&] {
         return int(a.c->is_leader()) + int(b.c->is_leader()) + int(c.c->is_leader());
     };
@@ -165,9 +174,9 @@ TEST_F(PgCoordinatorTest, OneLeaderAndEveryReplicaGetsEveryChange) {
 }
 
 TEST_F(PgCoordinatorTest, ALeaderWhoseConnectionDiesIsReplacedWithinSeconds) {
-    Replica a(cluster_->dsn(), "a:7443");
+    Replica a(dsn(), "a:7443");
     ASSERT_TRUE(wait_until([&] { return a.c->is_leader(); }, 10s, "a to lead alone"));
-    Replica b(cluster_->dsn(), "b:7443");
+    Replica b(dsn(), "b:7443");
     ASSERT_TRUE(wait_until([&] { return b.c->role() == Role::kFollower; }, 10s, "b to follow"));
     // What a kill -9 of a's process does to its session: the server ends it, frees its lock.
     EXPECT_EQ(sql("SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = "
@@ -187,20 +196,20 @@ TEST_F(PgCoordinatorTest, ALeaderWhoseConnectionDiesIsReplacedWithinSeconds) {
 }
 
 TEST_F(PgCoordinatorTest, DatabaseAwayMakesEveryReplicaUnavailableUntilItReturns) {
-    Replica a(cluster_->dsn(), "a:7443");
-    Replica b(cluster_->dsn(), "b:7443");
+    Replica a(dsn(), "a:7443");
+    Replica b(dsn(), "b:7443");
     ASSERT_TRUE(wait_until(
         [&] {
             return a.c->role() != Role::kUnavailable && b.c->role() != Role::kUnavailable &&
                    a.c->is_leader() != b.c->is_leader();
         },
         10s, "one leader and one follower"));
-    ASSERT_TRUE(cluster_->stop());
+    ASSERT_TRUE(server_->stop());
     ASSERT_TRUE(wait_until(
         [&] { return a.c->role() == Role::kUnavailable && b.c->role() == Role::kUnavailable; }, 10s,
         "both unavailable without the database"));
     a.c->publish("deployment", "99");  // queued until the link is back
-    ASSERT_TRUE(cluster_->start());
+    ASSERT_TRUE(server_->restart());
     ASSERT_TRUE(wait_until([&] { return a.c->is_leader() != b.c->is_leader(); }, 15s,
                            "one leader again once the database is back"));
     ASSERT_TRUE(wait_until([&] { return a.count("reconcile") == 1 && b.count("reconcile") == 1; },

@@ -11,16 +11,20 @@ namespace picket::manager::store {
 namespace {
 
 using testing::at;
+using testing::BackendTest;
 using testing::open_store;
-using testing::TempDir;
 
 const std::string kHash(64, 'a');
 const std::string kOtherHash(64, 'b');
 
-class Bootstrap : public ::testing::Test {
+class Bootstrap : public BackendTest {
 protected:
     void SetUp() override {
-        store_ = open_store(dir_.file("m.db"));
+        BackendTest::SetUp();
+        if (IsSkipped()) {
+            return;
+        }
+        store_ = open_store(dir.file("m.db"));
         ASSERT_NE(store_, nullptr);
     }
     NewBootstrapToken token(const std::string& id, int64_t uses = 2) {
@@ -46,11 +50,11 @@ protected:
         r.ts = ts;
         return r;
     }
-    TempDir dir_;
     std::unique_ptr<Store> store_;
 };
+INSTANTIATE_TEST_SUITE_P(Backends, Bootstrap, testing::kBackends, testing::backend_name);
 
-TEST_F(Bootstrap, CreateListAndRefuseBadTokens) {
+TEST_P(Bootstrap, CreateListAndRefuseBadTokens) {
     ASSERT_TRUE(store_->create_bootstrap_token(token("abc123")).ok());
     auto dup = store_->create_bootstrap_token(token("abc123"));
     EXPECT_EQ(dup.code(), absl::StatusCode::kAlreadyExists);
@@ -82,7 +86,7 @@ TEST_F(Bootstrap, CreateListAndRefuseBadTokens) {
     EXPECT_EQ(missing.status().message(), "bootstrap token 'zzzzzz' unknown");
 }
 
-TEST_F(Bootstrap, RedeemSpendsUsesImposesLabelsAndUsesUp) {
+TEST_P(Bootstrap, RedeemSpendsUsesImposesLabelsAndUsesUp) {
     ASSERT_TRUE(store_->create_bootstrap_token(token("abc123")).ok());
     auto a = store_->redeem_bootstrap_token(redeem("abc123", "edge-a", at(10), "01"));
     ASSERT_TRUE(a.ok()) << a.status();
@@ -120,7 +124,7 @@ TEST_F(Bootstrap, RedeemSpendsUsesImposesLabelsAndUsesUp) {
     EXPECT_EQ(selected->size(), 2u);
 }
 
-TEST_F(Bootstrap, WrongSecretExpiredAndRevokedTokensRefused) {
+TEST_P(Bootstrap, WrongSecretExpiredAndRevokedTokensRefused) {
     ASSERT_TRUE(store_->create_bootstrap_token(token("abc123")).ok());
     Redemption wrong = redeem("abc123", "edge-a", at(10), "01");
     wrong.secret_hash = kOtherHash;
@@ -143,7 +147,7 @@ TEST_F(Bootstrap, WrongSecretExpiredAndRevokedTokensRefused) {
               absl::StatusCode::kNotFound);
 }
 
-TEST_F(Bootstrap, RevokedSensorNeedsReadmitAndItsCertificatesStayRevoked) {
+TEST_P(Bootstrap, RevokedSensorNeedsReadmitAndItsCertificatesStayRevoked) {
     ASSERT_TRUE(store_->create_bootstrap_token(token("abc123", 3)).ok());
     ASSERT_TRUE(store_->redeem_bootstrap_token(redeem("abc123", "edge-a", at(10), "01")).ok());
     ASSERT_TRUE(*store_->revoke_sensor("edge-a", at(20), "admin"));

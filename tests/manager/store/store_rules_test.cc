@@ -8,6 +8,9 @@ namespace picket::manager::store {
 namespace {
 
 using testing::at;
+using testing::backend_name;
+using testing::BackendTest;
+using testing::kBackends;
 using testing::open_store;
 using testing::TempDir;
 
@@ -21,8 +24,16 @@ RuleSourceRow source(const std::string& name, const std::string& location) {
     return r;
 }
 
-TEST(StoreRuleSources, AddListRemoveAndEnable) {
-    TempDir dir;
+class StoreRuleSources : public BackendTest {};
+INSTANTIATE_TEST_SUITE_P(Backends, StoreRuleSources, kBackends, backend_name);
+
+class StoreRulePolicy : public BackendTest {};
+INSTANTIATE_TEST_SUITE_P(Backends, StoreRulePolicy, kBackends, backend_name);
+
+class StoreRuleUpdates : public BackendTest {};
+INSTANTIATE_TEST_SUITE_P(Backends, StoreRuleUpdates, kBackends, backend_name);
+
+TEST_P(StoreRuleSources, AddListRemoveAndEnable) {
     auto store = open_store(dir.file("m.db"));
     ASSERT_TRUE(store->add_rule_source(source("talos", "/srv/talos"), "admin").ok());
     ASSERT_TRUE(
@@ -59,8 +70,7 @@ TEST(StoreRuleSources, AddListRemoveAndEnable) {
     EXPECT_EQ((*events)[1].kind, "rules.source.disable");
 }
 
-TEST(StoreRuleSources, AFailedFetchKeepsTheLastGoodOne) {
-    TempDir dir;
+TEST_P(StoreRuleSources, AFailedFetchKeepsTheLastGoodOne) {
     auto store = open_store(dir.file("m.db"));
     ASSERT_TRUE(store->add_rule_source(source("et", "https://r.invalid/et.tar.gz"), "a").ok());
     RuleSourceRow good = source("et", "");
@@ -82,8 +92,7 @@ TEST(StoreRuleSources, AFailedFetchKeepsTheLastGoodOne) {
     EXPECT_EQ(store->record_rule_fetch(source("gone", ""), "").code(), absl::StatusCode::kNotFound);
 }
 
-TEST(StoreRulePolicy, PutReplacesByNameAndRemove) {
-    TempDir dir;
+TEST_P(StoreRulePolicy, PutReplacesByNameAndRemove) {
     auto store = open_store(dir.file("m.db"));
     ASSERT_TRUE(store
                     ->put_rule_policy(
@@ -105,8 +114,7 @@ TEST(StoreRulePolicy, PutReplacesByNameAndRemove) {
     EXPECT_EQ(store->rule_policy()->size(), 1u);
 }
 
-TEST(StoreRuleUpdates, HistoryNewestFirstWithSources) {
-    TempDir dir;
+TEST_P(StoreRuleUpdates, HistoryNewestFirstWithSources) {
     auto store = open_store(dir.file("m.db"));
     RuleUpdateRow failed;
     failed.started_at = at(1);
@@ -135,6 +143,15 @@ TEST(StoreRuleUpdates, HistoryNewestFirstWithSources) {
     dangling.result = "new_version";
     dangling.version = 42;  // no such bundle: REFERENCES bundles
     EXPECT_FALSE(store->record_rule_update(dangling).ok());
+
+    // What the metrics exporter reads (a query that once used SQLite's sum of booleans,
+    // which PostgreSQL refuses).
+    auto summary = store->rule_update_summary();
+    ASSERT_TRUE(summary.ok()) << summary.status();
+    EXPECT_EQ(summary->new_version, 0);
+    EXPECT_EQ(summary->unchanged, 1);
+    EXPECT_EQ(summary->failed, 1);
+    EXPECT_EQ(summary->last_success_at, at(4));
 
     auto rows = store->rule_updates(10);
     ASSERT_TRUE(rows.ok()) << rows.status();

@@ -14,6 +14,9 @@ namespace picket::manager::store {
 namespace {
 
 using testing::at;
+using testing::backend_name;
+using testing::BackendTest;
+using testing::kBackends;
 using testing::mode_of;
 using testing::open_store;
 using testing::TempDir;
@@ -38,8 +41,10 @@ SensorHello cert_hello(const std::string& name, const std::string& cert_sha256) 
     return h;
 }
 
-TEST(StoreRevoke, TokenSensorRefusedUntilReEnrolledWithANewToken) {
-    TempDir dir(kTempPrefix);
+class StoreRevoke : public BackendTest {};
+INSTANTIATE_TEST_SUITE_P(Backends, StoreRevoke, kBackends, backend_name);
+
+TEST_P(StoreRevoke, TokenSensorRefusedUntilReEnrolledWithANewToken) {
     auto store = open_store(dir.file("m.db"));
     ASSERT_NE(store, nullptr);
     ASSERT_TRUE(store->enroll_sensor("s1", "hash1", at(0), "admin").ok());
@@ -106,8 +111,7 @@ TEST(StoreRevoke, TokenSensorRefusedUntilReEnrolledWithANewToken) {
     EXPECT_EQ((*events)[0].message, "re-enrolled: revocation lifted");
 }
 
-TEST(StoreRevoke, EnrolledSensorNeedsRevocationBeforeANewToken) {
-    TempDir dir(kTempPrefix);
+TEST_P(StoreRevoke, EnrolledSensorNeedsRevocationBeforeANewToken) {
     auto store = open_store(dir.file("m.db"));
     ASSERT_TRUE(store->enroll_sensor("s1", "hash1", at(0), "admin").ok());
     absl::Status dup = store->enroll_sensor("s1", "hash2", at(1), "admin");
@@ -117,8 +121,7 @@ TEST(StoreRevoke, EnrolledSensorNeedsRevocationBeforeANewToken) {
               "revoke it first: picketctl sensor revoke s1)");
 }
 
-TEST(StoreRevoke, RevokedCertificateStaysRefusedAfterReEnrollment) {
-    TempDir dir(kTempPrefix);
+TEST_P(StoreRevoke, RevokedCertificateStaysRefusedAfterReEnrollment) {
     auto store = open_store(dir.file("m.db"));
     ASSERT_TRUE(store->connect_sensor(cert_hello("s1", "cert-a"), at(0), true).ok());
     ASSERT_TRUE(store->revoke_sensor("s1", at(1), "admin").ok());
@@ -138,8 +141,7 @@ TEST(StoreRevoke, RevokedCertificateStaysRefusedAfterReEnrollment) {
     EXPECT_EQ((*events)[1].message, "certificate cert-a revoked");
 }
 
-TEST(StoreRevoke, TokenIsRefusedForACertificateSensor) {
-    TempDir dir(kTempPrefix);
+TEST_P(StoreRevoke, TokenIsRefusedForACertificateSensor) {
     auto store = open_store(dir.file("m.db"));
     ASSERT_TRUE(store->connect_sensor(cert_hello("s1", "cert-a"), at(0), true).ok());
     // Without this rule, anyone knowing the name could connect with any token.
@@ -152,8 +154,7 @@ TEST(StoreRevoke, TokenIsRefusedForACertificateSensor) {
     EXPECT_TRUE(store->connect_sensor(cert_hello("s2", "cert-2"), at(1), true).ok());
 }
 
-TEST(StoreRevoke, OpenTargetsCancelledAndRevokedSensorsNeverTargeted) {
-    TempDir dir(kTempPrefix);
+TEST_P(StoreRevoke, OpenTargetsCancelledAndRevokedSensorsNeverTargeted) {
     auto store = open_store(dir.file("m.db"));
     for (const char* n : {"a", "b"}) {
         SensorHello h = cert_hello(n, std::string("cert-") + n);
@@ -203,7 +204,7 @@ TEST(StoreRevoke, OpenTargetsCancelledAndRevokedSensorsNeverTargeted) {
               "selector 'label=env=b' matches no sensor that is not revoked");
 }
 
-TEST(StoreRevoke, MigrationFromVersionTwoKeepsSensorsNotRevoked) {
+TEST(StoreRevokeSqlite, MigrationFromVersionTwoKeepsSensorsNotRevoked) {
     TempDir dir(kTempPrefix);
     std::string path = dir.file("m.db");
     {

@@ -1,5 +1,6 @@
 #include "manager/store/store.h"
 
+#include <libpq-fe.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -26,6 +27,10 @@ namespace picket::manager::store {
 namespace {
 
 using testing::at;
+using testing::Backend;
+using testing::backend_name;
+using testing::BackendTest;
+using testing::kBackends;
 using testing::kBase;
 using testing::kSec;
 using testing::mode_of;
@@ -34,8 +39,32 @@ using testing::TempDir;
 
 constexpr int64_t kMin = 60 * kSec;
 
-// Raw SQLite access for what the store API deliberately does not offer.
+// Raw database access for what the store API deliberately does not offer: SQLite, or libpq for a
+// postgres:// DSN (raw_exec then answers SQLITE_OK, SQLITE_CONSTRAINT for a constraint or a
+// trigger's refusal, SQLITE_ERROR otherwise).
+bool is_pg(const std::string& path) {
+    return path.starts_with("postgres");
+}
+
+PGresult* pg_exec(const std::string& dsn, const char* sql, std::string* state) {
+    PGconn* c = PQconnectdb(dsn.c_str());
+    EXPECT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
+    PGresult* r = PQexec(c, sql);
+    const char* st = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    *state = st != nullptr ? st : "";
+    PQfinish(c);
+    return r;
+}
+
 int64_t raw_int(const std::string& db_path, const char* sql) {
+    if (is_pg(db_path)) {
+        std::string state;
+        PGresult* r = pg_exec(db_path, sql, &state);
+        EXPECT_EQ(state, "") << sql;
+        int64_t v = PQntuples(r) > 0 ? std::strtoll(PQgetvalue(r, 0, 0), nullptr, 10) : -1;
+        PQclear(r);
+        return v;
+    }
     sqlite3* db = nullptr;
     EXPECT_EQ(sqlite3_open(db_path.c_str(), &db), SQLITE_OK);
     sqlite3_stmt* s = nullptr;
@@ -64,6 +93,14 @@ std::string raw_text(const std::string& db_path, const char* sql) {
 }
 
 int raw_exec(const std::string& db_path, const char* sql) {
+    if (is_pg(db_path)) {
+        std::string state;
+        PQclear(pg_exec(db_path, sql, &state));
+        if (state.empty()) {
+            return SQLITE_OK;
+        }
+        return state.starts_with("23") || state == "P0001" ? SQLITE_CONSTRAINT : SQLITE_ERROR;
+    }
     sqlite3* db = nullptr;
     EXPECT_EQ(sqlite3_open(db_path.c_str(), &db), SQLITE_OK);
     int rc = sqlite3_exec(db, sql, nullptr, nullptr, nullptr);
@@ -142,9 +179,23 @@ std::string show(const TargetCounts& c) {
            std::to_string(c.superseded) + " taken_over " + std::to_string(c.taken_over);
 }
 
+// Suites run on both backends (SQLite-only tests are in suites named ...Sqlite).
+class StoreOpen : public BackendTest {};
+INSTANTIATE_TEST_SUITE_P(Backends, StoreOpen, kBackends, backend_name);
+class StoreBundles : public BackendTest {};
+INSTANTIATE_TEST_SUITE_P(Backends, StoreBundles, kBackends, backend_name);
+class StoreSensors : public BackendTest {};
+INSTANTIATE_TEST_SUITE_P(Backends, StoreSensors, kBackends, backend_name);
+class StoreRuns : public BackendTest {};
+INSTANTIATE_TEST_SUITE_P(Backends, StoreRuns, kBackends, backend_name);
+class StoreMetrics : public BackendTest {};
+INSTANTIATE_TEST_SUITE_P(Backends, StoreMetrics, kBackends, backend_name);
+class StoreConcurrency : public BackendTest {};
+INSTANTIATE_TEST_SUITE_P(Backends, StoreConcurrency, kBackends, backend_name);
+
 // ---------------------------------------------------------------- open and migrations
 
-TEST(StoreOpen, MigratesEmptyDatabaseWithPrivateFiles) {
+TEST(StoreOpenSqlite, MigratesEmptyDatabaseWithPrivateFiles) {
     TempDir dir;
     std::string path = dir.file("m.db");
     auto store = open_store(path);
@@ -166,8 +217,7 @@ TEST(StoreOpen, MigratesEmptyDatabaseWithPrivateFiles) {
     EXPECT_TRUE(store->integrity_check().ok());
 }
 
-TEST(StoreOpen, UpgradesFromVersionOneKeepingData) {
-    TempDir dir;
+TEST_P(StoreOpen, UpgradesFromVersionOneKeepingData) {
     std::string path = dir.file("m.db");
     {
         StoreOptions opt;
@@ -181,7 +231,11 @@ TEST(StoreOpen, UpgradesFromVersionOneKeepingData) {
                        "INSERT INTO sensors(name, token_hash, enrolled_at) "
                        "VALUES('s1', 'hash1', 0)"),
               SQLITE_OK);
-    EXPECT_EQ(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE name = 'runs'"), 0);
+    EXPECT_EQ(raw_int(path, is_pg(path) ? "SELECT count(*) FROM information_schema.tables WHERE "
+                                          "table_name = 'runs' AND table_schema = "
+                                          "current_schema()"
+                                        : "SELECT count(*) FROM sqlite_master WHERE name = 'runs'"),
+              0);
     auto store = open_store(path);
     ASSERT_NE(store, nullptr);
     EXPECT_EQ(store->schema_version(), 8);
@@ -192,7 +246,7 @@ TEST(StoreOpen, UpgradesFromVersionOneKeepingData) {
     EXPECT_EQ(store->list_runs("s1")->size(), 1u);
 }
 
-TEST(StoreOpen, UpgradeToVersionSixKeepsDeploymentsAndTheirReferences) {
+TEST(StoreOpenSqlite, UpgradeToVersionSixKeepsDeploymentsAndTheirReferences) {
     TempDir dir;
     std::string path = dir.file("m.db");
     {
@@ -204,7 +258,7 @@ TEST(StoreOpen, UpgradeToVersionSixKeepsDeploymentsAndTheirReferences) {
     // Version 4 rows: a deployment, its rollback child, a target and a run naming it.
     for (const char* sql :
          {"INSERT INTO sensors(id, name, first_seen, last_seen) VALUES(1, 's1', 0, 0)",
-          "INSERT INTO blobs(sha256, size, data) VALUES('aa', 1, x'00')",
+          "INSERT INTO blobs(sha256, size, data) VALUES('aa', 1, '0')",
           "INSERT INTO bundles(version, name, sha256, created_at) VALUES(1, 'b', 'aa', 0)",
           "INSERT INTO deployments(id, bundle_version, kind, selector, state, created_at, "
           "updated_at, gate_max_drop_ratio) VALUES(7, 1, 'deploy', 'all', 'rolled_back', 1, 2, "
@@ -240,8 +294,7 @@ TEST(StoreOpen, UpgradeToVersionSixKeepsDeploymentsAndTheirReferences) {
     EXPECT_TRUE(store->integrity_check().ok());
 }
 
-TEST(StoreOpen, UpgradeToVersionSevenCountsTheTargetsOfEveryDeployment) {
-    TempDir dir;
+TEST_P(StoreOpen, UpgradeToVersionSevenCountsTheTargetsOfEveryDeployment) {
     std::string path = dir.file("m.db");
     {
         StoreOptions opt;
@@ -254,7 +307,7 @@ TEST(StoreOpen, UpgradeToVersionSevenCountsTheTargetsOfEveryDeployment) {
     for (const char* sql :
          {"INSERT INTO sensors(id, name, first_seen, last_seen) VALUES(1, 's1', 0, 0), "
           "(2, 's2', 0, 0), (3, 's3', 0, 0)",
-          "INSERT INTO blobs(sha256, size, data) VALUES('aa', 1, x'00')",
+          "INSERT INTO blobs(sha256, size, data) VALUES('aa', 1, '0')",
           "INSERT INTO bundles(version, name, sha256, created_at) VALUES(1, 'b', 'aa', 0)",
           "INSERT INTO deployments(id, bundle_version, kind, selector, state, created_at, "
           "updated_at) VALUES(7, 1, 'deploy', 'all', 'rolling', 1, 2), "
@@ -281,8 +334,7 @@ TEST(StoreOpen, UpgradeToVersionSevenCountsTheTargetsOfEveryDeployment) {
     EXPECT_TRUE(store->integrity_check().ok());
 }
 
-TEST(StoreOpen, ReopenKeepsDataAndResetsConnections) {
-    TempDir dir;
+TEST_P(StoreOpen, ReopenKeepsDataAndResetsConnections) {
     std::string path = dir.file("m.db");
     {
         auto store = open_store(path);
@@ -299,8 +351,7 @@ TEST(StoreOpen, ReopenKeepsDataAndResetsConnections) {
     EXPECT_EQ(*store->latest_version(), 1);
 }
 
-TEST(StoreOpen, RefusesNewerSchema) {
-    TempDir dir;
+TEST_P(StoreOpen, RefusesNewerSchema) {
     std::string path = dir.file("m.db");
     { open_store(path); }
     ASSERT_EQ(raw_exec(path, "UPDATE schema_version SET version = 99"), SQLITE_OK);
@@ -313,13 +364,13 @@ TEST(StoreOpen, RefusesNewerSchema) {
         << store.status();
 }
 
-TEST(StoreOpen, MissingDirectoryIsNotFound) {
+TEST(StoreOpenSqlite, MissingDirectoryIsNotFound) {
     TempDir dir;
     auto store = Store::Open(dir.file("nope/m.db"));
     EXPECT_EQ(store.status().code(), absl::StatusCode::kNotFound) << store.status();
 }
 
-TEST(StoreOpen, RejectsAFileThatIsNotADatabase) {
+TEST(StoreOpenSqlite, RejectsAFileThatIsNotADatabase) {
     TempDir dir;
     std::string path = dir.file("junk.db");
     std::ofstream(path) << std::string(4096, 'x');
@@ -330,8 +381,7 @@ TEST(StoreOpen, RejectsAFileThatIsNotADatabase) {
 
 // ---------------------------------------------------------------- bundles
 
-TEST(StoreBundles, BlobsDedupedAndVersionsGrow) {
-    TempDir dir;
+TEST_P(StoreBundles, BlobsDedupedAndVersionsGrow) {
     std::string path = dir.file("m.db");
     auto store = open_store(path);
     auto a = store->push_bundle(bundle("rules-a"));
@@ -377,8 +427,7 @@ TEST(StoreBundles, BlobsDedupedAndVersionsGrow) {
 
 // ---------------------------------------------------------------- sensors and selectors
 
-TEST(StoreSensors, EnrollConnectTokensAndLabels) {
-    TempDir dir;
+TEST_P(StoreSensors, EnrollConnectTokensAndLabels) {
     auto store = open_store(dir.file("m.db"));
     ASSERT_TRUE(store->enroll_sensor("s1", "hash1", at(0), "admin").ok());
     EXPECT_TRUE(store->enroll_sensor("s1", "hash1", at(0), "admin").ok());  // idempotent
@@ -452,8 +501,7 @@ TEST(Selector, RejectsBadForms) {
               "selector 'label=env': term 'label=env' must be label=KEY=VALUE");
 }
 
-TEST(StoreSensors, SelectSensors) {
-    TempDir dir;
+TEST_P(StoreSensors, SelectSensors) {
     auto store = open_store(dir.file("m.db"));
     ASSERT_TRUE(store->connect_sensor(hello("a", {{"env", "prod"}}), at(0), true).ok());
     ASSERT_TRUE(store->connect_sensor(hello("b", {{"env", "dev"}}), at(0), true).ok());
@@ -477,10 +525,14 @@ TEST(StoreSensors, SelectSensors) {
 
 // ---------------------------------------------------------------- deployments
 
-class StoreDeploy : public ::testing::Test {
+class StoreDeploy : public BackendTest {
 protected:
     void SetUp() override {
-        store_ = open_store(dir_.file("m.db"));
+        BackendTest::SetUp();
+        if (IsSkipped()) {
+            return;
+        }
+        store_ = open_store(dir.file("m.db"));
         ASSERT_NE(store_, nullptr);
         for (const char* n : {"a", "b", "c"}) {
             ASSERT_TRUE(store_->connect_sensor(hello(n, {{"env", "prod"}}), at(0), true).ok());
@@ -498,11 +550,11 @@ protected:
         d.created_at = at(10);
         return d;
     }
-    TempDir dir_;
     std::unique_ptr<Store> store_;
 };
+INSTANTIATE_TEST_SUITE_P(Backends, StoreDeploy, kBackends, backend_name);
 
-TEST_F(StoreDeploy, CanaryStateMachine) {
+TEST_P(StoreDeploy, CanaryStateMachine) {
     auto d = store_->create_deployment(deploy(2, "label=env=prod", 50));
     ASSERT_TRUE(d.ok()) << d.status();
     EXPECT_EQ(d->id, 1);
@@ -557,7 +609,7 @@ TEST_F(StoreDeploy, CanaryStateMachine) {
               absl::StatusCode::kFailedPrecondition);
 }
 
-TEST_F(StoreDeploy, BadRequests) {
+TEST_P(StoreDeploy, BadRequests) {
     auto missing = store_->create_deployment(deploy(7, "all"));
     EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
     EXPECT_EQ(missing.status().message(), "bundle version 7 not found");
@@ -577,7 +629,7 @@ TEST_F(StoreDeploy, BadRequests) {
     EXPECT_EQ(store_->list_deployments(10, false)->size(), 0u);
 }
 
-TEST_F(StoreDeploy, TheGateIsStoredAndTheRunNamesItsDeployment) {
+TEST_P(StoreDeploy, TheGateIsStoredAndTheRunNamesItsDeployment) {
     NewDeployment d = deploy(2, "a", 50);
     d.gate_max_drop_ratio = 0.05;
     auto created = store_->create_deployment(d);
@@ -595,13 +647,13 @@ TEST_F(StoreDeploy, TheGateIsStoredAndTheRunNamesItsDeployment) {
 
     // Reopened (a manager restart): the gate is still the deployment's.
     store_.reset();
-    store_ = open_store(dir_.file("m.db"));
+    store_ = open_store(dir.file("m.db"));
     auto again = store_->get_deployment(created->id);
     ASSERT_TRUE(again.ok());
     EXPECT_EQ(again->gate_max_drop_ratio, 0.05);
 }
 
-TEST_F(StoreDeploy, NewerDeploymentSupersedesOpenTargets) {
+TEST_P(StoreDeploy, NewerDeploymentSupersedesOpenTargets) {
     ASSERT_TRUE(store_->create_deployment(deploy(1, "all")).ok());
     ASSERT_TRUE(store_->update_target(1, "a", TargetState::kSent, "", at(11)).ok());
     ASSERT_TRUE(store_->update_target(1, "a", TargetState::kApplied, "", at(12)).ok());
@@ -620,7 +672,7 @@ TEST_F(StoreDeploy, NewerDeploymentSupersedesOpenTargets) {
     EXPECT_EQ(store_->list_deployments(10, true)->size(), 2u);
 }
 
-TEST_F(StoreDeploy, RollbackDefaultsToPreviousVersion) {
+TEST_P(StoreDeploy, RollbackDefaultsToPreviousVersion) {
     ASSERT_TRUE(store_->create_deployment(deploy(1, "a,b")).ok());
     for (const char* n : {"a", "b"}) {
         ASSERT_TRUE(store_->update_target(1, n, TargetState::kSent, "", at(11)).ok());
@@ -655,7 +707,7 @@ TEST_F(StoreDeploy, RollbackDefaultsToPreviousVersion) {
 // The counts the store keeps per deployment (schema 7, what finishing a deployment and the
 // rollout read instead of every target) follow every way a target changes: transitions,
 // supersession by a newer deployment, revocation, a deployment ending with open targets.
-TEST_F(StoreDeploy, TargetCountsFollowEveryChange) {
+TEST_P(StoreDeploy, TargetCountsFollowEveryChange) {
     auto expect = [&](int64_t id, TargetCounts want, DeploymentState state) {
         auto d = store_->get_deployment(id);
         ASSERT_TRUE(d.ok()) << d.status();
@@ -725,7 +777,7 @@ TEST_F(StoreDeploy, TargetCountsFollowEveryChange) {
     }
 }
 
-TEST_F(StoreDeploy, CanaryAndOverdueTargetsOfOneDeployment) {
+TEST_P(StoreDeploy, CanaryAndOverdueTargetsOfOneDeployment) {
     ASSERT_TRUE(store_->create_deployment(deploy(2, "all", 50)).ok());  // canaries a, b
     auto canaries = store_->canary_targets(1);
     ASSERT_TRUE(canaries.ok()) << canaries.status();
@@ -776,7 +828,7 @@ std::vector<std::string> query_plan(const std::string& path, const std::string& 
 // The links' target updates are queued without waiting: they commit in queue order (a
 // target's `sent` before its `applied`), each `done` runs after its commit with the op's own
 // status, and sync() returns only when all of them have.
-TEST_F(StoreDeploy, AsyncTargetUpdatesCommitInQueueOrder) {
+TEST_P(StoreDeploy, AsyncTargetUpdatesCommitInQueueOrder) {
     ASSERT_TRUE(store_->create_deployment(deploy(2, "all")).ok());
     std::mutex mu;
     std::vector<std::pair<int, absl::StatusCode>> seen;
@@ -818,7 +870,7 @@ TEST_F(StoreDeploy, AsyncTargetUpdatesCommitInQueueOrder) {
 }
 
 // One read gives a dispatch both what to send and what the sensor runs.
-TEST_F(StoreDeploy, DispatchViewIsPendingTargetsAndRunningVersion) {
+TEST_P(StoreDeploy, DispatchViewIsPendingTargetsAndRunningVersion) {
     ASSERT_TRUE(store_->create_deployment(deploy(1, "all")).ok());
     ASSERT_TRUE(store_->update_target(1, "a", TargetState::kSent, "", at(11)).ok());
     ASSERT_TRUE(store_->update_target(1, "a", TargetState::kApplied, "", at(12)).ok());
@@ -895,8 +947,7 @@ TEST(StoreQueryPlans, PerTargetQueriesReadOnlyThroughIndexes) {
 
 // ---------------------------------------------------------------- run history
 
-TEST(StoreRuns, PeriodsAndTotalsExact) {
-    TempDir dir;
+TEST_P(StoreRuns, PeriodsAndTotalsExact) {
     auto store = open_store(dir.file("m.db"));
     ASSERT_EQ(store->push_bundle(bundle("rules-1"))->version, 1);
     ASSERT_EQ(store->push_bundle(bundle("rules-2"))->version, 2);
@@ -967,8 +1018,7 @@ TEST(StoreRuns, PeriodsAndTotalsExact) {
 
 // ---------------------------------------------------------------- metrics
 
-TEST(StoreMetrics, DownsamplesPerMinuteAndPrunesExactly) {
-    TempDir dir;
+TEST_P(StoreMetrics, DownsamplesPerMinuteAndPrunesExactly) {
     StoreOptions opt;
     opt.metric_retention_seconds = 3600;
     auto store = open_store(dir.file("m.db"), opt);
@@ -1007,8 +1057,7 @@ TEST(StoreMetrics, DownsamplesPerMinuteAndPrunesExactly) {
 // A report's samples are written 16 to a statement: more than 16 span statements, each sample
 // lands on its own counter, a counter named twice keeps its later value, and an empty name
 // refuses the whole report with nothing written.
-TEST(StoreMetrics, ManySamplesInOneReport) {
-    TempDir dir;
+TEST_P(StoreMetrics, ManySamplesInOneReport) {
     auto store = open_store(dir.file("m.db"));
     ASSERT_TRUE(store->connect_sensor(hello("s1"), at(0), true).ok());
     std::vector<MetricSample> samples;
@@ -1033,7 +1082,7 @@ TEST(StoreMetrics, ManySamplesInOneReport) {
 
 // ---------------------------------------------------------------- history
 
-TEST_F(StoreDeploy, HistoryPerSensorAndFleet) {
+TEST_P(StoreDeploy, HistoryPerSensorAndFleet) {
     ASSERT_TRUE(store_->create_deployment(deploy(2, "b,c")).ok());
     ASSERT_TRUE(store_->update_target(1, "b", TargetState::kSent, "", at(11)).ok());
     ASSERT_TRUE(store_->update_target(1, "b", TargetState::kRejected, "bad rule", at(12)).ok());
@@ -1066,8 +1115,7 @@ TEST_F(StoreDeploy, HistoryPerSensorAndFleet) {
 
 // ---------------------------------------------------------------- concurrency
 
-TEST(StoreConcurrency, EightThreadsThousandOpsEachAllAcknowledged) {
-    TempDir dir;
+TEST_P(StoreConcurrency, EightThreadsThousandOpsEachAllAcknowledged) {
     auto store = open_store(dir.file("m.db"));
     constexpr int kThreads = 8;
     constexpr int kOps = 1000;
@@ -1111,8 +1159,7 @@ TEST(StoreConcurrency, EightThreadsThousandOpsEachAllAcknowledged) {
     EXPECT_TRUE(store->integrity_check().ok());
 }
 
-TEST(StoreConcurrency, AsyncReportsCompleteAfterCommit) {
-    TempDir dir;
+TEST_P(StoreConcurrency, AsyncReportsCompleteAfterCommit) {
     auto store = open_store(dir.file("m.db"));
     ASSERT_TRUE(store->connect_sensor(hello("s1"), at(0), true).ok());
     std::atomic<int> ok{0};
@@ -1139,8 +1186,7 @@ TEST(StoreConcurrency, AsyncReportsCompleteAfterCommit) {
 
 // Async writes (reports) wait up to async_linger for more to commit with, and a write someone
 // blocks on ends that wait at once: one transaction for all of them, no linger paid.
-TEST(StoreConcurrency, AsyncWritesLingerUntilAWaitedWrite) {
-    TempDir dir;
+TEST_P(StoreConcurrency, AsyncWritesLingerUntilAWaitedWrite) {
     StoreOptions opt;
     opt.async_linger = std::chrono::seconds(30);
     auto store = open_store(dir.file("m.db"), opt);

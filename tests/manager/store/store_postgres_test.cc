@@ -1,0 +1,349 @@
+// The PostgreSQL backend's own behaviour (the store's other tests run on both backends): an
+// outage of the server (UNAVAILABLE, nothing acknowledged lost, reconnection by itself), and
+// two Store objects on one database, as two manager replicas: each sees the other's commits,
+// and their concurrent writes keep the deployment counters, bundle versions and token uses
+// exact. Skipped when the PostgreSQL server binaries are absent.
+#include <atomic>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "manager/store/store.h"
+#include "tests/manager/store/store_fixture.h"
+#include "tests/support/postgres_server.h"
+
+namespace picket::manager::store {
+namespace {
+
+using picket::testing::PostgresServer;
+using testing::at;
+using testing::open_store;
+
+NewBundle bundle(const std::string& blob) {
+    NewBundle b;
+    b.name = "et-open";
+    b.author = "alice";
+    b.created_at = at(1);
+    b.blob = blob;
+    return b;
+}
+
+SensorHello hello(const std::string& name) {
+    SensorHello h;
+    h.name = name;
+    h.host = name + ".example";
+    return h;
+}
+
+// prefix followed by n ("s" 100 -> "s100").
+std::string named(const char* prefix, int n) {
+    std::string out = prefix;
+    out += std::to_string(n);
+    return out;
+}
+
+PostgresServer* shared_or_skip(std::string* why) {
+    return PostgresServer::shared(why);
+}
+
+TEST(StorePostgres, ServerDownIsUnavailableNothingLostAndTheStoreReconnects) {
+    // A server of its own: this test stops it.
+    std::string why;
+    auto server = PostgresServer::start(&why);
+    if (server == nullptr) {
+        GTEST_SKIP() << why;
+    }
+    const std::string dsn = server->fresh_dsn();
+    auto store = open_store(dsn);
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->enroll_sensor("s1", "hash1", at(0), "admin").ok());
+    auto pushed = store->push_bundle(bundle("rules-1"));
+    ASSERT_TRUE(pushed.ok()) << pushed.status();
+    EXPECT_EQ(pushed->version, 1);
+
+    ASSERT_TRUE(server->stop());
+    absl::Status w = store->enroll_sensor("s2", "hash2", at(1), "admin");
+    EXPECT_EQ(w.code(), absl::StatusCode::kUnavailable) << w;
+    EXPECT_NE(w.message().find("database server unavailable"), std::string::npos) << w;
+    EXPECT_EQ(w.message().find("password"), std::string::npos) << w;
+    auto r = store->list_sensors();
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+
+    ASSERT_TRUE(server->restart());
+    // The first write and read after the restart succeed: the store reconnects by itself.
+    EXPECT_TRUE(store->enroll_sensor("s3", "hash3", at(2), "admin").ok());
+    auto sensors = store->list_sensors();
+    ASSERT_TRUE(sensors.ok()) << sensors.status();
+    std::vector<std::string> names;
+    for (const Sensor& s : *sensors) {
+        names.push_back(s.name);
+    }
+    EXPECT_EQ(names, (std::vector<std::string>{"s1", "s3"}));
+    auto b = store->get_bundle(1, true);
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_EQ(b->blob, "rules-1");
+    // Versions only grow; after a server crash (stop -m immediate) PostgreSQL's sequences
+    // resume past the values they had logged ahead (up to 32), so the next one may skip some.
+    auto next = store->push_bundle(bundle("rules-2"));
+    ASSERT_TRUE(next.ok()) << next.status();
+    EXPECT_TRUE(next->created);
+    EXPECT_GE(next->version, 2);
+    EXPECT_LE(next->version, 34);
+}
+
+TEST(StorePostgres, UnreachableServerIsUnavailableWithoutThePassword) {
+    auto s = Store::Open("postgresql://picket:s3cret@127.0.0.1:1/postgres?connect_timeout=2");
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kUnavailable) << s.status();
+    EXPECT_EQ(s.status().message().find("s3cret"), std::string::npos) << s.status();
+    EXPECT_NE(s.status().message().find("postgresql://picket:***@127.0.0.1:1/postgres"),
+              std::string::npos)
+        << s.status();
+}
+
+TEST(StorePostgres, TwoStoresOnOneDatabaseSeeEachOtherAndKeepCountersExact) {
+    std::string why;
+    PostgresServer* server = shared_or_skip(&why);
+    if (server == nullptr) {
+        GTEST_SKIP() << why;
+    }
+    const std::string dsn = server->fresh_dsn();
+    auto a = open_store(dsn);
+    ASSERT_NE(a, nullptr);
+    StoreOptions keep;
+    keep.reset_connections = false;  // a second replica must not disconnect the first's sensors
+    auto b = open_store(dsn, keep);
+    ASSERT_NE(b, nullptr);
+
+    constexpr int kSensors = 40;
+    for (int i = 0; i < kSensors; ++i) {
+        Store& s = i % 2 == 0 ? *a : *b;
+        ASSERT_TRUE(s.connect_sensor(hello(named("s", 100 + i)), at(0), true).ok());
+    }
+    EXPECT_EQ(a->list_sensors()->size(), static_cast<size_t>(kSensors));
+    EXPECT_EQ(b->list_sensors()->size(), static_cast<size_t>(kSensors));
+
+    // Pushes from both at once: versions unique, identical content one version.
+    std::vector<int64_t> va, vb;
+    std::thread ta([&] {
+        for (int i = 0; i < 10; ++i) {
+            va.push_back(a->push_bundle(bundle(named("a", i)))->version);
+        }
+    });
+    std::thread tb([&] {
+        for (int i = 0; i < 10; ++i) {
+            vb.push_back(b->push_bundle(bundle(named("b", i)))->version);
+        }
+    });
+    ta.join();
+    tb.join();
+    std::set<int64_t> versions(va.begin(), va.end());
+    versions.insert(vb.begin(), vb.end());
+    EXPECT_EQ(versions.size(), 20u);
+    EXPECT_EQ(*versions.begin(), 1);
+    EXPECT_EQ(*versions.rbegin(), 20);
+    EXPECT_EQ(b->push_bundle(bundle("a3"))->version, va[3]);
+    EXPECT_FALSE(b->push_bundle(bundle("a3"))->created);
+
+    NewDeployment d;
+    d.bundle_version = 1;
+    d.selector = "all";
+    d.actor = "alice";
+    d.created_at = at(10);
+    auto dep = a->create_deployment(d);
+    ASSERT_TRUE(dep.ok()) << dep.status();
+    // Each replica answers for the sensors connected to it, all at once: sent, then applied.
+    auto drive = [&](Store& s, int parity) {
+        for (int i = parity; i < kSensors; i += 2) {
+            std::string n = named("s", 100 + i);
+            EXPECT_TRUE(s.update_target(dep->id, n, TargetState::kSent, "", at(11)).ok());
+            EXPECT_TRUE(s.update_target(dep->id, n, TargetState::kApplied, "", at(12)).ok());
+        }
+    };
+    std::thread da([&] { drive(*a, 0); });
+    std::thread db([&] { drive(*b, 1); });
+    da.join();
+    db.join();
+    for (Store* s : {a.get(), b.get()}) {
+        auto got = s->get_deployment(dep->id, false);
+        ASSERT_TRUE(got.ok()) << got.status();
+        EXPECT_EQ(got->counts.applied, kSensors);
+        EXPECT_EQ(got->counts.pending, 0);
+        EXPECT_EQ(got->counts.sent, 0);
+        EXPECT_EQ(got->state, DeploymentState::kCompleted);
+    }
+
+    // One bootstrap token with 5 uses redeemed 12 times at once through both: exactly 5 win.
+    NewBootstrapToken t;
+    t.id = "token1";
+    t.secret_hash = std::string(64, 'a');
+    t.uses = 5;
+    t.created_at = at(0);
+    t.expires_at = at(3600);
+    absl::Status created = a->create_bootstrap_token(t);
+    ASSERT_TRUE(created.ok()) << created;
+    std::atomic<int> won{0};
+    std::vector<std::thread> racers;
+    for (int i = 0; i < 12; ++i) {
+        racers.emplace_back([&, i] {
+            Redemption r;
+            r.token_id = "token1";
+            r.secret_hash = t.secret_hash;
+            r.sensor = named("new", i);
+            r.cert_serial = named("serial", i);
+            r.cert_sha256 = named("sha", i);
+            r.not_after = at(7200);
+            r.ts = at(20);
+            if ((i % 2 == 0 ? *a : *b).redeem_bootstrap_token(r).ok()) {
+                ++won;
+            }
+        });
+    }
+    for (std::thread& r : racers) {
+        r.join();
+    }
+    EXPECT_EQ(won.load(), 5);
+    EXPECT_EQ(b->get_bootstrap_token("token1")->used, 5);
+}
+
+TEST(StorePostgres, CopyFromSqliteKeepsIdsBlobsAndCountersAndRefusesANonEmptyTarget) {
+    std::string why;
+    PostgresServer* server = shared_or_skip(&why);
+    if (server == nullptr) {
+        GTEST_SKIP() << why;
+    }
+    picket::testing::TempDir dir;
+    const std::string file = dir.file("m.db");
+    const std::string blob("\0\x01\xffrules\0\n", 10);  // binary, with NUL bytes
+    int64_t dep_id = 0;
+    {
+        auto s = open_store(file);
+        ASSERT_NE(s, nullptr);
+        for (int i = 0; i < 3; ++i) {
+            ASSERT_TRUE(s->connect_sensor(hello(named("s", i)), at(0), true).ok());
+        }
+        ASSERT_EQ(s->push_bundle(bundle(blob))->version, 1);
+        ASSERT_EQ(s->push_bundle(bundle("two"))->version, 2);
+        NewDeployment d;
+        d.bundle_version = 1;
+        d.selector = "all";
+        d.actor = "alice";
+        d.created_at = at(10);
+        auto dep = s->create_deployment(d);
+        ASSERT_TRUE(dep.ok()) << dep.status();
+        dep_id = dep->id;
+        ASSERT_TRUE(s->update_target(dep_id, "s0", TargetState::kSent, "", at(11)).ok());
+        ASSERT_TRUE(s->update_target(dep_id, "s0", TargetState::kApplied, "", at(12)).ok());
+        ASSERT_TRUE(s->update_target(dep_id, "s1", TargetState::kSent, "", at(11)).ok());
+        ASSERT_TRUE(s->record_metrics("s0", at(13), {{"packets", 5}, {"drops", 1}}).ok());
+    }
+    const std::string dsn = server->fresh_dsn();
+    auto report = copy_store(file, dsn);
+    ASSERT_TRUE(report.ok()) << report.status();
+    std::map<std::string, int64_t> rows(report->tables.begin(), report->tables.end());
+    EXPECT_EQ(rows.size(), 19u);
+    EXPECT_EQ(rows["sensors"], 3);
+    EXPECT_EQ(rows["blobs"], 2);
+    EXPECT_EQ(rows["bundles"], 2);
+    EXPECT_EQ(rows["deployments"], 1);
+    EXPECT_EQ(rows["deployment_targets"], 3);
+    EXPECT_EQ(rows["metric_minutes"], 2);
+
+    auto pg = open_store(dsn);
+    ASSERT_NE(pg, nullptr);
+    auto b = pg->get_bundle(1, true);
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_EQ(b->blob, blob);
+    auto d = pg->get_deployment(dep_id, false);
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_EQ(d->counts.applied, 1);
+    EXPECT_EQ(d->counts.sent, 1);
+    EXPECT_EQ(d->counts.pending, 1);
+    EXPECT_EQ(pg->list_sensors()->size(), 3u);
+    // Generated ids continue after the copied ones.
+    EXPECT_EQ(pg->push_bundle(bundle("three"))->version, 3);
+    ASSERT_TRUE(pg->connect_sensor(hello("s9"), at(20), true).ok());
+    EXPECT_TRUE(pg->update_target(dep_id, "s1", TargetState::kApplied, "", at(21)).ok());
+
+    auto again = copy_store(file, dsn);
+    EXPECT_EQ(again.status().code(), absl::StatusCode::kFailedPrecondition) << again.status();
+}
+
+TEST(StorePostgres, ManagersStartingTogetherOnAnEmptyDatabaseMigrateItOnce) {
+    std::string why;
+    PostgresServer* server = shared_or_skip(&why);
+    if (server == nullptr) {
+        GTEST_SKIP() << why;
+    }
+    for (int round = 0; round < 3; ++round) {
+        const std::string dsn = server->fresh_dsn();
+        constexpr int kManagers = 4;
+        std::vector<absl::Status> opened(kManagers);
+        std::vector<int> versions(kManagers, 0);
+        std::vector<std::thread> threads;
+        for (int i = 0; i < kManagers; ++i) {
+            threads.emplace_back([&, i] {
+                StoreOptions keep;
+                keep.reset_connections = false;
+                auto s = Store::Open(dsn, keep);
+                opened[i] = s.status();
+                versions[i] = s.ok() ? (*s)->schema_version() : 0;
+            });
+        }
+        for (std::thread& t : threads) {
+            t.join();
+        }
+        for (int i = 0; i < kManagers; ++i) {
+            EXPECT_TRUE(opened[i].ok()) << opened[i];
+            EXPECT_EQ(versions[i], Store::kSchemaVersion);
+        }
+    }
+}
+
+TEST(StorePostgres, DeploymentsCreatedAtOnceThroughTwoStoresLeaveOneOpenTargetPerSensor) {
+    std::string why;
+    PostgresServer* server = shared_or_skip(&why);
+    if (server == nullptr) {
+        GTEST_SKIP() << why;
+    }
+    const std::string dsn = server->fresh_dsn();
+    auto a = open_store(dsn);
+    ASSERT_NE(a, nullptr);
+    StoreOptions keep;
+    keep.reset_connections = false;
+    auto b = open_store(dsn, keep);
+    ASSERT_NE(b, nullptr);
+    constexpr int kSensors = 20;
+    for (int i = 0; i < kSensors; ++i) {
+        ASSERT_TRUE(a->connect_sensor(hello(named("s", 100 + i)), at(0), true).ok());
+    }
+    ASSERT_EQ(a->push_bundle(bundle("rules-1"))->version, 1);
+    constexpr int kRounds = 8;
+    auto deploy = [&](Store& s) {
+        for (int r = 0; r < kRounds; ++r) {
+            NewDeployment d;
+            d.bundle_version = 1;
+            d.selector = "all";
+            d.actor = "alice";
+            d.created_at = at(10 + r);
+            auto created = s.create_deployment(d);
+            EXPECT_TRUE(created.ok()) << created.status();
+        }
+    };
+    std::thread ta([&] { deploy(*a); });
+    std::thread tb([&] { deploy(*b); });
+    ta.join();
+    tb.join();
+    // The newest deployment holds every sensor's one open target; each older one was taken over.
+    for (int i = 0; i < kSensors; ++i) {
+        auto open = a->pending_targets(named("s", 100 + i));
+        ASSERT_TRUE(open.ok()) << open.status();
+        EXPECT_EQ(open->size(), 1u) << named("s", 100 + i);
+    }
+}
+
+}  // namespace
+}  // namespace picket::manager::store
