@@ -235,11 +235,12 @@ absl::StatusOr<std::vector<RuleUpdateRow>> Store::rule_updates(int limit) {
 
 absl::StatusOr<Store::RuleUpdateSummary> Store::rule_update_summary() {
     return impl_->read([](Conn& c) -> absl::StatusOr<RuleUpdateSummary> {
-        ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT count(CASE WHEN result = 'new_version' THEN 1 END), "
-                                           "count(CASE WHEN result = 'unchanged' THEN 1 END), "
-                                           "count(CASE WHEN result = 'failed' THEN 1 END), "
-                                           "coalesce(max(CASE WHEN result != 'failed' THEN "
-                                           "finished_at END), 0) FROM rule_updates"));
+        ASSIGN_OR_RETURN(Stmt s,
+                         c.prepare("SELECT count(CASE WHEN result = 'new_version' THEN 1 END), "
+                                   "count(CASE WHEN result = 'unchanged' THEN 1 END), "
+                                   "count(CASE WHEN result = 'failed' THEN 1 END), "
+                                   "coalesce(max(CASE WHEN result != 'failed' THEN "
+                                   "finished_at END), 0) FROM rule_updates"));
         RETURN_IF_ERROR(s.expect_row([] { return absl::InternalError("no summary row"); }));
         RuleUpdateSummary out;
         s.get(0, out.new_version, out.unchanged, out.failed, out.last_success_at);
