@@ -304,6 +304,10 @@ absl::Status Rollout::drive(const store::Deployment& d, bool* woke) {
             if (inserted) {
                 continue;
             }
+            if (it->second.stored != cur->stored) {
+                it->second = *cur;  // the sensor moved between replicas: another clock
+                continue;
+            }
             GateVerdict v = evaluate_gate(g, tg.sensor, it->second, *cur);
             if (!v.ok) {
                 return fail(d, canaries, "health gate failed: " + v.reason, woke);

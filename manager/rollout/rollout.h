@@ -27,9 +27,14 @@ struct HealthGate {
 };
 
 // The latest monotonic counters of one sensor (flat EVE names) and the report's timestamp.
+// `stored`: read from the store (the sensor streams to another manager replica): only the
+// counters the store keeps (decoder.pkts, capture.kernel_drops = every drop, detect.alert) and
+// the manager clock. The gate compares two snapshots of one kind only: when a sensor's kind
+// changes during a soak (it moved between replicas), its baseline starts over.
 struct CounterSnapshot {
-    int64_t timestamp = 0;  // ns, sensor clock
+    int64_t timestamp = 0;  // ns, sensor clock (stored: the manager's)
     std::map<std::string, uint64_t> counters;
+    bool stored = false;
 };
 
 struct GateVerdict {

@@ -1,7 +1,9 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <optional>
 #include <random>
+#include <string>
 #include <thread>
 
 #include "common/bundle/bundle.h"
@@ -12,6 +14,31 @@
 #include "manager/service/service.h"
 
 namespace picket::manager::service {
+
+namespace {
+
+// The counters the rollout's health gate reads for a canary: the live ones of a stream held
+// here; with replicas on one database, a sensor streaming to another replica (this one may
+// still hold its stale live entry from before it moved) is read from the store, where every
+// replica writes its sensors' reports. A single manager keeps the live entry, as before.
+std::optional<rollout::CounterSnapshot> gate_counters(Core& core, const std::string& sensor) {
+    if (!core.replicated || core.hub.contains(sensor)) {
+        return core.live.counters(sensor);
+    }
+    auto pos = core.store.report_position(sensor);
+    if (!pos.ok() || pos->seq == 0) {
+        return std::nullopt;  // not reported with a seq (yet), or the database is away
+    }
+    rollout::CounterSnapshot snap;
+    snap.stored = true;
+    snap.timestamp = pos->last_seen;
+    snap.counters["decoder.pkts"] = static_cast<uint64_t>(pos->counters.packets);
+    snap.counters["capture.kernel_drops"] = static_cast<uint64_t>(pos->counters.drops);
+    snap.counters["detect.alert"] = static_cast<uint64_t>(pos->counters.alerts);
+    return snap;
+}
+
+}  // namespace
 
 class ManagerServer::Impl {
 public:
@@ -172,7 +199,7 @@ absl::StatusOr<std::unique_ptr<ManagerServer>> ManagerServer::start(
                                                                       : options.replica_name);
     core.coordinator = impl->coordinator.get();
     core.rollout = std::make_unique<rollout::Rollout>(
-        store, ro, [&core](const std::string& s) { return core.live.counters(s); },
+        store, ro, [&core](const std::string& s) { return gate_counters(core, s); },
         [&core] { core.publish("deployment"); });
 
     grpc::ServerBuilder builder;
@@ -262,6 +289,10 @@ void ManagerServer::stop() {
     if (impl_->prune.joinable()) {
         impl_->prune.join();
     }
+}
+
+bool ManagerServer::is_leader() const {
+    return impl_->core.is_leader();
 }
 
 LiveState& ManagerServer::live() {

@@ -185,6 +185,8 @@ public:
     // Ends every stream (sensors see UNAVAILABLE and reconnect elsewhere/later), stops the
     // rollout thread; idempotent.
     void stop();
+    // Whether this replica holds the leader lock (always, for a lone manager).
+    bool is_leader() const;
     LiveState& live();
     rollout::Rollout& rollout();
 

@@ -301,13 +301,19 @@ absl::Status Store::report(const SensorReport& r) {
 absl::StatusOr<ReportPosition> Store::report_position(const std::string& sensor) {
     return impl_->write<ReportPosition>([sensor](Conn& c) -> absl::StatusOr<ReportPosition> {
         ASSIGN_OR_RETURN(int64_t sid, sensor_id(c, sensor));
-        ASSIGN_OR_RETURN(Stmt s,
-                         c.prepare("SELECT report_boot, report_seq FROM sensors WHERE id = ?"));
+        ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT report_boot, report_seq, report_packets, "
+                                           "report_bytes, report_drops, report_alerts, "
+                                           "coalesce(last_seen, 0) FROM sensors WHERE id = ?"));
         s.bind(1, sid);
         RETURN_IF_ERROR(s.expect_row([] { return absl::NotFoundError("sensor row vanished"); }));
         ReportPosition p;
         p.boot = s.text(0);
         p.seq = s.i64(1);
+        p.counters.packets = s.i64(2);
+        p.counters.bytes = s.i64(3);
+        p.counters.drops = s.i64(4);
+        p.counters.alerts = s.i64(5);
+        p.last_seen = s.i64(6);
         return p;
     });
 }

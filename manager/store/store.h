@@ -286,10 +286,15 @@ struct SensorReport {
     RunTotals counters;
 };
 
-// Where a sensor's stored reports stand: the boot id and seq of the last one stored.
+// Where a sensor's stored reports stand: the boot id and seq of the last one stored, the
+// cumulative counters that report carried (its boot's, since that process started) and the
+// sensor's last_seen (manager clock, ns: the newest of its reports and connects). The health
+// gate of a replica that does not hold the sensor's stream reads its counters from here.
 struct ReportPosition {
     std::string boot;
     int64_t seq = 0;
+    RunTotals counters;
+    int64_t last_seen = 0;
 };
 
 // ---- Rule sources, policy and updates (manager/rules; docs/rules.md "Rule sources and updates")

@@ -171,6 +171,48 @@ TEST_F(RolloutTest, FailingGateRollsTheCanariesBack) {
     EXPECT_EQ(rb.targets[1].bundle_version, 1);
 }
 
+// A canary that moves from this replica's stream to another replica's mid-soak: its counters
+// come from the store from then on (every drop under capture.kernel_drops, the manager's
+// clock). Compared with the live baseline, its 50 queue drops from before the soak would
+// count as new (50 of 100 packets); its baseline starts over instead.
+TEST_F(RolloutTest, ACanaryMovingToAnotherReplicaStartsItsBaselineOver) {
+    int64_t id = deploy(25, 10);
+    ASSERT_TRUE(store_->update_target(id, "s1", TargetState::kSent, "", now_).ok());
+    ASSERT_TRUE(store_->update_target(id, "s1", TargetState::kApplied, "", now_).ok());
+    ASSERT_TRUE(rollout_->step().ok());
+    ASSERT_EQ(get(id).state, DeploymentState::kSoaking);
+    counters_["s1"] = {now_ + 7 * kSec,  // the sensor's clock
+                       {{"decoder.pkts", 1000},
+                        {"capture.kernel_drops", 0},
+                        {"capture.queue_drops", 50},
+                        {"detect.alert", 0}}};
+    ASSERT_TRUE(rollout_->step().ok());
+    now_ += 2 * kSec;
+    CounterSnapshot moved = snap(now_, 1100, 50, 0);
+    moved.stored = true;
+    counters_["s1"] = moved;
+    ASSERT_TRUE(rollout_->step().ok());
+    EXPECT_EQ(get(id).state, DeploymentState::kSoaking) << get(id).error;
+    now_ += 8 * kSec;
+    CounterSnapshot later = snap(now_, 101100, 50, 0);
+    later.stored = true;
+    counters_["s1"] = later;
+    ASSERT_TRUE(rollout_->step().ok());
+    EXPECT_EQ(get(id).state, DeploymentState::kRolling) << get(id).error;
+    // And a drop ratio over the bound between two stored snapshots still fails the gate.
+    int64_t id2 = deploy(25, 10);
+    ASSERT_TRUE(store_->update_target(id2, "s1", TargetState::kSent, "", now_).ok());
+    ASSERT_TRUE(store_->update_target(id2, "s1", TargetState::kApplied, "", now_).ok());
+    ASSERT_TRUE(rollout_->step().ok());
+    ASSERT_TRUE(rollout_->step().ok());
+    now_ += kSec;
+    CounterSnapshot bad = snap(now_, 102100, 250, 0);
+    bad.stored = true;
+    counters_["s1"] = bad;
+    ASSERT_TRUE(rollout_->step().ok());
+    EXPECT_EQ(get(id2).error, "health gate failed: drop ratio 0.2000 > 0.0100 on s1");
+}
+
 TEST_F(RolloutTest, RejectedCanaryFailsWithoutRollback) {
     int64_t id = deploy(25, 10);
     ASSERT_TRUE(store_->update_target(id, "s1", TargetState::kSent, "", now_).ok());

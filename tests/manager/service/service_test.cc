@@ -16,8 +16,10 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "manager/ha/coordinator.h"
 #include "picket/v1/picket.grpc.pb.h"
 #include "tests/manager/service/service_fixture.h"
+#include "tests/support/postgres_server.h"
 
 namespace picket::manager::service {
 namespace {
@@ -1412,6 +1414,95 @@ TEST_F(MeteredSecureManager, CertificateExpiryIsExported) {
     const double expiry = std::stod(text.substr(at + prefix.size()));
     EXPECT_GE(expiry, static_cast<double>(before - 300 + 20 * 86400));
     EXPECT_LE(expiry, static_cast<double>(after - 300 + 20 * 86400));
+}
+
+// Two replicas on one PostgreSQL database (a server of the test's own). Replica "a" holds the
+// leader lock and drives the deployment; its canary streams to replica "b": the gate must read
+// that sensor's counters from the store (a has no live entry for it), see its alert rate and
+// roll the canary back, as a lone manager would.
+TEST(ReplicatedManagers, TheLeaderGatesACanaryStreamingToAnotherReplica) {
+    std::string why;
+    std::unique_ptr<picket::testing::PostgresServer> pg =
+        picket::testing::PostgresServer::start(&why);
+    if (pg == nullptr) {
+        GTEST_SKIP() << why;
+    }
+    const std::string dsn = pg->fresh_dsn();
+    struct Replica {
+        std::unique_ptr<store::Store> store;
+        std::unique_ptr<ManagerServer> server;
+        std::shared_ptr<grpc::Channel> channel;
+    };
+    auto start_replica = [&](const std::string& name, Replica* r) {
+        store::StoreOptions so;
+        so.reset_connections = false;
+        auto s = store::Store::Open(dsn, so);
+        ASSERT_TRUE(s.ok()) << s.status();
+        r->store = std::move(*s);
+        ha::PgCoordinatorOptions co;
+        co.dsn = dsn;
+        co.replica = name;
+        co.tick = 100ms;
+        auto c = ha::make_pg_coordinator(co);
+        ASSERT_TRUE(c.ok()) << c.status();
+        ManagerOptions o;
+        o.listen = "127.0.0.1:0";
+        o.insecure = true;
+        o.rollout_poll = 50ms;
+        o.ping_interval = 60s;
+        o.replica_name = name;
+        auto srv = ManagerServer::start(o, *r->store, nullptr, std::move(*c));
+        ASSERT_TRUE(srv.ok()) << srv.status();
+        r->server = std::move(*srv);
+        r->channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(r->server->port()),
+                                         grpc::InsecureChannelCredentials());
+    };
+    Replica a;
+    Replica b;
+    ASSERT_NO_FATAL_FAILURE(start_replica("a", &a));
+    ASSERT_TRUE(wait_for([&] { return a.server->is_leader(); }));
+    ASSERT_NO_FATAL_FAILURE(start_replica("b", &b));
+    Admin admin(a.channel);
+    uint64_t v1 = admin.push(make_bundle("base", kRuleV1));
+    uint64_t v2 = admin.push(make_bundle("base", kRuleV2));
+    // s1 (the canary: the first by name) on b, s2 on a.
+    FakeSensor s1(b.channel, hello("s1", v1));
+    ASSERT_TRUE(s1.welcomed());
+    FakeSensor s2(a.channel, hello("s2", v1));
+    ASSERT_TRUE(s2.welcomed());
+    EXPECT_FALSE(b.server->is_leader());
+
+    pb::DeployResponse dep;
+    ASSERT_TRUE(admin.deploy(v2, "all", &dep, /*canary=*/50, /*soak=*/2, /*alerts/s=*/10).ok());
+    const std::string id = dep.deployment().id();
+    ASSERT_EQ(dep.deployment().targets_size(), 2);
+    ASSERT_EQ(dep.deployment().targets(0).sensor(), "s1");
+    ASSERT_TRUE(dep.deployment().targets(0).canary());
+    ASSERT_TRUE(s1.wait_applies(1));  // through b, told by a's NOTIFY
+    EXPECT_EQ(s1.applies()[0].bundle().manifest().version(), v2);
+
+    // The canary alerts at about 10,000/s (1,000 a report, one report every 100 ms).
+    uint64_t seq = 0;
+    EXPECT_TRUE(wait_for(
+        [&] {
+            ++seq;
+            s1.send_metrics(seq, static_cast<int64_t>(seq) * 100'000'000,
+                            {{"decoder.pkts", seq * 100}, {"detect.alert", seq * 1000}});
+            std::this_thread::sleep_for(100ms);
+            return admin.deployment(id).state() == pb::DEPLOYMENT_STATE_ROLLED_BACK;
+        },
+        20s));
+    pb::Deployment d = admin.deployment(id);
+    EXPECT_EQ(d.message().rfind("health gate failed: alert rate", 0), 0u) << d.message();
+    EXPECT_EQ(d.targets(1).state(), pb::TARGET_STATE_CANCELLED);
+    ASSERT_FALSE(d.rollback_deployment_id().empty());
+    ASSERT_TRUE(s1.wait_applies(2));
+    EXPECT_EQ(s1.applies()[1].bundle().manifest().version(), v1);
+    EXPECT_EQ(s2.applies().size(), 0u);
+    s1.close();
+    s2.close();
+    b.server->stop();
+    a.server->stop();
 }
 
 }  // namespace

@@ -60,6 +60,8 @@ TEST(StoreReportSeq, SameBootLowerOrEqualSeqIgnoredTotalsExact) {
     ASSERT_TRUE(pos.ok()) << pos.status();
     EXPECT_EQ(pos->boot, "");
     EXPECT_EQ(pos->seq, 0);
+    EXPECT_EQ(pos->counters.packets, 0);
+    EXPECT_EQ(pos->last_seen, at(0));
 
     ASSERT_TRUE(store->report(report(kBootA, 1, {100, 10000, 1, 2}, at(10))).ok());
     ASSERT_TRUE(store->report(report(kBootA, 2, {250, 25000, 3, 5}, at(20))).ok());
@@ -79,6 +81,12 @@ TEST(StoreReportSeq, SameBootLowerOrEqualSeqIgnoredTotalsExact) {
     ASSERT_TRUE(pos.ok());
     EXPECT_EQ(pos->boot, kBootA);
     EXPECT_EQ(pos->seq, 3);
+    // The counters of the last stored report (what another replica's health gate reads).
+    EXPECT_EQ(pos->counters.packets, 400);
+    EXPECT_EQ(pos->counters.bytes, 40000);
+    EXPECT_EQ(pos->counters.drops, 3);
+    EXPECT_EQ(pos->counters.alerts, 9);
+    EXPECT_EQ(pos->last_seen, at(40));
     // An ignored report is not stored: last_seen stays at the last accepted one.
     EXPECT_EQ(store->get_sensor("s1")->last_seen, at(40));
     auto points = store->metric_history("s1", "decoder.pkts", at(0), at(120));
