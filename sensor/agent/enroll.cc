@@ -12,7 +12,9 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
 
@@ -68,15 +70,28 @@ absl::StatusOr<std::string> read_text(const fs::path& path) {
     return ss.str();
 }
 
-std::shared_ptr<grpc::Channel> make_channel(const AgentOptions& o,
+// The --manager entries in the order this sensor tries them (walk_order: its first choice,
+// then the next ones): replicas share one database and CA, so any of them enrolls or renews.
+// A DNS name with several addresses is one entry here: gRPC tries each of its addresses.
+std::vector<std::string> manager_order(const AgentOptions& o) {
+    std::vector<std::string> entries =
+        parse_manager_list(o.manager).value_or(std::vector<std::string>{o.manager});
+    std::vector<std::string> out;
+    for (size_t i : walk_order(o.name, entries.size())) {
+        out.push_back(entries[i]);
+    }
+    return out;
+}
+
+std::shared_ptr<grpc::Channel> make_channel(const std::string& target,
                                             const grpc::SslCredentialsOptions& ssl) {
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    // Several manager addresses: the sensor's first choice (they share one database and CA).
-    std::vector<std::string> entries =
-        parse_manager_list(o.manager).value_or(std::vector<std::string>{o.manager});
-    return grpc::CreateCustomChannel(entries[first_choice(o.name, entries.size())],
-                                     grpc::SslCredentials(ssl), args);
+    return grpc::CreateCustomChannel(target, grpc::SslCredentials(ssl), args);
+}
+
+bool retryable(absl::StatusCode code) {
+    return code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kDeadlineExceeded;
 }
 
 absl::Status from_grpc(const grpc::Status& s) {
@@ -139,7 +154,7 @@ absl::Status install_identity(const fs::path& state_dir, const std::string& key_
     return absl::OkStatus();
 }
 
-absl::StatusOr<v1::EnrollResponse> enroll_once(const AgentOptions& o) {
+absl::StatusOr<v1::EnrollResponse> enroll_once(const AgentOptions& o, const std::string& target) {
     absl::StatusOr<pki::BootstrapToken> token = pki::parse_bootstrap_token(o.bootstrap_token);
     if (!token.ok()) {
         return absl::InvalidArgumentError("--bootstrap-token-file: " +
@@ -155,7 +170,7 @@ absl::StatusOr<v1::EnrollResponse> enroll_once(const AgentOptions& o) {
     }
     grpc::SslCredentialsOptions ssl;
     ssl.pem_root_certs = *ca;  // the sensor authenticates the manager; it has no cert yet
-    auto stub = v1::SensorLink::NewStub(make_channel(o, ssl));
+    auto stub = v1::SensorLink::NewStub(make_channel(target, ssl));
     v1::EnrollRequest req;
     req.set_token(token->text());
     req.set_csr_pem(made->csr_pem);
@@ -207,8 +222,10 @@ absl::Status ensure_identity(AgentOptions& o) {
     uint32_t attempt = 0;
     std::mt19937_64 rng(std::random_device{}());
     std::uniform_real_distribution<double> unit(0.0, 1.0);
-    for (;;) {
-        absl::StatusOr<v1::EnrollResponse> resp = enroll_once(o);
+    const std::vector<std::string> order = manager_order(o);
+    for (size_t next = 0;; next = (next + 1) % order.size()) {
+        const std::string& target = order[next];
+        absl::StatusOr<v1::EnrollResponse> resp = enroll_once(o, target);
         if (resp.ok()) {
             std::string labels;
             for (const auto& [k, v] : resp->labels()) {
@@ -221,13 +238,19 @@ absl::Status ensure_identity(AgentOptions& o) {
             return absl::OkStatus();
         }
         const absl::StatusCode code = resp.status().code();
-        if (code != absl::StatusCode::kUnavailable && code != absl::StatusCode::kDeadlineExceeded) {
+        if (!retryable(code)) {
             return absl::Status(code, "enrollment refused: " + absl::StatusCodeToString(code) +
                                           ": " + std::string(resp.status().message()));
         }
+        if (next + 1 < order.size()) {
+            // Another replica at once; the backoff once every address has been tried.
+            log::warning("agent: enrollment: manager " + target + " unavailable: " +
+                         std::string(resp.status().message()) + "; trying " + order[next + 1]);
+            continue;
+        }
         const auto delay = backoff_delay(o.backoff, attempt, unit(rng));
         attempt = std::min<uint32_t>(attempt + 1, 32);
-        log::warning("agent: enrollment: manager " + o.manager +
+        log::warning("agent: enrollment: manager " + target +
                      " unavailable: " + std::string(resp.status().message()) + "; retrying in " +
                      std::to_string(delay.count()) + " ms");
         std::this_thread::sleep_for(delay);
@@ -260,14 +283,23 @@ absl::Status renew_identity(const AgentOptions& o) {
     ssl.pem_root_certs = creds->ca_pem;
     ssl.pem_private_key = creds->key_pem;
     ssl.pem_cert_chain = creds->cert_pem;
-    auto stub = v1::SensorLink::NewStub(make_channel(o, ssl));
     v1::RenewCertificateRequest req;
     req.set_csr_pem(made->csr_pem);
     v1::RenewCertificateResponse resp;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + kEnrollRpcTimeout);
-    if (grpc::Status s = stub->RenewCertificate(&ctx, req, &resp); !s.ok()) {
-        return from_grpc(s);
+    absl::Status last;
+    for (const std::string& target : manager_order(o)) {  // the first replica that answers
+        auto stub = v1::SensorLink::NewStub(make_channel(target, ssl));
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + kEnrollRpcTimeout);
+        last = from_grpc(stub->RenewCertificate(&ctx, req, &resp));
+        if (!retryable(last.code())) {
+            break;
+        }
+        log::warning("agent: certificate renewal: manager " + target +
+                     " unavailable: " + std::string(last.message()));
+    }
+    if (!last.ok()) {
+        return last;
     }
     absl::StatusOr<pki::CertInfo> info = pki::cert_info(resp.certificate_pem());
     if (!info.ok() || info->common_name != o.name) {

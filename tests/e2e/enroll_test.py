@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import ssl
 import stat
 import subprocess
@@ -343,6 +344,29 @@ class Enroll(unittest.TestCase):
         # The previous key was removed with its directory.
         self.assertEqual(len([d for d in os.listdir(self.state("edge-r"))
                               if d.startswith("tls.")]), 1)
+        p.stop()
+
+    def test_09_first_choice_away_enrolls_through_another_replica(self):
+        # --manager with two addresses: the sensor's first choice (FNV-1a 64 of its name mod
+        # 2, sensor/agent first_choice) is a port nothing listens on; it must enroll through
+        # the other address at once, not retry the dead one with its backoff.
+        def first_choice(name, n):
+            h = 14695981039346656037
+            for c in name.encode():
+                h = ((h ^ c) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+            return h % n
+        name = next(n for n in ("edge-%d" % i for i in range(20, 60)) if first_choice(n, 2) == 0)
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        dead = "127.0.0.1:%d" % s.getsockname()[1]
+        s.close()
+        created = self.ctl_as(self.addr, "enroll", "token", "create")
+        p = self.bootstrap(name, name, created["token"], addr=dead + "," + self.addr)
+        p.wait_line(r"agent: enrollment: manager %s unavailable: .*; trying %s"
+                    % (re.escape(dead), re.escape(self.addr)))
+        p.wait_line(r"agent: enrolled as '%s' with bootstrap token" % name)
+        p.wait_line(r"agent: connected to manager")
+        self.assertEqual(self.token_info(created["id"])["used"], 1)
         p.stop()
 
 
