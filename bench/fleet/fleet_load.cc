@@ -1082,8 +1082,8 @@ bool parse(int argc, char** argv, Options* o) {
 // Raises RLIMIT_NOFILE for K connections here and K in the manager (which inherits it): the soft
 // limit to the hard one, and the hard one too when it is below what K needs and this process may
 // (root / CAP_SYS_RESOURCE). Warns when the limit stays too low.
-void raise_fd_limit(int sensors) {
-    const rlim_t want = static_cast<rlim_t>(sensors) + 1024;
+void raise_fd_limit(int connections) {
+    const rlim_t want = static_cast<rlim_t>(connections) + 1024;
     rlimit rl{};
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
         return;
@@ -1102,11 +1102,12 @@ void raise_fd_limit(int sensors) {
         setrlimit(RLIMIT_NOFILE, &rl);
     }
     getrlimit(RLIMIT_NOFILE, &rl);
-    if (rl.rlim_cur < static_cast<rlim_t>(sensors) + 256) {
+    if (rl.rlim_cur < static_cast<rlim_t>(connections) + 256) {
         std::fprintf(stderr,
                      "fleet_load: warning: fd limit %llu (hard limit, not raisable by this user) "
-                     "is below K + 256 = %d: streams will fail; raise it with ulimit -Hn as root\n",
-                     static_cast<unsigned long long>(rl.rlim_cur), sensors + 256);
+                     "is below connections + 256 = %d: streams will fail; raise it with ulimit -Hn "
+                     "as root\n",
+                     static_cast<unsigned long long>(rl.rlim_cur), connections + 256);
     }
 }
 
@@ -1282,7 +1283,8 @@ int main(int argc, char** argv) {
     }
     signal(SIGPIPE, SIG_IGN);
     start_signal_thread();  // before any other thread: they inherit the blocked signals
-    raise_fd_limit(opt.sensors);
+    // One connection per stream, or per --streams-per-channel streams.
+    raise_fd_limit((opt.sensors + opt.streams_per_channel - 1) / opt.streams_per_channel);
     const bool ha = opt.managers > 1;
     const bool killing = opt.kill_restart || opt.kill_replica;
 
