@@ -841,6 +841,7 @@ struct DeployOutcome {
     double half_ms = -1;   // half of the targets applied
     double rpc_ms = -1;    // the Deploy RPC itself (creating the deployment and its targets)
     int targets = 0;
+    int retries = 0;  // Deploy calls answered UNAVAILABLE and made again
     int applied = 0;
     std::string id;  // the deployment, once Deploy succeeded
     std::string error;
@@ -896,16 +897,27 @@ DeployOutcome push_and_deploy(const std::shared_ptr<grpc::Channel>& channel,
     dreq.set_selector("all");
     v1::DeployResponse dresp;
     const Clock::time_point t0 = Clock::now();
-    {
+    // UNAVAILABLE is retried (up to 5 times, as an operator would): with replicas on
+    // PostgreSQL the Deploy's transaction, which locks every target's sensor row, can deadlock
+    // with another replica's writer updating those rows for reports (a manager issue).
+    for (;;) {
         grpc::ClientContext ctx;
+        const double left_s = std::max(0.001, timeout_s - seconds_since(t0));
         ctx.set_deadline(std::chrono::system_clock::now() +
-                         std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
+                         std::chrono::milliseconds(static_cast<int64_t>(left_s * 1000)));
         grpc::Status st = admin->Deploy(&ctx, dreq, &dresp);
+        if (st.error_code() == grpc::StatusCode::UNAVAILABLE && out.retries < 5 &&
+            seconds_since(t0) < timeout_s) {
+            ++out.retries;
+            std::fprintf(stderr, "fleet_load: Deploy: %s; again\n", st.error_message().c_str());
+            continue;
+        }
         if (!st.ok()) {
             out.error = "Deploy: " + st.error_message();
             return out;
         }
         out.rpc_ms = seconds_since(t0) * 1000.0;
+        break;
     }
     const std::string id = dresp.deployment().id();
     out.id = id;
@@ -1653,11 +1665,11 @@ int main(int argc, char** argv) {
             std::snprintf(
                 buf, sizeof(buf),
                 " killed=%s killed_role=%s failover_s=%.2f reconnect_median_s=%.2f "
-                "deploy2_all_applied_ms=%s applied2=%d/%d",
+                "deploy2_all_applied_ms=%s applied2=%d/%d deploy2_retries=%d",
                 reps[victim].name.c_str(), victim_role.empty() ? "-" : victim_role.c_str(),
                 k.reconnect_s, k.median_s,
                 d2.ms < 0 ? "none" : std::to_string(static_cast<long long>(d2.ms + 0.5)).c_str(),
-                d2.applied, d2.targets);
+                d2.applied, d2.targets, d2.retries);
             kill_fields = buf;
         }
         std::snprintf(buf, sizeof(buf),
@@ -1679,13 +1691,13 @@ int main(int argc, char** argv) {
         "applied=%d/%d "
         "bench_cpu_pct=%.1f reports_sent_total=%llu reports_stored_total=%lld "
         "store_settle_s=%.0f deploy_first_applied_ms=%.0f deploy_half_applied_ms=%.0f "
-        "deploy_rpc_ms=%.0f mgr_stop_s=%.1f%s%s\n",
+        "deploy_rpc_ms=%.0f deploy_retries=%d mgr_stop_s=%.1f%s%s\n",
         opt.sensors, opt.managers, connect_s, cpu_pct, after.rss_mb, after.hwm_mb, reports_per_s,
         d.ms < 0 ? "none" : std::to_string(static_cast<long long>(d.ms + 0.5)).c_str(), connected,
         failed, ended, static_cast<unsigned long long>(fleet.report_write_failures.load()),
         after.threads, bench_threads, bench_rss_mb, idle.rss_mb, end.hwm_mb, d.applied, d.targets,
         self_pct, static_cast<unsigned long long>(sent_total), static_cast<long long>(stored),
-        drain_s, d.first_ms, d.half_ms, d.rpc_ms, mgr_stop_s, replica_fields.c_str(),
+        drain_s, d.first_ms, d.half_ms, d.rpc_ms, d.retries, mgr_stop_s, replica_fields.c_str(),
         kill_fields.c_str());
     std::fflush(stdout);
     bool ok = connected == opt.sensors && d.ms >= 0;
