@@ -9,6 +9,12 @@
 // With --kill-restart it then SIGKILLs the manager, restarts it on the same database and port,
 // lets every stream reconnect with backoff and checks that nothing the manager had stored is
 // gone.
+// With --managers N (N >= 2) it starts a PostgreSQL server of its own and N picket-manager
+// replicas on one database in it, spreads the streams over them (stream i on replica i mod N,
+// the next replica in the list when its stream ends, as the sensor's agent with --manager a,b),
+// deploys through replica 0; with --kill-replica it then SIGKILLs the leader replica and times
+// how its streams fail over to the others, checks that nothing stored is lost and deploys again
+// through a surviving replica.
 // Threads: the streams use gRPC's callback API (one ClientBidiReactor per connection attempt),
 // so their reactions run on gRPC's own few threads; one scheduler thread sends the metrics
 // reports and starts reconnect attempts when their backoff ends; the main thread does process
@@ -36,6 +42,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <queue>
 #include <random>
 #include <sstream>
@@ -50,6 +57,9 @@
 #include "common/bundle/bundle.h"
 #include "picket/v1/picket.grpc.pb.h"
 #include "picket/v1/picket.pb.h"
+#ifdef PICKET_FLEET_POSTGRES
+#include "tests/support/postgres_server.h"
+#endif
 
 namespace {
 
@@ -66,6 +76,9 @@ struct Options {
     double connect_timeout_s = 180.0;
     double deploy_timeout_s = 120.0;
     bool kill_restart = false;
+    int managers = 1;
+    bool kill_replica = false;
+    bool warmup = true;
 };
 
 // Reconnect backoff of a simulated sensor after its stream ended: 0.5 s doubling to 5 s, each
@@ -129,22 +142,30 @@ struct SimSensor {
     uint32_t attempt = 0;   // under mu; failed attempts since the last Welcome
     std::string error;      // under mu; the last attempt's error
     std::atomic<LinkState> state{LinkState::kConnecting};
-    bool was_connected = false;  // under mu; welcomed before the kill (--kill-restart)
-    bool reconnected = false;    // under mu; welcomed again after the kill
+    bool was_connected = false;        // under mu; welcomed before the kill (--kill-restart)
+    bool reconnected = false;          // under mu; welcomed again after the kill
+    size_t addr = 0;                   // under mu; the replica (index in Fleet::targets) of the
+                                       // live attempt, or of the next one
+    bool orphan = false;               // under mu; connected to the killed manager at the kill
+    Clock::time_point reconnected_at;  // under mu; an orphan's Welcome after the kill
 };
 
 struct Fleet {
-    std::string target;
+    std::vector<std::string> targets;  // one per manager replica
     int streams_per_channel = 1;
     std::vector<std::unique_ptr<SimSensor>> sensors;
-    std::vector<std::shared_ptr<grpc::Channel>> group_channels;  // --streams-per-channel > 1
+    // --streams-per-channel S > 1: the streams i with the same i / (S * N) share, per replica,
+    // one channel (index group * N + replica): S streams on each, until a failover moves
+    // streams onto their group's channel to another replica.
+    std::vector<std::shared_ptr<grpc::Channel>> group_channels;
 
     std::mutex mu;
     std::condition_variable cv;
-    int settled = 0;          // under mu: initial attempts that ended in Welcome or failure
-    int reconnected = 0;      // under mu: sensors welcomed again after the kill
-    int live_calls = 0;       // under mu: attempts whose OnDone has not run yet
-    std::string first_error;  // under mu
+    int settled = 0;           // under mu: initial attempts that ended in Welcome or failure
+    int reconnected = 0;       // under mu: orphans welcomed again after the kill
+    int other_reconnects = 0;  // under mu: other sensors welcomed again after the kill
+    int live_calls = 0;        // under mu: attempts whose OnDone has not run yet
+    std::string first_error;   // under mu
     // Attempts whose OnDone ran, deleted by the scheduler thread (never in a reaction). An
     // ended attempt's ClientContext keeps its call, and so its transport and socket, and its
     // channel keeps reconnecting in the background (pick_first): kept until the end, they ran
@@ -362,9 +383,15 @@ public:
                 s_.attempt = 0;
             }
             retry = fleet_.reconnect && !fleet_.stopping && s_.was_connected;
-            attempt = s_.attempt;
+            // As the sensor's agent: the next address in the list, the backoff growing once
+            // per pass over the whole list without a Welcome.
+            const size_t n = fleet_.targets.size();
+            attempt = s_.attempt / static_cast<uint32_t>(n);
+            if (retry) {
+                s_.addr = (s_.addr + 1) % n;
+            }
             if (retry && !welcomed_) {
-                s_.attempt = std::min<uint32_t>(s_.attempt + 1, 32);
+                s_.attempt = std::min<uint32_t>(s_.attempt + 1, 1u << 20);
             }
         }
         if (retry) {
@@ -386,6 +413,7 @@ private:
     void on_welcome() {
         bool first = false;
         bool again = false;
+        bool orphan = false;
         {
             std::lock_guard<std::mutex> lock(s_.mu);
             welcomed_ = true;
@@ -396,13 +424,16 @@ private:
             s_.state = LinkState::kConnected;
             if (fleet_.reconnect && s_.was_connected && !s_.reconnected) {
                 s_.reconnected = true;
+                s_.reconnected_at = Clock::now();
                 again = true;
+                orphan = s_.orphan;
             }
         }
         if (first || again) {
             std::lock_guard<std::mutex> lock(fleet_.mu);
             fleet_.settled += first ? 1 : 0;
-            fleet_.reconnected += again ? 1 : 0;
+            fleet_.reconnected += again && orphan ? 1 : 0;
+            fleet_.other_reconnects += again && !orphan ? 1 : 0;
             fleet_.cv.notify_all();
         }
     }
@@ -444,11 +475,13 @@ void start_attempt(Fleet& fleet, int index) {
         }
         std::shared_ptr<grpc::Channel> channel;
         if (fleet.streams_per_channel > 1) {
-            channel = fleet.group_channels[static_cast<size_t>(index / fleet.streams_per_channel)];
+            const size_t n = fleet.targets.size();
+            const size_t group = static_cast<size_t>(index / fleet.streams_per_channel) / n;
+            channel = fleet.group_channels[group * n + s.addr];
         } else {
             // Every attempt opens a fresh channel, as the real sensor does (gRPC's own
             // subchannel backoff would otherwise stack on ours).
-            channel = make_channel(fleet.target);
+            channel = make_channel(fleet.targets[s.addr]);
         }
         call = new Call(fleet, s, channel);  // deleted through fleet.graveyard after OnDone
     }
@@ -582,21 +615,82 @@ int free_port() {
     return port;
 }
 
+// `replica` empty: one manager (argv exactly --listen ADDR --db PATH --insecure, which
+// tests/e2e/fleet_load_test.py's wrapper relies on); else --replica-name too.
 pid_t spawn_manager(const std::string& bin, const std::string& listen, const std::string& db,
-                    const std::string& log_path) {
+                    const std::string& log_path, const std::string& replica = "") {
     pid_t pid = fork();
     if (pid != 0) {
         return pid;
     }
+    // The parent blocks SIGTERM/SIGINT for its signal thread; the mask survives exec.
+    sigset_t all;
+    sigfillset(&all);
+    sigprocmask(SIG_UNBLOCK, &all, nullptr);
     int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) {
         dup2(fd, 1);
         dup2(fd, 2);
         close(fd);
     }
-    execl(bin.c_str(), bin.c_str(), "--listen", listen.c_str(), "--db", db.c_str(), "--insecure",
-          static_cast<char*>(nullptr));
+    if (replica.empty()) {
+        execl(bin.c_str(), bin.c_str(), "--listen", listen.c_str(), "--db", db.c_str(),
+              "--insecure", static_cast<char*>(nullptr));
+    } else {
+        execl(bin.c_str(), bin.c_str(), "--listen", listen.c_str(), "--db", db.c_str(),
+              "--insecure", "--replica-name", replica.c_str(), static_cast<char*>(nullptr));
+    }
     _exit(127);
+}
+
+// Processes to end if this tool is stopped by a signal (run.sh's timeout): the managers and
+// the PostgreSQL server it started. A thread of its own waits for SIGTERM/SIGINT (blocked in
+// every other thread), SIGKILLs the managers, stops the server and exits 143.
+struct Cleanup {
+    std::mutex mu;
+    std::vector<pid_t> managers;          // under mu
+    std::function<void()> stop_postgres;  // under mu
+    std::string work_dir;                 // under mu; removed too
+};
+
+Cleanup& cleanup() {
+    static Cleanup c;
+    return c;
+}
+
+void track_manager(pid_t old_pid, pid_t new_pid) {
+    std::lock_guard<std::mutex> lock(cleanup().mu);
+    auto& v = cleanup().managers;
+    v.erase(std::remove(v.begin(), v.end(), old_pid), v.end());
+    if (new_pid > 0) {
+        v.push_back(new_pid);
+    }
+}
+
+void start_signal_thread() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    std::thread([set] {
+        int sig = 0;
+        sigwait(&set, &sig);
+        std::fprintf(stderr, "fleet_load: signal %d: stopping the managers and PostgreSQL\n", sig);
+        std::lock_guard<std::mutex> lock(cleanup().mu);
+        for (pid_t pid : cleanup().managers) {
+            kill(pid, SIGKILL);
+            waitpid(pid, nullptr, 0);
+        }
+        if (cleanup().stop_postgres) {
+            cleanup().stop_postgres();
+        }
+        if (!cleanup().work_dir.empty()) {
+            std::error_code ec;
+            std::filesystem::remove_all(cleanup().work_dir, ec);
+        }
+        _exit(143);
+    }).detach();
 }
 
 struct ProcSample {
@@ -648,6 +742,67 @@ double self_cpu_s() {
            static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
+// CPU seconds of a PostgreSQL server: the postmaster (its PID is the first line of
+// DATADIR/postmaster.pid) with its reaped children (cutime, cstime), plus its live children
+// (every /proc/PID/stat whose ppid is the postmaster). -1 when unreadable.
+double postgres_cpu_s(const std::string& data_dir) {
+    std::ifstream pidf(data_dir + "/postmaster.pid");
+    long pm = 0;
+    if (!(pidf >> pm) || pm <= 0) {
+        return -1;
+    }
+    const double tck = static_cast<double>(sysconf(_SC_CLK_TCK));
+    // Fields after the command's ")": [1] ppid, [11] utime, [12] stime, [13] cutime, [14]
+    // cstime.
+    auto fields = [](const std::string& path) {
+        std::ifstream in(path);
+        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        std::vector<std::string> f;
+        size_t close_paren = text.rfind(')');
+        if (close_paren != std::string::npos && close_paren + 2 < text.size()) {
+            std::istringstream s(text.substr(close_paren + 2));
+            std::string x;
+            while (s >> x) {
+                f.push_back(x);
+            }
+        }
+        return f;
+    };
+    std::vector<std::string> f = fields("/proc/" + std::to_string(pm) + "/stat");
+    if (f.size() < 15) {
+        return -1;
+    }
+    double ticks = std::stod(f[11]) + std::stod(f[12]) + std::stod(f[13]) + std::stod(f[14]);
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+        const std::string name = e.path().filename().string();
+        if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) {
+            continue;
+        }
+        std::vector<std::string> c = fields(e.path().string() + "/stat");
+        if (c.size() > 12 && c[1] == std::to_string(pm)) {
+            ticks += std::stod(c[11]) + std::stod(c[12]);
+        }
+    }
+    return ticks / tck;
+}
+
+// A replica's role as its log last said it ("manager replica NAME: leader"); "" if never.
+std::string replica_role(const std::string& log_path, const std::string& name) {
+    std::ifstream in(log_path);
+    const std::string key = "manager replica " + name + ": ";
+    std::string line;
+    std::string role;
+    while (std::getline(in, line)) {
+        const size_t at = line.find(key);
+        if (at != std::string::npos) {
+            role = line.substr(at + key.size());
+            role = role.substr(0, role.find_first_of(" \t"));
+        }
+    }
+    return role;
+}
+
 // SIGTERM, then SIGKILL after 60 s. Returns the seconds until it exited (-1: killed).
 double stop_manager(pid_t pid) {
     const Clock::time_point t0 = Clock::now();
@@ -686,16 +841,19 @@ struct DeployOutcome {
     double half_ms = -1;   // half of the targets applied
     double rpc_ms = -1;    // the Deploy RPC itself (creating the deployment and its targets)
     int targets = 0;
+    int retries = 0;  // Deploy calls answered UNAVAILABLE and made again
     int applied = 0;
     std::string id;  // the deployment, once Deploy succeeded
     std::string error;
 };
 
+// `tag` makes a second bundle differ from the first (a comment in its rules, its message).
 DeployOutcome push_and_deploy(const std::shared_ptr<grpc::Channel>& channel,
-                              const std::filesystem::path& work, double timeout_s) {
+                              const std::filesystem::path& work, double timeout_s,
+                              const std::string& tag = "") {
     DeployOutcome out;
     namespace fs = std::filesystem;
-    fs::path dir = work / "fleet-bench";
+    fs::path dir = work / ("fleet-bench" + tag);
     fs::create_directories(dir / "rules");
     {
         std::ofstream r(dir / "rules" / "local.rules");
@@ -706,6 +864,9 @@ DeployOutcome push_and_deploy(const std::shared_ptr<grpc::Channel>& channel,
              "rev:1;)\n"
              "alert icmp any any -> any any (msg:\"bench icmp\"; itype:8; sid:1000003; rev:1;)\n"
              "drop tcp any any -> any 23 (msg:\"bench telnet\"; flags:S; sid:1000004; rev:1;)\n";
+        if (!tag.empty()) {
+            r << "# " << tag << "\n";
+        }
         std::ofstream c(dir / "config.yaml");
         c << "vars:\n  address-groups:\n    HOME_NET: \"[10.0.0.0/8]\"\n";
     }
@@ -715,7 +876,7 @@ DeployOutcome push_and_deploy(const std::shared_ptr<grpc::Channel>& channel,
         return out;
     }
     b->mutable_manifest()->set_author("fleet_load");
-    b->mutable_manifest()->set_message("fleet scale benchmark");
+    b->mutable_manifest()->set_message("fleet scale benchmark" + tag);
     b->mutable_manifest()->set_created_at(wall_ns());
     auto admin = v1::FleetAdmin::NewStub(channel);
     v1::PushBundleRequest preq;
@@ -736,16 +897,27 @@ DeployOutcome push_and_deploy(const std::shared_ptr<grpc::Channel>& channel,
     dreq.set_selector("all");
     v1::DeployResponse dresp;
     const Clock::time_point t0 = Clock::now();
-    {
+    // UNAVAILABLE is retried (up to 5 times, as an operator would): with replicas on
+    // PostgreSQL the Deploy's transaction, which locks every target's sensor row, can deadlock
+    // with another replica's writer updating those rows for reports (a manager issue).
+    for (;;) {
         grpc::ClientContext ctx;
+        const double left_s = std::max(0.001, timeout_s - seconds_since(t0));
         ctx.set_deadline(std::chrono::system_clock::now() +
-                         std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
+                         std::chrono::milliseconds(static_cast<int64_t>(left_s * 1000)));
         grpc::Status st = admin->Deploy(&ctx, dreq, &dresp);
+        if (st.error_code() == grpc::StatusCode::UNAVAILABLE && out.retries < 5 &&
+            seconds_since(t0) < timeout_s) {
+            ++out.retries;
+            std::fprintf(stderr, "fleet_load: Deploy: %s; again\n", st.error_message().c_str());
+            continue;
+        }
         if (!st.ok()) {
             out.error = "Deploy: " + st.error_message();
             return out;
         }
         out.rpc_ms = seconds_since(t0) * 1000.0;
+        break;
     }
     const std::string id = dresp.deployment().id();
     out.id = id;
@@ -838,7 +1010,8 @@ void usage() {
     std::fprintf(stderr,
                  "usage: fleet_load --manager-bin PATH [--sensors K] [--interval S] [--soak S]\n"
                  "                  [--streams-per-channel N] [--connect-window N]\n"
-                 "                  [--connect-timeout S] [--deploy-timeout S] [--kill-restart]\n");
+                 "                  [--connect-timeout S] [--deploy-timeout S] [--kill-restart]\n"
+                 "                  [--managers N [--kill-replica] [--no-warmup]]\n");
 }
 
 bool parse(int argc, char** argv, Options* o) {
@@ -846,6 +1019,14 @@ bool parse(int argc, char** argv, Options* o) {
         std::string a = argv[i];
         if (a == "--kill-restart") {
             o->kill_restart = true;
+            continue;
+        }
+        if (a == "--kill-replica") {
+            o->kill_replica = true;
+            continue;
+        }
+        if (a == "--no-warmup") {
+            o->warmup = false;
             continue;
         }
         if (i + 1 >= argc) {
@@ -870,6 +1051,8 @@ bool parse(int argc, char** argv, Options* o) {
                 o->connect_window = std::stoi(v, &used);
             } else if (a == "--connect-timeout") {
                 o->connect_timeout_s = std::stod(v, &used);
+            } else if (a == "--managers") {
+                o->managers = std::stoi(v, &used);
             } else if (a == "--deploy-timeout") {
                 o->deploy_timeout_s = std::stod(v, &used);
             } else {
@@ -889,10 +1072,20 @@ bool parse(int argc, char** argv, Options* o) {
         return false;
     }
     if (o->sensors <= 0 || o->interval_s <= 0 || o->soak_s <= 0 || o->streams_per_channel <= 0 ||
-        o->connect_window <= 0) {
+        o->connect_window <= 0 || o->managers <= 0) {
         std::fprintf(stderr,
-                     "fleet_load: --sensors, --interval, --soak, --streams-per-channel and "
-                     "--connect-window must be above 0\n");
+                     "fleet_load: --sensors, --interval, --soak, --streams-per-channel, "
+                     "--connect-window and --managers must be above 0\n");
+        return false;
+    }
+    if (o->managers > 1 && o->kill_restart) {
+        std::fprintf(stderr,
+                     "fleet_load: --managers above 1 goes with --kill-replica, not "
+                     "--kill-restart\n");
+        return false;
+    }
+    if (o->managers == 1 && o->kill_replica) {
+        std::fprintf(stderr, "fleet_load: --kill-replica needs --managers 2 or more\n");
         return false;
     }
     return true;
@@ -901,8 +1094,8 @@ bool parse(int argc, char** argv, Options* o) {
 // Raises RLIMIT_NOFILE for K connections here and K in the manager (which inherits it): the soft
 // limit to the hard one, and the hard one too when it is below what K needs and this process may
 // (root / CAP_SYS_RESOURCE). Warns when the limit stays too low.
-void raise_fd_limit(int sensors) {
-    const rlim_t want = static_cast<rlim_t>(sensors) + 1024;
+void raise_fd_limit(int connections) {
+    const rlim_t want = static_cast<rlim_t>(connections) + 1024;
     rlimit rl{};
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
         return;
@@ -921,11 +1114,12 @@ void raise_fd_limit(int sensors) {
         setrlimit(RLIMIT_NOFILE, &rl);
     }
     getrlimit(RLIMIT_NOFILE, &rl);
-    if (rl.rlim_cur < static_cast<rlim_t>(sensors) + 256) {
+    if (rl.rlim_cur < static_cast<rlim_t>(connections) + 256) {
         std::fprintf(stderr,
                      "fleet_load: warning: fd limit %llu (hard limit, not raisable by this user) "
-                     "is below K + 256 = %d: streams will fail; raise it with ulimit -Hn as root\n",
-                     static_cast<unsigned long long>(rl.rlim_cur), sensors + 256);
+                     "is below connections + 256 = %d: streams will fail; raise it with ulimit -Hn "
+                     "as root\n",
+                     static_cast<unsigned long long>(rl.rlim_cur), connections + 256);
     }
 }
 
@@ -956,11 +1150,22 @@ void wait_reports_written(Fleet& fleet) {
     }
 }
 
+// A picket-manager child: the one manager (SQLite), or a replica on the PostgreSQL database.
+struct Replica {
+    std::string name;  // "" for the one manager; rN for a replica
+    std::string target;
+    std::string log_path;
+    pid_t pid = -1;
+    std::shared_ptr<grpc::Channel> admin;
+};
+
 struct KillOutcome {
-    int expected = 0;         // streams connected at the kill
-    int reconnected = 0;      // of those, welcomed again by the restarted manager
-    double reconnect_s = -1;  // from the kill to the last of them reconnected (-1: not all)
-    double restart_s = -1;    // from the kill to the restarted manager answering
+    int expected = 0;          // streams connected to the killed manager at the kill
+    int reconnected = 0;       // of those, welcomed again (restarted manager / another replica)
+    int other_reconnects = 0;  // streams of other replicas that ended and were welcomed again
+    double reconnect_s = -1;   // from the kill to the last of them reconnected (-1: not all)
+    double median_s = -1;      // median of those streams' kill-to-Welcome times
+    double restart_s = -1;     // from the kill to the restarted manager answering
     int64_t stored_before = -1;
     int64_t stored_after = -1;
     uint64_t sent_at_kill = 0;
@@ -968,20 +1173,23 @@ struct KillOutcome {
     std::string error;
 };
 
-// --kill-restart: metrics resume for one interval (reports in flight at the kill), the stored
-// figures are noted, the manager is SIGKILLed and restarted on the same database and port, the
-// streams reconnect with backoff; then the stored figures are read again.
-KillOutcome kill_and_restart(Fleet& fleet, const Options& opt, pid_t* mgr,
-                             const std::string& target, const std::string& db,
-                             const std::string& log_path,
-                             const std::shared_ptr<grpc::Channel>& admin,
-                             const std::string& deployment_id,
-                             std::shared_ptr<grpc::Channel>* new_admin) {
+// After the deploy: metrics resume for one interval (reports in flight at the kill), the
+// stored figures are noted, manager `victim` is SIGKILLed; with one manager it is restarted on
+// the same database and port, with replicas its streams move to the next replica in their
+// list. Every stream of the killed manager reconnects with backoff; then the stored figures are
+// read again through `*after_admin` (the restarted manager, or the replica after the victim).
+KillOutcome kill_phase(Fleet& fleet, const Options& opt, std::vector<Replica>& reps, size_t victim,
+                       const std::string& db, const std::string& deployment_id,
+                       std::shared_ptr<grpc::Channel>* after_admin) {
     KillOutcome k;
+    const bool restart = reps.size() == 1;
+    std::shared_ptr<grpc::Channel> admin =
+        restart ? reps[0].admin : reps[(victim + 1) % reps.size()].admin;
     for (auto& s : fleet.sensors) {
         std::lock_guard<std::mutex> lock(s->mu);
         s->was_connected = s->state == LinkState::kConnected;
-        k.expected += s->was_connected ? 1 : 0;
+        s->orphan = s->was_connected && s->addr == victim;
+        k.expected += s->orphan ? 1 : 0;
     }
     fleet.reconnect = true;
     fleet.metrics_paused = false;
@@ -993,18 +1201,25 @@ KillOutcome kill_and_restart(Fleet& fleet, const Options& opt, pid_t* mgr,
     }
     fleet.metrics_paused = true;
     const Clock::time_point k0 = Clock::now();
-    kill(*mgr, SIGKILL);
-    waitpid(*mgr, nullptr, 0);
+    Replica& v = reps[victim];
+    kill(v.pid, SIGKILL);
+    waitpid(v.pid, nullptr, 0);
+    track_manager(v.pid, -1);
+    v.pid = -1;
+    v.admin = nullptr;
     wait_reports_written(fleet);
     k.sent_at_kill = fleet.reports_sent.load();
-    *mgr = spawn_manager(opt.manager_bin, target, db, log_path);
-    if (*mgr < 0) {
-        k.error = "fork failed";
-        return k;
-    }
-    *new_admin = wait_manager(target, 60);
-    if (*new_admin != nullptr) {
-        k.restart_s = seconds_since(k0);
+    if (restart) {
+        v.pid = spawn_manager(opt.manager_bin, v.target, db, v.log_path);
+        if (v.pid < 0) {
+            k.error = "fork failed";
+            return k;
+        }
+        track_manager(-1, v.pid);
+        v.admin = wait_manager(v.target, 60);
+        if (v.admin != nullptr) {
+            k.restart_s = seconds_since(k0);
+        }
     }
     {
         std::unique_lock<std::mutex> lock(fleet.mu);
@@ -1015,17 +1230,33 @@ KillOutcome kill_and_restart(Fleet& fleet, const Options& opt, pid_t* mgr,
     if (k.reconnected >= k.expected) {
         k.reconnect_s = seconds_since(k0);
     }
-    if (*new_admin == nullptr) {
-        *new_admin = wait_manager(target, 60);
+    std::vector<double> times;
+    for (auto& s : fleet.sensors) {
+        std::lock_guard<std::mutex> lock(s->mu);
+        if (s->orphan && s->reconnected) {
+            times.push_back(std::chrono::duration<double>(s->reconnected_at - k0).count());
+        }
     }
-    if (*new_admin == nullptr) {
-        k.error = "restarted manager not reachable on " + target;
+    if (!times.empty()) {
+        std::sort(times.begin(), times.end());
+        k.median_s = times[times.size() / 2];
+    }
+    {
+        std::lock_guard<std::mutex> lock(fleet.mu);
+        k.other_reconnects = fleet.other_reconnects;
+    }
+    if (restart && v.admin == nullptr) {
+        v.admin = wait_manager(v.target, 60);
+    }
+    *after_admin = restart ? v.admin : admin;
+    if (*after_admin == nullptr) {
+        k.error = "restarted manager not reachable on " + v.target;
         return k;
     }
     // No report is sent from the kill on, so what History counts now is what survived.
-    k.stored_after = reports_stored(*new_admin, opt.sensors);
+    k.stored_after = reports_stored(*after_admin, opt.sensors);
     if (dep_before.has_value()) {
-        std::optional<v1::Deployment> dep_after = get_deployment(*new_admin, deployment_id);
+        std::optional<v1::Deployment> dep_after = get_deployment(*after_admin, deployment_id);
         k.deployment_kept = dep_after.has_value() && same_deployment_state(*dep_before, *dep_after);
         if (!k.deployment_kept) {
             std::fprintf(
@@ -1038,6 +1269,16 @@ KillOutcome kill_and_restart(Fleet& fleet, const Options& opt, pid_t* mgr,
         k.error = "no deployment to compare (the deploy failed)";
     }
     return k;
+}
+
+void stop_all(std::vector<Replica>& reps) {
+    for (Replica& r : reps) {
+        if (r.pid > 0) {
+            stop_manager(r.pid);
+            track_manager(r.pid, -1);
+            r.pid = -1;
+        }
+    }
 }
 
 }  // namespace
@@ -1053,7 +1294,11 @@ int main(int argc, char** argv) {
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
-    raise_fd_limit(opt.sensors);
+    start_signal_thread();  // before any other thread: they inherit the blocked signals
+    // One connection per stream, or per --streams-per-channel streams.
+    raise_fd_limit((opt.sensors + opt.streams_per_channel - 1) / opt.streams_per_channel);
+    const bool ha = opt.managers > 1;
+    const bool killing = opt.kill_restart || opt.kill_replica;
 
     namespace fs = std::filesystem;
     char tmpl[] = "/tmp/picket-fleet-XXXXXX";
@@ -1062,28 +1307,90 @@ int main(int argc, char** argv) {
         return 1;
     }
     const fs::path work = tmpl;
-    const int port = free_port();
-    const std::string target = "127.0.0.1:" + std::to_string(port);
-    const std::string log_path = (work / "manager.log").string();
-    const std::string db_path = (work / "fleet.db").string();
-    pid_t mgr = spawn_manager(opt.manager_bin, target, db_path, log_path);
-    if (mgr < 0) {
-        std::perror("fleet_load: fork");
+    {
+        std::lock_guard<std::mutex> lock(cleanup().mu);
+        cleanup().work_dir = work.string();
+    }
+    std::string db = (work / "fleet.db").string();
+#ifdef PICKET_FLEET_POSTGRES
+    std::unique_ptr<picket::testing::PostgresServer> pg;
+#endif
+    std::string pg_data;
+    if (ha) {
+        std::string why = "fleet_load was built without libpq";
+#ifdef PICKET_FLEET_POSTGRES
+        pg = picket::testing::PostgresServer::start(&why);
+        if (pg != nullptr) {
+            db = pg->fresh_dsn();
+            pg_data = pg->dir() + "/data";
+            std::lock_guard<std::mutex> lock(cleanup().mu);
+            cleanup().stop_postgres = [&pg] { pg.reset(); };
+        }
+        if (pg == nullptr)
+#endif
+        {
+            std::fprintf(stderr, "fleet_load: --managers %d needs PostgreSQL binaries: %s\n",
+                         opt.managers, why.c_str());
+            std::error_code ec;
+            fs::remove_all(work, ec);
+            return 3;
+        }
+    }
+    std::vector<Replica> reps(static_cast<size_t>(opt.managers));
+    bool started = true;
+    for (size_t r = 0; r < reps.size(); ++r) {
+        Replica& rep = reps[r];
+        rep.name = ha ? "r" + std::to_string(r) : "";
+        rep.target = "127.0.0.1:" + std::to_string(free_port());
+        rep.log_path = (work / (ha ? "manager-" + rep.name + ".log" : "manager.log")).string();
+        rep.pid = spawn_manager(opt.manager_bin, rep.target, db, rep.log_path, rep.name);
+        if (rep.pid < 0) {
+            std::perror("fleet_load: fork");
+            started = false;
+            break;
+        }
+        track_manager(-1, rep.pid);
+        // One at a time: each replica migrates / checks the schema at start.
+        rep.admin = wait_manager(rep.target, 30);
+        if (rep.admin == nullptr) {
+            std::fprintf(stderr, "fleet_load: manager %s not reachable on %s within 30 s\n",
+                         rep.name.c_str(), rep.target.c_str());
+            print_log_tail(rep.log_path);
+            started = false;
+            break;
+        }
+    }
+    if (!started) {
+        stop_all(reps);
+        std::error_code ec;
+        fs::remove_all(work, ec);
         return 1;
     }
-    std::shared_ptr<grpc::Channel> admin_channel = wait_manager(target, 15);
-    if (admin_channel == nullptr) {
-        std::fprintf(stderr, "fleet_load: manager not reachable on %s within 15 s\n",
-                     target.c_str());
-        print_log_tail(log_path);
-        stop_manager(mgr);
-        return 1;
-    }
-    const ProcSample idle = sample_proc(mgr);
+    auto sample_all = [&] {
+        std::vector<ProcSample> v;
+        for (const Replica& r : reps) {
+            v.push_back(r.pid > 0 ? sample_proc(r.pid) : ProcSample{});
+        }
+        return v;
+    };
+    auto sum = [](const std::vector<ProcSample>& v) {
+        ProcSample t;
+        for (const ProcSample& p : v) {
+            t.cpu_s += p.cpu_s;
+            t.rss_mb += p.rss_mb;
+            t.hwm_mb += p.hwm_mb;
+            t.threads += p.threads;
+        }
+        return t;
+    };
+    const ProcSample idle = sum(sample_all());
 
-    // ---- connect K streams, at most --connect-window handshakes in flight
+    // ---- connect K streams, at most --connect-window handshakes in flight; stream i on
+    // replica i mod N
     Fleet fleet;
-    fleet.target = target;
+    for (const Replica& r : reps) {
+        fleet.targets.push_back(r.target);
+    }
     fleet.streams_per_channel = opt.streams_per_channel;
     const int64_t started_at = wall_ns();
     for (int i = 0; i < opt.sensors; ++i) {
@@ -1093,8 +1400,11 @@ int main(int argc, char** argv) {
         std::snprintf(name, sizeof(name), "sim-%05d", i);
         s->name = name;
         s->started_at = started_at;
-        if (opt.streams_per_channel > 1 && i % opt.streams_per_channel == 0) {
-            fleet.group_channels.push_back(make_channel(target));
+        s->addr = static_cast<size_t>(i) % reps.size();
+        if (opt.streams_per_channel > 1 && i % (opt.streams_per_channel * opt.managers) == 0) {
+            for (const Replica& r : reps) {
+                fleet.group_channels.push_back(make_channel(r.target));
+            }
         }
         fleet.sensors.push_back(std::move(s));
     }
@@ -1137,28 +1447,63 @@ int main(int argc, char** argv) {
                  connected, opt.sensors, connect_s, failed,
                  first_error.empty() ? "" : ", first: ", first_error.c_str());
 
-    // ---- soak: metrics at the configured rate, manager measured
+    // ---- replicas: one report stored first. The first report of the fleet creates the metric
+    // names; two replicas creating them at once lose a report each (the store's
+    // metric_name_id: SELECT, then INSERT, which fails on the unique name; the report's
+    // transaction with it), and a sensor's lost first report never enters run totals. Not what
+    // this benchmark measures: --no-warmup shows it.
+    if (ha && opt.warmup && connected > 0) {
+        size_t first = 0;
+        while (fleet.sensors[first]->state != LinkState::kConnected) {
+            ++first;
+        }
+        send_report(fleet, first, static_cast<uint64_t>(opt.interval_s * 1000));
+        wait_reports_written(fleet);
+        const Clock::time_point w0 = Clock::now();
+        while (reports_stored(reps[0].admin, opt.sensors) < 1 && seconds_since(w0) < 10) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+    }
+
+    // ---- soak: metrics at the configured rate, managers (and PostgreSQL) measured
     fleet.metrics_paused = false;
-    const ProcSample before = sample_proc(mgr);
+    const std::vector<ProcSample> before = sample_all();
+    const double pg_before = pg_data.empty() ? -1 : postgres_cpu_s(pg_data);
     const double self_before = self_cpu_s();
     const uint64_t reports_before = fleet.reports_sent.load();
     const Clock::time_point s0 = Clock::now();
     std::this_thread::sleep_for(std::chrono::duration<double>(opt.soak_s));
     const double soak_wall = seconds_since(s0);
-    const ProcSample after = sample_proc(mgr);
+    const std::vector<ProcSample> after_each = sample_all();
+    const double pg_after = pg_data.empty() ? -1 : postgres_cpu_s(pg_data);
+    const ProcSample after = sum(after_each);
     const double self_after = self_cpu_s();
     const ProcSample self = sample_proc(getpid());
     const long bench_threads = self.threads;
     const double bench_rss_mb = self.rss_mb;
     const uint64_t reports = fleet.reports_sent.load() - reports_before;
-    const double cpu_pct = (after.cpu_s - before.cpu_s) / soak_wall * 100.0;
+    const double cpu_pct = (after.cpu_s - sum(before).cpu_s) / soak_wall * 100.0;
     const double self_pct = (self_after - self_before) / soak_wall * 100.0;
     const double reports_per_s = static_cast<double>(reports) / soak_wall;
+    std::string replica_fields;
+    if (ha) {
+        char buf[160];
+        for (size_t r = 0; r < reps.size(); ++r) {
+            std::snprintf(buf, sizeof(buf), " mgr%zu_cpu_pct=%.1f mgr%zu_rss_mb=%.1f", r,
+                          (after_each[r].cpu_s - before[r].cpu_s) / soak_wall * 100.0, r,
+                          after_each[r].rss_mb);
+            replica_fields += buf;
+        }
+        std::snprintf(
+            buf, sizeof(buf), " pg_cpu_pct=%.1f",
+            pg_before < 0 || pg_after < 0 ? -1.0 : (pg_after - pg_before) / soak_wall * 100.0);
+        replica_fields += buf;
+    }
 
-    // ---- deploy
+    // ---- deploy, through replica 0
     DeployOutcome d;
     if (connected > 0) {
-        d = push_and_deploy(admin_channel, work, opt.deploy_timeout_s);
+        d = push_and_deploy(reps[0].admin, work, opt.deploy_timeout_s);
     } else {
         d.error = "no stream connected";
     }
@@ -1166,13 +1511,13 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "fleet_load: deploy: %s (%d/%d targets applied)\n", d.error.c_str(),
                      d.applied, d.targets);
     }
-    const ProcSample end = sample_proc(mgr);
+    const ProcSample end = sum(sample_all());
     int ended = 0;
     for (auto& s : fleet.sensors) {
         ended += s->state == LinkState::kEnded ? 1 : 0;
     }
 
-    // ---- metrics stop; check what the manager stored. The store writes reports
+    // ---- metrics stop; check what the managers stored. The store writes reports
     // asynchronously: poll until every report is counted, the count stays put for 5 s, or 60 s
     // passed.
     fleet.metrics_paused = true;
@@ -1182,7 +1527,7 @@ int main(int argc, char** argv) {
     int64_t stored = -1;
     for (int64_t prev = -2, still = 0; seconds_since(q0) < 60;) {
         std::this_thread::sleep_for(std::chrono::seconds(1));
-        stored = reports_stored(admin_channel, opt.sensors);
+        stored = reports_stored(reps[0].admin, opt.sensors);
         still = stored == prev ? still + 1 : 0;
         if (stored < 0 || still >= 5 || static_cast<uint64_t>(stored) >= sent_total) {
             break;
@@ -1191,28 +1536,65 @@ int main(int argc, char** argv) {
     }
     const double drain_s = seconds_since(q0);
 
-    // ---- kill -9 and restart
+    // ---- kill -9: the one manager (restarted) or the leader replica (its streams fail over)
     KillOutcome k;
-    if (opt.kill_restart) {
-        std::shared_ptr<grpc::Channel> new_admin;
-        k = kill_and_restart(fleet, opt, &mgr, target, db_path, log_path, admin_channel, d.id,
-                             &new_admin);
+    size_t victim = 0;
+    std::string victim_role;
+    DeployOutcome d2;
+    if (killing) {
+        if (ha) {
+            // The leader runs the rollout passes: the most interesting one to lose. Its log
+            // says so ("manager replica rN: leader"); wait up to 10 s for exactly one.
+            const Clock::time_point l0 = Clock::now();
+            for (;;) {
+                std::vector<size_t> leaders;
+                for (size_t r = 0; r < reps.size(); ++r) {
+                    if (replica_role(reps[r].log_path, reps[r].name) == "leader") {
+                        leaders.push_back(r);
+                    }
+                }
+                if (leaders.size() == 1) {
+                    victim = leaders[0];
+                    victim_role = "leader";
+                    break;
+                }
+                if (seconds_since(l0) > 10) {
+                    std::fprintf(stderr,
+                                 "fleet_load: %zu replicas say leader in their logs; killing r0\n",
+                                 leaders.size());
+                    victim_role = replica_role(reps[0].log_path, reps[0].name);
+                    break;
+                }
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            }
+        }
+        std::shared_ptr<grpc::Channel> after_admin;
+        k = kill_phase(fleet, opt, reps, victim, db, d.id, &after_admin);
         if (!k.error.empty()) {
-            std::fprintf(stderr, "fleet_load: kill-restart: %s\n", k.error.c_str());
+            std::fprintf(stderr, "fleet_load: kill: %s\n", k.error.c_str());
         }
         if (k.reconnected < k.expected) {
             for (auto& s : fleet.sensors) {
                 std::lock_guard<std::mutex> lock(s->mu);
-                if (s->was_connected && !s->reconnected) {
+                if (s->orphan && !s->reconnected) {
                     std::fprintf(stderr, "fleet_load: %s did not reconnect: %s\n", s->name.c_str(),
                                  s->error.c_str());
                     break;
                 }
             }
         }
+        if (ha && after_admin != nullptr) {
+            // A second deploy through a surviving replica reaches every sensor, the failed-over
+            // ones included.
+            d2 = push_and_deploy(after_admin, work, opt.deploy_timeout_s, "-after-failover");
+            if (!d2.error.empty()) {
+                std::fprintf(stderr, "fleet_load: deploy after the kill: %s (%d/%d applied)\n",
+                             d2.error.c_str(), d2.applied, d2.targets);
+            }
+        }
     }
 
-    // ---- stop streams, then the manager
+    // ---- stop streams, then the managers
     fleet.stopping = true;
     fleet.timer_cv.notify_all();
     scheduler.join();
@@ -1243,17 +1625,34 @@ int main(int argc, char** argv) {
             fleet.graveyard.clear();
         }
     }
-    const double mgr_stop_s = mgr > 0 ? stop_manager(mgr) : -1;
-    if (failed > 0 || ended > 0 || (opt.kill_restart && k.reconnected < k.expected)) {
-        print_log_tail(log_path);
+    double mgr_stop_s = -1;
+    for (Replica& r : reps) {
+        if (r.pid > 0) {
+            mgr_stop_s = std::max(mgr_stop_s, stop_manager(r.pid));
+            track_manager(r.pid, -1);
+            r.pid = -1;
+        }
     }
+    if (failed > 0 || ended > 0 || (killing && k.reconnected < k.expected) ||
+        (ha && killing && d2.ms < 0)) {
+        for (const Replica& r : reps) {
+            print_log_tail(r.log_path);
+        }
+    }
+#ifdef PICKET_FLEET_POSTGRES
+    {
+        std::lock_guard<std::mutex> lock(cleanup().mu);
+        cleanup().stop_postgres = nullptr;
+        pg.reset();  // pg_ctl stop -m immediate, its directory removed
+    }
+#endif
     std::error_code ec;
     fs::remove_all(work, ec);
 
     std::string kill_fields;
     int64_t lost = 0;
     int64_t unstored = 0;
-    if (opt.kill_restart) {
+    if (killing) {
         lost = k.stored_before < 0 || k.stored_after < 0
                    ? -1
                    : std::max<int64_t>(0, k.stored_before - k.stored_after);
@@ -1261,36 +1660,52 @@ int main(int argc, char** argv) {
             k.stored_after < 0
                 ? -1
                 : std::max<int64_t>(0, static_cast<int64_t>(k.sent_at_kill) - k.stored_after);
-        char buf[512];
+        char buf[768];
+        if (ha) {
+            std::snprintf(
+                buf, sizeof(buf),
+                " killed=%s killed_role=%s failover_s=%.2f reconnect_median_s=%.2f "
+                "deploy2_all_applied_ms=%s applied2=%d/%d deploy2_retries=%d",
+                reps[victim].name.c_str(), victim_role.empty() ? "-" : victim_role.c_str(),
+                k.reconnect_s, k.median_s,
+                d2.ms < 0 ? "none" : std::to_string(static_cast<long long>(d2.ms + 0.5)).c_str(),
+                d2.applied, d2.targets, d2.retries);
+            kill_fields = buf;
+        }
         std::snprintf(buf, sizeof(buf),
                       " reconnected=%d/%d reconnect_s=%.2f mgr_restart_s=%.2f lost_reports=%lld "
                       "deployment_state_kept=%d unstored_at_kill=%lld stored_before_kill=%lld "
-                      "stored_after_restart=%lld sent_at_kill=%llu",
+                      "stored_after_restart=%lld sent_at_kill=%llu other_reconnects=%d",
                       k.reconnected, k.expected, k.reconnect_s, k.restart_s,
                       static_cast<long long>(lost), k.deployment_kept ? 1 : 0,
                       static_cast<long long>(unstored), static_cast<long long>(k.stored_before),
                       static_cast<long long>(k.stored_after),
-                      static_cast<unsigned long long>(k.sent_at_kill));
-        kill_fields = buf;
+                      static_cast<unsigned long long>(k.sent_at_kill), k.other_reconnects);
+        kill_fields += buf;
     }
     std::printf(
-        "fleet: K=%d connect_s=%.2f cpu_pct=%.1f rss_mb=%.1f hwm_mb=%.1f reports_per_s=%.1f "
+        "fleet: K=%d managers=%d connect_s=%.2f cpu_pct=%.1f rss_mb=%.1f hwm_mb=%.1f "
+        "reports_per_s=%.1f "
         "deploy_all_applied_ms=%s connected=%d failed=%d ended_early=%d report_write_failures=%llu "
         "mgr_threads=%ld bench_threads=%ld bench_rss_mb=%.1f idle_rss_mb=%.1f end_hwm_mb=%.1f "
         "applied=%d/%d "
         "bench_cpu_pct=%.1f reports_sent_total=%llu reports_stored_total=%lld "
         "store_settle_s=%.0f deploy_first_applied_ms=%.0f deploy_half_applied_ms=%.0f "
-        "deploy_rpc_ms=%.0f mgr_stop_s=%.1f%s\n",
-        opt.sensors, connect_s, cpu_pct, after.rss_mb, after.hwm_mb, reports_per_s,
+        "deploy_rpc_ms=%.0f deploy_retries=%d mgr_stop_s=%.1f%s%s\n",
+        opt.sensors, opt.managers, connect_s, cpu_pct, after.rss_mb, after.hwm_mb, reports_per_s,
         d.ms < 0 ? "none" : std::to_string(static_cast<long long>(d.ms + 0.5)).c_str(), connected,
         failed, ended, static_cast<unsigned long long>(fleet.report_write_failures.load()),
         after.threads, bench_threads, bench_rss_mb, idle.rss_mb, end.hwm_mb, d.applied, d.targets,
         self_pct, static_cast<unsigned long long>(sent_total), static_cast<long long>(stored),
-        drain_s, d.first_ms, d.half_ms, d.rpc_ms, mgr_stop_s, kill_fields.c_str());
+        drain_s, d.first_ms, d.half_ms, d.rpc_ms, d.retries, mgr_stop_s, replica_fields.c_str(),
+        kill_fields.c_str());
     std::fflush(stdout);
     bool ok = connected == opt.sensors && d.ms >= 0;
-    if (opt.kill_restart) {
+    if (killing) {
         ok = ok && k.error.empty() && k.reconnected == k.expected && lost == 0 && k.deployment_kept;
+    }
+    if (ha && killing) {
+        ok = ok && d2.ms >= 0;
     }
     return ok ? 0 : 1;
 }
