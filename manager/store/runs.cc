@@ -59,11 +59,21 @@ absl::StatusOr<int64_t> metric_name_id(Conn& c, const std::string& name) {
     if (row) {
         id = sel.i64(0);
     } else {
-        ASSIGN_OR_RETURN(Stmt ins,
-                         c.prepare("INSERT INTO metric_names(name) VALUES(?) RETURNING id"));
+        // Another replica may insert the same name at the same time (PostgreSQL): then this
+        // insert does nothing (after waiting for that one's commit) and the name is read again.
+        ASSIGN_OR_RETURN(Stmt ins, c.prepare("INSERT INTO metric_names(name) VALUES(?) "
+                                             "ON CONFLICT(name) DO NOTHING RETURNING id"));
         ins.bind(1, name);
-        RETURN_IF_ERROR(ins.expect_row([] { return absl::InternalError("no id returned"); }));
-        id = ins.i64(0);
+        ASSIGN_OR_RETURN(bool inserted, ins.step());
+        if (inserted) {
+            id = ins.i64(0);
+        } else {
+            ASSIGN_OR_RETURN(Stmt again, c.prepare("SELECT id FROM metric_names WHERE name = ?"));
+            again.bind(1, name);
+            RETURN_IF_ERROR(
+                again.expect_row([] { return absl::InternalError("metric name vanished"); }));
+            id = again.i64(0);
+        }
     }
     c.metric_ids.emplace(name, id);
     return id;
