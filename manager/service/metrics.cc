@@ -238,14 +238,12 @@ void collect(Core& core, Exposition& out) {
         }
         ++known;
         connected += s.connected ? 1 : 0;
-        if (core.replicated) {
-            const bool here = core.hub.contains(s.name);
-            if (!here && !(leader && !s.connected)) {
-                continue;
-            }
-            if (here) {
-                mine.push_back(s.name);
-            }
+        const bool here = core.hub.contains(s.name);
+        if (core.replicated && !here && !(leader && !s.connected)) {
+            continue;
+        }
+        if (here) {
+            mine.push_back(s.name);
         }
         SensorSeriesInput in;
         in.sensor = s.name;
@@ -268,13 +266,12 @@ void collect(Core& core, Exposition& out) {
         inputs.push_back(std::move(in));
     }
     picket::metrics::append_sensor_series(out, inputs);
-    if (core.replicated) {
-        const std::string& replica = core.coordinator->replica();
-        for (const std::string& name : mine) {
-            out.gauge("picket_sensor_replica_info",
-                      "1 for each sensor streaming to this manager replica.",
-                      {{"sensor", name}, {"replica", replica}}, 1.0);
-        }
+    // Also for a lone manager (its own leader): the dashboards' replica row is never empty.
+    const std::string& replica = core.coordinator->replica();
+    for (const std::string& name : mine) {
+        out.gauge("picket_sensor_replica_info",
+                  "1 for each sensor streaming to this manager replica.",
+                  {{"sensor", name}, {"replica", replica}}, 1.0);
     }
 
     if (!core.replicated || leader) {
@@ -371,14 +368,12 @@ void ServiceMetrics::init(picket::metrics::Registry& registry, Core& core) {
     registry.add_collector([&core](Exposition& out) { collect(core, out); });
     // Apart from the store's series, so that a replica without its database still says so.
     registry.add_collector([&core](Exposition& out) {
-        if (core.replicated) {
-            out.gauge("picket_manager_replica_info",
-                      "1 for this manager replica, with its name and role (leader, follower, "
-                      "unavailable: no database).",
-                      {{"replica", core.coordinator->replica()},
-                       {"role", std::string(ha::to_string(core.coordinator->role()))}},
-                      1.0);
-        }
+        out.gauge("picket_manager_replica_info",
+                  "1 for this manager replica, with its name and role (leader, follower, "
+                  "unavailable: no database).",
+                  {{"replica", core.coordinator->replica()},
+                   {"role", std::string(ha::to_string(core.coordinator->role()))}},
+                  1.0);
     });
 }
 
