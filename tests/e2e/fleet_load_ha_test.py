@@ -14,11 +14,9 @@ the PostgreSQL server binaries are absent or the bench is not built.
 Usage: fleet_load_ha_test.py --build BUILD_DIR
 """
 import os
-import re
 import subprocess
 import sys
 import time
-import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import picket_e2e  # noqa: E402
@@ -26,24 +24,11 @@ import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart
 
 PG_BIN = os.environ.get("PICKET_PG_BIN", "/usr/lib/postgresql/15/bin")
 
-
-def fields(out):
-    """The `fleet: K=...` line as a dict of its key=value fields."""
-    lines = [l for l in out.splitlines() if l.startswith("fleet: ")]
-    if len(lines) != 1:
-        raise AssertionError("expected one 'fleet:' line, got:\n" + out)
-    return dict(re.findall(r"(\w+)=(\S+)", lines[0]))
+# The tool's line parser and the built binaries, shared with the one-manager test.
+from fleet_load_test import FleetLoadTool, fields  # noqa: E402
 
 
-class FleetLoadTwoReplicas(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tool = picket_e2e.binary("bench", "fleet", "fleet_load")
-        cls.manager = picket_e2e.manager_bin()
-        if not os.access(cls.tool, os.X_OK):
-            raise unittest.SkipTest("bench/fleet/fleet_load not built (PICKET_BUILD_BENCH=OFF?)")
-        if not os.access(cls.manager, os.X_OK):
-            raise AssertionError("picket-manager not built: " + cls.manager)
+class FleetLoadTwoReplicas(FleetLoadTool):
 
     def test_leader_killed_its_streams_fail_over_nothing_lost(self):
         if not all(os.access(os.path.join(PG_BIN, b), os.X_OK) for b in ("initdb", "pg_ctl")):

@@ -33,7 +33,8 @@ def fields(out):
     return dict(re.findall(r"(\w+)=(\S+)", lines[0]))
 
 
-class FleetLoadKillRestart(unittest.TestCase):
+class FleetLoadTool(unittest.TestCase):
+    """The built fleet_load and picket-manager (also fleet_load_ha_test.py's base)."""
     @classmethod
     def setUpClass(cls):
         cls.tool = picket_e2e.binary("bench", "fleet", "fleet_load")
@@ -42,6 +43,9 @@ class FleetLoadKillRestart(unittest.TestCase):
             raise unittest.SkipTest("bench/fleet/fleet_load not built (PICKET_BUILD_BENCH=OFF?)")
         if not os.access(cls.manager, os.X_OK):
             raise AssertionError("picket-manager not built: " + cls.manager)
+
+
+class FleetLoadKillRestart(FleetLoadTool):
 
     def run_tool(self, k, manager, timeout=50):
         cmd = [self.tool, "--manager-bin", manager, "--sensors", str(k), "--interval", "1",
