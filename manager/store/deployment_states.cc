@@ -2,6 +2,7 @@
 // they allow, and the writes that move targets and deployments along them (a deployment
 // finishes by itself once its last target is terminal).
 #include <initializer_list>
+#include <span>
 
 #include "common/strings.h"
 #include "manager/store/internal.h"
@@ -163,21 +164,88 @@ absl::Status maybe_finish(Conn& c, int64_t id, int64_t ts) {
     return set_deployment_state_in(c, id, DeploymentState::kCompleted, "", ts);
 }
 
-absl::Status supersede_sensor_targets(Conn& c, int64_t sid, int64_t keep, const char* error,
-                                      int64_t ts, std::vector<int64_t>& touched) {
-    ASSIGN_OR_RETURN(Stmt open, c.prepare("SELECT deployment_id FROM deployment_targets "
-                                          "WHERE sensor_id = ? AND state IN "
-                                          "('pending', 'sent') AND deployment_id != ?"));
-    open.bind(1, sid).bind(2, keep);
-    RETURN_IF_ERROR(each_row(open, [&touched](const Stmt& r) { touched.push_back(r.i64(0)); }));
-    ASSIGN_OR_RETURN(Stmt sup, c.prepare("UPDATE deployment_targets SET state = 'superseded', "
-                                         "error = coalesce(?4, error), finished_at = ?1, "
-                                         "updated_at = ?1 WHERE sensor_id = ?2 AND state IN "
-                                         "('pending', 'sent') AND deployment_id != ?3"));
-    sup.bind(1, ts).bind(2, sid).bind(3, keep);
-    if (error != nullptr) {
-        sup.bind(4, std::string_view(error));
+namespace {
+
+// PostgreSQL: the rows of the deployments whose targets are about to be superseded, first, in
+// id order, as a target update of another replica takes them (update_target_in: the
+// deployment's row, then its target's, whose counters trigger updates the deployment's row
+// again). Superseding a target first would hold the target and wait for its deployment's row.
+absl::Status lock_deployments(Conn& c, std::vector<int64_t>& ids) {
+    static const SizedSql kLock([](size_t n) {
+        return cat("SELECT id FROM deployments WHERE id IN (", sql_marks(n),
+                   ") ORDER BY id /*FOR UPDATE*/");
+    });
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    return SizedSql::each_piece(std::span<const int64_t>(ids), [&](std::span<const int64_t> piece) {
+        ASSIGN_OR_RETURN(Stmt lock, c.prepare(kLock.sql(piece.size())));
+        bind_ids(lock, 1, piece);
+        return lock.run();
+    });
+}
+
+}  // namespace
+
+absl::Status supersede_sensor_targets(Conn& c, std::span<const int64_t> sids, int64_t keep,
+                                      const char* error, int64_t ts,
+                                      std::vector<int64_t>& touched) {
+    static const SizedSql kOpen([](size_t n) {
+        return cat(
+            "SELECT DISTINCT deployment_id FROM deployment_targets WHERE deployment_id "
+            "!= ? AND state IN ('pending', 'sent') AND sensor_id IN (",
+            sql_marks(n), ")");
+    });
+    static const SizedSql kSupersede([](size_t n) {
+        return cat(
+            "UPDATE deployment_targets SET state = 'superseded', error = coalesce(?, "
+            "error), finished_at = ?, updated_at = ? WHERE deployment_id != ? AND state "
+            "IN ('pending', 'sent') AND sensor_id IN (",
+            sql_marks(n), ")");
+    });
+    return SizedSql::each_piece(sids, [&](std::span<const int64_t> piece) -> absl::Status {
+        ASSIGN_OR_RETURN(Stmt open, c.prepare(kOpen.sql(piece.size())));
+        open.bind(1, keep);
+        bind_ids(open, 2, piece);
+        std::vector<int64_t> ids;
+        RETURN_IF_ERROR(each_row(open, [&ids](const Stmt& r) { ids.push_back(r.i64(0)); }));
+        if (ids.empty()) {
+            return absl::OkStatus();
+        }
+        RETURN_IF_ERROR(lock_deployments(c, ids));
+        touched.insert(touched.end(), ids.begin(), ids.end());
+        ASSIGN_OR_RETURN(Stmt sup, c.prepare(kSupersede.sql(piece.size())));
+        if (error != nullptr) {
+            sup.bind(1, std::string_view(error));
+        } else {
+            sup.bind_null(1);
+        }
+        sup.bind(2, ts).bind(3, ts).bind(4, keep);
+        bind_ids(sup, 5, piece);
+        return sup.run();
+    });
+}
+
+absl::Status supersede_for_deployment(Conn& c, int64_t id, const char* error, int64_t ts,
+                                      std::vector<int64_t>& touched) {
+    ASSIGN_OR_RETURN(Stmt open, c.prepare("SELECT DISTINCT o.deployment_id FROM "
+                                          "deployment_targets n JOIN deployment_targets o ON "
+                                          "o.sensor_id = n.sensor_id WHERE n.deployment_id = ?1 "
+                                          "AND o.deployment_id != ?1 AND o.state IN ('pending', "
+                                          "'sent')"));
+    open.bind(1, id);
+    std::vector<int64_t> ids;
+    RETURN_IF_ERROR(each_row(open, [&ids](const Stmt& r) { ids.push_back(r.i64(0)); }));
+    if (ids.empty()) {
+        return absl::OkStatus();
     }
+    RETURN_IF_ERROR(lock_deployments(c, ids));
+    touched.insert(touched.end(), ids.begin(), ids.end());
+    ASSIGN_OR_RETURN(Stmt sup, c.prepare("UPDATE deployment_targets SET state = 'superseded', "
+                                         "error = ?2, finished_at = ?3, updated_at = ?3 WHERE "
+                                         "deployment_id != ?1 AND state IN ('pending', 'sent') "
+                                         "AND sensor_id IN (SELECT sensor_id FROM "
+                                         "deployment_targets WHERE deployment_id = ?1)"));
+    sup.bind(1, id).bind(2, std::string_view(error)).bind(3, ts);
     return sup.run();
 }
 

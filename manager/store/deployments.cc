@@ -2,6 +2,9 @@
 // superseding older targets) and reading deployments and the targets a sensor should get.
 #include <algorithm>
 #include <cmath>
+#include <span>
+#include <string>
+#include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "common/strings.h"
@@ -47,6 +50,25 @@ absl::StatusOr<Deployment> load_deployment(Conn& c, int64_t id, bool with_target
     return d;
 }
 
+std::string sql_marks(size_t n, std::string_view one) {
+    std::string out;
+    out.reserve(n * (one.size() + 2));
+    for (size_t i = 0; i < n; ++i) {
+        if (i > 0) {
+            out += ", ";
+        }
+        out += one;
+    }
+    return out;
+}
+
+absl::Status lock_targets_in(Conn& c) {
+    if (!c.postgres()) {
+        return absl::OkStatus();
+    }
+    return c.exec("SELECT pg_advisory_xact_lock(hashtext('picket.deployment_targets'))");
+}
+
 namespace {
 
 // The sensors a new deployment targets: the selector's, less revoked ones (naming one is
@@ -67,9 +89,17 @@ absl::StatusOr<std::vector<std::pair<int64_t, int64_t>>> plan_targets(Conn& c, c
         return absl::NotFoundError(
             cat("selector '", sel.to_string(), "' matches no sensor that is not revoked"));
     }
+    // Their ids in one query, not one a sensor (a round trip each on PostgreSQL).
+    std::unordered_map<std::string, int64_t> ids;
+    ASSIGN_OR_RETURN(Stmt all, c.prepare("SELECT id, name FROM sensors"));
+    RETURN_IF_ERROR(each_row(all, [&ids](const Stmt& r) { ids.emplace(r.text(1), r.i64(0)); }));
     std::vector<std::pair<int64_t, int64_t>> plan;  // sensor id, version
     for (const Sensor& s : sensors) {
-        ASSIGN_OR_RETURN(int64_t sid, sensor_id(c, s.name));
+        auto id = ids.find(s.name);
+        if (id == ids.end()) {
+            return absl::InternalError(cat("sensor '", s.name, "' vanished"));
+        }
+        const int64_t sid = id->second;
         int64_t version = bundle_version;
         if (version == 0) {
             auto prev = previous_version_in(c, sid, s.name);
@@ -108,6 +138,12 @@ absl::StatusOr<Deployment> Store::create_deployment(const NewDeployment& d) {
         return absl::InvalidArgumentError("a deployment needs a bundle version");
     }
     return impl_->write<Deployment>([=](Conn& c) -> absl::StatusOr<Deployment> {
+        // PostgreSQL: deployments are planned one at a time across replicas, so that one
+        // created at the same time by another replica commits before this one supersedes its
+        // targets (and sees them), instead of both keeping an open target per sensor. The
+        // sensors' rows are not locked: the reports of every replica update them, in their
+        // own order (a deadlock with a deploy that locked them all).
+        RETURN_IF_ERROR(lock_targets_in(c));
         if (d.bundle_version != 0) {
             RETURN_IF_ERROR(require_bundle(c, d.bundle_version));
         }
@@ -147,30 +183,31 @@ absl::StatusOr<Deployment> Store::create_deployment(const NewDeployment& d) {
         RETURN_IF_ERROR(ins.expect_row([] { return absl::InternalError("no id returned"); }));
         const int64_t id = ins.i64(0);
 
+        // The targets, SizedSql::kMax rows an INSERT: canaries first (plan order).
+        static const SizedSql kInsert([](size_t rows) {
+            return cat(
+                "INSERT INTO deployment_targets(deployment_id, sensor_id, bundle_version, "
+                "stage, state, created_at, updated_at) VALUES ",
+                sql_marks(rows, "(?, ?, ?, ?, 'pending', ?, ?)"));
+        });
+        using Planned = std::pair<int64_t, int64_t>;
+        RETURN_IF_ERROR(SizedSql::each_piece(
+            std::span<const Planned>(plan), [&](std::span<const Planned> rows) -> absl::Status {
+                ASSIGN_OR_RETURN(Stmt t, c.prepare(kInsert.sql(rows.size())));
+                int p = 1;
+                for (const Planned& row : rows) {
+                    const bool canary = static_cast<size_t>(&row - plan.data()) < canaries;
+                    t.bind(p, id).bind(p + 1, row.first).bind(p + 2, row.second);
+                    t.bind(p + 3, to_string(canary ? Stage::kCanary : Stage::kRest));
+                    t.bind(p + 4, d.created_at).bind(p + 5, d.created_at);
+                    p += 6;
+                }
+                return t.run();
+            }));
         // A newer deployment supersedes the open targets of older ones on the same sensors.
-        // PostgreSQL: the sensors' rows are locked first, in name order, so that a deployment
-        // created at the same time by another manager commits before this one supersedes its
-        // targets (and sees them), instead of both keeping an open target per sensor.
-        for (size_t i = 0; c.postgres() && i < n; ++i) {
-            ASSIGN_OR_RETURN(Stmt lock, c.prepare("SELECT id FROM sensors WHERE id = ? "
-                                                  "/*FOR UPDATE*/"));
-            lock.bind(1, plan[i].first);
-            RETURN_IF_ERROR(lock.run());
-        }
         std::vector<int64_t> touched;
-        const std::string superseded = cat(kSupersededByPrefix, id);
-        for (size_t i = 0; i < n; ++i) {
-            RETURN_IF_ERROR(supersede_sensor_targets(c, plan[i].first, id, superseded.c_str(),
-                                                     d.created_at, touched));
-            ASSIGN_OR_RETURN(Stmt t, c.prepare("INSERT INTO deployment_targets(deployment_id, "
-                                               "sensor_id, bundle_version, stage, state, "
-                                               "created_at, updated_at) "
-                                               "VALUES(?, ?, ?, ?, 'pending', ?6, ?6)"));
-            t.bind(1, id).bind(2, plan[i].first).bind(3, plan[i].second);
-            t.bind(4, to_string(i < canaries ? Stage::kCanary : Stage::kRest));
-            t.bind(6, d.created_at);
-            RETURN_IF_ERROR(t.run());
-        }
+        RETURN_IF_ERROR(supersede_for_deployment(c, id, cat(kSupersededByPrefix, id).c_str(),
+                                                 d.created_at, touched));
         std::sort(touched.begin(), touched.end());
         touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
         for (int64_t old_id : touched) {

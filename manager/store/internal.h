@@ -2,7 +2,11 @@
 // connection it is given, inside the caller's transaction (the writer's batch or a read).
 #pragma once
 
+#include <array>
+#include <bit>
 #include <cstdint>
+#include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -47,11 +51,67 @@ inline void read_column(const Stmt& s, int c, DeploymentState& v) {
 
 // A rolling deployment without open targets is over: completed when none failed.
 absl::Status maybe_finish(Conn& c, int64_t deployment_id, int64_t ts);
-// Supersedes the open targets of sensor `sid`, except in deployment `keep` (0: none), with
+// Supersedes the open targets of sensors `sids`, except in deployment `keep` (0: none), with
 // `error` (nullptr: each keeps its own), and appends their deployments' ids to `touched`
-// (the caller runs maybe_finish on them once its own changes are made).
-absl::Status supersede_sensor_targets(Conn& c, int64_t sid, int64_t keep, const char* error,
-                                      int64_t ts, std::vector<int64_t>& touched);
+// (the caller runs maybe_finish on them once its own changes are made). A few statements per
+// 256 sensors, not per sensor (a round trip each on PostgreSQL).
+absl::Status supersede_sensor_targets(Conn& c, std::span<const int64_t> sids, int64_t keep,
+                                      const char* error, int64_t ts, std::vector<int64_t>& touched);
+// The same for the sensors of deployment `id`'s targets, taken over by it (`error`): one
+// statement over the whole deployment (a deploy to 20,000 sensors), after its targets exist.
+absl::Status supersede_for_deployment(Conn& c, int64_t id, const char* error, int64_t ts,
+                                      std::vector<int64_t>& touched);
+
+// PostgreSQL: waits for, then holds until this transaction ends, the lock that serializes
+// the writes creating or superseding deployment targets across replicas (a deploy, a
+// revocation), so each sees the other's committed targets. A no-op on SQLite (one writer).
+absl::Status lock_targets_in(Conn& c);
+
+// ---- Statements over a set of rows
+
+// "?, ?, ?" for n values.
+std::string sql_marks(size_t n, std::string_view one = "?");
+
+// Binds ids to consecutive parameters from `first`.
+inline void bind_ids(Stmt& s, int first, std::span<const int64_t> ids) {
+    for (size_t i = 0; i < ids.size(); ++i) {
+        s.bind(first + static_cast<int>(i), ids[i]);
+    }
+}
+
+// A statement over n rows (an IN list, a multi-row VALUES) for n a power of two up to kMax,
+// each text built once: the connections' statement caches key on the text's address, so it
+// outlives them; a set of any size is cut into such pieces (each_piece), which bounds the
+// statements a connection prepares to nine per kind.
+class SizedSql {
+public:
+    static constexpr size_t kMax = 256;
+    template <typename Make>
+    explicit SizedSql(Make make) {
+        for (size_t n = 1, i = 0; n <= kMax; n *= 2, ++i) {
+            texts_[i] = make(n);
+        }
+    }
+    // n: a power of two up to kMax.
+    const char* sql(size_t n) const {
+        return texts_[static_cast<size_t>(std::countr_zero(n))].c_str();
+    }
+
+    // fn(piece) for consecutive pieces of `all` of those sizes, largest first; stops at the
+    // first error.
+    template <typename T, typename Fn>
+    static absl::Status each_piece(std::span<const T> all, Fn fn) {
+        while (!all.empty()) {
+            size_t n = all.size() >= kMax ? kMax : std::bit_floor(all.size());
+            RETURN_IF_ERROR(fn(all.first(n)));
+            all = all.subspan(n);
+        }
+        return absl::OkStatus();
+    }
+
+private:
+    std::array<std::string, 9> texts_;
+};
 
 // ---- Deployments (deployments.cc)
 

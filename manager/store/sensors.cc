@@ -74,7 +74,12 @@ absl::StatusOr<SensorKey> sensor_key(Conn& c, std::string_view name) {
 // ---- Row helpers (internal.h)
 
 absl::StatusOr<int64_t> sensor_id(Conn& c, std::string_view name) {
+    std::string key(name);
+    if (auto it = c.sensor_ids.find(key); it != c.sensor_ids.end()) {
+        return it->second;
+    }
     ASSIGN_OR_RETURN(SensorKey k, sensor_key(c, name));
+    c.sensor_ids.emplace(std::move(key), k.id);
     return k.id;
 }
 
@@ -307,6 +312,7 @@ absl::StatusOr<bool> Store::revoke_sensor(const std::string& name, int64_t ts,
                                           const std::string& actor) {
     RETURN_IF_ERROR(validate_sensor_name(name));
     return impl_->write<bool>([=](Conn& c) -> absl::StatusOr<bool> {
+        RETURN_IF_ERROR(lock_targets_in(c));  // no deploy plans a target for it meanwhile
         ASSIGN_OR_RETURN(SensorKey k, sensor_key(c, name));
         if (k.revoked) {
             return false;
@@ -335,7 +341,8 @@ absl::StatusOr<bool> Store::revoke_sensor(const std::string& name, int64_t ts,
         RETURN_IF_ERROR(ic.run());
         // Its open targets can never be answered: cancel them so deployments can finish.
         std::vector<int64_t> touched;
-        RETURN_IF_ERROR(supersede_sensor_targets(c, sid, 0, "sensor revoked", ts, touched));
+        RETURN_IF_ERROR(supersede_sensor_targets(c, std::span<const int64_t>(&sid, 1), 0,
+                                                 "sensor revoked", ts, touched));
         for (int64_t id : touched) {
             RETURN_IF_ERROR(maybe_finish(c, id, ts));
         }

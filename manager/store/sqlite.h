@@ -237,6 +237,14 @@ public:
     absl::StatusOr<std::optional<int64_t>> query_i64(const char* sql, int64_t arg);
 
     std::unordered_map<std::string, int64_t> metric_ids;  // writer only: metric name -> id
+    // Sensor name -> row id (sensor_id): a row is never deleted nor renamed, so an id read
+    // once stays true, unless the transaction that created the row is rolled back.
+    std::unordered_map<std::string, int64_t> sensor_ids;
+    // After a rollback: the ids the cache may hold of rows that are now gone.
+    void forget_uncommitted_ids() {
+        metric_ids.clear();
+        sensor_ids.clear();
+    }
 
 private:
     explicit Conn(sqlite3* db);

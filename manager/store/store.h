@@ -393,7 +393,7 @@ struct StoreOptions {
 
 class Store {
 public:
-    static constexpr int kSchemaVersion = 8;
+    static constexpr int kSchemaVersion = 9;
 
     // Creates (mode 0600) or opens the database and migrates it. FAILED_PRECONDITION when the
     // file's schema is newer than kSchemaVersion; DATA_LOSS when it is not a database.
@@ -601,6 +601,7 @@ public:
     struct WriterStats {
         int64_t ops = 0;
         int64_t transactions = 0;
+        int64_t conflicts_retried = 0;  // PostgreSQL: ops rerun after a deadlock or conflict
     };
     WriterStats writer_stats() const;
 

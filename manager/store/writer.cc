@@ -1,5 +1,9 @@
 #include "manager/store/writer.h"
 
+#include <algorithm>
+#include <thread>
+#include <utility>
+
 #include "common/strings.h"
 
 namespace picket::manager::store {
@@ -107,17 +111,29 @@ void Store::Impl::writer_loop() {
 
 // Each op runs inside its own savepoint so a failing op (a NOT_FOUND, a bad transition)
 // leaves the rest of the batch intact. Results are handed out only after COMMIT.
+//
+// PostgreSQL: an op chosen as a deadlock's victim (40P01) or failing serialization (40001) is
+// not failed: it is rolled back to its savepoint, the ops before it are committed (which
+// releases this transaction's locks, so the other side of the cycle goes on), and a new
+// transaction starts with it, up to kConflictAttempts times. The other replica's writer holds
+// rows of the same tables (a deploy's targets, the reports' sensor rows) in another order.
 void Store::Impl::run_batch(std::vector<WriteOp>& batch) {
+    constexpr int kConflictAttempts = 8;
     Conn& c = *writer_;
     std::vector<absl::Status> results(batch.size());
     int64_t txns = 0;
     size_t i = 0;
+    int conflicts = 0;  // of batch[i], the op that starts the next transaction
     while (i < batch.size()) {
+        if (conflicts > 0) {
+            // A short, growing pause: the transaction that won the lock commits meanwhile.
+            std::this_thread::sleep_for(std::chrono::milliseconds(2 << std::min(conflicts, 6)));
+        }
         size_t first = i;
         auto txn_start = std::chrono::steady_clock::now();
         absl::Status st = c.exec("BEGIN IMMEDIATE");
         if (!st.ok()) {
-            c.metric_ids.clear();
+            c.forget_uncommitted_ids();
             for (; i < batch.size(); ++i) {
                 results[i] = st;
             }
@@ -125,20 +141,38 @@ void Store::Impl::run_batch(std::vector<WriteOp>& batch) {
         }
         ++txns;
         bool lost = false;
-        for (; i < batch.size() && !lost; ++i) {
-            absl::Status r = c.exec("SAVEPOINT op");
+        bool retry = false;
+        bool next_savepoint = false;  // the previous op's RELEASE opened this op's savepoint
+        for (; i < batch.size() && !lost && !retry; ++i) {
+            absl::Status r = next_savepoint ? absl::OkStatus() : c.exec("SAVEPOINT op");
+            next_savepoint = false;
             if (r.ok()) {
                 r = batch[i].run(c);
                 if (r.ok()) {
-                    r = c.exec("RELEASE op");
+                    // PostgreSQL: one round trip ends this op's savepoint and opens the next
+                    // op's (a round trip is most of an op's cost there).
+                    const bool next = c.postgres() && i + 1 < batch.size();
+                    r = c.exec(next ? "RELEASE op; SAVEPOINT op" : "RELEASE op");
+                    next_savepoint = next && r.ok();
                 }
             }
+            const bool conflict = !r.ok() && (c.sqlstate() == "40P01" || c.sqlstate() == "40001");
+            if (conflict && c.in_transaction() && conflicts + 1 < kConflictAttempts) {
+                c.forget_uncommitted_ids();
+                c.exec("ROLLBACK TO op").IgnoreError();
+                c.exec("RELEASE op").IgnoreError();
+                ++conflicts;
+                ++stats_conflicts_;
+                retry = true;
+                break;  // commit batch[first, i), then batch[i] again in a new transaction
+            }
+            conflicts = 0;
             if (!r.ok()) {
                 if (!c.in_transaction()) {
                     // SQLite rolled the whole transaction back (I/O error, disk full in
                     // some paths): the earlier ops of this transaction are gone too.
                     lost = true;
-                    c.metric_ids.clear();
+                    c.forget_uncommitted_ids();
                     for (size_t j = first; j < i; ++j) {
                         if (results[j].ok()) {
                             results[j] = absl::Status(
@@ -146,7 +180,7 @@ void Store::Impl::run_batch(std::vector<WriteOp>& batch) {
                         }
                     }
                 } else {
-                    c.metric_ids.clear();
+                    c.forget_uncommitted_ids();
                     c.exec("ROLLBACK TO op").IgnoreError();
                     c.exec("RELEASE op").IgnoreError();
                 }
@@ -156,7 +190,7 @@ void Store::Impl::run_batch(std::vector<WriteOp>& batch) {
         if (!lost) {
             st = c.exec("COMMIT");
             if (!st.ok()) {
-                c.metric_ids.clear();
+                c.forget_uncommitted_ids();
                 if (c.in_transaction()) {
                     c.exec("ROLLBACK").IgnoreError();
                 }
@@ -179,6 +213,7 @@ void Store::Impl::run_batch(std::vector<WriteOp>& batch) {
         std::lock_guard lock(mu_);
         stats_.ops += static_cast<int64_t>(batch.size());
         stats_.transactions += txns;
+        stats_.conflicts_retried += std::exchange(stats_conflicts_, 0);
     }
     if (opt_.observe_op) {
         auto now = std::chrono::steady_clock::now();

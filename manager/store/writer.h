@@ -99,6 +99,7 @@ private:
     std::string path_;
     StoreOptions opt_;
     std::unique_ptr<Conn> writer_;  // owned by the writer thread after construction
+    int64_t stats_conflicts_ = 0;   // writer thread: retries not yet added to stats_
 
     mutable std::mutex mu_;
     std::condition_variable cv_;

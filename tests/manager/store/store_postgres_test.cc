@@ -3,7 +3,9 @@
 // two Store objects on one database, as two manager replicas: each sees the other's commits,
 // and their concurrent writes keep the deployment counters, bundle versions and token uses
 // exact. Skipped when the PostgreSQL server binaries are absent.
+#include <algorithm>
 #include <atomic>
+#include <future>
 #include <map>
 #include <set>
 #include <string>
@@ -343,6 +345,162 @@ TEST(StorePostgres, DeploymentsCreatedAtOnceThroughTwoStoresLeaveOneOpenTargetPe
         ASSERT_TRUE(open.ok()) << open.status();
         EXPECT_EQ(open->size(), 1u) << named("s", 100 + i);
     }
+}
+
+// Two replicas' report writers update the same sensors' rows in opposite orders, 512 reports
+// a transaction: PostgreSQL picks deadlock victims, and the writer reruns a victim in a new
+// transaction after committing the reports before it. Every report is added exactly once.
+TEST(StorePostgres, ReportsDeadlockedAcrossReplicasAreRerunNeitherLostNorCountedTwice) {
+    std::string why;
+    PostgresServer* server = shared_or_skip(&why);
+    if (server == nullptr) {
+        GTEST_SKIP() << why;
+    }
+    const std::string dsn = server->fresh_dsn();
+    auto a = open_store(dsn);
+    ASSERT_NE(a, nullptr);
+    StoreOptions keep;
+    keep.reset_connections = false;
+    auto b = open_store(dsn, keep);
+    ASSERT_NE(b, nullptr);
+    constexpr int kSensors = 300;
+    for (int i = 0; i < kSensors; ++i) {
+        ASSERT_TRUE(a->connect_sensor(hello(named("s", 1000 + i)), at(0), true).ok());
+    }
+    // Rounds until both writers saw a deadlock (each round queues every sensor's report on
+    // both, in opposite orders, so their transactions interleave); at most kMaxRounds.
+    constexpr int kMaxRounds = 40;
+    std::atomic<int> failed{0};
+    int rounds = 0;
+    auto queue = [&](Store& s, bool up) {
+        std::atomic<int> left{kSensors};
+        std::promise<void> all;
+        for (int k = 0; k < kSensors; ++k) {
+            const int i = up ? k : kSensors - 1 - k;
+            SensorReport r;
+            r.sensor = named("s", 1000 + i);
+            r.ts = at(1 + rounds);
+            r.deltas.packets = 1;
+            r.deltas.bytes = i;
+            s.report_async(std::move(r), [&](absl::Status st) {
+                if (!st.ok()) {
+                    ++failed;
+                    ADD_FAILURE() << st;
+                }
+                if (--left == 0) {
+                    all.set_value();
+                }
+            });
+        }
+        all.get_future().wait();
+    };
+    while (rounds < kMaxRounds &&
+           (a->writer_stats().conflicts_retried == 0 || b->writer_stats().conflicts_retried == 0)) {
+        std::thread ta([&] { queue(*a, true); });
+        std::thread tb([&] { queue(*b, false); });
+        ta.join();
+        tb.join();
+        ++rounds;
+    }
+    EXPECT_EQ(failed.load(), 0);
+    EXPECT_GT(a->writer_stats().conflicts_retried + b->writer_stats().conflicts_retried, 0)
+        << "no deadlock in " << rounds << " rounds: the rerun path was not exercised";
+    for (int i = 0; i < kSensors; ++i) {
+        auto runs = a->list_runs(named("s", 1000 + i));
+        ASSERT_TRUE(runs.ok()) << runs.status();
+        ASSERT_EQ(runs->size(), 1u);
+        EXPECT_EQ(runs->back().totals.packets, 2 * rounds) << named("s", 1000 + i);
+        EXPECT_EQ(runs->back().totals.bytes, int64_t{2} * rounds * i) << named("s", 1000 + i);
+    }
+}
+
+// A deploy to every sensor through one replica while the other stores those sensors' reports
+// (512 a transaction, in another order): the deploy locks no sensor row, so neither waits for
+// the other's rows and both succeed (a deploy locking every target's row was PostgreSQL's
+// deadlock victim, UNAVAILABLE to the operator).
+TEST(StorePostgres, ADeployThroughOneReplicaWhileTheOtherStoresReportsBothSucceed) {
+    std::string why;
+    PostgresServer* server = shared_or_skip(&why);
+    if (server == nullptr) {
+        GTEST_SKIP() << why;
+    }
+    const std::string dsn = server->fresh_dsn();
+    auto a = open_store(dsn);
+    ASSERT_NE(a, nullptr);
+    StoreOptions keep;
+    keep.reset_connections = false;
+    auto b = open_store(dsn, keep);
+    ASSERT_NE(b, nullptr);
+    constexpr int kSensors = 600;  // more than SizedSql::kMax: pieces of 256, 256, 64, 16, 8
+    for (int i = 0; i < kSensors; ++i) {
+        ASSERT_TRUE(a->connect_sensor(hello(named("s", 1000 + i)), at(0), true).ok());
+    }
+    ASSERT_EQ(a->push_bundle(bundle("rules-1"))->version, 1);
+    std::atomic<bool> deploying{true};
+    std::atomic<int> stored{0}, refused{0};
+    std::thread reports([&] {
+        for (int round = 0; deploying; ++round) {
+            std::atomic<int> left{kSensors};
+            std::promise<void> all;
+            for (int k = 0; k < kSensors; ++k) {
+                SensorReport r;
+                r.sensor = named("s", 1000 + (k * 7 + round) % kSensors);
+                r.ts = at(1);
+                r.deltas.packets = 1;
+                b->report_async(std::move(r), [&](absl::Status st) {
+                    ++(st.ok() ? stored : refused);
+                    if (--left == 0) {
+                        all.set_value();
+                    }
+                });
+            }
+            all.get_future().wait();
+        }
+    });
+    constexpr int kDeploys = 6;
+    int64_t last = 0;
+    for (int r = 0; r < kDeploys; ++r) {
+        NewDeployment d;
+        d.bundle_version = 1;
+        d.selector = "all";
+        d.canary_percent = 10;
+        d.actor = "alice";
+        d.created_at = at(10 + r);
+        auto created = a->create_deployment(d);
+        ASSERT_TRUE(created.ok()) << created.status();
+        EXPECT_EQ(created->counts.pending, kSensors);
+        last = created->id;
+    }
+    deploying = false;
+    reports.join();
+    EXPECT_EQ(refused.load(), 0);
+    // The newest deployment holds each sensor's one open target, canaries first by name; the
+    // older ones' were taken over, all of them.
+    auto got = b->get_deployment(last, true);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->targets.size(), static_cast<size_t>(kSensors));
+    EXPECT_EQ(std::count_if(got->targets.begin(), got->targets.end(),
+                            [](const Target& t) { return t.stage == Stage::kCanary; }),
+              kSensors / 10);
+    EXPECT_EQ(got->targets.front().stage, Stage::kCanary);
+    EXPECT_EQ(got->targets.back().stage, Stage::kRest);
+    auto older = b->get_deployment(last - 1, false);
+    ASSERT_TRUE(older.ok()) << older.status();
+    EXPECT_EQ(older->counts.superseded, kSensors);
+    EXPECT_EQ(std::count_if(got->targets.begin(), got->targets.end(),
+                            [](const Target& t) { return t.state == TargetState::kPending; }),
+              kSensors);
+    for (int i = 0; i < kSensors / 10; i += 7) {  // canaries: sent before the deployment rolls
+        auto open = a->pending_targets(named("s", 1000 + i));
+        ASSERT_TRUE(open.ok()) << open.status();
+        ASSERT_EQ(open->size(), 1u) << named("s", 1000 + i);
+        EXPECT_EQ(open->front().deployment_id, last);
+    }
+    int64_t packets = 0;
+    for (int i = 0; i < kSensors; ++i) {
+        packets += a->list_runs(named("s", 1000 + i))->back().totals.packets;
+    }
+    EXPECT_EQ(packets, stored.load());
 }
 
 }  // namespace

@@ -54,7 +54,7 @@ TEST(StoreReportSeq, SameBootLowerOrEqualSeqIgnoredTotalsExact) {
     TempDir dir;
     auto store = open_store(dir.file("m.db"));
     ASSERT_TRUE(store->connect_sensor(hello("s1"), at(0), true).ok());
-    EXPECT_EQ(store->schema_version(), 8);
+    EXPECT_EQ(store->schema_version(), 9);
 
     auto pos = store->report_position("s1");
     ASSERT_TRUE(pos.ok()) << pos.status();

@@ -225,7 +225,7 @@ TEST(StoreRevokeSqlite, MigrationFromVersionTwoKeepsSensorsNotRevoked) {
     sqlite3_close(db);
     auto store = open_store(path);
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->schema_version(), 8);
+    EXPECT_EQ(store->schema_version(), 9);
     auto s = store->get_sensor("s1");
     ASSERT_TRUE(s.ok());
     EXPECT_FALSE(s->revoked);

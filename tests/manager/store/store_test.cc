@@ -200,8 +200,8 @@ TEST(StoreOpenSqlite, MigratesEmptyDatabaseWithPrivateFiles) {
     std::string path = dir.file("m.db");
     auto store = open_store(path);
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->schema_version(), 8);
-    EXPECT_EQ(raw_int(path, "SELECT version FROM schema_version"), 8);
+    EXPECT_EQ(store->schema_version(), 9);
+    EXPECT_EQ(raw_int(path, "SELECT version FROM schema_version"), 9);
     EXPECT_EQ(raw_int(path,
                       "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
                       "('sensors', 'sensor_labels', 'blobs', 'bundles', 'deployments', "
@@ -238,7 +238,7 @@ TEST_P(StoreOpen, UpgradesFromVersionOneKeepingData) {
               0);
     auto store = open_store(path);
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->schema_version(), 8);
+    EXPECT_EQ(store->schema_version(), 9);
     auto s = store->get_sensor("s1");
     ASSERT_TRUE(s.ok()) << s.status();
     EXPECT_TRUE(s->enrolled);
@@ -273,7 +273,7 @@ TEST(StoreOpenSqlite, UpgradeToVersionSixKeepsDeploymentsAndTheirReferences) {
     }
     auto store = open_store(path);
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->schema_version(), 8);
+    EXPECT_EQ(store->schema_version(), 9);
     auto d7 = store->get_deployment(7);
     ASSERT_TRUE(d7.ok()) << d7.status();
     EXPECT_EQ(d7->state, DeploymentState::kRolledBack);
@@ -321,7 +321,7 @@ TEST_P(StoreOpen, UpgradeToVersionSevenCountsTheTargetsOfEveryDeployment) {
     }
     auto store = open_store(path);
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->schema_version(), 8);
+    EXPECT_EQ(store->schema_version(), 9);
     auto d7 = store->get_deployment(7);
     ASSERT_TRUE(d7.ok()) << d7.status();
     EXPECT_EQ(show(d7->counts), show(counts(0, 1, 1, 0, 0, 1, 1)));
@@ -343,7 +343,7 @@ TEST_P(StoreOpen, ReopenKeepsDataAndResetsConnections) {
         ASSERT_TRUE(store->push_bundle(bundle("rules-a")).ok());
     }
     auto store = open_store(path);
-    EXPECT_EQ(store->schema_version(), 8);
+    EXPECT_EQ(store->schema_version(), 9);
     auto s = store->get_sensor("s1");
     ASSERT_TRUE(s.ok());
     EXPECT_FALSE(s->connected);
@@ -359,7 +359,7 @@ TEST_P(StoreOpen, RefusesNewerSchema) {
     ASSERT_FALSE(store.ok());
     EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
     EXPECT_NE(store.status().message().find("schema version 99 is newer than this picket-manager "
-                                            "supports (8)"),
+                                            "supports (9)"),
               std::string::npos)
         << store.status();
 }
