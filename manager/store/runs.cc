@@ -156,54 +156,71 @@ int64_t counter_delta(int64_t cur, int64_t before) {
     return d > kMaxReportDelta ? 0 : d;
 }
 
-// For a report with a seq: ALREADY_EXISTS when its boot's stored seq is at or above it;
-// otherwise sets `deltas` from the stored base and records this report as the new base.
-absl::Status sequence_report_in(Conn& c, int64_t sid, const SensorReport& r, RunTotals& deltas) {
-    ASSIGN_OR_RETURN(Stmt sel, c.prepare("SELECT report_boot, report_seq, report_packets, "
-                                         "report_bytes, report_drops, report_alerts FROM sensors "
-                                         "WHERE id = ?"));
-    sel.bind(1, sid);
-    RETURN_IF_ERROR(sel.expect_row([] { return absl::NotFoundError("sensor row vanished"); }));
-    const bool same_boot = sel.text(0) == r.boot;
-    const int64_t stored_seq = sel.i64(1);
+// The deltas a report with a seq adds, from the stored position of its sensor (`stored_boot`,
+// `stored_seq`, `base`: the cumulative counters of the last stored report): ALREADY_EXISTS
+// when its boot's stored seq is at or above it.
+absl::StatusOr<RunTotals> sequenced_deltas(const SensorReport& r, std::string_view stored_boot,
+                                           int64_t stored_seq, const RunTotals& base) {
+    const bool same_boot = stored_boot == r.boot;
     if (same_boot && r.seq <= stored_seq) {
         return absl::AlreadyExistsError(cat("duplicate report: seq ", r.seq, " of boot ", r.boot,
                                             " is at or below the stored seq ", stored_seq));
     }
     const RunTotals& now = r.counters;
+    RunTotals deltas;
     if (same_boot) {
-        deltas.packets = counter_delta(now.packets, sel.i64(2));
-        deltas.bytes = counter_delta(now.bytes, sel.i64(3));
-        deltas.drops = counter_delta(now.drops, sel.i64(4));
-        deltas.alerts = counter_delta(now.alerts, sel.i64(5));
+        deltas.packets = counter_delta(now.packets, base.packets);
+        deltas.bytes = counter_delta(now.bytes, base.bytes);
+        deltas.drops = counter_delta(now.drops, base.drops);
+        deltas.alerts = counter_delta(now.alerts, base.alerts);
     } else if (r.seq == 1) {
         // A new process's first report: everything it counted since it started.
         deltas.packets = counter_delta(now.packets, 0);
         deltas.bytes = counter_delta(now.bytes, 0);
         deltas.drops = counter_delta(now.drops, 0);
         deltas.alerts = counter_delta(now.alerts, 0);
-    } else {
-        // First heard of past its first report (those were lost to the sensor's full buffer,
-        // or stored under an earlier schema): its counters become the base, adding nothing,
-        // so that nothing is counted twice.
-        deltas = {};
     }
-    ASSIGN_OR_RETURN(Stmt upd, c.prepare("UPDATE sensors SET report_boot = ?, report_seq = ?, "
-                                         "report_packets = ?, report_bytes = ?, report_drops = "
-                                         "?, report_alerts = ? WHERE id = ?"));
-    upd.bind(1, r.boot).bind(2, r.seq).bind(3, now.packets).bind(4, now.bytes);
-    upd.bind(5, now.drops).bind(6, now.alerts).bind(7, sid);
-    return upd.run();
+    // Otherwise first heard of past its first report (those were lost to the sensor's full
+    // buffer, or stored under an earlier schema): its counters become the base, adding
+    // nothing, so that nothing is counted twice.
+    return deltas;
 }
 
+// One report in as few statements as it takes (each a round trip on PostgreSQL, where they
+// are most of the writer's cost): one read of the sensor's row (id, revocation, report
+// position), one update of it (last_seen, and the new position with a seq), the run totals
+// and the samples.
 std::function<absl::Status(Conn&)> report_op(std::shared_ptr<const SensorReport> r) {
     return [r](Conn& c) -> absl::Status {
-        ASSIGN_OR_RETURN(int64_t sid, active_sensor_id(c, r->sensor));
+        ASSIGN_OR_RETURN(Stmt sel, c.prepare("SELECT id, revoked_at IS NOT NULL, report_boot, "
+                                             "report_seq, report_packets, report_bytes, "
+                                             "report_drops, report_alerts FROM sensors WHERE "
+                                             "name = ?"));
+        sel.bind(1, r->sensor);
+        RETURN_IF_ERROR(sel.expect_row(
+            [&] { return absl::NotFoundError(cat("sensor '", r->sensor, "' not found")); }));
+        const int64_t sid = sel.i64(0);
+        if (sel.i64(1) != 0) {
+            // A report already queued when the revocation committed is refused, not recorded.
+            return absl::PermissionDeniedError(cat("sensor '", r->sensor, "' is revoked"));
+        }
         RunTotals deltas = r->deltas;
         if (r->seq > 0) {
-            RETURN_IF_ERROR(sequence_report_in(c, sid, *r, deltas));
+            const RunTotals base{sel.i64(4), sel.i64(5), sel.i64(6), sel.i64(7)};
+            ASSIGN_OR_RETURN(deltas, sequenced_deltas(*r, sel.text(2), sel.i64(3), base));
+            const RunTotals& now = r->counters;
+            ASSIGN_OR_RETURN(Stmt upd, c.prepare("UPDATE sensors SET report_boot = ?1, "
+                                                 "report_seq = ?2, report_packets = ?3, "
+                                                 "report_bytes = ?4, report_drops = ?5, "
+                                                 "report_alerts = ?6, last_seen = CASE WHEN "
+                                                 "last_seen IS NULL OR last_seen < ?7 THEN ?7 "
+                                                 "ELSE last_seen END WHERE id = ?8"));
+            upd.bind(1, r->boot).bind(2, r->seq).bind(3, now.packets).bind(4, now.bytes);
+            upd.bind(5, now.drops).bind(6, now.alerts).bind(7, r->ts).bind(8, sid);
+            RETURN_IF_ERROR(upd.run());
+        } else {
+            RETURN_IF_ERROR(touch_in(c, sid, r->ts));
         }
-        RETURN_IF_ERROR(touch_in(c, sid, r->ts));
         ASSIGN_OR_RETURN(bool added, add_totals_in(c, sid, deltas));
         (void)added;  // no open run: nothing to accumulate into (documented)
         return record_metrics_in(c, sid, r->ts, r->samples);
