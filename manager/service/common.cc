@@ -240,8 +240,18 @@ std::vector<std::shared_ptr<Session>> Hub::snapshot() {
     return out;
 }
 
-void Hub::wake_all() {
-    for (const auto& s : snapshot()) {
+void Hub::wake(const std::vector<std::string>& names) {
+    std::vector<std::shared_ptr<Session>> woken;
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (const std::string& name : names) {
+            auto it = sessions_.find(name);
+            if (it != sessions_.end()) {
+                woken.push_back(it->second);
+            }
+        }
+    }
+    for (const auto& s : woken) {
         s->wake();
     }
 }

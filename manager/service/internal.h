@@ -50,7 +50,8 @@ public:
     bool remove_if(const std::string& name, const std::shared_ptr<Session>& s);
     // Marks the open stream of `name` revoked and cancels it; false when none is open.
     bool revoke(const std::string& name);
-    void wake_all();
+    // Wakes the open streams of `names` (the others are left alone).
+    void wake(const std::vector<std::string>& names);
     void cancel_all();
     // True while a stream of `name` is registered here.
     bool contains(const std::string& name);

@@ -117,7 +117,7 @@ public:
                 break;
             }
             lock.unlock();
-            core.hub.wake_all();
+            wake_dispatchable();
             lock.lock();
         }
     }
@@ -128,9 +128,23 @@ public:
                 core.hub.revoke(ch.payload);  // its stream is on this replica, if anywhere
             }
         } else {
-            core.hub.wake_all();  // a deployment (or a missed change): streams re-read
+            wake_dispatchable();  // a deployment (or a missed change)
         }
         core.rollout->kick();
+    }
+
+    // The streams of the sensors that have a target to dispatch re-read it: one read of the
+    // store names them, instead of every stream reading its own (10,000 reads a replica at
+    // each change and each reconcile, most finding nothing, e.g. while a canary soaks). A
+    // stream also reads on its Hello, so a sensor connecting meanwhile is not missed.
+    void wake_dispatchable() {
+        auto names = core.store.dispatchable_sensors();
+        if (!names.ok()) {
+            log::warning("dispatchable targets: " + std::string(names.status().message()) +
+                         " (streams re-read at the next change or reconcile)");
+            return;
+        }
+        core.hub.wake(*names);
     }
 
     std::unique_ptr<ha::Coordinator> coordinator;

@@ -278,6 +278,19 @@ absl::StatusOr<Store::DispatchView> Store::dispatch_view(const std::string& sens
     });
 }
 
+absl::StatusOr<std::vector<std::string>> Store::dispatchable_sensors() {
+    return impl_->read([](Conn& c) -> absl::StatusOr<std::vector<std::string>> {
+        // kPendingTargetsSql's condition, for every sensor at once.
+        ASSIGN_OR_RETURN(Stmt s, c.prepare("SELECT DISTINCT s.name FROM deployments d "
+                                           "JOIN deployment_targets t ON t.deployment_id = d.id "
+                                           "JOIN sensors s ON s.id = t.sensor_id "
+                                           "WHERE d.state IN ('canary', 'soaking', 'rolling') "
+                                           "AND t.state IN ('pending', 'sent') AND "
+                                           "(t.stage = 'canary' OR d.state = 'rolling')"));
+        return collect<std::string>(s, [](const Stmt& r) { return std::string(r.text(0)); });
+    });
+}
+
 absl::StatusOr<std::vector<Deployment>> Store::open_deployments() {
     return impl_->read([](Conn& c) -> absl::StatusOr<std::vector<Deployment>> {
         ASSIGN_OR_RETURN(Stmt s, c.prepare(kOpenDeploymentsSql));

@@ -546,6 +546,9 @@ public:
         std::vector<PendingTarget> targets;
     };
     absl::StatusOr<DispatchView> dispatch_view(const std::string& sensor);
+    // The sensors with a target pending_targets would return (a canary's, or any of a rolling
+    // deployment), in one read: whose streams have something to dispatch.
+    absl::StatusOr<std::vector<std::string>> dispatchable_sensors();
     // The version the manager last brought the sensor to: that of its newest deployment
     // target when that target applied; 0 when it has none, or when the newest is still open
     // or did not apply (an operator's decision is pending: nothing to reconcile).

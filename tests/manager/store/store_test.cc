@@ -566,8 +566,18 @@ TEST_P(StoreDeploy, CanaryStateMachine) {
     EXPECT_EQ(d->targets[2].state, TargetState::kPending);
     EXPECT_EQ(store_->pending_targets("a")->size(), 1u);
     EXPECT_EQ(store_->pending_targets("c")->size(), 0u);  // held until rolling
+    using Names = std::vector<std::string>;
+    auto dispatchable = [this] {
+        auto names = store_->dispatchable_sensors();
+        EXPECT_TRUE(names.ok()) << names.status();
+        Names out = names.ok() ? *names : Names{};
+        std::sort(out.begin(), out.end());
+        return out;
+    };
+    EXPECT_EQ(dispatchable(), (Names{"a", "b"}));
 
     ASSERT_TRUE(store_->update_target(1, "a", TargetState::kSent, "", at(11)).ok());
+    EXPECT_EQ(dispatchable(), (Names{"a", "b"}));  // sent: resent on a reconnect
     ASSERT_TRUE(store_->update_target(1, "a", TargetState::kApplied, "", at(12)).ok());
     auto back = store_->update_target(1, "a", TargetState::kPending, "", at(13));
     EXPECT_EQ(back.code(), absl::StatusCode::kFailedPrecondition);
@@ -580,10 +590,13 @@ TEST_P(StoreDeploy, CanaryStateMachine) {
     ASSERT_TRUE(store_->update_target(1, "b", TargetState::kPending, "", at(14)).ok());  // lost
     ASSERT_TRUE(store_->update_target(1, "b", TargetState::kSent, "", at(15)).ok());
     ASSERT_TRUE(store_->update_target(1, "b", TargetState::kApplied, "", at(16)).ok());
+    EXPECT_EQ(dispatchable(), Names{});
 
     ASSERT_TRUE(store_->set_deployment_state(1, DeploymentState::kSoaking, "", at(17)).ok());
     EXPECT_EQ(store_->pending_targets("c")->size(), 0u);
+    EXPECT_EQ(dispatchable(), Names{});
     ASSERT_TRUE(store_->set_deployment_state(1, DeploymentState::kRolling, "", at(80)).ok());
+    EXPECT_EQ(dispatchable(), Names{"c"});
     auto pc = store_->pending_targets("c");
     ASSERT_EQ(pc->size(), 1u);
     EXPECT_EQ((*pc)[0].bundle_version, 2);
@@ -591,6 +604,7 @@ TEST_P(StoreDeploy, CanaryStateMachine) {
     ASSERT_TRUE(store_->update_target(1, "c", TargetState::kSent, "", at(81)).ok());
     ASSERT_TRUE(
         store_->update_target(1, "c", TargetState::kRejected, "rules.rules:3: bad", at(82)).ok());
+    EXPECT_EQ(dispatchable(), Names{});
 
     auto done = store_->get_deployment(1);
     ASSERT_TRUE(done.ok());
