@@ -166,22 +166,28 @@ absl::Status maybe_finish(Conn& c, int64_t id, int64_t ts) {
 
 namespace {
 
-// PostgreSQL: the rows of the deployments whose targets are about to be superseded, first, in
-// id order, as a target update of another replica takes them (update_target_in: the
-// deployment's row, then its target's, whose counters trigger updates the deployment's row
-// again). Superseding a target first would hold the target and wait for its deployment's row.
-absl::Status lock_deployments(Conn& c, std::vector<int64_t>& ids) {
+// Reads the ids of the deployments whose targets are about to be superseded (`open`), and
+// appends them to `touched`. PostgreSQL: their rows are locked first, in id order, as a target
+// update of another replica takes them (update_target_in: the deployment's row, then its
+// target's, whose counters trigger updates the deployment's row again). Superseding a target
+// first would hold the target and wait for its deployment's row. False: none to supersede.
+absl::StatusOr<bool> lock_open_deployments(Conn& c, Stmt& open, std::vector<int64_t>& touched) {
     static const SizedSql kLock([](size_t n) {
         return cat("SELECT id FROM deployments WHERE id IN (", sql_marks(n),
                    ") ORDER BY id /*FOR UPDATE*/");
     });
+    std::vector<int64_t> ids;
+    RETURN_IF_ERROR(each_row(open, [&ids](const Stmt& r) { ids.push_back(r.i64(0)); }));
     std::sort(ids.begin(), ids.end());
     ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-    return SizedSql::each_piece(std::span<const int64_t>(ids), [&](std::span<const int64_t> piece) {
-        ASSIGN_OR_RETURN(Stmt lock, c.prepare(kLock.sql(piece.size())));
-        bind_ids(lock, 1, piece);
-        return lock.run();
-    });
+    RETURN_IF_ERROR(
+        SizedSql::each_piece(std::span<const int64_t>(ids), [&](std::span<const int64_t> piece) {
+            ASSIGN_OR_RETURN(Stmt lock, c.prepare(kLock.sql(piece.size())));
+            bind_ids(lock, 1, piece);
+            return lock.run();
+        }));
+    touched.insert(touched.end(), ids.begin(), ids.end());
+    return !ids.empty();
 }
 
 }  // namespace
@@ -206,13 +212,10 @@ absl::Status supersede_sensor_targets(Conn& c, std::span<const int64_t> sids, in
         ASSIGN_OR_RETURN(Stmt open, c.prepare(kOpen.sql(piece.size())));
         open.bind(1, keep);
         bind_ids(open, 2, piece);
-        std::vector<int64_t> ids;
-        RETURN_IF_ERROR(each_row(open, [&ids](const Stmt& r) { ids.push_back(r.i64(0)); }));
-        if (ids.empty()) {
+        ASSIGN_OR_RETURN(bool any, lock_open_deployments(c, open, touched));
+        if (!any) {
             return absl::OkStatus();
         }
-        RETURN_IF_ERROR(lock_deployments(c, ids));
-        touched.insert(touched.end(), ids.begin(), ids.end());
         ASSIGN_OR_RETURN(Stmt sup, c.prepare(kSupersede.sql(piece.size())));
         if (error != nullptr) {
             sup.bind(1, std::string_view(error));
@@ -233,13 +236,10 @@ absl::Status supersede_for_deployment(Conn& c, int64_t id, const char* error, in
                                           "AND o.deployment_id != ?1 AND o.state IN ('pending', "
                                           "'sent')"));
     open.bind(1, id);
-    std::vector<int64_t> ids;
-    RETURN_IF_ERROR(each_row(open, [&ids](const Stmt& r) { ids.push_back(r.i64(0)); }));
-    if (ids.empty()) {
+    ASSIGN_OR_RETURN(bool any, lock_open_deployments(c, open, touched));
+    if (!any) {
         return absl::OkStatus();
     }
-    RETURN_IF_ERROR(lock_deployments(c, ids));
-    touched.insert(touched.end(), ids.begin(), ids.end());
     ASSIGN_OR_RETURN(Stmt sup, c.prepare("UPDATE deployment_targets SET state = 'superseded', "
                                          "error = ?2, finished_at = ?3, updated_at = ?3 WHERE "
                                          "deployment_id != ?1 AND state IN ('pending', 'sent') "

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iterator>
 #include <optional>
+#include <string>
 
 #include "common/strings.h"
 #include "manager/store/sqlite.h"
@@ -704,22 +705,15 @@ CREATE INDEX deployment_targets_by_stage ON deployment_targets(deployment_id, st
 CREATE INDEX deployments_by_state ON deployments(state);
 )sql";
 
-// Version 9 in PostgreSQL: the deployments' target counters kept by statement triggers over
-// the statement's transition tables, one UPDATE of each deployment a statement touches. The
-// row trigger updated the deployment's row once per target: a deploy to 20,000 sensors
-// updated one row 20,000 times in its transaction, each finding the newest of the row's
-// versions along a chain as long as the updates before it (7 s to insert 20,000 targets,
-// 18 s to supersede them).
-constexpr const char* kPgV9 = R"sql(
-DROP TRIGGER deployment_targets_count ON deployment_targets;
-DROP FUNCTION deployment_targets_count();
-CREATE FUNCTION deployment_targets_count_rows() RETURNS trigger LANGUAGE plpgsql AS $$
+// One statement trigger function: the deployments' counters moved by the per-deployment sums
+// of `moved`, a query of (deployment_id, n: +1 a row in, -1 a row out, state, error) over the
+// statement's transition tables.
+std::string pg_count_function(const char* name, const char* moved) {
+    return strings::cat("CREATE FUNCTION ", name,
+                        R"sql(() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    WITH moved AS (
-        SELECT deployment_id, 1 AS n, state, error FROM picket_new_targets
-        UNION ALL
-        SELECT deployment_id, -1 AS n, state, error FROM picket_old_targets
-    ), delta AS (
+    WITH moved AS ()sql",
+                        moved, R"sql(), delta AS (
         SELECT deployment_id,
             sum(n * (state = 'pending')::int) AS pending,
             sum(n * (state = 'sent')::int) AS sent,
@@ -745,64 +739,37 @@ BEGIN
              delta.superseded, delta.taken_over) <> (0, 0, 0, 0, 0, 0, 0);
     RETURN NULL;
 END $$;
-CREATE FUNCTION deployment_targets_count_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    UPDATE deployments d SET
-        targets_pending = targets_pending + delta.pending,
-        targets_sent = targets_sent + delta.sent,
-        targets_applied = targets_applied + delta.applied,
-        targets_rejected = targets_rejected + delta.rejected,
-        targets_timed_out = targets_timed_out + delta.timed_out,
-        targets_superseded = targets_superseded + delta.superseded,
-        targets_taken_over = targets_taken_over + delta.taken_over
-    FROM (SELECT deployment_id,
-              count(*) FILTER (WHERE state = 'pending') AS pending,
-              count(*) FILTER (WHERE state = 'sent') AS sent,
-              count(*) FILTER (WHERE state = 'applied') AS applied,
-              count(*) FILTER (WHERE state = 'rejected') AS rejected,
-              count(*) FILTER (WHERE state = 'timed_out') AS timed_out,
-              count(*) FILTER (WHERE state = 'superseded') AS superseded,
-              count(*) FILTER (WHERE state = 'superseded'
-                               AND substr(error, 1, 25) = 'superseded by deployment ')
-                  AS taken_over
-          FROM picket_new_targets GROUP BY deployment_id) delta
-    WHERE d.id = delta.deployment_id;
-    RETURN NULL;
-END $$;
-CREATE FUNCTION deployment_targets_count_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    UPDATE deployments d SET
-        targets_pending = targets_pending - delta.pending,
-        targets_sent = targets_sent - delta.sent,
-        targets_applied = targets_applied - delta.applied,
-        targets_rejected = targets_rejected - delta.rejected,
-        targets_timed_out = targets_timed_out - delta.timed_out,
-        targets_superseded = targets_superseded - delta.superseded,
-        targets_taken_over = targets_taken_over - delta.taken_over
-    FROM (SELECT deployment_id,
-              count(*) FILTER (WHERE state = 'pending') AS pending,
-              count(*) FILTER (WHERE state = 'sent') AS sent,
-              count(*) FILTER (WHERE state = 'applied') AS applied,
-              count(*) FILTER (WHERE state = 'rejected') AS rejected,
-              count(*) FILTER (WHERE state = 'timed_out') AS timed_out,
-              count(*) FILTER (WHERE state = 'superseded') AS superseded,
-              count(*) FILTER (WHERE state = 'superseded'
-                               AND substr(error, 1, 25) = 'superseded by deployment ')
-                  AS taken_over
-          FROM picket_old_targets GROUP BY deployment_id) delta
-    WHERE d.id = delta.deployment_id;
-    RETURN NULL;
-END $$;
+)sql");
+}
+
+constexpr const char* kNewTargets =
+    "SELECT deployment_id, 1 AS n, state, error FROM picket_new_targets";
+constexpr const char* kOldTargets =
+    "SELECT deployment_id, -1 AS n, state, error FROM picket_old_targets";
+
+// Version 9 in PostgreSQL: the deployments' target counters kept by statement triggers over
+// the statement's transition tables, one UPDATE of each deployment a statement touches. The
+// row trigger updated the deployment's row once per target: a deploy to 20,000 sensors
+// updated one row 20,000 times in its transaction, each finding the newest of the row's
+// versions along a chain as long as the updates before it (7 s to insert 20,000 targets,
+// 18 s to supersede them).
+const std::string kPgV9 = strings::cat(
+    "DROP TRIGGER deployment_targets_count ON deployment_targets;\n"
+    "DROP FUNCTION deployment_targets_count();\n",
+    pg_count_function("deployment_targets_count_inserted", kNewTargets),
+    pg_count_function("deployment_targets_count_updated",
+                      strings::cat(kNewTargets, " UNION ALL ", kOldTargets).c_str()),
+    pg_count_function("deployment_targets_count_deleted", kOldTargets), R"sql(
 CREATE TRIGGER deployment_targets_count_insert AFTER INSERT ON deployment_targets
 REFERENCING NEW TABLE AS picket_new_targets
 FOR EACH STATEMENT EXECUTE FUNCTION deployment_targets_count_inserted();
 CREATE TRIGGER deployment_targets_count_update AFTER UPDATE ON deployment_targets
 REFERENCING OLD TABLE AS picket_old_targets NEW TABLE AS picket_new_targets
-FOR EACH STATEMENT EXECUTE FUNCTION deployment_targets_count_rows();
+FOR EACH STATEMENT EXECUTE FUNCTION deployment_targets_count_updated();
 CREATE TRIGGER deployment_targets_count_delete AFTER DELETE ON deployment_targets
 REFERENCING OLD TABLE AS picket_old_targets
 FOR EACH STATEMENT EXECUTE FUNCTION deployment_targets_count_deleted();
-)sql";
+)sql");
 
 struct Migration {
     const char* sqlite;
@@ -819,9 +786,9 @@ ALTER TABLE sensors ADD COLUMN report_drops BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE sensors ADD COLUMN report_alerts BIGINT NOT NULL DEFAULT 0;
 )sql";
 
-constexpr Migration kMigrations[] = {{kV1, kPgV1}, {kV2, kPgV2}, {kV3, kPgV3},
-                                     {kV4, kPgV4}, {kV5, kPgV5}, {kV6, kPgV6},
-                                     {kV7, kPgV7}, {kV8, kPgV8}, {kV9, kPgV9}};
+const Migration kMigrations[] = {{kV1, kPgV1}, {kV2, kPgV2}, {kV3, kPgV3},
+                                 {kV4, kPgV4}, {kV5, kPgV5}, {kV6, kPgV6},
+                                 {kV7, kPgV7}, {kV8, kPgV8}, {kV9, kPgV9.c_str()}};
 
 constexpr const char* kSqliteMigrations[] = {kV1, kV2, kV3, kV4, kV5, kV6, kV7, kV8, kV9};
 static_assert(std::size(kSqliteMigrations) == std::size(kMigrations));

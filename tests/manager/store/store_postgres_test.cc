@@ -51,6 +51,45 @@ PostgresServer* shared_or_skip(std::string* why) {
     return PostgresServer::shared(why);
 }
 
+// Another Store on the same database, as a second manager replica: opening it does not mark
+// the first one's sensors disconnected.
+std::unique_ptr<Store> open_replica(const std::string& dsn) {
+    StoreOptions keep;
+    keep.reset_connections = false;
+    return open_store(dsn, keep);
+}
+
+// Connects sensors s<first> .. s<first + n - 1> through `store`.
+::testing::AssertionResult connect_sensors(Store& store, int first, int n) {
+    for (int i = first; i < first + n; ++i) {
+        absl::Status st = store.connect_sensor(hello(named("s", i)), at(0), true).status();
+        if (!st.ok()) {
+            return ::testing::AssertionFailure() << named("s", i) << ": " << st;
+        }
+    }
+    return ::testing::AssertionSuccess();
+}
+
+// Two Stores on one fresh database, as two manager replicas (skipped without the PostgreSQL
+// server binaries).
+class StorePostgresReplicas : public ::testing::Test {
+protected:
+    void SetUp() override {
+        std::string why;
+        PostgresServer* server = shared_or_skip(&why);
+        if (server == nullptr) {
+            GTEST_SKIP() << why;
+        }
+        const std::string dsn = server->fresh_dsn();
+        a = open_store(dsn);
+        ASSERT_NE(a, nullptr);
+        b = open_replica(dsn);
+        ASSERT_NE(b, nullptr);
+    }
+    std::unique_ptr<Store> a;
+    std::unique_ptr<Store> b;
+};
+
 TEST(StorePostgres, ServerDownIsUnavailableNothingLostAndTheStoreReconnects) {
     // A server of its own: this test stops it.
     std::string why;
@@ -115,9 +154,7 @@ TEST(StorePostgres, TwoStoresOnOneDatabaseSeeEachOtherAndKeepCountersExact) {
     const std::string dsn = server->fresh_dsn();
     auto a = open_store(dsn);
     ASSERT_NE(a, nullptr);
-    StoreOptions keep;
-    keep.reset_connections = false;  // a second replica must not disconnect the first's sensors
-    auto b = open_store(dsn, keep);
+    auto b = open_replica(dsn);
     ASSERT_NE(b, nullptr);
 
     constexpr int kSensors = 40;
@@ -305,23 +342,9 @@ TEST(StorePostgres, ManagersStartingTogetherOnAnEmptyDatabaseMigrateItOnce) {
     }
 }
 
-TEST(StorePostgres, DeploymentsCreatedAtOnceThroughTwoStoresLeaveOneOpenTargetPerSensor) {
-    std::string why;
-    PostgresServer* server = shared_or_skip(&why);
-    if (server == nullptr) {
-        GTEST_SKIP() << why;
-    }
-    const std::string dsn = server->fresh_dsn();
-    auto a = open_store(dsn);
-    ASSERT_NE(a, nullptr);
-    StoreOptions keep;
-    keep.reset_connections = false;
-    auto b = open_store(dsn, keep);
-    ASSERT_NE(b, nullptr);
+TEST_F(StorePostgresReplicas, DeploymentsCreatedAtOnceThroughTwoStoresLeaveOneOpenTargetPerSensor) {
     constexpr int kSensors = 20;
-    for (int i = 0; i < kSensors; ++i) {
-        ASSERT_TRUE(a->connect_sensor(hello(named("s", 100 + i)), at(0), true).ok());
-    }
+    ASSERT_TRUE(connect_sensors(*a, 100, kSensors));
     ASSERT_EQ(a->push_bundle(bundle("rules-1"))->version, 1);
     constexpr int kRounds = 8;
     auto deploy = [&](Store& s) {
@@ -350,25 +373,11 @@ TEST(StorePostgres, DeploymentsCreatedAtOnceThroughTwoStoresLeaveOneOpenTargetPe
 // Two replicas' report writers update the same sensors' rows in opposite orders, 512 reports
 // a transaction: PostgreSQL picks deadlock victims, and the writer reruns a victim in a new
 // transaction after committing the reports before it. Every report is added exactly once.
-TEST(StorePostgres, ReportsDeadlockedAcrossReplicasAreRerunNeitherLostNorCountedTwice) {
-    std::string why;
-    PostgresServer* server = shared_or_skip(&why);
-    if (server == nullptr) {
-        GTEST_SKIP() << why;
-    }
-    const std::string dsn = server->fresh_dsn();
-    auto a = open_store(dsn);
-    ASSERT_NE(a, nullptr);
-    StoreOptions keep;
-    keep.reset_connections = false;
-    auto b = open_store(dsn, keep);
-    ASSERT_NE(b, nullptr);
+TEST_F(StorePostgresReplicas, ReportsDeadlockedAcrossReplicasAreRerunNeitherLostNorCountedTwice) {
     constexpr int kSensors = 300;
-    for (int i = 0; i < kSensors; ++i) {
-        ASSERT_TRUE(a->connect_sensor(hello(named("s", 1000 + i)), at(0), true).ok());
-    }
-    // Rounds until both writers saw a deadlock (each round queues every sensor's report on
-    // both, in opposite orders, so their transactions interleave); at most kMaxRounds.
+    ASSERT_TRUE(connect_sensors(*a, 1000, kSensors));
+    // Rounds until a writer reran a deadlock victim (each round queues every sensor's report
+    // on both, in opposite orders, so their transactions interleave); at most kMaxRounds.
     constexpr int kMaxRounds = 40;
     std::atomic<int> failed{0};
     int rounds = 0;
@@ -395,7 +404,7 @@ TEST(StorePostgres, ReportsDeadlockedAcrossReplicasAreRerunNeitherLostNorCounted
         all.get_future().wait();
     };
     while (rounds < kMaxRounds &&
-           (a->writer_stats().conflicts_retried == 0 || b->writer_stats().conflicts_retried == 0)) {
+           a->writer_stats().conflicts_retried + b->writer_stats().conflicts_retried == 0) {
         std::thread ta([&] { queue(*a, true); });
         std::thread tb([&] { queue(*b, false); });
         ta.join();
@@ -418,23 +427,9 @@ TEST(StorePostgres, ReportsDeadlockedAcrossReplicasAreRerunNeitherLostNorCounted
 // (512 a transaction, in another order): the deploy locks no sensor row, so neither waits for
 // the other's rows and both succeed (a deploy locking every target's row was PostgreSQL's
 // deadlock victim, UNAVAILABLE to the operator).
-TEST(StorePostgres, ADeployThroughOneReplicaWhileTheOtherStoresReportsBothSucceed) {
-    std::string why;
-    PostgresServer* server = shared_or_skip(&why);
-    if (server == nullptr) {
-        GTEST_SKIP() << why;
-    }
-    const std::string dsn = server->fresh_dsn();
-    auto a = open_store(dsn);
-    ASSERT_NE(a, nullptr);
-    StoreOptions keep;
-    keep.reset_connections = false;
-    auto b = open_store(dsn, keep);
-    ASSERT_NE(b, nullptr);
+TEST_F(StorePostgresReplicas, ADeployThroughOneReplicaWhileTheOtherStoresReportsBothSucceed) {
     constexpr int kSensors = 600;  // more than SizedSql::kMax: pieces of 256, 256, 64, 16, 8
-    for (int i = 0; i < kSensors; ++i) {
-        ASSERT_TRUE(a->connect_sensor(hello(named("s", 1000 + i)), at(0), true).ok());
-    }
+    ASSERT_TRUE(connect_sensors(*a, 1000, kSensors));
     ASSERT_EQ(a->push_bundle(bundle("rules-1"))->version, 1);
     std::atomic<bool> deploying{true};
     std::atomic<int> stored{0}, refused{0};
