@@ -117,7 +117,7 @@ std::string translate_placeholders(std::string_view sql, int* nparams) {
     out.reserve(sql.size() + 16);
     int next = 0;
     int highest = 0;
-    constexpr std::string_view kForUpdate = "/*FOR UPDATE*/";
+    constexpr std::string_view kLockOpen = "/*FOR ";  // /*FOR UPDATE*/, /*FOR NO KEY UPDATE*/
     for (size_t i = 0; i < sql.size(); ++i) {
         char c = sql[i];
         if (c == '\'' || c == '"') {
@@ -127,10 +127,13 @@ std::string translate_placeholders(std::string_view sql, int* nparams) {
             i = end;
             continue;
         }
-        if (c == '/' && sql.substr(i).starts_with(kForUpdate)) {
-            out += "FOR UPDATE";
-            i += kForUpdate.size() - 1;
-            continue;
+        if (c == '/' && sql.substr(i).starts_with(kLockOpen)) {
+            const size_t end = sql.find("*/", i);
+            if (end != std::string_view::npos) {
+                out.append(sql.substr(i + 2, end - i - 2));
+                i = end + 1;
+                continue;
+            }
         }
         if (c != '?') {
             out += c;

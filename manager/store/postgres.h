@@ -70,8 +70,9 @@ struct PgConn {
 absl::Status pg_status(std::string_view sqlstate, std::string_view message, std::string_view what);
 
 // SQLite-style placeholders (? numbered in order, ?N) as $N, outside string literals and
-// quoted names; the comment /*FOR UPDATE*/ becomes FOR UPDATE (SQLite serializes writers, so
-// it needs no row lock). *nparams: the highest parameter number.
+// quoted names; a locking clause in a comment (/*FOR UPDATE*/, /*FOR NO KEY UPDATE*/) becomes
+// that clause (SQLite serializes writers, so it needs no row lock). *nparams: the highest
+// parameter number.
 std::string translate_placeholders(std::string_view sql, int* nparams);
 
 }  // namespace picket::manager::store

@@ -189,13 +189,16 @@ absl::StatusOr<RunTotals> sequenced_deltas(const SensorReport& r, std::string_vi
 // One report in as few statements as it takes (each a round trip on PostgreSQL, where they
 // are most of the writer's cost): one read of the sensor's row (id, revocation, report
 // position), one update of it (last_seen, and the new position with a seq), the run totals
-// and the samples.
+// and the samples. On PostgreSQL the read locks the row as the update would (NO KEY UPDATE:
+// a deploy's target rows, whose foreign key takes KEY SHARE on it, do not wait for it): two
+// replicas storing the same sensor's report at once (a sensor that moved while its old stream
+// drained) would otherwise both read the old position and both add the deltas.
 std::function<absl::Status(Conn&)> report_op(std::shared_ptr<const SensorReport> r) {
     return [r](Conn& c) -> absl::Status {
         ASSIGN_OR_RETURN(Stmt sel, c.prepare("SELECT id, revoked_at IS NOT NULL, report_boot, "
                                              "report_seq, report_packets, report_bytes, "
                                              "report_drops, report_alerts FROM sensors WHERE "
-                                             "name = ?"));
+                                             "name = ? /*FOR NO KEY UPDATE*/"));
         sel.bind(1, r->sensor);
         RETURN_IF_ERROR(sel.expect_row(
             [&] { return absl::NotFoundError(cat("sensor '", r->sensor, "' not found")); }));

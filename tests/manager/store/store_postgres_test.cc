@@ -12,7 +12,10 @@
 #include <thread>
 #include <vector>
 
+#include <libpq-fe.h>
+
 #include "gtest/gtest.h"
+#include "manager/store/postgres.h"
 #include "manager/store/store.h"
 #include "tests/manager/store/store_fixture.h"
 #include "tests/support/postgres_server.h"
@@ -80,15 +83,28 @@ protected:
         if (server == nullptr) {
             GTEST_SKIP() << why;
         }
-        const std::string dsn = server->fresh_dsn();
+        dsn = server->fresh_dsn();
         a = open_store(dsn);
         ASSERT_NE(a, nullptr);
         b = open_replica(dsn);
         ASSERT_NE(b, nullptr);
     }
+    std::string dsn;
     std::unique_ptr<Store> a;
     std::unique_ptr<Store> b;
 };
+
+TEST(PostgresSql, PlaceholdersAndLockingCommentsAreTranslated) {
+    int n = 0;
+    EXPECT_EQ(translate_placeholders("SELECT a FROM t WHERE b = ? AND c = '?' /*FOR UPDATE*/", &n),
+              "SELECT a FROM t WHERE b = $1 AND c = '?' FOR UPDATE");
+    EXPECT_EQ(n, 1);
+    EXPECT_EQ(translate_placeholders("SELECT a FROM t WHERE b = ?2 /*FOR NO KEY UPDATE*/", &n),
+              "SELECT a FROM t WHERE b = $2 FOR NO KEY UPDATE");
+    EXPECT_EQ(n, 2);
+    EXPECT_EQ(translate_placeholders("SELECT 1 /* a comment */", &n), "SELECT 1 /* a comment */");
+    EXPECT_EQ(n, 0);
+}
 
 TEST(StorePostgres, ServerDownIsUnavailableNothingLostAndTheStoreReconnects) {
     // A server of its own: this test stops it.
@@ -423,6 +439,55 @@ TEST_F(StorePostgresReplicas, ReportsDeadlockedAcrossReplicasAreRerunNeitherLost
     }
 }
 
+// One report of a sensor stored through both replicas at once (a sensor that moved while its
+// old stream was still draining): exactly one stores it, the other finds it ALREADY_EXISTS,
+// and its counters enter the run once. The sensor's row is held by a third session until both
+// writers are waiting, so that both read its report position before either commits.
+TEST_F(StorePostgresReplicas, TheSameReportThroughBothReplicasAtOnceIsCountedOnce) {
+    ASSERT_TRUE(connect_sensors(*a, 1, 1));
+    auto report = [](int64_t seq, int64_t packets) {
+        SensorReport r;
+        r.sensor = "s1";
+        r.ts = at(seq);
+        r.boot = "boot-1";
+        r.seq = seq;
+        r.counters.packets = packets;
+        return r;
+    };
+    ASSERT_TRUE(a->report(report(1, 100)).ok());
+
+    PGconn* holder = PQconnectdb(dsn.c_str());
+    ASSERT_EQ(PQstatus(holder), CONNECTION_OK) << PQerrorMessage(holder);
+    auto exec = [&](const char* sql) {
+        PGresult* res = PQexec(holder, sql);
+        const ExecStatusType st = PQresultStatus(res);
+        PQclear(res);
+        return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+    };
+    ASSERT_TRUE(exec("BEGIN"));
+    ASSERT_TRUE(exec("SELECT 1 FROM sensors WHERE name = 's1' FOR UPDATE"));
+    std::promise<absl::Status> pa;
+    std::promise<absl::Status> pb;
+    a->report_async(report(2, 150), [&](absl::Status st) { pa.set_value(st); });
+    b->report_async(report(2, 150), [&](absl::Status st) { pb.set_value(st); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    ASSERT_TRUE(exec("COMMIT"));
+    PQfinish(holder);
+    const absl::Status sa = pa.get_future().get();
+    const absl::Status sb = pb.get_future().get();
+    EXPECT_EQ(sa.ok() + sb.ok(), 1) << sa << " / " << sb;
+    const absl::Status& dup = sa.ok() ? sb : sa;
+    EXPECT_EQ(dup.code(), absl::StatusCode::kAlreadyExists) << dup;
+    auto runs = a->list_runs("s1");
+    ASSERT_TRUE(runs.ok()) << runs.status();
+    ASSERT_EQ(runs->size(), 1u);
+    EXPECT_EQ(runs->back().totals.packets, 150);
+    auto pos = b->report_position("s1");
+    ASSERT_TRUE(pos.ok()) << pos.status();
+    EXPECT_EQ(pos->seq, 2);
+    EXPECT_EQ(pos->counters.packets, 150);
+}
+
 // A deploy to every sensor through one replica while the other stores those sensors' reports
 // (512 a transaction, in another order): the deploy locks no sensor row, so neither waits for
 // the other's rows and both succeed (a deploy locking every target's row was PostgreSQL's
@@ -453,6 +518,7 @@ TEST_F(StorePostgresReplicas, ADeployThroughOneReplicaWhileTheOtherStoresReports
         }
     });
     constexpr int kDeploys = 6;
+    int64_t previous = 0;  // ids need not be consecutive (a rerun transaction takes another)
     int64_t last = 0;
     for (int r = 0; r < kDeploys; ++r) {
         NewDeployment d;
@@ -464,6 +530,7 @@ TEST_F(StorePostgresReplicas, ADeployThroughOneReplicaWhileTheOtherStoresReports
         auto created = a->create_deployment(d);
         ASSERT_TRUE(created.ok()) << created.status();
         EXPECT_EQ(created->counts.pending, kSensors);
+        previous = last;
         last = created->id;
     }
     deploying = false;
@@ -479,7 +546,7 @@ TEST_F(StorePostgresReplicas, ADeployThroughOneReplicaWhileTheOtherStoresReports
               kSensors / 10);
     EXPECT_EQ(got->targets.front().stage, Stage::kCanary);
     EXPECT_EQ(got->targets.back().stage, Stage::kRest);
-    auto older = b->get_deployment(last - 1, false);
+    auto older = b->get_deployment(previous, false);
     ASSERT_TRUE(older.ok()) << older.status();
     EXPECT_EQ(older->counts.superseded, kSensors);
     EXPECT_EQ(std::count_if(got->targets.begin(), got->targets.end(),
