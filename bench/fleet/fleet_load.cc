@@ -79,6 +79,9 @@ struct Options {
     int managers = 1;
     bool kill_replica = false;
     bool warmup = true;
+    // Bytes of comment lines added to the bundle (rules/padding.rules): a bundle of a real
+    // ruleset's size (ET Open's rules are about 20 MB) for the fan-out's memory.
+    uint64_t bundle_pad_bytes = 0;
 };
 
 // Reconnect backoff of a simulated sensor after its stream ended: 0.5 s doubling to 5 s, each
@@ -339,6 +342,9 @@ public:
             r->set_compile_ms(1);
             *r->mutable_running() = picket::bundle::bundle_ref(ab.bundle());
             ++fleet_.applies;
+            // Not kept until the next message: K streams holding a 20 MB bundle each would
+            // measure this process, not the manager.
+            in_.Clear();
         }
         if (out.has_pong() || out.has_apply_result()) {
             const v1::SensorMessage* start = nullptr;
@@ -850,7 +856,7 @@ struct DeployOutcome {
 // `tag` makes a second bundle differ from the first (a comment in its rules, its message).
 DeployOutcome push_and_deploy(const std::shared_ptr<grpc::Channel>& channel,
                               const std::filesystem::path& work, double timeout_s,
-                              const std::string& tag = "") {
+                              uint64_t pad_bytes, const std::string& tag = "") {
     DeployOutcome out;
     namespace fs = std::filesystem;
     fs::path dir = work / ("fleet-bench" + tag);
@@ -866,6 +872,14 @@ DeployOutcome push_and_deploy(const std::shared_ptr<grpc::Channel>& channel,
              "drop tcp any any -> any 23 (msg:\"bench telnet\"; flags:S; sid:1000004; rev:1;)\n";
         if (!tag.empty()) {
             r << "# " << tag << "\n";
+        }
+        if (pad_bytes > 0) {
+            std::ofstream pad(dir / "rules" / "padding.rules");
+            std::string line(63, '#');
+            line.push_back('\n');
+            for (uint64_t n = 0; n < pad_bytes; n += line.size()) {
+                pad << line;
+            }
         }
         std::ofstream c(dir / "config.yaml");
         c << "vars:\n  address-groups:\n    HOME_NET: \"[10.0.0.0/8]\"\n";
@@ -1011,7 +1025,8 @@ void usage() {
                  "usage: fleet_load --manager-bin PATH [--sensors K] [--interval S] [--soak S]\n"
                  "                  [--streams-per-channel N] [--connect-window N]\n"
                  "                  [--connect-timeout S] [--deploy-timeout S] [--kill-restart]\n"
-                 "                  [--managers N [--kill-replica] [--no-warmup]]\n");
+                 "                  [--managers N [--kill-replica] [--no-warmup]]\n"
+                 "                  [--bundle-mb MB]\n");
 }
 
 bool parse(int argc, char** argv, Options* o) {
@@ -1055,6 +1070,13 @@ bool parse(int argc, char** argv, Options* o) {
                 o->managers = std::stoi(v, &used);
             } else if (a == "--deploy-timeout") {
                 o->deploy_timeout_s = std::stod(v, &used);
+            } else if (a == "--bundle-mb") {
+                const double mb = std::stod(v, &used);
+                if (!(mb >= 0 && mb <= 60)) {
+                    std::fprintf(stderr, "fleet_load: --bundle-mb must be in [0, 60]\n");
+                    return false;
+                }
+                o->bundle_pad_bytes = static_cast<uint64_t>(mb * 1024 * 1024);
             } else {
                 std::fprintf(stderr, "fleet_load: unknown option %s\n", a.c_str());
                 return false;
@@ -1503,7 +1525,7 @@ int main(int argc, char** argv) {
     // ---- deploy, through replica 0
     DeployOutcome d;
     if (connected > 0) {
-        d = push_and_deploy(reps[0].admin, work, opt.deploy_timeout_s);
+        d = push_and_deploy(reps[0].admin, work, opt.deploy_timeout_s, opt.bundle_pad_bytes);
     } else {
         d.error = "no stream connected";
     }
@@ -1586,7 +1608,8 @@ int main(int argc, char** argv) {
         if (ha && after_admin != nullptr) {
             // A second deploy through a surviving replica reaches every sensor, the failed-over
             // ones included.
-            d2 = push_and_deploy(after_admin, work, opt.deploy_timeout_s, "-after-failover");
+            d2 = push_and_deploy(after_admin, work, opt.deploy_timeout_s, opt.bundle_pad_bytes,
+                                 "-after-failover");
             if (!d2.error.empty()) {
                 std::fprintf(stderr, "fleet_load: deploy after the kill: %s (%d/%d applied)\n",
                              d2.error.c_str(), d2.applied, d2.targets);

@@ -143,15 +143,25 @@ struct Core {
 
 class LinkRuntime;
 
+// The serialized ManagerMessage{apply_bundle{deployment_id, bundle}} whose bundle is
+// `bundle_bytes` (a serialized picket.v1.Bundle), without copying them: a short header slice
+// (the two messages' tags and lengths, the deployment id) and a reference to `bundle_bytes`.
+// A deployment sends one bundle to every stream; each copy of a 20 MB bundle held per stream
+// would be 200 GB at 10,000 sensors.
+grpc::ByteBuffer apply_bundle_message(std::string_view deployment_id,
+                                      const grpc::Slice& bundle_bytes);
+
 // SensorLink: Connect on gRPC's callback API (sensor_link.cc: a reactor per stream, a small
 // fixed pool of worker threads for the store work, one timer thread for the pings; no thread
-// per stream); Enroll and RenewCertificate on the sync API (enroll.cc, low volume).
-class SensorLinkService final
-    : public picket::v1::SensorLink::WithCallbackMethod_Connect<picket::v1::SensorLink::Service> {
+// per stream); Enroll and RenewCertificate on the sync API (enroll.cc, low volume). Connect
+// is the raw method (bytes in and out, parsed and serialized in sensor_link.cc), so that a
+// bundle is serialized once per deployment, not once per stream; the wire is picket.v1's.
+class SensorLinkService final : public picket::v1::SensorLink::WithRawCallbackMethod_Connect<
+                                    picket::v1::SensorLink::Service> {
 public:
     explicit SensorLinkService(Core& core);
     ~SensorLinkService() override;
-    grpc::ServerBidiReactor<picket::v1::SensorMessage, picket::v1::ManagerMessage>* Connect(
+    grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Connect(
         grpc::CallbackServerContext* ctx) override;
     // Bootstrap enrollment and renewal (enroll.cc).
     grpc::Status Enroll(grpc::ServerContext*, const picket::v1::EnrollRequest*,

@@ -374,6 +374,19 @@ void ServiceMetrics::init(picket::metrics::Registry& registry, Core& core) {
                   {{"replica", core.coordinator->replica()},
                    {"role", std::string(ha::to_string(core.coordinator->role()))}},
                   1.0);
+        // The store's writer, from its own counters (no database read).
+        const store::Store::WriterStats w = core.store.writer_stats();
+        out.counter("picket_manager_store_writes_total",
+                    "Writes (reports, target states, sensor connects, ...) the store's writer "
+                    "has carried out, committed or failed.",
+                    {}, static_cast<double>(w.ops));
+        out.counter("picket_manager_store_write_transactions_total",
+                    "Transactions the store's writer committed its writes in (batches).", {},
+                    static_cast<double>(w.transactions));
+        out.counter("picket_manager_store_conflicts_retried_total",
+                    "Writes rerun in a new transaction after PostgreSQL chose them as a deadlock "
+                    "victim or a serialization failure (replicas contending for rows).",
+                    {}, static_cast<double>(w.conflicts_retried));
     });
 }
 

@@ -8,6 +8,11 @@
 // One timer thread sends every stream's Ping. Writes: one StartWrite outstanding per stream,
 // the rest wait in the link's queue; OnWriteDone starts the next.
 //
+// Bytes: Connect is the raw method. A read is parsed here (OnReadDone); a write is serialized
+// when queued, and an ApplyBundle is a few header bytes plus a reference to the deployment's
+// one serialized bundle (apply_bundle_message), so a deploy to K streams holds one copy of the
+// bundle, not K (nor K more in gRPC's send buffers).
+//
 // Lifetime: a Link is owned by shared_ptrs (itself until OnDone, the hub, the worker queue; the
 // timer holds a weak_ptr). No lock of ours is held while calling into gRPC (a reaction may run
 // inline on the calling thread). Finish is called only by a worker, once, when no write is
@@ -29,6 +34,11 @@
 #include "common/pki/pki.h"
 #include "common/strings.h"
 #include "common/time_util.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/wire_format_lite.h"
+#include "grpcpp/impl/codegen/proto_utils.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "grpcpp/support/slice.h"
 #include "manager/service/internal.h"
 
 namespace picket::manager::service {
@@ -182,10 +192,10 @@ public:
         }
     }
 
-    // Stored bundle `version` decoded, with its version and parent set (bundles are immutable:
-    // shared by every stream it is sent to). Errors are not cached: a repaired blob is read
-    // again on the next dispatch.
-    absl::StatusOr<std::shared_ptr<const picket::v1::Bundle>> bundle(int64_t version);
+    // Stored bundle `version` decoded, its version and parent set, serialized: the bytes every
+    // stream it is sent to shares (bundles are immutable; a slice is reference-counted).
+    // Errors are not cached: a repaired blob is read again on the next dispatch.
+    absl::StatusOr<grpc::Slice> bundle(int64_t version);
 
     void stop() {
         {
@@ -232,12 +242,13 @@ private:
 
     std::mutex bundles_mu_;
     // Least recently used first.
-    std::list<std::pair<int64_t, std::shared_ptr<const picket::v1::Bundle>>> bundles_;
+    std::list<std::pair<int64_t, grpc::Slice>> bundles_;
 };
 
 namespace {
 
-class Link final : public grpc::ServerBidiReactor<SensorMessage, ManagerMessage>, public Session {
+class Link final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
+                   public Session {
 public:
     Link(LinkRuntime& rt, grpc::CallbackServerContext* ctx)
         : rt_(rt), core_(rt.core()), ctx_(ctx) {}
@@ -246,7 +257,7 @@ public:
     void start(const std::shared_ptr<Link>& self) {
         self_ = self;
         self_weak_ = self;
-        StartRead(&in_);  // the Hello
+        StartRead(&in_raw_);  // the Hello
     }
 
     // Session
@@ -301,12 +312,13 @@ public:
 
 private:
     enum class Phase { kHello, kOpen, kEnding };
-    // One message waiting to be written; ApplyBundle is built when it is written, from the
-    // shared decoded bundle.
+    // One message waiting to be written: serialized, or an ApplyBundle, built when it is
+    // written around the shared serialized bundle.
     struct Out {
-        ManagerMessage msg;
+        grpc::ByteBuffer bytes;
         int64_t deployment_id = 0;
-        std::shared_ptr<const picket::v1::Bundle> bundle;
+        bool apply_bundle = false;
+        grpc::Slice bundle;  // with apply_bundle
     };
 
     // Needs mu_ (held by `lock`): queues the link for a worker unless it is queued or running.
@@ -331,9 +343,14 @@ private:
         out_.push_back(std::move(out));
         start_next_write(lock);
     }
-    void send(ManagerMessage m, std::unique_lock<std::mutex>& lock) {
+    void send(const ManagerMessage& m, std::unique_lock<std::mutex>& lock) {
         Out out;
-        out.msg = std::move(m);
+        bool own = false;
+        grpc::Status st = grpc::SerializationTraits<ManagerMessage>::Serialize(m, &out.bytes, &own);
+        if (!st.ok()) {  // not for these small messages; the stream goes on without it
+            log::error("sensor " + name_ + ": serializing a message: " + st.error_message());
+            return;
+        }
         send(std::move(out), lock);
     }
     void start_next_write(std::unique_lock<std::mutex>& lock) {
@@ -342,13 +359,10 @@ private:
         }
         Out next = std::move(out_.front());
         out_.pop_front();
-        if (next.bundle) {
-            current_.Clear();
-            auto* ab = current_.mutable_apply_bundle();
-            ab->set_deployment_id(std::to_string(next.deployment_id));
-            *ab->mutable_bundle() = *next.bundle;
+        if (next.apply_bundle) {
+            current_ = apply_bundle_message(std::to_string(next.deployment_id), next.bundle);
         } else {
-            current_ = std::move(next.msg);
+            current_.Swap(&next.bytes);
         }
         writing_ = true;
         lock.unlock();
@@ -377,8 +391,11 @@ private:
     std::shared_ptr<Link> self_;              // until OnDone
     std::weak_ptr<Link> self_weak_;
 
-    SensorMessage in_;        // the read in progress (gRPC's, between StartRead and OnReadDone)
-    ManagerMessage current_;  // the write in progress (gRPC's, StartWrite .. OnWriteDone)
+    grpc::ByteBuffer in_raw_;  // the read in progress (gRPC's, between StartRead and OnReadDone)
+    SensorMessage in_;         // in_raw_ parsed (OnReadDone's)
+    // The write in progress (gRPC's, StartWrite .. OnWriteDone; released then: it may hold a
+    // reference to a bundle's bytes).
+    grpc::ByteBuffer current_;
 
     std::mutex mu_;
     Phase phase_ = Phase::kHello;
@@ -397,7 +414,8 @@ private:
     bool finish_wanted_ = false;
     grpc::Status finish_status_;
     bool finish_called_ = false;
-    bool revoked_ = false;  // drop whatever the sensor still sends
+    bool revoked_ = false;   // drop whatever the sensor still sends
+    std::string malformed_;  // why a message read did not parse (the stream's end)
     uint64_t ping_nonce_ = 0;
     // When the sensor last sent something other than a Pong (zero: nothing since Hello).
     std::chrono::steady_clock::time_point last_activity_{};
@@ -412,7 +430,7 @@ private:
     bool warned_bad_report_ = false;
 };
 
-grpc::ServerBidiReactor<SensorMessage, ManagerMessage>* make_link(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* make_link(
     LinkRuntime& rt, grpc::CallbackServerContext* ctx) {
     auto link = std::make_shared<Link>(rt, ctx);
     link->start(link);
@@ -420,8 +438,20 @@ grpc::ServerBidiReactor<SensorMessage, ManagerMessage>* make_link(
 }
 
 void Link::OnReadDone(bool ok) {
+    std::string bad;
+    if (ok) {
+        const size_t size = in_raw_.Length();
+        if (!grpc::SerializationTraits<SensorMessage>::Deserialize(&in_raw_, &in_).ok()) {
+            bad = "malformed SensorMessage: " + std::to_string(size) +
+                  " bytes that do not parse as picket.v1.SensorMessage";
+            ok = false;
+        }
+    }
     std::unique_lock<std::mutex> lock(mu_);
     if (!ok) {
+        if (!bad.empty() && !read_ended_) {
+            malformed_ = std::move(bad);
+        }
         read_ended_ = true;
         schedule(lock);
         return;
@@ -434,7 +464,7 @@ void Link::OnReadDone(bool ok) {
     if (revoked_) {
         // Messages read before the revocation cancelled the stream are dropped.
         lock.unlock();
-        StartRead(&in_);
+        StartRead(&in_raw_);
         return;
     }
     if (!in_.has_pong()) {
@@ -447,12 +477,13 @@ void Link::OnReadDone(bool ok) {
     }
     lock.unlock();
     handle_inline(in_);
-    StartRead(&in_);
+    StartRead(&in_raw_);
 }
 
 void Link::OnWriteDone(bool ok) {
     std::unique_lock<std::mutex> lock(mu_);
     writing_ = false;
+    current_.Clear();
     if (!ok) {
         write_broken_ = true;  // the stream is cancelled or gone: the read ends too
         out_.clear();
@@ -519,12 +550,21 @@ void Link::run() {
         }
         if (apply) {
             apply_result(*apply);
-            StartRead(&in_);
+            StartRead(&in_raw_);
         }
         if (dispatch_now) {
             dispatch();
         }
         if (end_now) {
+            std::string malformed;
+            {
+                std::lock_guard<std::mutex> lock(mu_);
+                malformed = malformed_;
+            }
+            if (!malformed.empty()) {
+                log::warning("sensor " + (name_.empty() ? ctx_->peer() : name_) + ": " + malformed +
+                             ": stream closed");
+            }
             if (registered_ && core_.hub.remove_if(name_, as_session_)) {
                 disconnected();
                 log::info("sensor " + name_ + " disconnected");
@@ -532,9 +572,13 @@ void Link::run() {
             registered_ = false;
             as_session_.reset();
             // (finish_with keeps an earlier status: Hello's refusal)
-            finish_with(before_hello ? grpc::Status(grpc::StatusCode::CANCELLED,
-                                                    "stream closed before Hello")
-                                     : grpc::Status::OK);
+            if (!malformed.empty()) {
+                finish_with(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, malformed));
+            } else {
+                finish_with(before_hello ? grpc::Status(grpc::StatusCode::CANCELLED,
+                                                        "stream closed before Hello")
+                                         : grpc::Status::OK);
+            }
         }
     }
 }
@@ -640,7 +684,7 @@ void Link::on_hello(const SensorMessage& first) {
         phase_ = Phase::kOpen;
         send(std::move(welcome), lock);
     }
-    StartRead(&in_);
+    StartRead(&in_raw_);
     rt_.ping_at(std::chrono::steady_clock::now() + core_.options.ping_interval, self_weak_);
     dispatch();  // whatever is pending when the sensor arrives
 }
@@ -716,6 +760,7 @@ void Link::dispatch() {
         sent_here_.insert(p.deployment_id);
         Out out;
         out.deployment_id = p.deployment_id;
+        out.apply_bundle = true;
         out.bundle = std::move(*bundle);
         if (p.state != store::TargetState::kPending) {  // sent before the sensor reconnected
             std::unique_lock<std::mutex> lock(mu_);
@@ -925,7 +970,7 @@ void LinkRuntime::timer_loop() {
     }
 }
 
-absl::StatusOr<std::shared_ptr<const picket::v1::Bundle>> LinkRuntime::bundle(int64_t version) {
+absl::StatusOr<grpc::Slice> LinkRuntime::bundle(int64_t version) {
     {
         std::lock_guard<std::mutex> lock(bundles_mu_);
         for (auto it = bundles_.begin(); it != bundles_.end(); ++it) {
@@ -946,18 +991,58 @@ absl::StatusOr<std::shared_ptr<const picket::v1::Bundle>> LinkRuntime::bundle(in
     decoded->mutable_manifest()->set_version(static_cast<uint64_t>(stored->info.version));
     decoded->mutable_manifest()->set_parent_version(
         static_cast<uint64_t>(stored->info.parent_version));
-    auto shared = std::make_shared<const picket::v1::Bundle>(std::move(*decoded));
+    const size_t size = decoded->ByteSizeLong();
+    grpc_slice raw = grpc_slice_malloc(size);
+    decoded->SerializeWithCachedSizesToArray(GRPC_SLICE_START_PTR(raw));
+    grpc::Slice bytes(raw, grpc::Slice::STEAL_REF);
     std::lock_guard<std::mutex> lock(bundles_mu_);
     for (const auto& [v, b] : bundles_) {
         if (v == version) {
-            return b;  // another worker decoded it meanwhile
+            return b;  // another worker serialized it meanwhile
         }
     }
-    bundles_.emplace_back(version, shared);
+    bundles_.emplace_back(version, bytes);
     if (bundles_.size() > kCachedBundles) {
         bundles_.pop_front();
     }
-    return shared;
+    return bytes;
+}
+
+grpc::ByteBuffer apply_bundle_message(std::string_view deployment_id,
+                                      const grpc::Slice& bundle_bytes) {
+    using google::protobuf::internal::WireFormatLite;
+    using google::protobuf::io::CodedOutputStream;
+    const uint32_t outer_tag = WireFormatLite::MakeTag(ManagerMessage::kApplyBundleFieldNumber,
+                                                       WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
+    const uint32_t id_tag =
+        WireFormatLite::MakeTag(picket::v1::ApplyBundle::kDeploymentIdFieldNumber,
+                                WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
+    const uint32_t bundle_tag = WireFormatLite::MakeTag(picket::v1::ApplyBundle::kBundleFieldNumber,
+                                                        WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
+    const size_t id_size = deployment_id.size();
+    const size_t bundle_size = bundle_bytes.size();
+    // ApplyBundle: deployment_id (field 1; proto3 leaves an empty one out), then bundle
+    // (field 2), as protobuf writes them.
+    const size_t id_field = id_size == 0 ? 0
+                                         : CodedOutputStream::VarintSize32(id_tag) +
+                                               CodedOutputStream::VarintSize64(id_size) + id_size;
+    const size_t inner_size = id_field + CodedOutputStream::VarintSize32(bundle_tag) +
+                              CodedOutputStream::VarintSize64(bundle_size) + bundle_size;
+    std::string header;
+    header.resize(CodedOutputStream::VarintSize32(outer_tag) +
+                  CodedOutputStream::VarintSize64(inner_size) + inner_size - bundle_size);
+    auto* p = reinterpret_cast<uint8_t*>(header.data());
+    p = CodedOutputStream::WriteVarint32ToArray(outer_tag, p);
+    p = CodedOutputStream::WriteVarint64ToArray(inner_size, p);
+    if (id_size != 0) {
+        p = CodedOutputStream::WriteVarint32ToArray(id_tag, p);
+        p = CodedOutputStream::WriteVarint64ToArray(id_size, p);
+        p = std::copy(deployment_id.begin(), deployment_id.end(), p);
+    }
+    p = CodedOutputStream::WriteVarint32ToArray(bundle_tag, p);
+    CodedOutputStream::WriteVarint64ToArray(bundle_size, p);
+    const grpc::Slice slices[2] = {grpc::Slice(header), bundle_bytes};
+    return grpc::ByteBuffer(slices, 2);
 }
 
 SensorLinkService::SensorLinkService(Core& core)
@@ -971,7 +1056,7 @@ void SensorLinkService::stop() {
     runtime_->stop();
 }
 
-grpc::ServerBidiReactor<SensorMessage, ManagerMessage>* SensorLinkService::Connect(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* SensorLinkService::Connect(
     grpc::CallbackServerContext* ctx) {
     return make_link(*runtime_, ctx);
 }

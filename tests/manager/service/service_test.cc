@@ -14,9 +14,11 @@
 #include "common/metrics/metrics.h"
 #include "common/pki/pki.h"
 #include "google/protobuf/util/message_differencer.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "manager/ha/coordinator.h"
+#include "manager/service/internal.h"
 #include "picket/v1/picket.grpc.pb.h"
 #include "tests/manager/service/service_fixture.h"
 #include "tests/support/postgres_server.h"
@@ -199,6 +201,92 @@ TEST_F(InsecureManager, FirstMessageMustBeHello) {
     pb::ManagerMessage out;
     EXPECT_FALSE(stream->Read(&out));
     EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+// The stream is read as bytes (SensorLink.Connect is the raw method): bytes that are not a
+// SensorMessage end it with INVALID_ARGUMENT naming that, and the sensor is disconnected.
+TEST_F(InsecureManager, MalformedSensorMessageEndsTheStreamWithInvalidArgument) {
+    grpc::GenericStub generic(channel_);
+    grpc::CompletionQueue cq;
+    grpc::ClientContext ctx;
+    auto call = generic.PrepareCall(&ctx, "/picket.v1.SensorLink/Connect", &cq);
+    auto step = [&](intptr_t want) {
+        void* got = nullptr;
+        bool ok = false;
+        EXPECT_TRUE(cq.Next(&got, &ok));
+        EXPECT_EQ(reinterpret_cast<intptr_t>(got), want);
+        return ok;
+    };
+    auto bytes = [](const std::string& b) {
+        grpc::Slice slice(b);
+        return grpc::ByteBuffer(&slice, 1);
+    };
+    call->StartCall(reinterpret_cast<void*>(1));
+    ASSERT_TRUE(step(1));
+    pb::SensorMessage first;
+    *first.mutable_hello() = hello("s1");
+    call->Write(bytes(first.SerializeAsString()), reinterpret_cast<void*>(2));
+    ASSERT_TRUE(step(2));
+    grpc::ByteBuffer in;
+    call->Read(&in, reinterpret_cast<void*>(3));
+    ASSERT_TRUE(step(3));
+    pb::ManagerMessage welcome;
+    ASSERT_TRUE(grpc::SerializationTraits<pb::ManagerMessage>::Deserialize(&in, &welcome).ok());
+    EXPECT_TRUE(welcome.welcome().accepted());
+    EXPECT_TRUE(wait_connected("s1"));
+
+    // Field 1 with wire type 7, which protobuf does not have.
+    call->Write(bytes(std::string("\x0f\x01", 2)), reinterpret_cast<void*>(4));
+    ASSERT_TRUE(step(4));
+    call->Read(&in, reinterpret_cast<void*>(5));
+    EXPECT_FALSE(step(5));
+    grpc::Status st;
+    call->Finish(&st, reinterpret_cast<void*>(6));
+    ASSERT_TRUE(step(6));
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(st.error_message().find("malformed SensorMessage"), std::string::npos)
+        << st.error_message();
+    EXPECT_TRUE(wait_connected("s1", false));
+    cq.Shutdown();
+    void* tag = nullptr;
+    bool ok = false;
+    while (cq.Next(&tag, &ok)) {
+    }
+}
+
+// ApplyBundle is written around the deployment's one serialized bundle: the bytes are those of
+// the typed message, for ids and bundles whose lengths take one to four varint bytes.
+TEST(ApplyBundleMessage, IsTheTypedMessageByteForByte) {
+    for (size_t content : {size_t{0}, size_t{100}, size_t{20'000}, size_t{3'000'000}}) {
+        for (std::string id : {"", "7", "123456789012345678"}) {
+            pb::Bundle b;
+            b.mutable_manifest()->set_name("fleet");
+            b.mutable_manifest()->set_version(42);
+            pb::BundleFile* f = b.add_files();
+            f->set_path("rules/local.rules");
+            f->set_content(std::string(content, 'r'));
+            b.set_signature(std::string(64, 's'));
+            const std::string bundle_bytes = b.SerializeAsString();
+            grpc::ByteBuffer bb =
+                apply_bundle_message(id, grpc::Slice(bundle_bytes.data(), bundle_bytes.size()));
+
+            pb::ManagerMessage want;
+            want.mutable_apply_bundle()->set_deployment_id(id);
+            *want.mutable_apply_bundle()->mutable_bundle() = b;
+            std::vector<grpc::Slice> slices;
+            ASSERT_TRUE(bb.Dump(&slices).ok());
+            std::string got;
+            for (const grpc::Slice& s : slices) {
+                got.append(reinterpret_cast<const char*>(s.begin()), s.size());
+            }
+            EXPECT_EQ(got.size(), want.ByteSizeLong()) << content << " " << id;
+            EXPECT_TRUE(got == want.SerializeAsString()) << content << " " << id;
+            pb::ManagerMessage parsed;
+            ASSERT_TRUE(
+                grpc::SerializationTraits<pb::ManagerMessage>::Deserialize(&bb, &parsed).ok());
+            EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(parsed, want));
+        }
+    }
 }
 
 TEST_F(InsecureManager, MetricsAreKeptAndAddedToTheRun) {
@@ -1355,6 +1443,29 @@ TEST_F(InsecureManager, CorruptStoredBlobRejectsTheTargetAndTheSamePushRepairsIt
 }
 
 // The sensor's clock, as seen from the manager: report timestamp minus arrival time.
+// The store's writer counters are the store's own (no database read), on a lone SQLite
+// manager too: conflicts are PostgreSQL's and stay 0 here.
+TEST_F(MeteredManager, StoreWriterCountersAreExported) {
+    EXPECT_TRUE(has_line("# TYPE picket_manager_store_writes_total counter"));
+    EXPECT_TRUE(has_line("# TYPE picket_manager_store_write_transactions_total counter"));
+    EXPECT_TRUE(has_line("# TYPE picket_manager_store_conflicts_retried_total counter"));
+    FakeSensor s1(channel_, hello("s1"));
+    ASSERT_TRUE(wait_connected("s1"));
+    s1.send_metrics(1, 1'000'000'000, {{"decoder.pkts", 10}});
+    // The rendering matches the writer's counters once both are read between two writes.
+    store::Store::WriterStats w;
+    ASSERT_TRUE(wait_for([&] {
+        w = store_->writer_stats();
+        return w.ops >= 2 &&
+               has_line("picket_manager_store_writes_total " + std::to_string(w.ops)) &&
+               has_line("picket_manager_store_write_transactions_total " +
+                        std::to_string(w.transactions));
+    })) << registry_.render();
+    EXPECT_GE(w.ops, w.transactions);
+    EXPECT_GE(w.transactions, 1);
+    EXPECT_TRUE(has_line("picket_manager_store_conflicts_retried_total 0"));
+}
+
 TEST_F(MeteredManager, SensorClockOffsetIsExported) {
     EXPECT_TRUE(has_line("# TYPE picket_manager_sensor_clock_offset_seconds gauge"));
     FakeSensor s1(channel_, hello("s1"));
