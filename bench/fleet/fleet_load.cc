@@ -82,6 +82,9 @@ struct Options {
     // Bytes of comment lines added to the bundle (rules/padding.rules): a bundle of a real
     // ruleset's size (ET Open's rules are about 20 MB) for the fan-out's memory.
     uint64_t bundle_pad_bytes = 0;
+    // picketctl, timed listing the sensors and the history while the fleet reports ("" = next
+    // to the manager binary, cli/picketctl, when it is there).
+    std::string picketctl;
 };
 
 // Reconnect backoff of a simulated sensor after its stream ended: 0.5 s doubling to 5 s, each
@@ -853,6 +856,19 @@ struct DeployOutcome {
     std::string error;
 };
 
+// Runs `command` (output discarded); its wall time in ms, or -1 when it did not exit 0 (said
+// on stderr).
+double time_command(const std::string& command) {
+    const Clock::time_point t0 = Clock::now();
+    const int rc = std::system((command + " >/dev/null 2>&1").c_str());
+    const double ms = seconds_since(t0) * 1000.0;
+    if (rc != 0) {
+        std::fprintf(stderr, "fleet_load: '%s' failed (status %d)\n", command.c_str(), rc);
+        return -1;
+    }
+    return ms;
+}
+
 // `tag` makes a second bundle differ from the first (a comment in its rules, its message).
 DeployOutcome push_and_deploy(const std::shared_ptr<grpc::Channel>& channel,
                               const std::filesystem::path& work, double timeout_s,
@@ -1026,7 +1042,7 @@ void usage() {
                  "                  [--streams-per-channel N] [--connect-window N]\n"
                  "                  [--connect-timeout S] [--deploy-timeout S] [--kill-restart]\n"
                  "                  [--managers N [--kill-replica] [--no-warmup]]\n"
-                 "                  [--bundle-mb MB]\n");
+                 "                  [--bundle-mb MB] [--picketctl PATH]\n");
 }
 
 bool parse(int argc, char** argv, Options* o) {
@@ -1070,6 +1086,9 @@ bool parse(int argc, char** argv, Options* o) {
                 o->managers = std::stoi(v, &used);
             } else if (a == "--deploy-timeout") {
                 o->deploy_timeout_s = std::stod(v, &used);
+            } else if (a == "--picketctl") {
+                o->picketctl = v;
+                used = v.size();
             } else if (a == "--bundle-mb") {
                 const double mb = std::stod(v, &used);
                 if (!(mb >= 0 && mb <= 60)) {
@@ -1533,6 +1552,24 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "fleet_load: deploy: %s (%d/%d targets applied)\n", d.error.c_str(),
                      d.applied, d.targets);
     }
+    // ---- an operator's view while the fleet reports: `picketctl sensors` (every page) and
+    // `picketctl history`, each a process of its own, timed from start to exit.
+    double sensors_cli_ms = -1;
+    double history_cli_ms = -1;
+    {
+        std::string cli = opt.picketctl;
+        if (cli.empty()) {
+            const fs::path next = fs::path(opt.manager_bin).parent_path() / "cli" / "picketctl";
+            std::error_code ec;
+            cli = fs::exists(next, ec) ? next.string() : "";
+        }
+        if (!cli.empty()) {
+            sensors_cli_ms =
+                time_command(cli + " --manager " + reps[0].target + " --insecure sensors");
+            history_cli_ms =
+                time_command(cli + " --manager " + reps[0].target + " --insecure history");
+        }
+    }
     const ProcSample end = sum(sample_all());
     int ended = 0;
     for (auto& s : fleet.sensors) {
@@ -1714,14 +1751,15 @@ int main(int argc, char** argv) {
         "applied=%d/%d "
         "bench_cpu_pct=%.1f reports_sent_total=%llu reports_stored_total=%lld "
         "store_settle_s=%.0f deploy_first_applied_ms=%.0f deploy_half_applied_ms=%.0f "
-        "deploy_rpc_ms=%.0f deploy_retries=%d mgr_stop_s=%.1f%s%s\n",
+        "deploy_rpc_ms=%.0f deploy_retries=%d mgr_stop_s=%.1f picketctl_sensors_ms=%.0f "
+        "picketctl_history_ms=%.0f%s%s\n",
         opt.sensors, opt.managers, connect_s, cpu_pct, after.rss_mb, after.hwm_mb, reports_per_s,
         d.ms < 0 ? "none" : std::to_string(static_cast<long long>(d.ms + 0.5)).c_str(), connected,
         failed, ended, static_cast<unsigned long long>(fleet.report_write_failures.load()),
         after.threads, bench_threads, bench_rss_mb, idle.rss_mb, end.hwm_mb, d.applied, d.targets,
         self_pct, static_cast<unsigned long long>(sent_total), static_cast<long long>(stored),
-        drain_s, d.first_ms, d.half_ms, d.rpc_ms, d.retries, mgr_stop_s, replica_fields.c_str(),
-        kill_fields.c_str());
+        drain_s, d.first_ms, d.half_ms, d.rpc_ms, d.retries, mgr_stop_s, sensors_cli_ms,
+        history_cli_ms, replica_fields.c_str(), kill_fields.c_str());
     std::fflush(stdout);
     bool ok = connected == opt.sensors && d.ms >= 0;
     if (killing) {

@@ -77,6 +77,23 @@ class FleetLoadKillRestart(FleetLoadTool):
         self.assertLessEqual(after, sent)
         self.assertEqual(int(f["unstored_at_kill"]), sent - after)
         self.assertGreater(float(f["reconnect_s"]), 0)
+        # picketctl (next to the manager) listed the sensors and the history and exited 0.
+        self.assertGreaterEqual(float(f["picketctl_sensors_ms"]), 0)
+        self.assertGreaterEqual(float(f["picketctl_history_ms"]), 0)
+
+    def test_a_large_bundle_is_held_once(self):
+        # 200 streams and a 4 MB bundle: the manager serializes it once and each stream's
+        # ApplyBundle refers to those bytes. A copy per stream (and gRPC's serialization of
+        # each) peaked above 1.6 GB here.
+        cmd = [self.tool, "--manager-bin", self.manager, "--sensors", "200", "--interval", "1",
+               "--soak", "2", "--bundle-mb", "4", "--connect-timeout", "30",
+               "--deploy-timeout", "40"]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        print(p.stdout + p.stderr, flush=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        f = fields(p.stdout)
+        self.assertEqual(f["applied"], "200/200")
+        self.assertLess(float(f["end_hwm_mb"]), 400.0)
 
     def test_a_lost_database_is_reported(self):
         # The manager restarted on an empty database: everything stored before is gone.
