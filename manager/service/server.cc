@@ -228,11 +228,11 @@ absl::StatusOr<std::unique_ptr<ManagerServer>> ManagerServer::start(
     // gRPC sets SO_REUSEPORT by default: a second manager would silently share the port.
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     // No BDP probing of what the manager receives: the probe pings a stream that received data
-    // and times the ack, a PING, its ack and a timer for reports of a few hundred bytes (at
-    // 10,000 sensors reporting every 5 s, 41-45% of a core with it, 29% without:
-    // docs/performance.md). What it would tune is the
-    // receive window, for large messages on long paths: a fixed 4 MiB per stream instead
-    // (a PushBundle of 64 MiB at 50 ms round trip: 80 MB/s), announced in the SETTINGS.
+    // and times the ack, so every report of a few hundred bytes cost a PING, its ack and a
+    // timer (at 10,000 sensors reporting every 5 s: 39-43% of a core with it, 29-31% without;
+    // docs/performance.md). What it tunes is the receive window, for large messages on long
+    // paths: a fixed 4 MiB per stream instead, announced in the SETTINGS (a PushBundle of
+    // 64 MiB at 50 ms round trip: 80 MB/s).
     builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
     builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 4 << 20);
     if (registry != nullptr) {

@@ -1442,7 +1442,6 @@ TEST_F(InsecureManager, CorruptStoredBlobRejectsTheTargetAndTheSamePushRepairsIt
     EXPECT_TRUE(bundle::verify_bundle(s1.applies()[0].bundle()).ok());
 }
 
-// The sensor's clock, as seen from the manager: report timestamp minus arrival time.
 // The store's writer counters are the store's own (no database read), on a lone SQLite
 // manager too: conflicts are PostgreSQL's and stay 0 here.
 TEST_F(MeteredManager, StoreWriterCountersAreExported) {
@@ -1466,6 +1465,7 @@ TEST_F(MeteredManager, StoreWriterCountersAreExported) {
     EXPECT_TRUE(has_line("picket_manager_store_conflicts_retried_total 0"));
 }
 
+// The sensor's clock, as seen from the manager: report timestamp minus arrival time.
 TEST_F(MeteredManager, SensorClockOffsetIsExported) {
     EXPECT_TRUE(has_line("# TYPE picket_manager_sensor_clock_offset_seconds gauge"));
     FakeSensor s1(channel_, hello("s1"));
