@@ -34,8 +34,6 @@
 #include "common/pki/pki.h"
 #include "common/strings.h"
 #include "common/time_util.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/wire_format_lite.h"
 #include "grpcpp/impl/codegen/proto_utils.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/slice.h"
@@ -312,15 +310,6 @@ public:
 
 private:
     enum class Phase { kHello, kOpen, kEnding };
-    // One message waiting to be written: serialized, or an ApplyBundle, built when it is
-    // written around the shared serialized bundle.
-    struct Out {
-        grpc::ByteBuffer bytes;
-        int64_t deployment_id = 0;
-        bool apply_bundle = false;
-        grpc::Slice bundle;  // with apply_bundle
-    };
-
     // Needs mu_ (held by `lock`): queues the link for a worker unless it is queued or running.
     void schedule(std::unique_lock<std::mutex>& lock) {
         if (scheduled_) {
@@ -334,19 +323,21 @@ private:
         }
         lock.lock();
     }
-    // Needs mu_: queues `m` and starts writing unless a write is outstanding or the stream is
-    // being finished. Unlocks while it calls StartWrite; returns with the lock held.
-    void send(Out out, std::unique_lock<std::mutex>& lock) {
+    // Needs mu_: queues the serialized message `bytes` (an ApplyBundle refers to the shared
+    // bundle's bytes) and starts writing unless a write is outstanding or the stream is being
+    // finished. Unlocks while it calls StartWrite; returns with the lock held.
+    void send(grpc::ByteBuffer bytes, std::unique_lock<std::mutex>& lock) {
         if (finish_wanted_ || write_broken_) {
             return;
         }
-        out_.push_back(std::move(out));
+        out_.emplace_back();
+        out_.back().Swap(&bytes);
         start_next_write(lock);
     }
     void send(const ManagerMessage& m, std::unique_lock<std::mutex>& lock) {
-        Out out;
+        grpc::ByteBuffer out;
         bool own = false;
-        grpc::Status st = grpc::SerializationTraits<ManagerMessage>::Serialize(m, &out.bytes, &own);
+        grpc::Status st = grpc::SerializationTraits<ManagerMessage>::Serialize(m, &out, &own);
         if (!st.ok()) {  // not for these small messages; the stream goes on without it
             log::error("sensor " + name_ + ": serializing a message: " + st.error_message());
             return;
@@ -357,13 +348,8 @@ private:
         if (writing_ || out_.empty() || finish_wanted_ || write_broken_) {
             return;
         }
-        Out next = std::move(out_.front());
+        current_.Swap(&out_.front());
         out_.pop_front();
-        if (next.apply_bundle) {
-            current_ = apply_bundle_message(std::to_string(next.deployment_id), next.bundle);
-        } else {
-            current_.Swap(&next.bytes);
-        }
         writing_ = true;
         lock.unlock();
         StartWrite(&current_);
@@ -407,7 +393,7 @@ private:
     bool want_cancel_ = false;
     bool read_ended_ = false;
     // Writes.
-    std::deque<Out> out_;
+    std::deque<grpc::ByteBuffer> out_;
     bool writing_ = false;
     bool write_broken_ = false;
     // The end.
@@ -761,10 +747,7 @@ void Link::dispatch() {
             continue;
         }
         sent_here_.insert(p.deployment_id);
-        Out out;
-        out.deployment_id = p.deployment_id;
-        out.apply_bundle = true;
-        out.bundle = std::move(*bundle);
+        grpc::ByteBuffer out = apply_bundle_message(std::to_string(p.deployment_id), *bundle);
         if (p.state != store::TargetState::kPending) {  // sent before the sensor reconnected
             std::unique_lock<std::mutex> lock(mu_);
             send(std::move(out), lock);
@@ -1009,43 +992,6 @@ absl::StatusOr<grpc::Slice> LinkRuntime::bundle(int64_t version) {
         bundles_.pop_front();
     }
     return bytes;
-}
-
-grpc::ByteBuffer apply_bundle_message(std::string_view deployment_id,
-                                      const grpc::Slice& bundle_bytes) {
-    using google::protobuf::internal::WireFormatLite;
-    using google::protobuf::io::CodedOutputStream;
-    const uint32_t outer_tag = WireFormatLite::MakeTag(ManagerMessage::kApplyBundleFieldNumber,
-                                                       WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
-    const uint32_t id_tag =
-        WireFormatLite::MakeTag(picket::v1::ApplyBundle::kDeploymentIdFieldNumber,
-                                WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
-    const uint32_t bundle_tag = WireFormatLite::MakeTag(picket::v1::ApplyBundle::kBundleFieldNumber,
-                                                        WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
-    const size_t id_size = deployment_id.size();
-    const size_t bundle_size = bundle_bytes.size();
-    // ApplyBundle: deployment_id (field 1; proto3 leaves an empty one out), then bundle
-    // (field 2), as protobuf writes them.
-    const size_t id_field = id_size == 0 ? 0
-                                         : CodedOutputStream::VarintSize32(id_tag) +
-                                               CodedOutputStream::VarintSize64(id_size) + id_size;
-    const size_t inner_size = id_field + CodedOutputStream::VarintSize32(bundle_tag) +
-                              CodedOutputStream::VarintSize64(bundle_size) + bundle_size;
-    std::string header;
-    header.resize(CodedOutputStream::VarintSize32(outer_tag) +
-                  CodedOutputStream::VarintSize64(inner_size) + inner_size - bundle_size);
-    auto* p = reinterpret_cast<uint8_t*>(header.data());
-    p = CodedOutputStream::WriteVarint32ToArray(outer_tag, p);
-    p = CodedOutputStream::WriteVarint64ToArray(inner_size, p);
-    if (id_size != 0) {
-        p = CodedOutputStream::WriteVarint32ToArray(id_tag, p);
-        p = CodedOutputStream::WriteVarint64ToArray(id_size, p);
-        p = std::copy(deployment_id.begin(), deployment_id.end(), p);
-    }
-    p = CodedOutputStream::WriteVarint32ToArray(bundle_tag, p);
-    CodedOutputStream::WriteVarint64ToArray(bundle_size, p);
-    const grpc::Slice slices[2] = {grpc::Slice(header), bundle_bytes};
-    return grpc::ByteBuffer(slices, 2);
 }
 
 SensorLinkService::SensorLinkService(Core& core)
