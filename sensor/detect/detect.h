@@ -155,6 +155,10 @@ struct AlertRecord {
     Action rule_action = Action::kAlert;     // the rule header's, or a rate_filter's new_action
     RejectTo reject_to = RejectTo::kSender;  // with rule_action kReject: the rule's target
     bool from_stream = false;                // matched on reassembled stream data
+    // A drop or pass applies to the rest of the flow, not only this packet: the match was on
+    // the stream or a transaction, or the rule is an app-layer or header-only rule (Suricata's
+    // PACKET_ALERT_FLAG_APPLY_ACTION_TO_FLOW). Otherwise a drop drops this packet alone.
+    bool flow_scope = false;
     uint64_t tx_id = 0;
 };
 
@@ -271,6 +275,7 @@ struct InspectExtras {
     // without an alert). Not reset by inspect(): one InspectExtras may span a packet's calls.
     mutable bool silent_drop = false;
     mutable bool silent_reject = false;
+    mutable bool silent_drop_flow = false;  // one of them applies to the flow (flow_scope)
     mutable RejectTo silent_reject_to = RejectTo::kNone;  // the silent rejects' targets, or-ed
 };
 

@@ -276,6 +276,9 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
     const bool unacked_end = extras != nullptr && extras->unacked_end;
     const bool pdu = extras != nullptr && extras->snort3_pdu && stream != nullptr;
     const bool pdu_dir = extras != nullptr && extras->snort3_pdu_dir;
+    // Suricata's IP-only rules (header only) are matched on the first packet of each direction
+    // of a flow, and on every packet that has no flow.
+    const bool ip_only_now = f == nullptr || f->pkts[static_cast<int>(dir)] <= 1;
     if (view == nullptr) {
         if (d.parts.empty()) {
             return 0;
@@ -293,7 +296,7 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
             if (const auto* r = part.by_dst.find(p.dst)) {
                 add_candidates(*r, &s.candidates, &s.seen);
             }
-            if (part.ip_only) {
+            if (part.ip_only && ip_only_now) {
                 add_ip_only_candidates(part, p, &s.acl_matches, &s.candidates, &s.seen);
             }
             if (part.db != nullptr && p.payload_len > 0) {
@@ -411,6 +414,9 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
             continue;
         }
         const Rule& r = *d.rules[ri];
+        if (r.ip_only && !ip_only_now) {
+            continue;  // IP-only: the direction's first packet only (mpm none, over budget)
+        }
         if (log != nullptr && log->seen(view->tx_id, r.sid)) {
             continue;  // this transaction already alerted on this rule
         }
@@ -518,6 +524,18 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
         if (has_xbit_actions(r)) {
             apply_xbit_actions(r, p);
         }
+        // Suricata applies a drop or pass to the flow for these matches, else to the packet:
+        // a transaction or stream match, an IP-only rule, an app-layer rule with no packet
+        // condition (alert http any any -> any any (...);, Suricata's app_layer type; with
+        // dsize, say, it is a packet rule).
+        const bool app_only = r.proto.app != AppProto::kUnknown && r.buffers.empty() &&
+                              r.header_options.empty() && r.flow_flags == 0;
+        // Inline (IPS), an established session's packet data is inspected as part of its stream
+        // (Suricata's inline stream): a stream-capable rule's match there is a stream match.
+        const bool inline_stream = stream != nullptr && !stream_only && established &&
+                                   r.stream_capable && r.syntax != RuleSyntax::kSnort3;
+        const bool flow_scope =
+            view != nullptr || pc.from_stream || inline_stream || r.ip_only || app_only;
         if (action == Action::kPass) {
             // A pass rule (or a rate_filter's new_action pass) ends the packet's inspection:
             // the rules after it in the evaluation order (the actions after pass in the
@@ -526,8 +544,7 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
             passed = true;
             if (extras != nullptr) {
                 extras->passed = true;
-                extras->pass_flow = extras->pass_flow || view != nullptr || pc.from_stream ||
-                                    r.proto.app != AppProto::kUnknown || r.ip_only;
+                extras->pass_flow = extras->pass_flow || flow_scope;
                 const uint8_t rp = d.action_rank[static_cast<size_t>(Action::kPass)];
                 if (rp < d.action_rank[static_cast<size_t>(Action::kDrop)]) {
                     extras->silent_drop = extras->silent_reject;  // a reject may still stand
@@ -537,6 +554,7 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
                     extras->silent_reject_to = RejectTo::kNone;
                     if (rp < d.action_rank[static_cast<size_t>(Action::kDrop)]) {
                         extras->silent_drop = false;
+                        extras->silent_drop_flow = false;
                     }
                 }
             }
@@ -546,6 +564,7 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
             // No alert, but the action stands: an IPS drops with "drop ... noalert;".
             if (extras != nullptr && (action == Action::kDrop || action == Action::kReject)) {
                 extras->silent_drop = true;
+                extras->silent_drop_flow = extras->silent_drop_flow || flow_scope;
                 extras->silent_reject = extras->silent_reject || action == Action::kReject;
                 if (action == Action::kReject) {
                     extras->silent_reject_to =
@@ -568,6 +587,7 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
             out[n].action = AlertAction::kAllowed;
             out[n].tx_id = view != nullptr ? view->tx_id : 0;
             out[n].from_stream = pc.from_stream;
+            out[n].flow_scope = flow_scope;
             ++n;
         }
     }

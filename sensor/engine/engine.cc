@@ -105,6 +105,19 @@ Engine::Engine(SensorConfig config) : config_(std::move(config)), output_(new Ou
             w->responder = make_raw_socket_responder();
         } else if (ws.injector != nullptr) {
             w->responder = make_bridge_responder(*ws.injector);
+        } else if (!c.ips() &&
+                   (c.mode == CaptureMode::kAfPacket || c.mode == CaptureMode::kPcapLive)) {
+            // A passive sensor on a live interface: reject rules answer through raw IP
+            // sockets, routed like the host's own traffic (Suricata's IDS-mode reject). Not
+            // for a pcap file: nothing is sent for traffic that is not on the wire.
+            try {
+                w->responder = make_raw_socket_responder();
+            } catch (const ResponderError& e) {
+                if (i == 0) {
+                    log::warning(std::string("reject rules will alert without resetting: ") +
+                                 e.what());
+                }
+            }
         }
         if (!sources_->user_filters().empty()) {
             w->user_bpf = &sources_->user_filters();

@@ -298,6 +298,12 @@ private:
     // Applies the actions of alerts w.alert_buf[0, n) (IPS: drop, reject, the flow's drop
     // mark), marks them blocked and returns what they decide (kNone, kDrop or kReject).
     PacketVerdict apply_actions(WorkerContext& w, flow::Flow* f, uint32_t n);
+    // Whether one of w.alert_buf[0, n) is a drop or reject rule's (IDS mode too).
+    static bool any_drop(const WorkerContext& w, uint32_t n);
+    // IPS: the verdict of "drop ... noalert;" matches (extras.silent_*) into out, and the
+    // flow's drop mark when one of them applies to the flow.
+    void apply_silent_drop(WorkerContext& w, flow::Flow* f, const detect::InspectExtras& extras,
+                           FlowVerdict& out);
     // Alerts w.alert_buf[0, n) of packet p, whose verdict so far is `verdict`. stream: the
     // stream window alerts that matched on the stream report as their payload; tx: they come
     // from a transaction of f.

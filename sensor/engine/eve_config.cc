@@ -248,6 +248,14 @@ std::pair<std::string, YAML::Node> list_entry(const Reader& r, const YAML::Node&
 
 // xff: {enabled, mode, deployment, header}. A section replaces what an outer one set, keys
 // it does not give taking their defaults (Suricata reads one xff section per logger).
+// The drop record's options (types: - drop: {...}, and Picket's outputs.eve.drop).
+void read_drop(Reader& r, const YAML::Node& node, const std::string& path, output::EveConfig* e) {
+    r.check_keys(node, path, {"enabled", "alerts", "flows"});
+    e->drop.alerts = r.get_bool(node, path, "alerts", e->drop.alerts);
+    e->drop.flows_all = r.get_choice(node, path, "flows", e->drop.flows_all ? "all" : "start",
+                                     {"all", "start"}) == "all";
+}
+
 void read_xff(Reader& r, const YAML::Node& node, const std::string& path,
               output::AlertLogOptions* a) {
     r.check_keys(node, path, {"enabled", "mode", "deployment", "header"});
@@ -362,10 +370,7 @@ bool read_type(Reader& r, std::string_view name, const YAML::Node& node, const s
             f.sha256 = contains(hashes, "sha256");
         }
     } else if (name == "drop") {
-        r.check_keys(node, path, {"enabled", "alerts", "flows"});
-        e->drop.alerts = r.get_bool(node, path, "alerts", e->drop.alerts);
-        e->drop.flows_all = r.get_choice(node, path, "flows", e->drop.flows_all ? "all" : "start",
-                                         {"all", "start"}) == "all";
+        read_drop(r, node, path, e);
     } else if (name == "flow") {
         r.check_keys(node, path, {"enabled"});
     } else {  // stats
@@ -438,7 +443,7 @@ void read_types(Reader& r, const YAML::Node& node, const std::string& path, outp
 }
 
 // An eve-log section (list layout) or outputs.eve (map layout, legacy: true, which adds the
-// `alert` map of alert options).
+// `alert` map of alert options and the `drop` map of drop record options).
 void read_eve_log(Reader& r, const YAML::Node& node, const std::string& path, bool legacy,
                   output::EveConfig* e) {
     const Names known = {
@@ -448,7 +453,8 @@ void read_eve_log(Reader& r, const YAML::Node& node, const std::string& path, bo
     const Names known_legacy = {
         "enabled",  "filetype",          "filename", "facility",     "level",
         "identity", "syslog-socket",     "redis",    "community-id", "community-id-seed",
-        "ethernet", "record-queue-size", "xff",      "types",        "alert"};
+        "ethernet", "record-queue-size", "xff",      "types",        "alert",
+        "drop"};
     r.check_keys(node, path, legacy ? known_legacy : known,
                  {"threaded", "prefix", "pcap-file", "metadata"});
     e->enabled = r.get_bool(node, path, "enabled", true);
@@ -536,6 +542,10 @@ void read_eve_log(Reader& r, const YAML::Node& node, const std::string& path, bo
             read_alert(r, Reader::value(node, "alert"), path + ".alert", &e->alert);
         if (on) {
             e->types.alert = *on;
+        }
+        const YAML::Node drop = Reader::value(node, "drop");
+        if (drop.IsDefined()) {
+            read_drop(r, drop, path + ".drop", e);
         }
     }
 }

@@ -205,21 +205,23 @@ FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& 
                             snort3_pdu_cutter(w, *f, dir) != nullptr;
     const auto cap = static_cast<uint32_t>(w.alert_buf.size());
     uint32_t n = w.active->detect->inspect(p, f, dir, w.alert_buf.data(), cap, &extras);
+    // A drop or reject rule matched this packet (IDS mode too: its alert says so). A pass
+    // after it in the action-order then ends the inspection without passing the flow: the
+    // packet is dropped, and the next ones are inspected again.
+    bool dropped = extras.silent_drop;
     if (extras.passed) {
         // A pass rule: no alert for this packet from the rules after it in the action-order,
         // and (Suricata's flow pass) none of the rest of its flow is inspected. Its
         // transactions are not inspected either. The alerts of rules ordered before pass
         // (action-order with drop, reject or alert first) stand, with their actions.
         if (n != 0) {
+            dropped = dropped || any_drop(w, n);
             out.verdict = stronger(out.verdict, apply_actions(w, f, n));
             emit_alerts(w, p, f, dir, n, link_len, out.verdict, extras.stream);
         }
-        if (extras.silent_drop && config_.ips()) {
-            out.verdict = stronger(
-                out.verdict, extras.silent_reject ? PacketVerdict::kReject : PacketVerdict::kDrop);
-        }
+        apply_silent_drop(w, f, extras, out);
         out.verdict = stronger(out.verdict, PacketVerdict::kPass);
-        if (extras.pass_flow && f != nullptr && f->action == flow::FlowAction::kNone) {
+        if (extras.pass_flow && !dropped && f != nullptr && f->action == flow::FlowAction::kNone) {
             f->action = flow::FlowAction::kPass;
         }
         return out;
@@ -235,6 +237,7 @@ FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& 
                 }
             }
         }
+        dropped = dropped || any_drop(w, n);
         out.verdict = stronger(out.verdict, apply_actions(w, f, n));
         emit_alerts(w, p, f, dir, n, link_len, out.verdict, extras.stream);
     }
@@ -242,31 +245,69 @@ FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& 
         n = w.active->detect->inspect_tx(p, f, tx_dir[i], txs[i].view, w.app->alert_log(*f),
                                          w.alert_buf.data(), cap, &extras);
         if (n != 0) {
+            dropped = dropped || any_drop(w, n);
             out.verdict = stronger(out.verdict, apply_actions(w, f, n));
             emit_alerts(w, p, f, tx_dir[i], n, link_len, out.verdict, extras.stream, true);
         }
     }
-    if (extras.pass_flow && f != nullptr && f->action == flow::FlowAction::kNone) {
+    dropped = dropped || extras.silent_drop;
+    if (extras.pass_flow && !dropped && f != nullptr && f->action == flow::FlowAction::kNone) {
         f->action = flow::FlowAction::kPass;  // a pass rule on a transaction
     }
-    if (extras.silent_drop && config_.ips()) {
-        // "drop ... noalert;": the verdict stands without an alert (Suricata's IPS idiom).
-        out.verdict = stronger(
-            out.verdict, extras.silent_reject ? PacketVerdict::kReject : PacketVerdict::kDrop);
-        w.reject_to = detect::RejectTo(static_cast<uint8_t>(w.reject_to) |
-                                       static_cast<uint8_t>(extras.silent_reject_to));
-        if (f != nullptr && f->action == flow::FlowAction::kNone) {
-            f->action = flow::FlowAction::kDrop;
+    apply_silent_drop(w, f, extras, out);
+    return out;
+}
+
+bool Engine::any_drop(const WorkerContext& w, uint32_t n) {
+    for (uint32_t i = 0; i < n; ++i) {
+        if (w.alert_buf[i].drop_rule) {
+            return true;
         }
     }
-    return out;
+    return false;
+}
+
+void Engine::apply_silent_drop(WorkerContext& w, flow::Flow* f, const detect::InspectExtras& extras,
+                               FlowVerdict& out) {
+    if (!extras.silent_drop) {
+        return;
+    }
+    if (!config_.ips()) {
+        if (extras.silent_reject && w.responder) {  // "reject ... noalert;" in IDS mode
+            w.ids_reject = true;
+            w.reject_to = detect::RejectTo(static_cast<uint8_t>(w.reject_to) |
+                                           static_cast<uint8_t>(extras.silent_reject_to));
+        }
+        return;
+    }
+    // "drop ... noalert;": the verdict stands without an alert (Suricata's IPS idiom).
+    out.verdict =
+        stronger(out.verdict, extras.silent_reject ? PacketVerdict::kReject : PacketVerdict::kDrop);
+    w.reject_to = detect::RejectTo(static_cast<uint8_t>(w.reject_to) |
+                                   static_cast<uint8_t>(extras.silent_reject_to));
+    if (extras.silent_drop_flow && f != nullptr && f->action == flow::FlowAction::kNone) {
+        f->action = flow::FlowAction::kDrop;
+    }
 }
 
 PacketVerdict Engine::apply_actions(WorkerContext& w, flow::Flow* f, uint32_t n) {
     PacketVerdict verdict = PacketVerdict::kNone;
     if (!config_.ips()) {
-        return verdict;  // IDS: drop and reject rules only alert ("allowed")
+        // IDS: drop and reject rules only alert ("allowed"), and a reject still answers, as
+        // Suricata's does in IDS mode, where the capture has a responder (live capture).
+        if (w.responder) {
+            for (uint32_t i = 0; i < n; ++i) {
+                const detect::AlertRecord& a = w.alert_buf[i];
+                if (a.drop_rule && a.rule_action == detect::Action::kReject) {
+                    w.ids_reject = true;
+                    w.reject_to = detect::RejectTo(static_cast<uint8_t>(w.reject_to) |
+                                                   static_cast<uint8_t>(a.reject_to));
+                }
+            }
+        }
+        return verdict;
     }
+    bool flow_drop = false;
     for (uint32_t i = 0; i < n; ++i) {
         detect::AlertRecord& a = w.alert_buf[i];
         if (!a.drop_rule) {
@@ -283,9 +324,12 @@ PacketVerdict Engine::apply_actions(WorkerContext& w, flow::Flow* f, uint32_t n)
         verdict =
             stronger(verdict, a.rule_action == detect::Action::kReject ? PacketVerdict::kReject
                                                                        : PacketVerdict::kDrop);
+        flow_drop = flow_drop || a.flow_scope;
     }
-    // The rest of the flow is dropped too, uninspected (the first of drop / pass wins).
-    if (verdict != PacketVerdict::kNone && f != nullptr && f->action == flow::FlowAction::kNone) {
+    // As Suricata: a match on the stream or a transaction, or an app-layer or header-only rule,
+    // drops the rest of the flow too, uninspected (the first of drop / pass wins); a match on
+    // the packet's own payload drops that packet alone.
+    if (flow_drop && f != nullptr && f->action == flow::FlowAction::kNone) {
         f->action = flow::FlowAction::kDrop;
     }
     return verdict;
@@ -702,6 +746,7 @@ capture::Verdict Engine::process_decoded(WorkerContext& w, decode::Packet& p,
     FlowVerdict fv;  // what the rules decided, the stream memcap
     w.drop_meta = nullptr;
     w.reject_to = detect::RejectTo::kNone;
+    w.ids_reject = false;
     if (p.event_count != 0 && w.records && config_.eve.anomaly.decode) {
         log_packet_anomalies(w, p, nullptr, 0);
     }
@@ -764,6 +809,11 @@ capture::Verdict Engine::process_decoded(WorkerContext& w, decode::Packet& p,
         }
     }
     if (!config_.ips()) {
+        if (w.ids_reject) {
+            // The packet went on (a passive sensor cannot stop it): the RST toward its
+            // receiver follows it (seq past its payload).
+            w.responder->reject(p, reject_target(w.reject_to), /*original_dropped=*/false);
+        }
         return Verdict::kAccept;
     }
     // One reason per drop, the rules first.

@@ -257,8 +257,8 @@ struct alignas(kCacheLine) WorkerContext {
     capture::PacketSource* source = nullptr;      // owned by the engine's capture::Sources
     bool source_stats = false;                    // its own stats (not a dispatcher queue's)
     capture::InlineSource* inline_src = nullptr;  // source, in inline modes
-    // Sends RSTs / ICMP for reject rules (inline modes). The bridge responder uses the
-    // source's sockets: the engine's sources outlive the workers.
+    // Sends RSTs / ICMP for reject rules (inline modes, and live IDS capture). The bridge responder
+    // uses the source's sockets: the engine's sources outlive the workers.
     std::unique_ptr<Responder> responder;
     decode::DecodeContext decode;
     defrag::Defragmenter defrag;
@@ -312,6 +312,9 @@ struct alignas(kCacheLine) WorkerContext {
     // Where the packet's rejects send their responses (rejectsrc / rejectdst / rejectboth,
     // or-ed over its reject alerts); reset per packet.
     detect::RejectTo reject_to = detect::RejectTo::kNone;
+    // IDS mode: a reject rule matched the packet being processed and the capture has a
+    // responder; its responses go out once the packet is done. Reset per packet.
+    bool ids_reject = false;
     bool end_hook_on = false;
     std::string error;
     // The ACL stage per batch (Engine::process_batch): a run of packets decoded ahead, their

@@ -351,7 +351,8 @@ def yaml_quote(value):
 
 def suricata_yaml_sets(case_dir, etc_dir):
     """--set assignments for what the case's suricata.yaml changes that the sensor knows:
-    address/port vars, packet-alert-max and the eve alert payload/packet/verdict/xff options."""
+    address/port vars, action-order, packet-alert-max, the eve alert
+    payload/packet/verdict/xff options and the drop record's flows/alerts."""
     path = os.path.join(case_dir, "suricata.yaml")
     if not os.path.exists(path):
         return []
@@ -370,6 +371,9 @@ def suricata_yaml_sets(case_dir, etc_dir):
             values = ((layer.get("vars") or {}).get(group)) or {}
             for k, v in values.items():
                 seen["vars.%s.%s" % (group, k)] = yaml_quote(v)
+        order = layer.get("action-order")
+        if isinstance(order, list) and order:
+            seen["action-order"] = "[%s]" % ", ".join(str(a) for a in order)
         pam = layer.get("packet-alert-max")
         if isinstance(pam, int) and pam > 0:
             seen["packet-alert-max"] = str(pam)
@@ -383,6 +387,14 @@ def suricata_yaml_sets(case_dir, etc_dir):
                         if key in t["alert"]:
                             on = t["alert"][key] in (True, "yes", "on", "true")
                             seen["outputs.eve.alert." + key] = "yes" if on else "no"
+                if isinstance(t, dict) and isinstance(t.get("drop"), dict):
+                    d = t["drop"]
+                    if "flows" in d:
+                        seen["outputs.eve.drop.flows"] = str(d["flows"])
+                    if "alerts" in d:
+                        on = d["alerts"] in (True, "yes", "on", "true")
+                        seen["outputs.eve.drop.alerts"] = "yes" if on else "no"
+                if isinstance(t, dict) and "alert" in t and isinstance(t["alert"], dict):
                     xff = t["alert"].get("xff")
                     if isinstance(xff, dict):
                         for key in ("enabled", "mode", "deployment", "header"):

@@ -332,6 +332,15 @@ TEST(EveConfigTest, FiletypesAndRedisModes) {
     EXPECT_FALSE(read("outputs: [eve-log: {types: [drop: {flows: start}]}]").drop.flows_all);
 }
 
+TEST(EveConfigTest, MapLayoutTakesTheDropOptions) {
+    // outputs.eve.drop, as outputs.eve.alert: what --set outputs.eve.drop.flows=all reaches.
+    const EveConfig e = read("outputs: {eve: {drop: {flows: all, alerts: no}}}");
+    EXPECT_TRUE(e.drop.flows_all);
+    EXPECT_FALSE(e.drop.alerts);
+    EXPECT_EQ(error_of("outputs: {eve: {drop: {flow: all}}}"),
+              "s.yaml: outputs.eve.drop: unknown option 'flow' (known: alerts, enabled, flows)");
+}
+
 TEST(EveConfigTest, PlainTypesAndNullOptionsAreOnWithDefaults) {
     const EveConfig e = read(R"(
 outputs:
@@ -468,7 +477,7 @@ TEST(EveConfigTest, ErrorsNameTheKeyTheValueAndWhatIsAllowed) {
               "threaded, types, xff)");
     EXPECT_EQ(error_of("outputs: {eve: {alerts: {payload: yes}}}"),
               "s.yaml: outputs.eve: unknown option 'alerts' (known: alert, community-id, "
-              "community-id-seed, enabled, ethernet, facility, filename, filetype, identity, "
+              "community-id-seed, drop, enabled, ethernet, facility, filename, filetype, identity, "
               "level, metadata, pcap-file, prefix, record-queue-size, redis, syslog-socket, "
               "threaded, types, xff)");
     EXPECT_EQ(error_of("outputs: [eve-log: {filetype: kafka}]"),

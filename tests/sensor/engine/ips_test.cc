@@ -1,5 +1,6 @@
 // IPS verdicts on crafted pcaps run with ips.simulate (--simulate-ips): a drop rule drops its
-// packet and every later packet of the flow, reject is counted as a drop plus a rejection,
+// packet, and every later packet of the flow when it acts on the flow (Suricata's scope: stream,
+// transaction, app-layer or header-only), reject is counted as a drop plus a rejection,
 // pass stops the flow's inspection, malformed packets follow ips.malformed-policy, and in
 // passive (IDS) mode a drop rule only alerts. Also the inline configuration errors.
 #include <gtest/gtest.h>
@@ -39,13 +40,22 @@ protected:
 
     // Runs the frames against the rules; ips: --simulate-ips. Returns the stats; the alerts
     // are in alerts_.
+    // action_order: sensor.yaml's action-order, empty for the default.
     StatsSnapshot run(const std::vector<Bytes>& frames, const std::string& rules, bool ips,
-                      const std::string& malformed = "pass") {
+                      const std::string& malformed = "pass",
+                      const std::vector<std::string>& action_order = {}) {
         testing::write_pcap(dir_ / "t.pcap", frames);
         std::ofstream(dir_ / "t.rules") << rules;
         Config c = testing::pcap_config({dir_ / "t.pcap"}, 1, dir_);
         c.set_value("ips.simulate", YAML::Node(ips));
         c.set_value("ips.malformed-policy", YAML::Node(malformed));
+        if (!action_order.empty()) {
+            YAML::Node order;
+            for (const std::string& a : action_order) {
+                order.push_back(a);
+            }
+            c.set_value("action-order", order);
+        }
         SensorConfig sc = load_sensor_config(c);
         sc.detect.rule_files = {(dir_ / "t.rules").string()};
         Engine engine(sc);
@@ -60,7 +70,7 @@ protected:
 };
 
 // Flow 1000: "hello" passes, "evil" matches the drop rule, the client's next packet and the
-// server's reply are dropped as part of the flow; flow 1001 is untouched.
+// server's reply are of the same flow; flow 1001 is another.
 std::vector<Bytes> drop_frames() {
     return {udp_frame(1000, true, "hello"), udp_frame(1000, true, "evil"),
             udp_frame(1000, true, "after"), udp_frame(1000, false, "reply"),
@@ -71,18 +81,20 @@ constexpr const char* kDropRule =
     "drop udp any any -> any any (msg:\"evil\"; content:\"evil\"; "
     "sid:1;)\n";
 
-TEST_F(IpsTest, DropRuleDropsThePacketAndTheRestOfItsFlow) {
+TEST_F(IpsTest, DropOnAPacketsPayloadDropsThatPacketOnly) {
+    // As Suricata: a match on the packet's own payload (no stream, no transaction, not an
+    // app-layer or header-only rule) drops that packet; the rest of the flow is inspected.
     StatsSnapshot s = run(drop_frames(), kDropRule, /*ips=*/true);
-    EXPECT_EQ(s.get("ips.accepted"), 2u);
-    EXPECT_EQ(s.get("ips.blocked"), 3u);
+    EXPECT_EQ(s.get("ips.accepted"), 4u);
+    EXPECT_EQ(s.get("ips.blocked"), 1u);
     EXPECT_EQ(s.get("ips.rejected"), 0u);
     EXPECT_EQ(s.get("ips.drop_reason.rules"), 1u);
-    EXPECT_EQ(s.get("ips.drop_reason.flow_drop"), 2u);
+    EXPECT_EQ(s.get("ips.drop_reason.flow_drop"), 0u);
     EXPECT_EQ(s.get("ips.drop_reason.decode_error"), 0u);
     EXPECT_EQ(s.get("ips.drop_reason.stream_memcap"), 0u);
     EXPECT_EQ(s.get("ips.drop_reason.flow_memcap"), 0u);
-    EXPECT_EQ(s.get("ips.verdict.pass"), 2u);
-    EXPECT_EQ(s.get("ips.verdict.drop"), 3u);
+    EXPECT_EQ(s.get("ips.verdict.pass"), 4u);
+    EXPECT_EQ(s.get("ips.verdict.drop"), 1u);
     EXPECT_EQ(s.get("ips.verdict.reject"), 0u);
     EXPECT_EQ(s.get("ips.responses.sent"), 0u);
     EXPECT_FALSE(s.has("capture.inline.accepted"));  // no inline source: simulated
@@ -98,19 +110,98 @@ TEST_F(IpsTest, DropRuleDropsThePacketAndTheRestOfItsFlow) {
     EXPECT_NE(fast.find("  [Drop] [**] [1:1:0] evil [**]"), std::string::npos) << fast;
 }
 
+TEST_F(IpsTest, DropOfAHeaderOnlyRuleDropsTheRestOfTheFlow) {
+    // A header-only rule (addresses, ports, no option) acts on the flow: every later packet of
+    // flow 1000, both directions, is dropped uninspected; flow 1001 is untouched.
+    StatsSnapshot s =
+        run(drop_frames(), "drop udp 10.0.0.1 1000 -> any any (msg:\"h\"; sid:4;)\n", true);
+    EXPECT_EQ(s.get("ips.accepted"), 1u);
+    EXPECT_EQ(s.get("ips.blocked"), 4u);
+    EXPECT_EQ(s.get("ips.drop_reason.rules"), 1u);
+    EXPECT_EQ(s.get("ips.drop_reason.flow_drop"), 3u);
+    ASSERT_EQ(alerts_.size(), 1u);
+    EXPECT_EQ(alerts_[0]["pcap_cnt"], 1);
+}
+
+TEST_F(IpsTest, DropOfAnAppLayerRuleDropsTheRestOfTheFlow) {
+    // An app-layer rule (dns) acts on the flow too, although it matched one datagram.
+    // A DNS query for evil.example (id 0x1234, one question, type A class IN).
+    Bytes query = {0x12, 0x34, 0x01, 0x00, 0,   1,   0,   0,   0,   0,   0, 0, 4, 'e', 'v',
+                   'i',  'l',  7,    'e',  'x', 'a', 'm', 'p', 'l', 'e', 0, 0, 1, 0,   1};
+    std::vector<Bytes> frames = {frame(true, frames::kUdp, frames::udp(40000, 53, query)),
+                                 frame(false, frames::kUdp, frames::udp(53, 40000, query)),
+                                 frame(true, frames::kUdp, frames::udp(40000, 53, query))};
+    StatsSnapshot s = run(frames,
+                          "drop dns any any -> any any (msg:\"q\"; dns.query; "
+                          "content:\"evil\"; sid:5;)\n",
+                          true);
+    EXPECT_EQ(s.get("ips.blocked"), 3u);
+    EXPECT_EQ(s.get("ips.drop_reason.rules"), 1u);
+    EXPECT_EQ(s.get("ips.drop_reason.flow_drop"), 2u);
+}
+
 TEST_F(IpsTest, NoalertDropRuleDropsWithoutAnAlert) {
-    // Suricata's IPS idiom "drop ... noalert;": the packet and the rest of its flow are
-    // dropped, nothing is logged. A noalert alert rule changes nothing.
+    // Suricata's IPS idiom "drop ... noalert;": the packet is dropped, nothing is logged. A
+    // noalert alert rule changes nothing.
     StatsSnapshot s = run(drop_frames(),
                           "drop udp any any -> any any (content:\"evil\"; noalert; sid:1;)\n"
                           "alert udp any any -> any any (content:\"hello\"; noalert; sid:2;)\n",
                           /*ips=*/true);
-    EXPECT_EQ(s.get("ips.accepted"), 2u);
-    EXPECT_EQ(s.get("ips.blocked"), 3u);
+    EXPECT_EQ(s.get("ips.accepted"), 4u);
+    EXPECT_EQ(s.get("ips.blocked"), 1u);
     EXPECT_EQ(s.get("ips.rejected"), 0u);
     EXPECT_EQ(s.get("ips.drop_reason.rules"), 1u);
-    EXPECT_EQ(s.get("ips.drop_reason.flow_drop"), 2u);
+    EXPECT_EQ(s.get("ips.drop_reason.flow_drop"), 0u);
     EXPECT_EQ(alerts_.size(), 0u);
+}
+
+TEST_F(IpsTest, NoalertHeaderOnlyDropDropsTheFlowWithoutAnAlert) {
+    StatsSnapshot s =
+        run(drop_frames(), "drop udp 10.0.0.1 1000 -> any any (noalert; sid:1;)\n", true);
+    EXPECT_EQ(s.get("ips.accepted"), 1u);
+    EXPECT_EQ(s.get("ips.blocked"), 4u);
+    EXPECT_EQ(s.get("ips.drop_reason.flow_drop"), 3u);
+    EXPECT_EQ(alerts_.size(), 0u);
+}
+
+// action-order [drop, pass, reject, alert]: a drop on a packet's payload comes before the
+// header-only pass, so each packet carrying "Hi" is dropped with an alert and the pass only
+// ends that packet's inspection (the alert rule after it is silent); it does not pass the flow,
+// whose next packets are inspected again.
+TEST_F(IpsTest, DropBeforePassDropsEachPacketAndDoesNotPassTheFlow) {
+    std::vector<Bytes> frames = {udp_frame(1000, true, "Hi all"), udp_frame(1000, false, "Hi all"),
+                                 udp_frame(1000, true, "Hi all"), udp_frame(1000, true, "bye")};
+    StatsSnapshot s = run(frames,
+                          "pass udp any any -> any any (msg:\"p\"; sid:1;)\n"
+                          "drop udp any any -> any any (msg:\"d\"; content:\"Hi all\"; sid:2;)\n"
+                          "alert udp any any -> any any (msg:\"a\"; sid:3;)\n",
+                          true, "pass", {"drop", "pass", "reject", "alert"});
+    EXPECT_EQ(s.get("ips.blocked"), 3u);
+    EXPECT_EQ(s.get("ips.accepted"), 1u);
+    EXPECT_EQ(s.get("ips.drop_reason.flow_drop"), 0u);
+    ASSERT_EQ(alerts_.size(), 3u);
+    for (const nlohmann::json& a : alerts_) {
+        EXPECT_EQ(a["alert"]["signature_id"], 2);
+    }
+}
+
+// action-order [drop, alert, reject, pass]: a header-only drop drops the flow at its first
+// packet; the alert rule ordered after it alerts on that packet only.
+TEST_F(IpsTest, HeaderOnlyDropFirstInTheOrderDropsTheFlow) {
+    std::vector<Bytes> frames = {udp_frame(1000, true, "Hi all"), udp_frame(1000, false, "Hi all"),
+                                 udp_frame(1000, true, "Hi all")};
+    StatsSnapshot s = run(frames,
+                          "alert udp any any -> any any (msg:\"a\"; sid:1;)\n"
+                          "pass udp any any -> any any (msg:\"p\"; content:\"Hi all\"; sid:2;)\n"
+                          "drop udp any any -> any any (msg:\"d\"; sid:3;)\n",
+                          true, "pass", {"drop", "alert", "reject", "pass"});
+    EXPECT_EQ(s.get("ips.blocked"), 3u);
+    EXPECT_EQ(s.get("ips.drop_reason.flow_drop"), 2u);
+    std::vector<int> sids;
+    for (const nlohmann::json& a : alerts_) {
+        sids.push_back(a["alert"]["signature_id"].get<int>());
+    }
+    EXPECT_EQ(sids, (std::vector<int>{3, 1}));
 }
 
 TEST_F(IpsTest, NoalertRejectRuleRejectsWithoutAnAlert) {
@@ -154,9 +245,9 @@ TEST_F(IpsTest, AlertRulesAreAllowedWithAnAlertVerdict) {
     EXPECT_EQ(alerts_[0]["verdict"], nlohmann::json::parse(R"({"action":"alert"})"));
 }
 
-TEST_F(IpsTest, RejectIsCountedAndDropsTheFlow) {
-    // TCP without a handshake (not tracked by the stream: midstream off): packet rules still
-    // see each segment.
+TEST_F(IpsTest, RejectIsCountedAndDropsItsPacket) {
+    // TCP without a handshake (not tracked by the stream: midstream off): packet rules see
+    // each segment, and a reject on one drops that segment (a payload match), not the flow.
     std::vector<Bytes> frames = {tcp_frame(true, 0x18, "GET /ok"), tcp_frame(true, 0x18, "evil"),
                                  tcp_frame(false, 0x18, "HTTP/1.1 200"),
                                  udp_frame(1000, true, "evil")};
@@ -164,13 +255,13 @@ TEST_F(IpsTest, RejectIsCountedAndDropsTheFlow) {
                           "rejectdst tcp any any -> any any (msg:\"r\"; content:\"evil\"; sid:2;)\n"
                           "reject udp any any -> any any (msg:\"u\"; content:\"evil\"; sid:3;)\n",
                           /*ips=*/true);
-    EXPECT_EQ(s.get("ips.accepted"), 1u);
-    EXPECT_EQ(s.get("ips.blocked"), 3u);
+    EXPECT_EQ(s.get("ips.accepted"), 2u);
+    EXPECT_EQ(s.get("ips.blocked"), 2u);
     EXPECT_EQ(s.get("ips.rejected"), 2u);
     EXPECT_EQ(s.get("ips.drop_reason.rules"), 2u);
-    EXPECT_EQ(s.get("ips.drop_reason.flow_drop"), 1u);
-    EXPECT_EQ(s.get("ips.verdict.pass"), 1u);
-    EXPECT_EQ(s.get("ips.verdict.drop"), 1u);
+    EXPECT_EQ(s.get("ips.drop_reason.flow_drop"), 0u);
+    EXPECT_EQ(s.get("ips.verdict.pass"), 2u);
+    EXPECT_EQ(s.get("ips.verdict.drop"), 0u);
     EXPECT_EQ(s.get("ips.verdict.reject"), 2u);
     // Simulated: no responder, nothing is sent.
     EXPECT_EQ(s.get("ips.responses.sent"), 0u);
@@ -242,6 +333,24 @@ TEST_F(IpsTest, PassOnAPacketsPayloadPassesThatPacketOnly) {
     EXPECT_EQ(s.get("ips.blocked"), 1u);
     ASSERT_EQ(alerts_.size(), 1u);
     EXPECT_EQ(alerts_[0]["pcap_cnt"], 2);
+}
+
+TEST_F(IpsTest, IpOnlyRulesMatchTheFirstPacketOfEachDirection) {
+    // Suricata's IP-only rules (header only) are matched on the first packet of each direction
+    // of a flow: flow 1000 (three to the server, one back) alerts twice, flow 1001 once. A
+    // rule with any option (here dsize) is matched on every packet.
+    run({udp_frame(1000, true, "a"), udp_frame(1000, true, "b"), udp_frame(1000, false, "c"),
+         udp_frame(1000, true, "d"), udp_frame(1000, false, "e"), udp_frame(1001, true, "f")},
+        "alert udp any any -> any any (msg:\"ip-only\"; sid:1;)\n"
+        "alert udp any any -> any any (msg:\"every\"; dsize:1; sid:2;)\n",
+        /*ips=*/false);
+    std::vector<std::string> got;
+    for (const nlohmann::json& a : alerts_) {
+        got.push_back(std::to_string(a["pcap_cnt"].get<int>()) + ":" +
+                      std::to_string(a["alert"]["signature_id"].get<int>()));
+    }
+    EXPECT_EQ(got, (std::vector<std::string>{"1:1", "1:2", "2:2", "3:1", "3:2", "4:2", "5:2", "6:1",
+                                             "6:2"}));
 }
 
 // An IPv4 packet whose TCP header is cut short: a decode error.
