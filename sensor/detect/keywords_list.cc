@@ -43,6 +43,114 @@ std::string suricata_status(std::string_view name) {
     return "not supported: " + d->reason;
 }
 
+// Why a Suricata keyword Picket refuses is not supported, by name or by the prefix of its
+// family: what an operator needs to judge a skipped rule. First match wins.
+struct Why {
+    const char* prefix;  // a name, or a family prefix ending in '.' or '_'
+    const char* why;
+};
+constexpr Why kWhy[] = {
+    {"lua", "Lua scripting is not embedded"},
+    {"luajit", "Lua scripting is not embedded"},
+    {"dataset", "datasets (string lists loaded from files) are not implemented"},
+    {"datarep", "datasets (string lists loaded from files) are not implemented"},
+    {"iprep", "IP reputation lists are not loaded"},
+    {"geoip", "no GeoIP database is read"},
+    {"bypass", "no capture bypass (flows are not offloaded)"},
+    {"replace", "payload rewriting in IPS mode is not implemented"},
+    {"prefilter", "prefilter choice is automatic (fast_pattern picks the pattern)"},
+    {"requires", "Suricata 7.0.3's version/feature gate is not read"},
+    {"config", "Suricata 7's per-rule logging/inspection config is not implemented"},
+    {"rpc", "RPC call matching (Snort 2's rpc) is not implemented"},
+    {"ipopts", "IPv4 options are not decoded into flags"},
+    {"fragoffset", "fragment offsets are not matched (fragbits is)"},
+    {"entropy", "Suricata 8 keyword"},
+    {"absent", "Suricata 8 keyword"},
+    {"l3_proto", "Suricata 8 keyword"},
+    {"pkthdr", "Suricata 8 keyword"},
+    {"flow.", "Suricata 8 keyword (flow age and counters)"},
+    {"tcp.", "header sticky buffers are not filled"},
+    {"udp.", "header sticky buffers are not filled"},
+    {"ipv4.", "header sticky buffers are not filled"},
+    {"ipv6.", "header sticky buffers are not filled"},
+    {"icmpv4.", "header sticky buffers are not filled"},
+    {"icmpv6.", "ICMPv6 header buffers and MTU are not filled"},
+    {"ipv4-csum", "checksum validity is a decoder setting (-k), not a rule option"},
+    {"tcpv4-csum", "checksum validity is a decoder setting (-k), not a rule option"},
+    {"tcpv6-csum", "checksum validity is a decoder setting (-k), not a rule option"},
+    {"udpv4-csum", "checksum validity is a decoder setting (-k), not a rule option"},
+    {"udpv6-csum", "checksum validity is a decoder setting (-k), not a rule option"},
+    {"icmpv4-csum", "checksum validity is a decoder setting (-k), not a rule option"},
+    {"icmpv6-csum", "checksum validity is a decoder setting (-k), not a rule option"},
+    {"app-layer-protocol", "use the app-layer protocol in the rule header (alert http ...)"},
+    {"app-layer-state", "parser states are not exposed to rules"},
+    {"decode-event", "decoder events go to EVE anomaly records; rules on them are not matched"},
+    {"stream-event", "stream events go to EVE anomaly records; rules on them are not matched"},
+    {"engine-event", "engine events are not matched by rules"},
+    {"to_md5", "hashing transforms are not implemented"},
+    {"to_sha1", "hashing transforms are not implemented"},
+    {"to_sha256", "hashing transforms are not implemented"},
+    {"xor", "the xor transform is not implemented"},
+    {"pcrexform", "the pcrexform transform is not implemented"},
+    {"header_lowercase", "Suricata 8 transform"},
+    {"strip_pseudo_headers", "Suricata 8 transform (HTTP/2)"},
+    {"from_base64", "Suricata 8 transform (use base64_decode)"},
+    {"filestore", "files are not stored"},
+    {"filemagic", "libmagic types are logged in fileinfo, not matched by rules"},
+    {"file.magic", "libmagic types are logged in fileinfo, not matched by rules"},
+    {"filename", "use file.name"},
+    {"fileext", "use file.name with endswith"},
+    {"filemd5", "file hash lists are not loaded"},
+    {"filesha1", "file hash lists are not loaded"},
+    {"filesha256", "file hash lists are not loaded"},
+    {"filesize", "file sizes are not matched"},
+    {"http.request_header", "per-header name:value buffers are not filled"},
+    {"http.response_header", "per-header name:value buffers are not filled"},
+    {"http_request_header", "per-header name:value buffers are not filled"},
+    {"http_response_header", "per-header name:value buffers are not filled"},
+    {"http_raw_cookie", "the raw cookie buffer is not filled (http.cookie is)"},
+    {"http2.", "no HTTP/2 parser"},
+    {"tls.", "this part of the TLS handshake is not exposed to rules"},
+    {"tls_", "this part of the TLS handshake is not exposed to rules"},
+    {"ssl_", "this part of the TLS handshake is not exposed to rules"},
+    {"ja3s.string", "the JA3S string is not kept (ja3s.hash is)"},
+    {"ja4.", "JA4 is not computed"},
+    {"dns.", "Suricata 8 DNS buffers (dns.query is supported)"},
+    {"smb.", "no SMB parser"},
+    {"dcerpc.", "no DCERPC parser"},
+    {"dce_", "no DCERPC parser"},
+    {"krb5", "no Kerberos parser"},
+    {"sip.", "no SIP parser (sip_method and sip_stat_code read the start line)"},
+    {"snmp.", "no SNMP parser"},
+    {"mqtt.", "no MQTT parser"},
+    {"rfb.", "no RFB (VNC) parser"},
+    {"dhcp.", "no DHCP parser"},
+    {"modbus", "no Modbus parser"},
+    {"dnp3_", "no DNP3 parser"},
+    {"enip_", "no ENIP/CIP parser"},
+    {"cip_", "no ENIP/CIP parser"},
+    {"nfs", "no NFS parser"},
+    {"ike.", "no IKE parser"},
+    {"quic.", "no QUIC parser"},
+    {"bittorrent-dht.", "no BitTorrent DHT parser"},
+    {"pgsql.", "no PostgreSQL parser"},
+    {"frame", "protocol frames are not exposed to rules"},
+    {"smtp.", "no SMTP parser"},
+    {"email.", "no SMTP/MIME parser"},
+    {"ftpdata_command", "the ftp-data direction is not exposed to rules"},
+};
+
+const char* why_unsupported(std::string_view name) {
+    for (const Why& w : kWhy) {
+        const std::string_view p = w.prefix;
+        const bool family = p.ends_with('.') || p.ends_with('_');
+        if (family ? name.starts_with(p) : name == p) {
+            return w.why;
+        }
+    }
+    return nullptr;
+}
+
 // A pcre flag after a content, so that R (relative) has something to follow.
 std::string pcre_flag_status(char flag) {
     const auto d = probe("content:\"a\"; pcre:\"/a/" + std::string(1, flag) + "\";");
@@ -91,7 +199,12 @@ std::vector<KeywordInfo> list_keywords() {
         add("suricata", name, "sticky buffer", "supported");
     }
     for (const char* name : unsupported_keyword_names()) {
-        add("suricata", name, "option", suricata_status(name));
+        std::string status = suricata_status(name);
+        const char* why = why_unsupported(name);
+        if (why != nullptr && status.starts_with("not supported: ")) {
+            status += std::string(" (") + why + ")";
+        }
+        add("suricata", name, "option", std::move(status));
     }
     // Snort 3: the front-end's own tables, and for what it passes on, the Suricata parser.
     for (const snort3::BufferMap& b : snort3::buffer_table()) {

@@ -55,7 +55,9 @@ TEST(KeywordsListTest, ExactEntries) {
     expect(all, "suricata", "asn1", "option", "supported");
     expect(all, "suricata", "ftpbounce", "option",
            "partly: PORT lines of to-server payload (no FTP parser)");
-    expect(all, "suricata", "ipopts", "option", "not supported: unsupported keyword 'ipopts'");
+    expect(all, "suricata", "ipopts", "option",
+           "not supported: unsupported keyword 'ipopts' (IPv4 options are not decoded into "
+           "flags)");
     expect(all, "snort3", "stream_size", "option", "supported");
 }
 
