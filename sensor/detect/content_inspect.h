@@ -20,8 +20,9 @@
 //   of the same rule so a variable extracted in one buffer can be used by a later one.
 // - Rule::contents is NOT filled by the keyword parsers (modifiers arrive later): the
 //   compiler walks Rule::buffers and calls get_content_info().
-// - dce options, pcre flags O and the pcre capture-to-variable forms are rejected as
-//   unsupported.
+// - dce options are rejected as unsupported; pcre flag O is accepted (defaults apply).
+// - A pcre that captures into variables copies its groups into PayloadScratch::cap_* on each
+//   successful exec; the engine stores them once the whole rule matched (store_captures).
 #pragma once
 
 #include <cstdint>
@@ -48,6 +49,11 @@ struct PayloadScratch {
     uint32_t last_recursion_count = 0;  // steps used by the last inspect_buffer
     Counter recursion_limit_hits;       // evaluations stopped by the limit
     Counter pcre_errors;                // pcre2 match errors other than "no match"
+    // pcre captures into variables (Rule::var_captures), by slot: the bytes (cut at
+    // kMaxVarLen) of the last successful exec of the capturing pcre, cap_len -1 when its group
+    // did not take part. Written only by pcres that capture.
+    int32_t cap_len[kMaxRuleCaptures] = {};
+    uint8_t cap_bytes[kMaxRuleCaptures][kMaxVarLen];
     // base64_decode's output (kBase64Max bytes, allocated once by make_payload_scratch).
     static constexpr uint32_t kBase64Max = 65536;
     std::unique_ptr<uint8_t[]> base64;

@@ -26,6 +26,8 @@ namespace picket::sensor::detect {
 
 struct Rule;
 class FlowbitRegistry;
+struct VarSet;
+struct VarNames;
 
 // detect.mpm-algo (Suricata's key): the multi-pattern prefilter that picks candidate rules.
 // kHyperscan ("hs"): one Hyperscan literal database per rule group, built from the rules'
@@ -205,6 +207,9 @@ struct DetectCounters {
     Counter alerts_suppressed;
     Counter prefilter_candidates;
     Counter rules_evaluated;
+    // detect.vars_dropped: pcre captures not stored (the flow's 16 variables or 1024 bytes
+    // full, no flow, no variable block left).
+    Counter vars_dropped;
 };
 
 // Per-worker detection state that outlives engine generations: the flowbit stores hanging on
@@ -222,6 +227,8 @@ public:
     void adopt(const DetectEngine& engine);
     // Detection counters, cumulative across generations (written by the worker).
     DetectCounters& counters() { return counters_; }
+    // The variables of the packet last inspected (its alerts' "pktvars"); worker thread.
+    const VarSet* packet_vars() const;
     // "detect.alert", "detect.alert_queue_overflow", ...; any thread.
     void export_stats(StatsSnapshot& out) const;
     struct Impl;
@@ -277,6 +284,9 @@ struct InspectExtras {
     mutable bool silent_reject = false;
     mutable bool silent_drop_flow = false;  // one of them applies to the flow (flow_scope)
     mutable RejectTo silent_reject_to = RejectTo::kNone;  // the silent rejects' targets, or-ed
+    // Packet variables (pktvar): the first inspection with this InspectExtras clears the
+    // worker's and sets this; the later ones (the packet's transactions) keep what it stored.
+    mutable bool vars_open = false;
 };
 
 class DetectWorker {

@@ -51,6 +51,10 @@ namespace picket::sensor::detect {
 struct WorkerFlowState::Impl {
     std::shared_ptr<FlowbitRegistry> registry;
     FlowbitPool pool;
+    // The packet variables of the packet being inspected (pktvar, pcre pkt_ captures): one
+    // scratch set per worker, cleared when a packet's inspection starts (InspectExtras::
+    // vars_open), read by the alerts of that packet.
+    VarSet pkt_vars;
 
     explicit Impl(std::shared_ptr<FlowbitRegistry> r)
         : registry(std::move(r)), pool(FlowbitPool::bits_for(registry ? registry->size() : 0)) {}
@@ -59,6 +63,10 @@ struct WorkerFlowState::Impl {
 WorkerFlowState::WorkerFlowState(std::shared_ptr<FlowbitRegistry> registry)
     : impl_(new Impl(std::move(registry))) {}
 WorkerFlowState::~WorkerFlowState() = default;
+
+const VarSet* WorkerFlowState::packet_vars() const {
+    return &impl_->pkt_vars;
+}
 
 void WorkerFlowState::release_flow(flow::Flow& f) {
     flowbits_release(f, impl_->pool);
@@ -262,6 +270,13 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
                                       const InspectExtras* extras, const AppView* view,
                                       TxAlertLog* log) {
     const auto& d = engine_->impl();
+    VarSet& pkt_vars = flow_state_->impl().pkt_vars;
+    if (extras == nullptr || !extras->vars_open) {
+        pkt_vars.clear();  // a new packet: its variables start empty
+        if (extras != nullptr) {
+            extras->vars_open = true;
+        }
+    }
     if (p.ip_version == 0) {
         return 0;
     }
@@ -354,6 +369,7 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
     const bool established = pc.established;
     const bool snort3_established = established || (f != nullptr && f->pkt_midstream);
     pc.flowbits = bits;
+    pc.pkt_vars = &pkt_vars;
     pc.app = view != nullptr ? view->proto : (extras != nullptr ? extras->app : AppProto::kUnknown);
     pc.view = view;
 
@@ -512,6 +528,23 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
             if (tr == ThresholdResult::kNone) {
                 continue;
             }
+        }
+        // pcre captures into variables, like flowbits, once the rule matched.
+        if (!r.var_captures.empty()) {
+            VarSet* flow_vars = nullptr;
+            bool wants_flow = false;
+            for (size_t i = 0; i < r.var_captures.size(); ++i) {
+                wants_flow = wants_flow || (r.var_captures[i].scope == VarScope::kFlow &&
+                                            s.payload->cap_len[i] >= 0);
+            }
+            if (f != nullptr && wants_flow) {
+                bits = flowbits_acquire(*f, flow_state_->impl().pool);
+                pc.flowbits = bits;
+                if (bits != nullptr) {
+                    flow_vars = flow_state_->impl().pool.vars_of(*bits);
+                }
+            }
+            counters().vars_dropped += store_captures(r, *s.payload, flow_vars, &pkt_vars);
         }
         // Flowbit actions apply whether or not the rule alerts.
         if (f != nullptr && has_flowbit_actions(r)) {
@@ -692,6 +725,7 @@ void WorkerFlowState::export_stats(StatsSnapshot& out) const {
     out.add("detect.prefilter_candidates", counters_.prefilter_candidates.get());
     out.add("detect.alert_queue_overflow", counters_.alerts_dropped.get());
     out.add("detect.alerts_suppressed", counters_.alerts_suppressed.get());
+    out.add("detect.vars_dropped", counters_.vars_dropped.get());
 }
 
 }  // namespace picket::sensor::detect

@@ -5,6 +5,9 @@
 #include <cstring>
 #include <map>
 
+#include "common/strings.h"
+#include "sensor/detect/content_inspect.h"
+
 namespace picket::sensor::detect {
 
 uint32_t FlowbitRegistry::intern(std::string_view name) {
@@ -92,6 +95,88 @@ bool run_flowints(const std::vector<FlowintOp>& ops, FlowintValues& vals) {
     return true;
 }
 
+bool FlowbitRegistry::intern_var(VarScope scope, std::string_view name, uint16_t* id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::string>& names = var_names_[static_cast<int>(scope)];
+    for (size_t i = 0; i < names.size(); ++i) {
+        if (names[i] == name) {
+            *id = static_cast<uint16_t>(i);
+            return true;
+        }
+    }
+    if (names.size() >= kMaxVarNames) {
+        return false;
+    }
+    names.emplace_back(name);
+    *id = static_cast<uint16_t>(names.size() - 1);
+    return true;
+}
+
+std::string FlowbitRegistry::var_name(VarScope scope, uint16_t id) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::vector<std::string>& names = var_names_[static_cast<int>(scope)];
+    return id < names.size() ? names[id] : std::string();
+}
+
+uint32_t FlowbitRegistry::var_count(VarScope scope) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return static_cast<uint32_t>(var_names_[static_cast<int>(scope)].size());
+}
+
+std::string FlowbitRegistry::int_name(uint8_t id) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return id < int_names_.size() ? int_names_[id] : std::string();
+}
+
+uint32_t FlowbitRegistry::int_count() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return static_cast<uint32_t>(int_names_.size());
+}
+
+bool VarSet::get(uint16_t id, std::string_view* out) const {
+    for (uint16_t i = 0; i < count; ++i) {
+        if (entries[i].id == id) {
+            *out = std::string_view(reinterpret_cast<const char*>(bytes) + entries[i].off,
+                                    entries[i].len);
+            return true;
+        }
+    }
+    return false;
+}
+
+bool VarSet::set(uint16_t id, const uint8_t* v, uint32_t len) {
+    len = std::min(len, kMaxVarLen);
+    uint16_t k = 0;
+    while (k < count && entries[k].id != id) {
+        ++k;
+    }
+    const uint32_t old = k < count ? entries[k].len : 0;
+    if ((k == count && count == kMaxVarsPerSet) || used - old + len > kVarSetBytes) {
+        return false;
+    }
+    if (k < count) {
+        // Take the old value out: the values after it move down, the entry keeps its place.
+        const uint16_t off = entries[k].off;
+        std::memmove(bytes + off, bytes + off + old, used - off - old);
+        for (uint16_t i = 0; i < count; ++i) {
+            if (entries[i].off > off) {
+                entries[i].off = static_cast<uint16_t>(entries[i].off - old);
+            }
+        }
+        used = static_cast<uint16_t>(used - old);
+    } else {
+        entries[k].id = id;
+        ++count;
+    }
+    if (len != 0) {
+        std::memcpy(bytes + used, v, len);
+    }
+    entries[k].off = used;
+    entries[k].len = static_cast<uint16_t>(len);
+    used = static_cast<uint16_t>(used + len);
+    return true;
+}
+
 bool FlowbitRegistry::find(std::string_view name, uint32_t* id) const {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = ids_.find(name);
@@ -116,6 +201,7 @@ void FlowbitStore::clear() {
     std::memset(words, 0, sizeof(uint64_t) * nwords);
     tcp = TcpSeqState{};
     ints = FlowintValues{};
+    vars = nullptr;  // a released store gave its block back (FlowbitPool::release)
 }
 
 void tcp_seq_note(TcpSeqState& s, const decode::Packet& p, flow::Direction dir) {
@@ -133,10 +219,38 @@ void tcp_seq_note(TcpSeqState& s, const decode::Packet& p, flow::Direction dir) 
     }
 }
 
-FlowbitPool::FlowbitPool(uint32_t nbits, size_t max_stores, size_t chunk)
+FlowbitPool::FlowbitPool(uint32_t nbits, size_t max_stores, size_t chunk, size_t max_var_sets)
     : nwords_(std::max<uint32_t>(1, (nbits + 63) / 64)),
       max_stores_(max_stores),
-      chunk_(std::max<size_t>(1, chunk)) {}
+      chunk_(std::max<size_t>(1, chunk)),
+      max_var_sets_(max_var_sets) {}
+
+VarSet* FlowbitPool::vars_of(FlowbitStore& s) {
+    if (s.vars != nullptr) {
+        return s.vars;
+    }
+    if (var_free_ == nullptr) {
+        constexpr size_t kVarChunk = 64;
+        const size_t n = std::min(kVarChunk, max_var_sets_ - std::min(max_var_sets_, var_total_));
+        if (n == 0) {
+            ++counters_.vars_exhausted;
+            return nullptr;
+        }
+        var_chunks_.push_back(std::make_unique<VarSet[]>(n));
+        VarSet* c = var_chunks_.back().get();
+        for (size_t i = 0; i < n; ++i) {
+            c[i].next_free = var_free_;
+            var_free_ = &c[i];
+        }
+        var_total_ += n;
+    }
+    VarSet* v = var_free_;
+    var_free_ = v->next_free;
+    v->next_free = nullptr;
+    v->clear();
+    s.vars = v;
+    return v;
+}
 
 FlowbitPool::~FlowbitPool() = default;
 
@@ -192,6 +306,11 @@ void FlowbitPool::release(FlowbitStore* s) {
         return;
     }
     counters_.in_use.set(counters_.in_use.get() - 1);
+    if (s->vars != nullptr) {
+        s->vars->next_free = var_free_;
+        var_free_ = s->vars;
+        s->vars = nullptr;
+    }
     if (s->nwords != nwords_) {
         retire(s);  // an older size: not reused
         return;
@@ -287,6 +406,125 @@ bool flowbit_condition(const FlowbitOp& op, const FlowbitStore* s) {
         }
     }
     return true;
+}
+
+uint32_t store_captures(const Rule& r, const PayloadScratch& s, VarSet* flow, VarSet* pkt) {
+    uint32_t dropped = 0;
+    for (size_t i = 0; i < r.var_captures.size() && i < kMaxRuleCaptures; ++i) {
+        if (s.cap_len[i] < 0) {
+            continue;  // the group did not take part in the match
+        }
+        const VarCapture& c = r.var_captures[i];
+        VarSet* to = c.scope == VarScope::kFlow ? flow : pkt;
+        if (to == nullptr || !to->set(c.var, s.cap_bytes[i], static_cast<uint32_t>(s.cap_len[i]))) {
+            ++dropped;
+        }
+    }
+    return dropped;
+}
+
+VarNames snapshot_var_names(const FlowbitRegistry& reg) {
+    VarNames n;
+    const uint32_t nbits = reg.size();
+    for (uint32_t id = 0; id < nbits; ++id) {
+        n.flowbits.push_back(reg.name(id));
+    }
+    const uint32_t nints = reg.int_count();
+    for (uint32_t id = 0; id < nints; ++id) {
+        n.flowints.push_back(reg.int_name(static_cast<uint8_t>(id)));
+    }
+    for (VarScope scope : {VarScope::kFlow, VarScope::kPacket}) {
+        std::vector<std::string>& out = scope == VarScope::kFlow ? n.flowvars : n.pktvars;
+        const uint32_t nvars = reg.var_count(scope);
+        for (uint32_t id = 0; id < nvars; ++id) {
+            out.push_back(reg.var_name(scope, static_cast<uint16_t>(id)));
+        }
+    }
+    return n;
+}
+
+namespace {
+
+// "NAME":[{"var":"value"},...] for the variables of v that have a name in names.
+void append_var_array(const char* name, const VarSet* v, const std::vector<std::string>& names,
+                      bool* first, std::string* out) {
+    if (v == nullptr) {
+        return;
+    }
+    bool open = false;
+    for (uint16_t i = 0; i < v->count; ++i) {
+        const VarSet::Entry& e = v->entries[i];
+        if (e.id >= names.size()) {
+            continue;
+        }
+        if (!open) {
+            *out += *first ? "\"" : ",\"";
+            *first = false;
+            *out += name;
+            *out += "\":[";
+            open = true;
+        } else {
+            out->push_back(',');
+        }
+        out->push_back('{');
+        strings::append_json_string(*out, names[e.id]);
+        out->push_back(':');
+        strings::append_json_printable(*out, v->bytes + e.off, e.len);
+        out->push_back('}');
+    }
+    if (open) {
+        out->push_back(']');
+    }
+}
+
+}  // namespace
+
+void append_vars_metadata(const FlowbitStore* flow, const VarSet* pkt, const VarNames& names,
+                          std::string* out) {
+    const size_t start = out->size();
+    *out += start == 0 ? "\"metadata\":{" : ",\"metadata\":{";
+    const size_t body = out->size();
+    bool first = true;
+    if (flow != nullptr) {
+        bool open = false;
+        for (uint32_t i = 0; i < flow->nwords; ++i) {
+            for (uint64_t word = flow->words[i]; word != 0; word &= word - 1) {
+                const uint32_t id = i * 64 + static_cast<uint32_t>(__builtin_ctzll(word));
+                if (id >= names.flowbits.size()) {
+                    continue;  // a name newer than this generation
+                }
+                *out += open ? "," : "\"flowbits\":[";
+                open = true;
+                strings::append_json_string(*out, names.flowbits[id]);
+            }
+        }
+        if (open) {
+            out->push_back(']');
+            first = false;
+        }
+        open = false;
+        for (uint32_t id = 0; id < kMaxFlowints && id < names.flowints.size(); ++id) {
+            if (!flow->ints.has(static_cast<uint8_t>(id))) {
+                continue;
+            }
+            *out += open ? "," : (first ? "\"flowints\":{" : ",\"flowints\":{");
+            open = true;
+            first = false;
+            strings::append_json_string(*out, names.flowints[id]);
+            out->push_back(':');
+            *out += std::to_string(flow->ints.v[id]);
+        }
+        if (open) {
+            out->push_back('}');
+        }
+        append_var_array("flowvars", flow->vars, names.flowvars, &first, out);
+    }
+    append_var_array("pktvars", pkt, names.pktvars, &first, out);
+    if (out->size() == body) {
+        out->resize(start);  // nothing to print: no "metadata"
+        return;
+    }
+    out->push_back('}');
 }
 
 std::vector<std::string> flowbit_warnings(const std::vector<const Rule*>& rules,

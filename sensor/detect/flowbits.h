@@ -33,6 +33,14 @@ public:
     void want_tcp_seq() { tcp_seq_.store(true, std::memory_order_relaxed); }
     bool tcp_seq_wanted() const { return tcp_seq_.load(std::memory_order_relaxed); }
 
+    // Interns a flowvar / pktvar name (two namespaces) into 0 .. kMaxVarNames-1; false when
+    // that many exist already.
+    bool intern_var(VarScope scope, std::string_view name, uint16_t* id);
+    std::string var_name(VarScope scope, uint16_t id) const;  // "" for an unknown id
+    uint32_t var_count(VarScope scope) const;
+    std::string int_name(uint8_t id) const;  // "" for an unknown id
+    uint32_t int_count() const;
+
     uint32_t intern(std::string_view name);
     bool find(std::string_view name, uint32_t* id) const;
     std::string name(uint32_t id) const;  // "" for an unknown id
@@ -43,7 +51,36 @@ private:
     std::deque<std::string> names_;  // stable storage for the map's keys
     std::unordered_map<std::string_view, uint32_t> ids_;
     std::atomic<bool> tcp_seq_{false};
-    std::vector<std::string> int_names_;  // flowint names by id (under mu_)
+    std::vector<std::string> int_names_;     // flowint names by id (under mu_)
+    std::vector<std::string> var_names_[2];  // by VarScope, names by id (under mu_)
+};
+
+// String variables of one flow (flowvar) or one packet (pktvar): up to kMaxVarsPerSet values of
+// at most kMaxVarLen bytes, kVarSetBytes in all, kept in the order they were first set (the
+// order of the alert's "flowvars" / "pktvars"). A new value of a variable replaces the old one
+// in place. No allocation: a full set refuses the value.
+inline constexpr uint32_t kMaxVarsPerSet = 16;
+inline constexpr uint32_t kVarSetBytes = 1024;
+struct VarSet {
+    struct Entry {
+        uint16_t id;
+        uint16_t off;
+        uint16_t len;
+    };
+    Entry entries[kMaxVarsPerSet];
+    uint16_t count = 0;
+    uint16_t used = 0;            // bytes of `bytes` in use
+    VarSet* next_free = nullptr;  // pool bookkeeping
+    uint8_t bytes[kVarSetBytes];
+
+    void clear() {
+        count = 0;
+        used = 0;
+    }
+    // The value of variable id; false when it has none.
+    bool get(uint16_t id, std::string_view* out) const;
+    // Sets id to v[0, min(len, kMaxVarLen)); false (nothing changed) when the set is full.
+    bool set(uint16_t id, const uint8_t* v, uint32_t len);
 };
 
 // TCP sequence space per direction (by the sender's flow::Direction), for stream_size: what
@@ -82,6 +119,7 @@ struct FlowbitStore {
     uint32_t chunk = 0;                 // pool bookkeeping: index of the owning chunk
     TcpSeqState tcp;                    // stream_size (tcp_seq_note); cleared with the bits
     FlowintValues ints;                 // flowint; cleared with the bits
+    VarSet* vars = nullptr;  // flowvar values: a block of the pool's (FlowbitPool::vars_of)
 
     uint32_t capacity() const { return nwords * 64; }
     bool test(uint32_t id) const {
@@ -106,9 +144,10 @@ struct FlowbitStore {
 };
 
 struct FlowbitPoolCounters {
-    Counter acquired;   // stores handed out
-    Counter exhausted;  // acquire() refused: max_stores in use
-    Counter in_use;     // gauge
+    Counter acquired;        // stores handed out
+    Counter exhausted;       // acquire() refused: max_stores in use
+    Counter in_use;          // gauge
+    Counter vars_exhausted;  // vars_of() refused: max_var_sets in use
 };
 
 // Per-worker pool of fixed-size stores. Memory is allocated in chunks of `chunk` stores the
@@ -126,7 +165,8 @@ struct FlowbitPoolCounters {
 // chunk whose stores are all retired is freed.
 class FlowbitPool {
 public:
-    explicit FlowbitPool(uint32_t nbits, size_t max_stores = size_t{1} << 20, size_t chunk = 256);
+    explicit FlowbitPool(uint32_t nbits, size_t max_stores = size_t{1} << 20, size_t chunk = 256,
+                         size_t max_var_sets = size_t{1} << 16);
     FlowbitPool(const FlowbitPool&) = delete;
     FlowbitPool& operator=(const FlowbitPool&) = delete;
     ~FlowbitPool();
@@ -135,6 +175,10 @@ public:
     FlowbitStore* acquire();
     void release(FlowbitStore* s);
     void grow_bits(uint32_t nbits);
+    // The flow variables of s, taking an empty block (about 1.1 KB) from the pool on first use
+    // (chunks of 64, at most max_var_sets blocks); returned when s is released. nullptr: none
+    // left (counted in vars_exhausted).
+    VarSet* vars_of(FlowbitStore& s);
     uint32_t nbits() const { return nwords_ * 64; }
     const FlowbitPoolCounters& counters() const { return counters_; }
 
@@ -158,6 +202,10 @@ private:
     size_t total_ = 0;  // stores in live chunks
     FlowbitStore* free_ = nullptr;
     std::vector<Chunk> chunks_;
+    size_t max_var_sets_;
+    size_t var_total_ = 0;
+    VarSet* var_free_ = nullptr;
+    std::vector<std::unique_ptr<VarSet[]>> var_chunks_;
     FlowbitPoolCounters counters_;
 };
 
@@ -182,6 +230,30 @@ bool has_flowbit_actions(const Rule& r);
 void apply_flowbit_actions(const Rule& r, FlowbitStore& s);
 // Evaluates one isset/isnotset operation against s (nullptr = no bit set).
 bool flowbit_condition(const FlowbitOp& op, const FlowbitStore* s);
+
+// Stores the captures of rule r (PayloadScratch::cap_*, filled by its pcres on the match just
+// made) into the flow's variables (flow, may be nullptr: flow captures are then dropped) and
+// the packet's (pkt). Returns how many values could not be stored (no flow, no room). Call
+// once r matched.
+uint32_t store_captures(const Rule& r, const PayloadScratch& s, VarSet* flow, VarSet* pkt);
+
+// The names an alert's "metadata" prints, by id, snapshot of a registry for one engine
+// generation (the workers read them without the registry's lock; names interned later are
+// left out).
+struct VarNames {
+    std::vector<std::string> flowbits;
+    std::vector<std::string> flowints;
+    std::vector<std::string> flowvars;
+    std::vector<std::string> pktvars;
+};
+VarNames snapshot_var_names(const FlowbitRegistry& reg);
+// Suricata's alert "metadata" object of the flow's state and the packet's variables as of the
+// alert: "metadata":{"flowbits":[names],"flowints":{name:value},"flowvars":[{name:value}],
+// "pktvars":[{name:value}]} (Suricata's EveAddMetadata order; bits and ints by id, variables in
+// the order first set; values printable as payload_printable). Appended to out (',' first when
+// out is not empty); nothing when there is nothing to print. Allocates only while out grows.
+void append_vars_metadata(const FlowbitStore* flow, const VarSet* pkt, const VarNames& names,
+                          std::string* out);
 
 // Load-time check: every bit some rule checks (isset/isnotset) but no rule sets, unsets or
 // toggles yields one warning naming the first checking rule, e.g.

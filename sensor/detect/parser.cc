@@ -26,7 +26,7 @@ namespace {
 // clang-format off
 constexpr const char* kUnsupported[] = {
     // Lua, variables, tagging, reputation, datasets, misc engine features.
-    "lua", "luajit", "flowvar", "pktvar", "hostbits", "iprep",
+    "lua", "luajit", "iprep",
     "dataset", "datarep", "geoip", "bypass", "replace", "prefilter", "requires", "config",
     "rpc", "ipopts", "fragoffset", "entropy",
     "absent", "l3_proto", "pkthdr", "flow.age", "flow.pkts", "flow.bytes",

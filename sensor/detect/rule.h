@@ -84,6 +84,7 @@ struct ProtoSpec {
 // the scratch members documented as writable).
 
 struct FlowbitStore;  // per-flow bits, defined by the engine (flow user slot)
+struct VarSet;        // string variables (flowvar / pktvar), flowbits.h
 
 struct PacketContext {
     const decode::Packet* p = nullptr;
@@ -92,6 +93,8 @@ struct PacketContext {
     bool established = false;  // TCP handshake seen both ways / UDP flow seen both ways
     bool from_stream = false;  // payload is reassembled stream data (stream issue)
     FlowbitStore* flowbits = nullptr;
+    // The packet's variables (pktvar, pcre pkt_ captures) as of this rule; nullptr: none.
+    const VarSet* pkt_vars = nullptr;
     AppProto app = AppProto::kUnknown;  // flow's detected app protocol
     // The transaction being inspected (app-layer rules only), else nullptr.
     const AppView* view = nullptr;
@@ -220,6 +223,20 @@ struct FlowintOp {
     bool operator==(const FlowintOp&) const = default;
 };
 
+// String variables (flowbits.h): a flow variable lives with its flow, a packet variable for
+// one packet's inspection. Set by pcre captures ((?P<flow_NAME>..), (?P<pkt_NAME>..), or the
+// "/re/, flow:NAME, pkt:NAME" list) when their rule matched; read by flowvar: / pktvar:.
+enum class VarScope : uint8_t { kPacket, kFlow };
+inline constexpr uint32_t kMaxVarLen = 256;       // bytes of a value kept (longer ones cut)
+inline constexpr uint32_t kMaxPcreCaptures = 8;   // captures into variables per pcre
+inline constexpr uint32_t kMaxRuleCaptures = 16;  // ... per rule
+inline constexpr uint32_t kMaxCaptureGroup = 15;  // highest group number read (ovector)
+inline constexpr uint32_t kMaxVarNames = 4096;    // names per scope, over the sensor's life
+struct VarCapture {
+    VarScope scope = VarScope::kFlow;
+    uint16_t var = 0;  // interned id (FlowbitRegistry::intern_var)
+};
+
 // kBackoff: alerts at the count-th match of a flow, then each time the matches reach the
 // previous mark times multiplier (count 1, multiplier 10: 1, 10, 100, ...). kRate is a
 // threshold.config rate_filter: once count matches fall within seconds, the rule's action
@@ -285,6 +302,9 @@ struct Rule {
     std::vector<XbitOp> xbits;
     bool has_xbit_actions = false;  // xbits has a set, unset or toggle
     std::vector<FlowintOp> flowints;
+    // pcre captures into variables, by capture slot (PayloadScratch::cap_*): stored when the
+    // rule matched (flowbits.h, store_captures).
+    std::vector<VarCapture> var_captures;
     bool noalert = false;
     bool has_threshold = false;
     ThresholdSpec threshold;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "sensor/detect/flowbits.h"
 #include "sensor/engine/worker_context.h"
 
 namespace picket::sensor::engine {
@@ -25,9 +26,9 @@ struct Engine::Generation {
     std::shared_ptr<const detect::DetectEngine> engine;
     std::vector<std::unique_ptr<PaddedDetectWorker>> workers;  // one per worker
     std::vector<output::AlertMeta> metas;
-    // The flowbit registry's names as of this generation, by id: what the workers write in an
-    // alert's "metadata":{"flowbits":[...]} without taking the registry's lock.
-    std::vector<std::string> flowbit_names;
+    // The registry's flowbit, flowint, flowvar and pktvar names as of this generation, by id:
+    // what the workers write in an alert's "metadata" without taking the registry's lock.
+    detect::VarNames var_names;
     std::shared_ptr<const filter::AclClassifier> acl;  // acl-file, switched with the rules
     std::vector<GenSlot> slots;                        // one per worker
 };

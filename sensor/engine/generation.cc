@@ -68,17 +68,13 @@ std::unique_ptr<Engine::Generation> Engine::build_generation(const detect::Detec
                                     sp == std::string::npos ? "" : entry.substr(sp + 1));
         }
     }
-    const uint32_t nbits = flowbits_->size();
-    gen->flowbit_names.reserve(nbits);
-    for (uint32_t id = 0; id < nbits; ++id) {
-        gen->flowbit_names.push_back(flowbits_->name(id));
-    }
+    gen->var_names = detect::snapshot_var_names(*flowbits_);
     // Each worker's scratch (Hyperscan, PCRE2) is allocated here, off the packet path.
     for (auto& w : workers_) {
         gen->workers.push_back(
             std::make_unique<PaddedDetectWorker>(gen->engine, w->flow_state.get()));
         gen->slots.push_back(GenSlot{&gen->workers.back()->worker, gen->metas.data(),
-                                     gen->acl.get(), id, &gen->flowbit_names});
+                                     gen->acl.get(), id, &gen->var_names});
     }
     return gen;
 }

@@ -28,37 +28,6 @@ RejectTarget reject_target(detect::RejectTo to) {
     return RejectTarget::kSender;
 }
 
-// Suricata's alert "metadata":{"flowbits":[...]}: the names of the bits set on the flow as of
-// the alert, in id order, appended to the alert's app-layer members (out). Nothing when no bit
-// is set. Ids past the generation's name table (set by rules newer than the worker's
-// generation) are left out. Allocates only while out's capacity grows.
-void append_flowbits_metadata(const detect::FlowbitStore* bits,
-                              const std::vector<std::string>* names, std::string* out) {
-    if (bits == nullptr || names == nullptr) {
-        return;
-    }
-    bool any = false;
-    for (uint32_t i = 0; i < bits->nwords; ++i) {
-        for (uint64_t word = bits->words[i]; word != 0; word &= word - 1) {
-            const uint32_t id = i * 64 + static_cast<uint32_t>(__builtin_ctzll(word));
-            if (id >= names->size()) {
-                continue;
-            }
-            if (!any) {
-                *out +=
-                    out->empty() ? "\"metadata\":{\"flowbits\":[" : ",\"metadata\":{\"flowbits\":[";
-                any = true;
-            } else {
-                out->push_back(',');
-            }
-            strings::append_json_string(*out, (*names)[id]);
-        }
-    }
-    if (any) {
-        *out += "]}";
-    }
-}
-
 }  // namespace
 
 FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& p, flow::Flow* f,
@@ -699,10 +668,12 @@ void Engine::emit_alerts(WorkerContext& w, const decode::Packet& p, flow::Flow* 
             ev.flow_action = f->action == flow::FlowAction::kDrop   ? "drop"
                              : f->action == flow::FlowAction::kPass ? "pass"
                                                                     : nullptr;
-            if (config_.eve.alert.metadata) {
-                append_flowbits_metadata(detect::flowbits_of(f), w.active->flowbit_names,
-                                         &w.app_json);
-            }
+        }
+        if (config_.eve.alert.metadata && w.active->var_names != nullptr) {
+            // Suricata's "metadata": the flow's bits, ints and variables and the packet's
+            // variables as of the alert.
+            detect::append_vars_metadata(detect::flowbits_of(f), w.flow_state->packet_vars(),
+                                         *w.active->var_names, &w.app_json);
         }
         const auto* app_json = reinterpret_cast<const uint8_t*>(w.app_json.data());
         const auto app_json_len = static_cast<uint32_t>(w.app_json.size());

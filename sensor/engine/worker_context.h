@@ -67,7 +67,7 @@ struct GenSlot {
     const output::AlertMeta* metas = nullptr;    // by rule index
     const filter::AclClassifier* acl = nullptr;  // acl-file; nullptr: none
     uint64_t id = 0;
-    const std::vector<std::string>* flowbit_names = nullptr;  // by flowbit id
+    const detect::VarNames* var_names = nullptr;  // alert "metadata" names, by id
 };
 
 // Everything one worker thread owns: its capture source, decoder, defragmenter, flow table,

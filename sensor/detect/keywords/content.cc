@@ -87,8 +87,6 @@ namespace keywords {
 using payload::ContentOption;
 using payload::VarValue;
 
-namespace {
-
 // "abc|41 42|d\"e" -> bytes. The value still carries its quotes and optional '!'.
 bool parse_content_string(std::string_view kw, std::string_view v, std::string* out, bool* negated,
                           std::string* error) {
@@ -165,6 +163,8 @@ bool parse_content_string(std::string_view kw, std::string_view v, std::string* 
     }
     return true;
 }
+
+namespace {
 
 bool add_content(ParseState& st, std::string_view kw, std::string_view value, bool has_value,
                  bool uri, std::string* error) {

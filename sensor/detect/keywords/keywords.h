@@ -94,6 +94,17 @@ PICKET_KEYWORD(parse_sip_stat_code);
 // FTP bounce (ftpbounce.cc): a PORT command naming another host than the client.
 PICKET_KEYWORD(parse_ftpbounce);
 
+// Variables (flowvar.cc): flowvar:<name>,<content>; pktvar:<name>,<content>.
+PICKET_KEYWORD(parse_flowvar);
+PICKET_KEYWORD(parse_pktvar);
+// hostbits (xbits.cc): hostbits:<cmd>,<name>[,<src|dst>[,expire <s>]], the xbits host table.
+PICKET_KEYWORD(parse_hostbits);
+
 #undef PICKET_KEYWORD
+
+// A content pattern as written ("abc|41 42|d\"e", with its quotes and an optional '!') into
+// its bytes (content.cc); kw names the keyword in *error.
+bool parse_content_string(std::string_view kw, std::string_view v, std::string* out, bool* negated,
+                          std::string* error);
 
 }  // namespace picket::sensor::detect::keywords

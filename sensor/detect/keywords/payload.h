@@ -126,7 +126,9 @@ public:
     static constexpr const char* kKeyword = "pcre";
     ~PcreOption() override;
     uint64_t hash() const override;
-    bool same_params(const PcreOption& o) const { return o.source == source && o.jit == jit; }
+    bool same_params(const PcreOption& o) const {
+        return o.source == source && o.jit == jit && o.captures == captures;
+    }
     bool relative() const override { return relative_; }
 
     // Runs the regex on data[0,len) from `from` (absolute), starting the search at
@@ -141,6 +143,14 @@ public:
     uint32_t compile_options = 0;
     bool jit = false;
     pcre2_real_code_8* code = nullptr;
+    // Groups captured into variables: group number -> the rule's capture slot
+    // (Rule::var_captures). Empty for almost every pcre: exec() then reads no group.
+    struct Capture {
+        uint8_t group = 0;
+        uint8_t slot = 0;
+        bool operator==(const Capture&) const = default;
+    };
+    std::vector<Capture> captures;
 };
 
 // ---------------------------------------------------------------------------------------

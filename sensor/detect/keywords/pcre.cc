@@ -1,9 +1,21 @@
 // pcre (Suricata 7 detect-pcre.c): "/regex/flags", optional leading '!'. PCRE flags
 // i s m x A E G; R relative; B rawbytes (no-op); buffer flags U I P Q H D M C S Y V W Z move
 // the pcre to that buffer. Compiled with PCRE2, JIT when ParseState::pcre_jit.
+//
+// Captures into variables (Suricata 7's "PCRE extraction"): a named group (?P<flow_NAME>...)
+// or (?P<pkt_NAME>...) stores what it matched in flow variable NAME or packet variable NAME;
+// so does a list after the flags, "/re/flags, flow:NAME, pkt:NAME", whose names map to groups
+// 1, 2, ... in order (names may hold any character but ',', blanks and '"'). At most
+// kMaxPcreCaptures per pcre, groups up to kMaxCaptureGroup (the ovector read), values cut at
+// kMaxVarLen. Refused: both forms in one pcre, a negated pcre that captures, Suricata 8's
+// alert: scope, the pkt:key,pkt:value pair form, more names than groups.
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <algorithm>
+#include <cstring>
+
+#include "sensor/detect/flowbits.h"
 #include "sensor/detect/keywords/keywords.h"
 #include "sensor/detect/keywords/payload.h"
 
@@ -36,6 +48,21 @@ bool PcreOption::exec(const uint8_t* data, uint32_t len, uint32_t from, uint32_t
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(s.match_data);
     *mstart = from + static_cast<uint32_t>(ov[0]);
     *mend = from + static_cast<uint32_t>(ov[1]);
+    // Only pcres with captures into variables pay for reading groups. rc is one more than the
+    // highest group set (0: all the ovector's pairs are).
+    const uint32_t set_pairs =
+        rc == 0 ? pcre2_get_ovector_count(s.match_data) : static_cast<uint32_t>(rc);
+    for (const Capture& c : captures) {
+        const PCRE2_SIZE b = ov[2 * c.group];
+        const PCRE2_SIZE e = ov[2 * c.group + 1];
+        if (c.group >= set_pairs || b == PCRE2_UNSET || e < b) {
+            s.cap_len[c.slot] = -1;
+            continue;
+        }
+        const uint32_t n = std::min<uint32_t>(static_cast<uint32_t>(e - b), kMaxVarLen);
+        std::memcpy(s.cap_bytes[c.slot], subject + b, n);
+        s.cap_len[c.slot] = static_cast<int32_t>(n);
+    }
     return true;
 }
 
@@ -48,6 +75,174 @@ uint64_t PcreOption::hash() const {
 }  // namespace payload
 
 namespace keywords {
+
+namespace {
+
+bool is_capture_item(std::string_view item) {
+    item = trim_blanks(item);
+    return item.starts_with("flow:") || item.starts_with("pkt:") || item.starts_with("alert:");
+}
+
+// Splits "/re/flags, flow:a, pkt:b" into "/re/flags" and "flow:a, pkt:b": at the first comma
+// that follows "/flags" (letters after a '/') and starts a list of scope:name items. The
+// regex itself may hold commas and the names slashes, so neither alone decides.
+void split_capture_list(std::string_view* v, std::string_view* list) {
+    for (size_t c = v->find(','); c != std::string_view::npos; c = v->find(',', c + 1)) {
+        std::string_view head = trim_blanks(v->substr(0, c));
+        size_t f = head.size();
+        while (f > 0 && ((head[f - 1] >= 'a' && head[f - 1] <= 'z') ||
+                         (head[f - 1] >= 'A' && head[f - 1] <= 'Z'))) {
+            --f;
+        }
+        if (f < 2 || head[f - 1] != '/') {
+            continue;
+        }
+        std::string_view rest = v->substr(c + 1);
+        bool all = !trim_blanks(rest).empty();
+        for (size_t from = 0; all;) {
+            const size_t comma = rest.find(',', from);
+            all = is_capture_item(rest.substr(from, comma - from));
+            if (comma == std::string_view::npos) {
+                break;
+            }
+            from = comma + 1;
+        }
+        if (all) {
+            *list = trim_blanks(rest);
+            *v = head;
+            return;
+        }
+    }
+}
+
+bool valid_var_name(std::string_view n) {
+    if (n.empty()) {
+        return false;
+    }
+    for (char c : n) {
+        if (c == ',' || c == ' ' || c == '\t' || c == '"' || c == ';' ||
+            static_cast<unsigned char>(c) < 0x20) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// Interns name in scope and gives the pcre's group its rule slot.
+bool add_capture(ParseState& st, payload::PcreOption& opt, VarScope scope, std::string_view name,
+                 uint32_t group, const std::string& written, std::string* error) {
+    auto fail = [&](const std::string& why) {
+        *error = "bad pcre '" + written + "': " + why;
+        return false;
+    };
+    if (opt.negated) {
+        return fail("a negated pcre cannot capture into variables");
+    }
+    if (group > kMaxCaptureGroup) {
+        return fail("capture group " + std::to_string(group) + " is past group " +
+                    std::to_string(kMaxCaptureGroup) + ", the last one read");
+    }
+    if (opt.captures.size() >= kMaxPcreCaptures) {
+        return fail("more than " + std::to_string(kMaxPcreCaptures) + " captures");
+    }
+    if (st.rule->var_captures.size() >= kMaxRuleCaptures) {
+        return fail("more than " + std::to_string(kMaxRuleCaptures) + " captures in one rule");
+    }
+    uint16_t id = 0;
+    if (st.flowbits == nullptr) {
+        return fail("no variable registry");
+    }
+    if (!st.flowbits->intern_var(scope, name, &id)) {
+        return fail("more than " + std::to_string(kMaxVarNames) + " variable names");
+    }
+    opt.captures.push_back(
+        {static_cast<uint8_t>(group), static_cast<uint8_t>(st.rule->var_captures.size())});
+    st.rule->var_captures.push_back({scope, id});
+    return true;
+}
+
+// The compiled pattern's (?P<flow_NAME>) / (?P<pkt_NAME>) groups and the capture list.
+bool add_captures(ParseState& st, payload::PcreOption& opt, std::string_view list,
+                  const std::string& written, std::string* error) {
+    uint32_t count = 0, entry = 0;
+    PCRE2_SPTR table = nullptr;
+    pcre2_pattern_info(opt.code, PCRE2_INFO_NAMECOUNT, &count);
+    pcre2_pattern_info(opt.code, PCRE2_INFO_NAMEENTRYSIZE, &entry);
+    pcre2_pattern_info(opt.code, PCRE2_INFO_NAMETABLE, &table);
+    bool named = false;
+    for (uint32_t i = 0; i < count && table != nullptr; ++i) {
+        const PCRE2_SPTR e = table + static_cast<size_t>(i) * entry;
+        const uint32_t group = (static_cast<uint32_t>(e[0]) << 8) | e[1];
+        const std::string_view name(reinterpret_cast<const char*>(e + 2));
+        VarScope scope;
+        std::string_view var;
+        if (name.starts_with("flow_") && name.size() > 5) {
+            scope = VarScope::kFlow;
+            var = name.substr(5);
+        } else if (name.starts_with("pkt_") && name.size() > 4) {
+            scope = VarScope::kPacket;
+            var = name.substr(4);
+        } else {
+            continue;  // another named group: no variable
+        }
+        named = true;
+        if (!add_capture(st, opt, scope, var, group, written, error)) {
+            return false;
+        }
+    }
+    if (list.empty()) {
+        return true;
+    }
+    if (named) {
+        *error = "bad pcre '" + written +
+                 "': named flow_/pkt_ groups and a capture list cannot be combined";
+        return false;
+    }
+    uint32_t groups = 0;
+    pcre2_pattern_info(opt.code, PCRE2_INFO_CAPTURECOUNT, &groups);
+    const auto names = static_cast<uint32_t>(std::count(list.begin(), list.end(), ',') + 1);
+    if (names > groups) {
+        *error = "bad pcre '" + written + "': " + std::to_string(names) + " capture names for " +
+                 std::to_string(groups) + " groups";
+        return false;
+    }
+    uint32_t group = 0;
+    for (size_t from = 0;;) {
+        const size_t comma = list.find(',', from);
+        const std::string_view item = trim_blanks(list.substr(from, comma - from));
+        ++group;
+        VarScope scope = VarScope::kFlow;
+        std::string_view var;
+        if (item.starts_with("flow:")) {
+            var = item.substr(5);
+        } else if (item.starts_with("pkt:")) {
+            scope = VarScope::kPacket;
+            var = item.substr(4);
+        } else {
+            *error = "bad pcre '" + written + "': '" + std::string(item) +
+                     "': alert: captures (alert.context) are Suricata 8's, not supported";
+            return false;
+        }
+        if (scope == VarScope::kPacket && (var == "key" || var == "value")) {
+            *error = "bad pcre '" + written + "': the pkt:key,pkt:value pair form is not supported";
+            return false;
+        }
+        if (!valid_var_name(var)) {
+            *error =
+                "bad pcre '" + written + "': invalid variable name in '" + std::string(item) + "'";
+            return false;
+        }
+        if (!add_capture(st, opt, scope, var, group, written, error)) {
+            return false;
+        }
+        if (comma == std::string_view::npos) {
+            return true;
+        }
+        from = comma + 1;
+    }
+}
+
+}  // namespace
 
 bool parse_pcre(ParseState& st, std::string_view value, bool has_value, std::string* error) {
     std::string_view v = trim_blanks(value);
@@ -67,6 +262,8 @@ bool parse_pcre(ParseState& st, std::string_view value, bool has_value, std::str
     // Errors quote the pattern as the rule writer thinks of it: /re/flags, without quotes.
     std::string written(opt->negated ? 1 : 0, '!');
     written.append(v);
+    std::string_view capture_list;
+    split_capture_list(&v, &capture_list);
     const size_t last = v.rfind('/');
     if (v.empty() || v.front() != '/' || last == 0 || last == std::string_view::npos) {
         *error = "bad pcre '" + written + "': expected /regex/flags";
@@ -191,6 +388,9 @@ bool parse_pcre(ParseState& st, std::string_view value, bool has_value, std::str
         pcre2_get_error_message(errcode, buf, sizeof(buf));
         *error = "bad pcre '" + written + "': " + reinterpret_cast<const char*>(buf) +
                  " at offset " + std::to_string(erroff);
+        return false;
+    }
+    if (!add_captures(st, *opt, capture_list, written, error)) {
         return false;
     }
     if (st.pcre_jit && pcre2_jit_compile(opt->code, PCRE2_JIT_COMPLETE) == 0) {

@@ -4,6 +4,11 @@
 // engine after the rule matched (apply_xbit_actions); isset/isnotset also become a
 // HeaderOption. expire defaults to 30 seconds and must be above 0. Suricata 8's "track tx"
 // is refused (Suricata 7 has no transaction bits).
+//
+// hostbits:<cmd>,<name>[,<src|dst>[,expire <s>]] (Suricata 7's per-host bits, "no difference
+// from xbits with track ip_<src|dst>"): the same host table as xbits, so hostbits:set,x,dst and
+// xbits:isset,x,track ip_src name one bit. Direction src by default; 'both' is refused; the
+// expire may also be a bare number of seconds (default 30, above 0).
 #include <memory>
 
 #include "sensor/detect/flowbits.h"
@@ -60,7 +65,87 @@ uint64_t name_hash(std::string_view n) {
     return h;
 }
 
+// set/unset/toggle go to Rule::xbits for the engine; isset/isnotset also become an option.
+void add_xbit_op(ParseState& st, XbitOp op, std::string_view name) {
+    op.name_hash = name_hash(name);
+    if (op.cmd == FlowbitCmd::kIsset || op.cmd == FlowbitCmd::kIsnotset) {
+        st.rule->header_options.push_back(std::make_unique<XbitsOption>(op));
+    } else {
+        st.rule->has_xbit_actions = true;
+    }
+    st.rule->xbits.push_back(op);
+}
+
+bool parse_command(std::string_view kw, std::string_view cmd, FlowbitCmd* out, std::string* error) {
+    static constexpr struct {
+        const char* text;
+        FlowbitCmd cmd;
+    } kCmds[] = {{"set", FlowbitCmd::kSet},
+                 {"unset", FlowbitCmd::kUnset},
+                 {"toggle", FlowbitCmd::kToggle},
+                 {"isset", FlowbitCmd::kIsset},
+                 {"isnotset", FlowbitCmd::kIsnotset}};
+    for (const auto& c : kCmds) {
+        if (cmd == c.text) {
+            *out = c.cmd;
+            return true;
+        }
+    }
+    *error = std::string(kw) + ": unknown command '" + std::string(cmd) +
+             "' (set, unset, toggle, isset or isnotset)";
+    return false;
+}
+
 }  // namespace
+
+bool parse_hostbits(ParseState& st, std::string_view value, bool has_value, std::string* error) {
+    std::string_view s = unquote(value);
+    if (!has_value || s.empty()) {
+        *error = "hostbits: expected <cmd>,<name>[,<src|dst>[,expire <seconds>]]";
+        return false;
+    }
+    std::string_view parts[4];
+    const int n = split_arguments(s, parts, 4, "hostbits", value, error);
+    if (n == 0) {
+        return false;
+    }
+    XbitOp op;
+    if (!parse_command("hostbits", parts[0], &op.cmd, error)) {
+        return false;
+    }
+    if (n < 2 || !valid_name(parts[1])) {
+        *error = "hostbits: invalid bit name '" + std::string(n < 2 ? "" : parts[1]) + "'";
+        return false;
+    }
+    if (n >= 3) {
+        if (parts[2] == "src") {
+            op.track = XbitTrack::kIpSrc;
+        } else if (parts[2] == "dst") {
+            op.track = XbitTrack::kIpDst;
+        } else if (parts[2] == "both") {
+            *error = "hostbits: direction 'both' is not supported (src or dst)";
+            return false;
+        } else {
+            *error = "hostbits: invalid direction '" + std::string(parts[2]) + "' (src or dst)";
+            return false;
+        }
+    }
+    if (n == 4) {
+        std::string_view ex = parts[3];
+        if (ex.starts_with("expire") && ex.size() > 6 && (ex[6] == ' ' || ex[6] == '\t')) {
+            ex = trim_blanks(ex.substr(6));
+        }
+        uint64_t secs = 0;
+        if (!parse_decimal(ex, UINT32_MAX, &secs) || secs == 0) {
+            *error = "hostbits: expire must be a number of seconds above 0, got '" +
+                     std::string(ex) + "'";
+            return false;
+        }
+        op.expire_s = static_cast<uint32_t>(secs);
+    }
+    add_xbit_op(st, op, parts[1]);
+    return true;
+}
 
 bool parse_xbits(ParseState& st, std::string_view value, bool has_value, std::string* error) {
     std::string_view s = unquote(value);
@@ -132,13 +217,7 @@ bool parse_xbits(ParseState& st, std::string_view value, bool has_value, std::st
         }
         op.expire_s = static_cast<uint32_t>(secs);
     }
-    op.name_hash = name_hash(parts[1]);
-    if (op.cmd == FlowbitCmd::kIsset || op.cmd == FlowbitCmd::kIsnotset) {
-        st.rule->header_options.push_back(std::make_unique<XbitsOption>(op));
-    } else {
-        st.rule->has_xbit_actions = true;
-    }
-    st.rule->xbits.push_back(op);
+    add_xbit_op(st, op, parts[1]);
     return true;
 }
 

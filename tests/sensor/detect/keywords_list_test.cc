@@ -59,6 +59,10 @@ TEST(KeywordsListTest, ExactEntries) {
            "not supported: unsupported keyword 'ipopts' (IPv4 options are not decoded into "
            "flags)");
     expect(all, "snort3", "stream_size", "option", "supported");
+    // Variables and hostbits (issue #22).
+    expect(all, "suricata", "flowvar", "option", "supported");
+    expect(all, "suricata", "pktvar", "option", "supported");
+    expect(all, "suricata", "hostbits", "option", "partly: direction both is refused");
 }
 
 // Every Snort 3 keyword of issue #20's list is there, with a status, whatever that status is.

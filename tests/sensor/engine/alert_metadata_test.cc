@@ -91,6 +91,35 @@ TEST_F(AlertMetadataTest, MetadataNoDropsTheFlowbits) {
     }
 }
 
+// pcre captures into a flow variable (named group) and packet variables (the capture list of
+// Suricata's eve-metadata test), with a flowint and a flowbit: the alert's "metadata" as
+// Suricata writes it, the packet variables on their packet's alert only.
+TEST_F(AlertMetadataTest, FlowvarsPktvarsAndFlowints) {
+    const std::string rules =
+        "alert udp any any -> any any (msg:\"ua\"; content:\"ua=\"; "
+        "pcre:\"/ua=(?P<flow_ua>\\w+)/\"; flowint:n,+,1; flowbits:set,seen; sid:1;)\n"
+        "alert udp any any -> any any (msg:\"uid\"; content:\"uid=\"; "
+        "pcre:\"/uid=(\\d+)\\(([^)]+)\\)/, pkt:uid, pkt:username\"; sid:2;)\n";
+    const std::vector<json> alerts =
+        run({udp_frame(1000, true, "ua=curl"), udp_frame(1000, true, "uid=0(root)"),
+             udp_frame(1000, true, "ua=wget"), udp_frame(1001, true, "uid=7(x)")},
+            rules);
+    ASSERT_EQ(alerts.size(), 4u);
+    EXPECT_EQ(alerts[0]["metadata"], json::parse(R"({"flowbits":["seen"],"flowints":{"n":1},
+                                                     "flowvars":[{"ua":"curl"}]})"));
+    EXPECT_EQ(alerts[1]["metadata"],
+              json::parse(R"({"flowbits":["seen"],"flowints":{"n":1},"flowvars":[{"ua":"curl"}],
+                              "pktvars":[{"uid":"0"},{"username":"root"}]})"));
+    EXPECT_EQ(alerts[2]["metadata"], json::parse(R"({"flowbits":["seen"],"flowints":{"n":2},
+                                                     "flowvars":[{"ua":"wget"}]})"));
+    // Another flow: its packet's variables only.
+    EXPECT_EQ(alerts[3]["metadata"], json::parse(R"({"pktvars":[{"uid":"7"},{"username":"x"}]})"));
+    const std::vector<json> quiet =
+        run({udp_frame(1000, true, "uid=0(root)")}, rules, {{"metadata", false}});
+    ASSERT_EQ(quiet.size(), 1u);
+    EXPECT_FALSE(quiet[0].contains("metadata")) << quiet[0].dump();
+}
+
 // One HTTP transaction over a whole TCP session between 10.0.0.1:40000 and 10.0.0.2:80.
 std::vector<Bytes> http_frames(const std::string& request, const std::string& response) {
     const uint32_t c0 = 1000, s0 = 5000;

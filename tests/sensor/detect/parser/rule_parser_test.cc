@@ -274,8 +274,8 @@ TEST(RuleOptions, UnknownAndUnsupportedKeywords) {
     d = parse_fail("alert tcp any any -> any any (lua:script.lua; sid:21;)");
     EXPECT_EQ(d.category, "unsupported keyword");
     EXPECT_EQ(d.reason, "unsupported keyword 'lua'");
-    d = parse_fail("alert http any any -> any any (hostbits:set,a; sid:22;)");
-    EXPECT_EQ(d.reason, "unsupported keyword 'hostbits'");
+    d = parse_fail("alert http any any -> any any (iprep:src,Bad,>,30; sid:22;)");
+    EXPECT_EQ(d.reason, "unsupported keyword 'iprep'");
     d = parse_fail("alert tcp any any -> any any (ipopts:rr; sid:23;)");
     EXPECT_EQ(d.reason, "unsupported keyword 'ipopts'");
 }
