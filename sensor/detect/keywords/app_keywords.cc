@@ -2,6 +2,7 @@
 // dns.opcode (dns). Each reads PacketContext::view and marks its rule as needing that
 // protocol (Rule::app_needed), so the compiler places it with the app-layer rules even when
 // no buffer of the rule names the protocol.
+#include "sensor/detect/keywords/header_util.h"
 #include "sensor/detect/keywords/keywords.h"
 #include "sensor/detect/keywords/payload.h"
 
@@ -21,7 +22,7 @@ bool claim_app(ParseState& st, AppProto app, const char* name, std::string* erro
 
 class UrilenOption final : public HeaderOption {
 public:
-    UrilenOption(payload::UintCmp c, bool raw) : cmp_(c), raw_(raw) {}
+    UrilenOption(const keywords::UintSpec& c, bool raw) : cmp_(c), raw_(raw) {}
     const char* keyword() const override { return "urilen"; }
     bool match(const PacketContext& pc) const override {
         if (pc.view == nullptr || pc.view->proto != AppProto::kHttp) {
@@ -33,7 +34,7 @@ public:
     }
     uint64_t hash() const override {
         payload::Hasher h;
-        h.add(0x0411).add(static_cast<uint64_t>(cmp_.op)).add(cmp_.a).add(cmp_.b).add(raw_);
+        h.add(0x0411).add(static_cast<uint64_t>(cmp_.mode)).add(cmp_.a).add(cmp_.b).add(raw_);
         return h.h;
     }
     bool equals(const HeaderOption& other) const override {
@@ -42,7 +43,7 @@ public:
     }
 
 private:
-    payload::UintCmp cmp_;
+    keywords::UintSpec cmp_;
     bool raw_;
 };
 
@@ -70,7 +71,7 @@ private:
 
 class DnsOpcodeOption final : public HeaderOption {
 public:
-    explicit DnsOpcodeOption(payload::UintCmp c) : cmp_(c) {}
+    explicit DnsOpcodeOption(const keywords::UintSpec& c) : cmp_(c) {}
     const char* keyword() const override { return "dns.opcode"; }
     bool match(const PacketContext& pc) const override {
         return pc.view != nullptr && pc.view->proto == AppProto::kDns && pc.view->dns_opcode >= 0 &&
@@ -78,7 +79,7 @@ public:
     }
     uint64_t hash() const override {
         payload::Hasher h;
-        h.add(0xd0c0).add(static_cast<uint64_t>(cmp_.op)).add(cmp_.a).add(cmp_.b);
+        h.add(0xd0c0).add(static_cast<uint64_t>(cmp_.mode)).add(cmp_.a).add(cmp_.b);
         return h.h;
     }
     bool equals(const HeaderOption& other) const override {
@@ -87,7 +88,7 @@ public:
     }
 
 private:
-    payload::UintCmp cmp_;
+    keywords::UintSpec cmp_;
 };
 
 // ssh.protoversion / ssh.softwareversion (Suricata 5's keywords): the sender's protoversion or
@@ -169,8 +170,8 @@ bool parse_ssh_softwareversion(ParseState& st, std::string_view value, bool has_
     return parse_ssh_banner_value(st, value, has_value, true, error);
 }
 
-// urilen:[<|>|<=|>=|!]N[<>M][,raw|,norm] — the length of http.uri (norm, the default) or of
-// http.uri.raw.
+// urilen:<integer>[,raw|,norm] — the length of http.uri (norm, the default) or of
+// http.uri.raw, an unsigned 16-bit value in the integer-keyword grammar (parse_uint_spec).
 bool parse_urilen(ParseState& st, std::string_view value, bool has_value, std::string* error) {
     std::string_view v = trim_blanks(value);
     bool raw = false;
@@ -184,10 +185,12 @@ bool parse_urilen(ParseState& st, std::string_view value, bool has_value, std::s
         }
         v = trim_blanks(v.substr(0, comma));
     }
-    payload::UintCmp cmp;
-    if (!has_value || !payload::parse_uint_cmp(v, 65535, &cmp)) {
-        *error = "urilen: invalid value '" + std::string(v) +
-                 "' (expected N, <N, >N, <=N, >=N, !N or N<>M)";
+    if (!has_value || v.empty()) {
+        *error = "urilen: a value is required";
+        return false;
+    }
+    UintSpec cmp;
+    if (!parse_uint_spec("urilen", v, 65535, &cmp, error)) {
         return false;
     }
     if (!claim_app(st, AppProto::kHttp, "urilen", error)) {
@@ -227,12 +230,15 @@ bool parse_tls_version(ParseState& st, std::string_view value, bool has_value, s
     return true;
 }
 
-// dns.opcode:[!]N (0..15).
+// dns.opcode:[!]N, N an unsigned 8-bit number (Suricata 7's documented syntax; the opcode is
+// 4 bits on the wire, so 16-255 load and never match, as in Suricata).
 bool parse_dns_opcode(ParseState& st, std::string_view value, bool has_value, std::string* error) {
-    payload::UintCmp cmp;
-    if (!has_value || !payload::parse_uint_cmp(trim_blanks(value), 15, &cmp)) {
-        *error = "dns.opcode: invalid value '" + std::string(trim_blanks(value)) +
-                 "' (expected [!]N, 0 to 15)";
+    if (!has_value || trim_blanks(value).empty()) {
+        *error = "dns.opcode: a value is required";
+        return false;
+    }
+    UintSpec cmp;
+    if (!parse_exact_spec("dns.opcode", value, 255, true, false, &cmp, error)) {
         return false;
     }
     if (!claim_app(st, AppProto::kDns, "dns.opcode", error)) {

@@ -58,12 +58,13 @@ bool parse_byte_extract(ParseState& st, std::string_view value, bool has_value,
     auto& p = opt->p;
     int64_t n = 0;
     if (!payload::parse_int(toks[0], &n) || n < 1 || n > 23) {
-        *error = "byte_extract: invalid number of bytes '" + std::string(toks[0]) + "'";
+        *error = "byte_extract: invalid number of bytes '" + std::string(toks[0]) +
+                 "' (1 to 8, up to 23 with string)";
         return false;
     }
     p.ex.nbytes = payload::VarValue{n, -1};
     if (!payload::parse_int(toks[1], &n) || n < -65535 || n > 65535) {
-        *error = "byte_extract: invalid offset '" + std::string(toks[1]) + "'";
+        *error = "byte_extract: invalid offset '" + std::string(toks[1]) + "' (-65535 to 65535)";
         return false;
     }
     p.ex.offset = payload::VarValue{n, -1};
@@ -85,7 +86,7 @@ bool parse_byte_extract(ParseState& st, std::string_view value, bool has_value,
     for (std::string_view t : rest) {
         if (t.substr(0, 10) == "multiplier") {
             if (!payload::parse_int(t.substr(10), &n) || n < 1 || n > 65535) {
-                *error = "byte_extract: invalid multiplier '" + std::string(t) + "'";
+                *error = "byte_extract: invalid multiplier '" + std::string(t) + "' (1 to 65535)";
                 return false;
             }
             p.multiplier = static_cast<uint32_t>(n);

@@ -69,11 +69,13 @@ bool parse_byte_jump(ParseState& st, std::string_view value, bool has_value, std
     auto opt = std::make_unique<payload::ByteJumpOption>();
     auto& p = opt->p;
     if (!payload::parse_var_value(st, toks[0], 0, 23, &p.ex.nbytes)) {
-        *error = "byte_jump: invalid number of bytes '" + std::string(toks[0]) + "'";
+        *error = "byte_jump: invalid number of bytes '" + std::string(toks[0]) +
+                 "' (0 to 8, up to 23 with string, or a byte_extract/byte_math variable)";
         return false;
     }
     if (!payload::parse_var_value(st, toks[1], -65535, 65535, &p.ex.offset)) {
-        *error = "byte_jump: invalid offset '" + std::string(toks[1]) + "'";
+        *error = "byte_jump: invalid offset '" + std::string(toks[1]) +
+                 "' (-65535 to 65535 or a byte_extract/byte_math variable)";
         return false;
     }
     std::vector<std::string_view> flags(toks.begin() + 2, toks.end());
@@ -92,13 +94,14 @@ bool parse_byte_jump(ParseState& st, std::string_view value, bool has_value, std
             p.from_end = true;
         } else if (t.substr(0, 10) == "multiplier") {
             if (!payload::parse_int(t.substr(10), &n) || n < 1 || n > 65535) {
-                *error = "byte_jump: invalid multiplier '" + std::string(t) + "'";
+                *error = "byte_jump: invalid multiplier '" + std::string(t) + "' (1 to 65535)";
                 return false;
             }
             p.multiplier = static_cast<uint32_t>(n);
         } else if (t.substr(0, 11) == "post_offset") {
             if (!payload::parse_int(t.substr(11), &n) || n < -65535 || n > 65535) {
-                *error = "byte_jump: invalid post_offset '" + std::string(t) + "'";
+                *error =
+                    "byte_jump: invalid post_offset '" + std::string(t) + "' (-65535 to 65535)";
                 return false;
             }
             p.post_offset = static_cast<int32_t>(n);

@@ -75,13 +75,14 @@ bool parse_byte_math(ParseState& st, std::string_view value, bool has_value, std
         int64_t n = 0;
         if (key == "bytes") {
             if (!payload::parse_var_value(st, arg, 1, 10, &p.ex.nbytes)) {
-                *error = "byte_math: invalid bytes '" + std::string(arg) + "'";
+                *error = "byte_math: invalid bytes '" + std::string(arg) +
+                         "' (1 to 10 or a byte_extract/byte_math variable)";
                 return false;
             }
             have_bytes = true;
         } else if (key == "offset") {
             if (!payload::parse_int(arg, &n) || n < -65535 || n > 65535) {
-                *error = "byte_math: invalid offset '" + std::string(arg) + "'";
+                *error = "byte_math: invalid offset '" + std::string(arg) + "' (-65535 to 65535)";
                 return false;
             }
             p.ex.offset = payload::VarValue{n, -1};
@@ -97,7 +98,8 @@ bool parse_byte_math(ParseState& st, std::string_view value, bool has_value, std
             have_oper = true;
         } else if (key == "rvalue") {
             if (!payload::parse_var_value(st, arg, 0, UINT32_MAX, &p.rvalue)) {
-                *error = "byte_math: invalid rvalue '" + std::string(arg) + "'";
+                *error = "byte_math: invalid rvalue '" + std::string(arg) +
+                         "' (0 to 4294967295 or a byte_extract/byte_math variable)";
                 return false;
             }
             have_rvalue = true;
@@ -133,7 +135,7 @@ bool parse_byte_math(ParseState& st, std::string_view value, bool has_value, std
             is_string = true;
         } else if (key == "bitmask") {
             if (!payload::parse_int(arg, &n) || n <= 0 || n > UINT32_MAX) {
-                *error = "byte_math: invalid bitmask '" + std::string(arg) + "'";
+                *error = "byte_math: invalid bitmask '" + std::string(arg) + "' (1 to 4294967295)";
                 return false;
             }
             p.ex.has_bitmask = true;

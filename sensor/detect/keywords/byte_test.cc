@@ -1,9 +1,9 @@
 // byte_test (Suricata 7 detect-bytetest.c), plus the number extraction shared by byte_jump,
 // byte_extract and byte_math.
 #include <bit>
-#include <charconv>
 #include <climits>
 
+#include "sensor/detect/keywords/header_util.h"
 #include "sensor/detect/keywords/keywords.h"
 #include "sensor/detect/keywords/payload.h"
 #include "sensor/detect/name_table.h"
@@ -183,7 +183,8 @@ bool parse_common_flags(const char* kw, std::vector<std::string_view>& toks, Ext
         } else if (t.substr(0, 7) == "bitmask") {
             int64_t m = 0;
             if (!parse_int(t.substr(7), &m) || m <= 0 || m > UINT32_MAX) {
-                *error = std::string(kw) + ": invalid bitmask '" + std::string(t) + "'";
+                *error = std::string(kw) + ": invalid bitmask '" + std::string(t) +
+                         "' (1 to 4294967295)";
                 return false;
             }
             ex->has_bitmask = true;
@@ -241,7 +242,8 @@ bool parse_byte_test(ParseState& st, std::string_view value, bool has_value, std
     auto& p = opt->p;
     // 0 is accepted, as by Suricata 7 (ET Open uses it); such a test never matches.
     if (!payload::parse_var_value(st, toks[0], 0, 23, &p.ex.nbytes)) {
-        *error = "byte_test: invalid number of bytes '" + std::string(toks[0]) + "'";
+        *error = "byte_test: invalid number of bytes '" + std::string(toks[0]) +
+                 "' (0 to 8, up to 23 with string, or a byte_extract/byte_math variable)";
         return false;
     }
     std::string_view op = toks[1];
@@ -260,23 +262,30 @@ bool parse_byte_test(ParseState& st, std::string_view value, bool has_value, std
         return false;
     }
     {
-        // Values up to 2^64-1 are accepted as written.
+        // Values up to 2^64-1, decimal or 0x hex, are accepted as written; a larger number is
+        // refused (it used to wrap silently), anything else is a byte variable's name.
         std::string_view vs = toks[2];
         uint64_t u = 0;
         int64_t iv = 0;
-        if (payload::parse_int(vs, &iv) && iv >= 0) {
-            p.value = payload::VarValue{iv, -1};
-        } else if (!vs.empty() && vs.front() != '-' &&
-                   std::from_chars(vs.data(), vs.data() + vs.size(), u).ptr ==
-                       vs.data() + vs.size()) {
+        const std::string range =
+            "' (0 to 18446744073709551615 or a byte_extract/byte_math "
+            "variable)";
+        const NumberParse np = parse_uint_number(vs, UINT64_MAX, &u);
+        if (np == NumberParse::kOk) {
             p.value = payload::VarValue{static_cast<int64_t>(u), -1};
+        } else if (np == NumberParse::kOutOfRange) {
+            *error = "byte_test: invalid value '" + std::string(vs) + range;
+            return false;
+        } else if (payload::parse_int(vs, &iv) && iv >= 0) {
+            p.value = payload::VarValue{iv, -1};  // "+5"
         } else if (!payload::parse_var_value(st, vs, 0, INT64_MAX, &p.value)) {
-            *error = "byte_test: invalid value '" + std::string(vs) + "'";
+            *error = "byte_test: invalid value '" + std::string(vs) + range;
             return false;
         }
     }
     if (!payload::parse_var_value(st, toks[3], -65535, 65535, &p.ex.offset)) {
-        *error = "byte_test: invalid offset '" + std::string(toks[3]) + "'";
+        *error = "byte_test: invalid offset '" + std::string(toks[3]) +
+                 "' (-65535 to 65535 or a byte_extract/byte_math variable)";
         return false;
     }
     std::vector<std::string_view> flags(toks.begin() + 4, toks.end());

@@ -236,6 +236,9 @@ bool parse_number_modifier(ParseState& st, const char* kw, std::string_view valu
     return true;
 }
 
+// The largest |distance| and |within| (1 MiB).
+constexpr int64_t kMaxRelative = 1048576;
+
 // offset, depth, distance, within: a number (or byte variable) on the previous content.
 struct Positional {
     const char* kw;
@@ -261,8 +264,11 @@ bool set_positional(ParseState& st, const Positional& m, std::string_view value,
         return false;
     }
     VarValue& v = p.*m.value;
-    if (!parse_number_modifier(st, m.kw, value, has_value, m.relative ? -65535 : 0, 65535, &v,
-                               error)) {
+    // Suricata 7 bounds distance and within by 1 MiB either way (the payload keywords' docs);
+    // offset and depth are unsigned 16-bit.
+    const int64_t lo = m.relative ? -kMaxRelative : 0;
+    const int64_t hi = m.relative ? kMaxRelative : 65535;
+    if (!parse_number_modifier(st, m.kw, value, has_value, lo, hi, &v, error)) {
         return false;
     }
     if (m.at_least_pattern && !v.is_var() && v.value < static_cast<int64_t>(p.pattern.size())) {

@@ -1,6 +1,8 @@
-// dsize (Suricata 7 detect-dsize.c): the packet's payload size, a header option. Forms N,
-// <N, <=N, >N, >=N, !N, N<>M (exclusive range). Like Suricata, !N and >=N need a payload:
-// neither matches an empty packet (suricata-verify test-dsize-values).
+// dsize (Suricata 7 detect-dsize.c): the packet's payload size, a header option, an unsigned
+// 16-bit value in the integer-keyword grammar (parse_uint_spec, header_util.h). Like Suricata,
+// !N, >=N and !N-M need a payload: none matches an empty packet (suricata-verify
+// test-dsize-values).
+#include "sensor/detect/keywords/header_util.h"
 #include "sensor/detect/keywords/keywords.h"
 #include "sensor/detect/keywords/payload.h"
 
@@ -10,23 +12,25 @@ namespace payload {
 
 class DsizeOption final : public HeaderOption {
 public:
-    explicit DsizeOption(UintCmp c) : cmp_(c) {}
+    explicit DsizeOption(const keywords::UintSpec& c) : cmp_(c) {}
     const char* keyword() const override { return "dsize"; }
     bool match(const PacketContext& pc) const override {
         if (pc.p == nullptr) {
             return false;
         }
         // Suricata marks a rule "requires payload" unless its dsize can only be < / <= N or
-        // exactly 0, so !N and >=0 never match an empty packet although the comparison holds.
-        if (pc.p->payload_len == 0 &&
-            (cmp_.op == UintCmp::Op::kNe || cmp_.op == UintCmp::Op::kGe)) {
+        // exactly 0, so !N, >=N and !N-M never match an empty packet although the comparison
+        // holds.
+        using keywords::UintMode;
+        if (pc.p->payload_len == 0 && (cmp_.mode == UintMode::kNe || cmp_.mode == UintMode::kGte ||
+                                       cmp_.mode == UintMode::kNotRange)) {
             return false;
         }
         return cmp_.match(pc.p->payload_len);
     }
     uint64_t hash() const override {
         Hasher h;
-        h.add(0xd5).add(static_cast<uint64_t>(cmp_.op)).add(cmp_.a).add(cmp_.b);
+        h.add(0xd5).add(static_cast<uint64_t>(cmp_.mode)).add(cmp_.a).add(cmp_.b);
         return h.h;
     }
     bool equals(const HeaderOption& other) const override {
@@ -35,7 +39,7 @@ public:
     }
 
 private:
-    UintCmp cmp_;
+    keywords::UintSpec cmp_;
 };
 
 }  // namespace payload
@@ -43,10 +47,12 @@ private:
 namespace keywords {
 
 bool parse_dsize(ParseState& st, std::string_view value, bool has_value, std::string* error) {
-    payload::UintCmp cmp;
-    if (!has_value || !payload::parse_uint_cmp(value, 65535, &cmp)) {
-        *error = "dsize: invalid value '" + std::string(trim_blanks(value)) +
-                 "' (expected N, <N, <=N, >N, >=N, !N or N<>M, at most 65535)";
+    if (!has_value || trim_blanks(value).empty()) {
+        *error = "dsize: a value is required";
+        return false;
+    }
+    UintSpec cmp;
+    if (!parse_uint_spec("dsize", value, 65535, &cmp, error)) {
         return false;
     }
     for (const auto& h : st.rule->header_options) {

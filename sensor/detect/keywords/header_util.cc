@@ -16,41 +16,84 @@ std::string quote(std::string_view s) {
     return r;
 }
 
+std::string range_text(uint64_t max) {
+    return "0-" + std::to_string(max);
+}
+
+std::string invalid_uint(const char* kw, std::string_view text, uint64_t max) {
+    return std::string(kw) + ": invalid value " + quote(text) +
+           " (expected N, !N, <N, <=N, >N, >=N, N-M, N<>M or !N-M with N from 0 to " +
+           std::to_string(max) + ")";
+}
+
+std::string out_of_range(const char* kw, std::string_view text, uint64_t max) {
+    return std::string(kw) + ": value out of range " + range_text(max) + " in " + quote(text);
+}
+
+// One number of text; the messages name the whole value.
 bool parse_value(const char* kw, std::string_view text, std::string_view digits, uint64_t max,
-                 uint64_t* out, std::string* error) {
-    digits = trim_blanks(digits);
-    if (digits.empty()) {
-        *error = std::string(kw) + ": invalid value " + quote(text);
-        return false;
-    }
-    for (char c : digits) {
-        if (c < '0' || c > '9') {
-            *error = std::string(kw) + ": invalid value " + quote(text);
+                 uint64_t* out, std::string* error, const std::string& invalid) {
+    switch (parse_uint_number(digits, max, out)) {
+        case NumberParse::kOk:
+            return true;
+        case NumberParse::kInvalid:
+            *error = invalid;
             return false;
-        }
+        case NumberParse::kOutOfRange:
+            *error = out_of_range(kw, text, max);
+            return false;
     }
-    if (!parse_decimal(digits, max, out)) {
-        *error = std::string(kw) + ": value out of range 0-" + std::to_string(max) + " in " +
-                 quote(text);
-        return false;
-    }
-    return true;
+    return false;
 }
 
 }  // namespace
+
+NumberParse parse_uint_number(std::string_view s, uint64_t max, uint64_t* out) {
+    s = trim_blanks(s);
+    unsigned base = 10;
+    if (s.size() >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+        base = 16;
+        s.remove_prefix(2);
+    }
+    if (s.empty()) {
+        return NumberParse::kInvalid;
+    }
+    uint64_t v = 0;
+    bool overflow = false;
+    for (char c : s) {
+        const int d = (c >= '0' && c <= '9')                 ? c - '0'
+                      : (base == 16 && c >= 'a' && c <= 'f') ? c - 'a' + 10
+                      : (base == 16 && c >= 'A' && c <= 'F') ? c - 'A' + 10
+                                                             : -1;
+        if (d < 0) {
+            return NumberParse::kInvalid;
+        }
+        const uint64_t ud = static_cast<uint64_t>(d);
+        if (v > (UINT64_MAX - ud) / base) {
+            overflow = true;  // keep checking the digits: junk is "invalid", not "too big"
+        } else {
+            v = v * base + ud;
+        }
+    }
+    if (overflow || v > max) {
+        return NumberParse::kOutOfRange;
+    }
+    *out = v;
+    return NumberParse::kOk;
+}
 
 bool parse_uint_spec(const char* kw, std::string_view text, uint64_t max, UintSpec* spec,
                      std::string* error) {
     std::string_view s = unquote(text);
     text = s;
+    const std::string invalid = invalid_uint(kw, text, max);
     UintSpec r;
-    bool negate = false;
     std::string_view op;
     if (s.starts_with("<=") || s.starts_with(">=") || s.starts_with("!=")) {
         op = s.substr(0, 2);
         s.remove_prefix(2);
     } else if (s.starts_with("<>")) {
-        *error = std::string(kw) + ": invalid value " + quote(text);
+        *error = invalid;
         return false;
     } else if (!s.empty() && (s[0] == '<' || s[0] == '>' || s[0] == '!' || s[0] == '=')) {
         op = s.substr(0, 1);
@@ -58,18 +101,19 @@ bool parse_uint_spec(const char* kw, std::string_view text, uint64_t max, UintSp
     }
     s = trim_blanks(s);
     // A range: N-M or N<>M (optionally negated by a leading '!').
-    size_t dash = s.find('-');
-    size_t diamond = s.find("<>");
+    const size_t dash = s.find('-');
+    const size_t diamond = s.find("<>");
     if (dash != std::string_view::npos || diamond != std::string_view::npos) {
         if (!op.empty() && op != "!") {
-            *error = std::string(kw) + ": invalid value " + quote(text);
+            *error = invalid;
             return false;
         }
-        negate = op == "!";
-        size_t cut = dash != std::string_view::npos ? dash : diamond;
-        size_t skip = dash != std::string_view::npos ? 1 : 2;
-        if (!parse_value(kw, text, s.substr(0, cut), max, &r.a, error) ||
-            !parse_value(kw, text, s.substr(cut + skip), max, &r.b, error)) {
+        const bool use_dash =
+            dash != std::string_view::npos && (diamond == std::string_view::npos || dash < diamond);
+        const size_t cut = use_dash ? dash : diamond;
+        const size_t skip = use_dash ? 1 : 2;
+        if (!parse_value(kw, text, s.substr(0, cut), max, &r.a, error, invalid) ||
+            !parse_value(kw, text, s.substr(cut + skip), max, &r.b, error, invalid)) {
             return false;
         }
         if (r.a >= r.b) {
@@ -77,11 +121,11 @@ bool parse_uint_spec(const char* kw, std::string_view text, uint64_t max, UintSp
                      " (the first value must be below the second)";
             return false;
         }
-        r.mode = negate ? UintMode::kNotRange : UintMode::kRange;
+        r.mode = op == "!" ? UintMode::kNotRange : UintMode::kRange;
         *spec = r;
         return true;
     }
-    if (!parse_value(kw, text, s, max, &r.a, error)) {
+    if (!parse_value(kw, text, s, max, &r.a, error, invalid)) {
         return false;
     }
     // The operators the grammar lets through; anything else here is ">=".
@@ -93,11 +137,13 @@ bool parse_uint_spec(const char* kw, std::string_view text, uint64_t max, UintSp
     }
     // Suricata rejects comparisons that can never match or always match.
     if ((r.mode == UintMode::kLt && r.a == 0) || (r.mode == UintMode::kGt && r.a == max)) {
-        *error = std::string(kw) + ": " + quote(text) + " can never match";
+        *error = std::string(kw) + ": " + quote(text) + " can never match (values are " +
+                 range_text(max) + ")";
         return false;
     }
     if ((r.mode == UintMode::kGte && r.a == 0) || (r.mode == UintMode::kLte && r.a == max)) {
-        *error = std::string(kw) + ": " + quote(text) + " always matches";
+        *error = std::string(kw) + ": " + quote(text) + " always matches (values are " +
+                 range_text(max) + ")";
         return false;
     }
     *spec = r;
@@ -108,41 +154,33 @@ bool parse_exact_spec(const char* kw, std::string_view text, uint64_t max, bool 
                       bool allow_hex, UintSpec* spec, std::string* error) {
     std::string_view s = unquote(text);
     text = s;
+    const std::string invalid = std::string(kw) + ": invalid value " + quote(text) +
+                                " (expected N" + (allow_not ? " or !N" : "") +
+                                " with N from 0 to " + std::to_string(max) +
+                                (allow_hex ? ", decimal or hex" : "") + ")";
     UintSpec r;
     r.mode = UintMode::kEq;
     if (allow_not && !s.empty() && s[0] == '!') {
         r.mode = UintMode::kNe;
         s = trim_blanks(s.substr(1));
     }
-    if (allow_hex &&
-        (s.starts_with("0x") || s.starts_with("0X") || s.starts_with("x") || s.starts_with("X"))) {
-        s.remove_prefix(s[0] == '0' ? 2 : 1);
-        if (s.empty() || s.size() > 16) {
-            *error = std::string(kw) + ": invalid value " + quote(text);
+    const bool hex =
+        s.starts_with("0x") || s.starts_with("0X") || s.starts_with("x") || s.starts_with("X");
+    if (hex && !allow_hex) {
+        *error = invalid;
+        return false;
+    }
+    if (hex && (s[0] == 'x' || s[0] == 'X')) {
+        // tos's own spelling: x1F is 0x1F.
+        std::string with_zero(1, '0');
+        with_zero.append(s.data(), s.size());
+        if (!parse_value(kw, text, with_zero, max, &r.a, error, invalid)) {
             return false;
         }
-        uint64_t v = 0;
-        for (char c : s) {
-            int d = (c >= '0' && c <= '9')   ? c - '0'
-                    : (c >= 'a' && c <= 'f') ? c - 'a' + 10
-                    : (c >= 'A' && c <= 'F') ? c - 'A' + 10
-                                             : -1;
-            if (d < 0) {
-                *error = std::string(kw) + ": invalid value " + quote(text);
-                return false;
-            }
-            v = v * 16 + static_cast<uint64_t>(d);
-        }
-        if (v > max) {
-            *error = std::string(kw) + ": value out of range 0-" + std::to_string(max) + " in " +
-                     quote(text);
-            return false;
-        }
-        r.a = v;
         *spec = r;
         return true;
     }
-    if (!parse_value(kw, text, s, max, &r.a, error)) {
+    if (!parse_value(kw, text, s, max, &r.a, error, invalid)) {
         return false;
     }
     *spec = r;

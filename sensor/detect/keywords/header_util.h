@@ -118,8 +118,10 @@ bool packet_field(const decode::Packet& p, uint64_t* out) {
 
 enum class UintMode : uint8_t { kEq, kNe, kLt, kLte, kGt, kGte, kRange, kNotRange };
 
-// A comparison in Suricata 7's unsigned grammar: N, =N, !N, !=N, <N, <=N, >N, >=N, N-M or
-// N<>M (exclusive: N < v < M), !N-M (outside that range).
+// A comparison in Suricata's integer-keyword grammar (docs: "Integer Keywords"): N, =N, !N,
+// !=N, <N, <=N, >N, >=N, N-M or N<>M (exclusive: N < v < M), !N-M (outside that range).
+// Shared by every keyword that compares a number this way: ttl, itype, icode (u8), dsize,
+// urilen (u16), bsize (u64), and the header keywords built on FieldOption.
 struct UintSpec {
     UintMode mode = UintMode::kEq;
     uint64_t a = 0, b = 0;
@@ -149,15 +151,26 @@ struct UintSpec {
     uint64_t hash() const { return hash_mix(hash_mix(static_cast<uint64_t>(mode), a), b); }
 };
 
-// Parses text (already trimmed by the caller or not) into spec, values in [0, max]. Messages:
-// "<kw>: invalid value '<text>'", "<kw>: value out of range 0-<max> in '<text>'",
-// "<kw>: invalid range '<text>' (the first value must be below the second)",
-// "<kw>: '<text>' can never match" / "... always matches".
+// One number of the grammar: decimal digits, or 0x / 0X and hex digits (Suricata's integer
+// keywords accept both), blanks around it ignored. kInvalid: empty or not a number;
+// kOutOfRange: a number above max (also one too long for 64 bits).
+enum class NumberParse : uint8_t { kOk, kInvalid, kOutOfRange };
+NumberParse parse_uint_number(std::string_view s, uint64_t max, uint64_t* out);
+
+// Parses text (quotes and blanks allowed around it, blanks around operators and range
+// separators) into spec, values in [0, max]. Every message names the keyword, the value and
+// the limit:
+//   "<kw>: invalid value '<text>' (expected N, !N, <N, <=N, >N, >=N, N-M, N<>M or !N-M with
+//    N from 0 to <max>)"
+//   "<kw>: value out of range 0-<max> in '<text>'"
+//   "<kw>: invalid range '<text>' (the first value must be below the second)"
+//   "<kw>: '<text>' can never match (values are 0-<max>)" / "... always matches (...)"
 bool parse_uint_spec(const char* kw, std::string_view text, uint64_t max, UintSpec* spec,
                      std::string* error);
 
 // Exact value with an optional leading '!' ([!]N), quotes allowed: tos (also x1F / 0x1F hex),
-// window, seq, ack, id, icmp_id, icmp_seq.
+// window, seq, ack, id, icmp_id, icmp_seq, dns.opcode. Messages as parse_uint_spec's, the
+// invalid one ending "(expected N[ or !N] with N from 0 to <max>)".
 bool parse_exact_spec(const char* kw, std::string_view text, uint64_t max, bool allow_not,
                       bool allow_hex, UintSpec* spec, std::string* error);
 

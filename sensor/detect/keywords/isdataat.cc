@@ -52,7 +52,8 @@ bool parse_isdataat(ParseState& st, std::string_view value, bool has_value, std:
         n = trim_blanks(n.substr(1));
     }
     if (!payload::parse_var_value(st, n, 0, 65535, &p.n)) {
-        *error = "isdataat: invalid value '" + std::string(toks[0]) + "'";
+        *error = "isdataat: invalid value '" + std::string(toks[0]) +
+                 "' (expected [!]N with N from 0 to 65535 or a byte_extract/byte_math variable)";
         return false;
     }
     for (size_t i = 1; i < toks.size(); ++i) {

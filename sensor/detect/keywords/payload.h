@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sensor/detect/content_inspect.h"
+#include "sensor/detect/keywords/header_util.h"
 #include "sensor/detect/rule.h"
 
 struct pcre2_real_code_8;
@@ -314,23 +315,15 @@ public:
     } p;
 };
 
-// Unsigned comparison used by bsize and dsize: N, =N, !N, <N, <=N, >N, >=N, N<>M / N-M
-// (exclusive range, as Suricata's DetectU64Match).
-struct UintCmp {
-    enum class Op : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe, kRange } op = Op::kEq;
-    uint64_t a = 0, b = 0;
-    bool match(uint64_t v) const;
-    bool operator==(const UintCmp&) const = default;
-};
-bool parse_uint_cmp(std::string_view s, uint64_t max, UintCmp* out);
 bool valid_var_name(std::string_view s);
 
+// bsize: the length of the current buffer against a keywords::UintSpec (u64).
 class BsizeOption final : public OptionOf<BsizeOption, Kind::kBsize> {
 public:
     static constexpr const char* kKeyword = "bsize";
     uint64_t hash() const override;
     bool relative() const override { return false; }
-    UintCmp p;
+    keywords::UintSpec p;
 };
 
 // ---------------------------------------------------------------------------------------

@@ -52,7 +52,8 @@ bool parse_spec(const char* kw, std::string_view value, bool has_value, bool wan
             seen = is_count ? &have_count : &have_seconds;
             uint64_t v = 0;
             if (!parse_decimal(arg, UINT32_MAX, &v) || (is_count && v == 0)) {
-                *error = k + ": invalid " + std::string(name) + " '" + std::string(arg) + "'";
+                *error = k + ": invalid " + std::string(name) + " '" + std::string(arg) + "' (" +
+                         (is_count ? "1" : "0") + " to 4294967295)";
                 return false;
             }
             (is_count ? spec.count : spec.seconds) = static_cast<uint32_t>(v);
@@ -60,7 +61,7 @@ bool parse_spec(const char* kw, std::string_view value, bool has_value, bool wan
             seen = &have_multiplier;
             uint64_t v = 0;
             if (!parse_decimal(arg, UINT32_MAX, &v) || v < 2) {
-                *error = k + ": invalid multiplier '" + std::string(arg) + "' (2 or more)";
+                *error = k + ": invalid multiplier '" + std::string(arg) + "' (2 to 4294967295)";
                 return false;
             }
             spec.multiplier = static_cast<uint32_t>(v);

@@ -29,6 +29,13 @@ TEST(TtlTest, Operators) {
     EXPECT_EQ(eval(parse_ttl, "64-70", p), 0);
     EXPECT_EQ(eval(parse_ttl, "60<>70", p), 1);
     EXPECT_EQ(eval(parse_ttl, " \"64\" ", p), 1);
+    // Hex and blanks, as Suricata's integer keywords take them (#22).
+    EXPECT_EQ(eval(parse_ttl, "0x40", p), 1);
+    EXPECT_EQ(eval(parse_ttl, "!0x40", p), 0);
+    EXPECT_EQ(eval(parse_ttl, "> 0x3f", p), 1);
+    EXPECT_EQ(eval(parse_ttl, "0x3c <> 0x41", p), 1);
+    EXPECT_EQ(eval(parse_ttl, "!60-70", p), 0);
+    EXPECT_EQ(eval(parse_ttl, "!64-70", p), 1);
     p.ip_version = 6;  // hop limit
     EXPECT_EQ(eval(parse_ttl, "64", p), 1);
     p.ip_version = 0;  // not IP
@@ -37,12 +44,14 @@ TEST(TtlTest, Operators) {
 
 TEST(TtlTest, Errors) {
     EXPECT_EQ(parse_error(parse_ttl, "", false), "ttl: a value is required");
-    EXPECT_EQ(parse_error(parse_ttl, "abc"), "ttl: invalid value 'abc'");
+    EXPECT_EQ(parse_error(parse_ttl, "abc"),
+              "ttl: invalid value 'abc' (expected N, !N, <N, <=N, >N, >=N, N-M, N<>M or !N-M with "
+              "N from 0 to 255)");
     EXPECT_EQ(parse_error(parse_ttl, "256"), "ttl: value out of range 0-255 in '256'");
     EXPECT_EQ(parse_error(parse_ttl, "10-5"),
               "ttl: invalid range '10-5' (the first value must be below the second)");
-    EXPECT_EQ(parse_error(parse_ttl, "<0"), "ttl: '<0' can never match");
-    EXPECT_EQ(parse_error(parse_ttl, ">=0"), "ttl: '>=0' always matches");
+    EXPECT_EQ(parse_error(parse_ttl, "<0"), "ttl: '<0' can never match (values are 0-255)");
+    EXPECT_EQ(parse_error(parse_ttl, ">=0"), "ttl: '>=0' always matches (values are 0-255)");
 }
 
 TEST(TosIdTest, ExactValues) {
@@ -164,7 +173,8 @@ TEST(TcpFieldsTest, SeqAckWindow) {
     EXPECT_EQ(parse_error(parse_window, "65536"), "window: value out of range 0-65535 in '65536'");
     EXPECT_EQ(parse_error(parse_seq, "4294967296"),
               "seq: value out of range 0-4294967295 in '4294967296'");
-    EXPECT_EQ(parse_error(parse_ack, "!1"), "ack: invalid value '!1'");
+    EXPECT_EQ(parse_error(parse_ack, "!1"),
+              "ack: invalid value '!1' (expected N with N from 0 to 4294967295)");
     p.flags = decode::kFlagIpv4 | decode::kFlagUdp;
     EXPECT_EQ(eval(parse_seq, "3000000000", p), 0);
     EXPECT_EQ(eval(parse_window, "512", p), 0);
@@ -200,7 +210,9 @@ TEST(IcmpTest, TypeCodeIdSeq) {
     EXPECT_EQ(eval(parse_itype, "0", t), 0);
     EXPECT_EQ(parse_error(parse_icode, "5<>5"),
               "icode: invalid range '5<>5' (the first value must be below the second)");
-    EXPECT_EQ(parse_error(parse_itype, "x"), "itype: invalid value 'x'");
+    EXPECT_EQ(parse_error(parse_itype, "x"),
+              "itype: invalid value 'x' (expected N, !N, <N, <=N, >N, >=N, N-M, N<>M or !N-M with "
+              "N from 0 to 255)");
 }
 
 TEST(HashEqualsTest, IdenticalOptionsShare) {

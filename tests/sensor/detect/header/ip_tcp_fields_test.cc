@@ -92,18 +92,29 @@ TEST(TosTest, Errors) {
     EXPECT_EQ(parse_error(parse_tos, "256"), "tos: value out of range 0-255 in '256'");
     EXPECT_EQ(parse_error(parse_tos, "x100"), "tos: value out of range 0-255 in 'x100'");
     EXPECT_EQ(parse_error(parse_tos, "!256"), "tos: value out of range 0-255 in '!256'");
-    EXPECT_EQ(parse_error(parse_tos, "x"), "tos: invalid value 'x'");
-    EXPECT_EQ(parse_error(parse_tos, "0x"), "tos: invalid value '0x'");
-    EXPECT_EQ(parse_error(parse_tos, "xg1"), "tos: invalid value 'xg1'");
-    EXPECT_EQ(parse_error(parse_tos, "abc"), "tos: invalid value 'abc'");
-    EXPECT_EQ(parse_error(parse_tos, "-1"), "tos: invalid value '-1'");
-    EXPECT_EQ(parse_error(parse_tos, "!!8"), "tos: invalid value '!!8'");
-    EXPECT_EQ(parse_error(parse_tos, "!"), "tos: invalid value '!'");
+    EXPECT_EQ(parse_error(parse_tos, "x"),
+              "tos: invalid value 'x' (expected N or !N with N from 0 to 255, decimal or hex)");
+    EXPECT_EQ(parse_error(parse_tos, "0x"),
+              "tos: invalid value '0x' (expected N or !N with N from 0 to 255, decimal or hex)");
+    EXPECT_EQ(parse_error(parse_tos, "xg1"),
+              "tos: invalid value 'xg1' (expected N or !N with N from 0 to 255, decimal or hex)");
+    EXPECT_EQ(parse_error(parse_tos, "abc"),
+              "tos: invalid value 'abc' (expected N or !N with N from 0 to 255, decimal or hex)");
+    EXPECT_EQ(parse_error(parse_tos, "-1"),
+              "tos: invalid value '-1' (expected N or !N with N from 0 to 255, decimal or hex)");
+    EXPECT_EQ(parse_error(parse_tos, "!!8"),
+              "tos: invalid value '!!8' (expected N or !N with N from 0 to 255, decimal or hex)");
+    EXPECT_EQ(parse_error(parse_tos, "!"),
+              "tos: invalid value '!' (expected N or !N with N from 0 to 255, decimal or hex)");
     // Only [!]N: no comparison operators or ranges.
-    EXPECT_EQ(parse_error(parse_tos, "<8"), "tos: invalid value '<8'");
-    EXPECT_EQ(parse_error(parse_tos, ">8"), "tos: invalid value '>8'");
-    EXPECT_EQ(parse_error(parse_tos, "1-8"), "tos: invalid value '1-8'");
-    EXPECT_EQ(parse_error(parse_tos, "8,9"), "tos: invalid value '8,9'");
+    EXPECT_EQ(parse_error(parse_tos, "<8"),
+              "tos: invalid value '<8' (expected N or !N with N from 0 to 255, decimal or hex)");
+    EXPECT_EQ(parse_error(parse_tos, ">8"),
+              "tos: invalid value '>8' (expected N or !N with N from 0 to 255, decimal or hex)");
+    EXPECT_EQ(parse_error(parse_tos, "1-8"),
+              "tos: invalid value '1-8' (expected N or !N with N from 0 to 255, decimal or hex)");
+    EXPECT_EQ(parse_error(parse_tos, "8,9"),
+              "tos: invalid value '8,9' (expected N or !N with N from 0 to 255, decimal or hex)");
 }
 
 // ----------------------------------------------------------------------------- seq
@@ -145,11 +156,16 @@ TEST(SeqTest, Errors) {
               "seq: value out of range 0-4294967295 in '4294967296'");
     EXPECT_EQ(parse_error(parse_seq, "99999999999999999999999"),
               "seq: value out of range 0-4294967295 in '99999999999999999999999'");
-    EXPECT_EQ(parse_error(parse_seq, "-1"), "seq: invalid value '-1'");
-    EXPECT_EQ(parse_error(parse_seq, "!0"), "seq: invalid value '!0'");
-    EXPECT_EQ(parse_error(parse_seq, "0x10"), "seq: invalid value '0x10'");
-    EXPECT_EQ(parse_error(parse_seq, ">0"), "seq: invalid value '>0'");
-    EXPECT_EQ(parse_error(parse_seq, "1 2"), "seq: invalid value '1 2'");
+    EXPECT_EQ(parse_error(parse_seq, "-1"),
+              "seq: invalid value '-1' (expected N with N from 0 to 4294967295)");
+    EXPECT_EQ(parse_error(parse_seq, "!0"),
+              "seq: invalid value '!0' (expected N with N from 0 to 4294967295)");
+    EXPECT_EQ(parse_error(parse_seq, "0x10"),
+              "seq: invalid value '0x10' (expected N with N from 0 to 4294967295)");
+    EXPECT_EQ(parse_error(parse_seq, ">0"),
+              "seq: invalid value '>0' (expected N with N from 0 to 4294967295)");
+    EXPECT_EQ(parse_error(parse_seq, "1 2"),
+              "seq: invalid value '1 2' (expected N with N from 0 to 4294967295)");
 }
 
 // ----------------------------------------------------------------------------- window
@@ -185,12 +201,19 @@ TEST(WindowTest, Errors) {
     EXPECT_EQ(parse_error(parse_window, "65536"), "window: value out of range 0-65535 in '65536'");
     EXPECT_EQ(parse_error(parse_window, "!65536"),
               "window: value out of range 0-65535 in '!65536'");
-    EXPECT_EQ(parse_error(parse_window, "x10"), "window: invalid value 'x10'");  // decimal only
-    EXPECT_EQ(parse_error(parse_window, "0x10"), "window: invalid value '0x10'");
-    EXPECT_EQ(parse_error(parse_window, "<1024"), "window: invalid value '<1024'");
-    EXPECT_EQ(parse_error(parse_window, "1-5"), "window: invalid value '1-5'");
-    EXPECT_EQ(parse_error(parse_window, "!!5"), "window: invalid value '!!5'");
-    EXPECT_EQ(parse_error(parse_window, "-1"), "window: invalid value '-1'");
+    EXPECT_EQ(
+        parse_error(parse_window, "x10"),
+        "window: invalid value 'x10' (expected N or !N with N from 0 to 65535)");  // decimal only
+    EXPECT_EQ(parse_error(parse_window, "0x10"),
+              "window: invalid value '0x10' (expected N or !N with N from 0 to 65535)");
+    EXPECT_EQ(parse_error(parse_window, "<1024"),
+              "window: invalid value '<1024' (expected N or !N with N from 0 to 65535)");
+    EXPECT_EQ(parse_error(parse_window, "1-5"),
+              "window: invalid value '1-5' (expected N or !N with N from 0 to 65535)");
+    EXPECT_EQ(parse_error(parse_window, "!!5"),
+              "window: invalid value '!!5' (expected N or !N with N from 0 to 65535)");
+    EXPECT_EQ(parse_error(parse_window, "-1"),
+              "window: invalid value '-1' (expected N or !N with N from 0 to 65535)");
 }
 
 // ----------------------------------------------------------------------------- sharing

@@ -75,7 +75,7 @@ TEST(ThresholdKeywordTest, Errors) {
     EXPECT_FALSE(f.parse(parse_threshold, "type backoff, track by_flow, count 1"));
     EXPECT_EQ(f.error, "threshold: missing 'multiplier'");
     EXPECT_FALSE(f.parse(parse_threshold, "type backoff, track by_flow, count 1, multiplier 1"));
-    EXPECT_EQ(f.error, "threshold: invalid multiplier '1' (2 or more)");
+    EXPECT_EQ(f.error, "threshold: invalid multiplier '1' (2 to 4294967295)");
     EXPECT_FALSE(
         f.parse(parse_threshold, "type limit, track by_flow, count 1, seconds 1, multiplier 2"));
     EXPECT_EQ(f.error, "threshold: multiplier is only for type backoff");
@@ -83,7 +83,7 @@ TEST(ThresholdKeywordTest, Errors) {
         f.parse(parse_detection_filter, "track by_flow, count 1, seconds 1, multiplier 2"));
     EXPECT_EQ(f.error, "detection_filter: unknown option 'multiplier'");
     EXPECT_FALSE(f.parse(parse_threshold, "type limit, track by_src, count 0, seconds 1"));
-    EXPECT_EQ(f.error, "threshold: invalid count '0'");
+    EXPECT_EQ(f.error, "threshold: invalid count '0' (1 to 4294967295)");
     EXPECT_FALSE(f.parse(parse_threshold, "type limit, type limit, count 1, seconds 1"));
     EXPECT_EQ(f.error, "threshold: 'type' given twice");
     EXPECT_FALSE(f.parse(parse_threshold, "type limit, track by_src, count 1, seconds 1, x 1"));

@@ -67,6 +67,9 @@ TEST(EtOpen, LoadsWholeRulesetWithoutCrashing) {
     }
     EXPECT_EQ(by_reason, s.skipped);
     EXPECT_GT(s.rules_seen, 20000u);
+    // The floor: what loaded when the numeric limits were aligned on Suricata 7 (#22); a
+    // change that refuses more values must not cost an ET Open rule.
+    EXPECT_GE(s.loaded, 24825u);
     EXPECT_EQ(s.skipped_by_reason.count("unknown classtype"), 0u);
     EXPECT_EQ(s.skipped_by_reason.count("bad address"), 0u);
     EXPECT_EQ(s.skipped_by_reason.count("bad port"), 0u);

@@ -300,7 +300,9 @@ TEST(RuleOptions, TransformsAndAppKeywords) {
     d = parse_fail("alert tcp any any -> any any (dotprefix; content:\"a\"; sid:35;)");
     EXPECT_EQ(d.reason, "dotprefix: must follow a sticky buffer (e.g. dns.query; dotprefix;)");
     d = parse_fail("alert http any any -> any any (urilen:abc; sid:36;)");
-    EXPECT_EQ(d.reason, "urilen: invalid value 'abc' (expected N, <N, >N, <=N, >=N, !N or N<>M)");
+    EXPECT_EQ(d.reason,
+              "urilen: invalid value 'abc' (expected N, !N, <N, <=N, >N, >=N, N-M, N<>M or !N-M "
+              "with N from 0 to 65535)");
     d = parse_fail("alert dns any any -> any any (tls.version:1.2; sid:37;)");
     EXPECT_EQ(d.reason, "tls.version: not usable on a rule for another app-layer protocol");
 }

@@ -61,13 +61,13 @@ TEST_F(ByteExtractKeyword, ParseErrors) {
     EXPECT_FALSE(add(kw::parse_byte_extract, "1,0"));
     EXPECT_EQ(err, "byte_extract: expected <bytes>,<offset>,<name>[,flags]");
     EXPECT_FALSE(add(kw::parse_byte_extract, "0,0,v"));
-    EXPECT_EQ(err, "byte_extract: invalid number of bytes '0'");
+    EXPECT_EQ(err, "byte_extract: invalid number of bytes '0' (1 to 8, up to 23 with string)");
     EXPECT_FALSE(add(kw::parse_byte_extract, "24,0,v"));
-    EXPECT_EQ(err, "byte_extract: invalid number of bytes '24'");
+    EXPECT_EQ(err, "byte_extract: invalid number of bytes '24' (1 to 8, up to 23 with string)");
     EXPECT_FALSE(add(kw::parse_byte_extract, "1,x,v"));
-    EXPECT_EQ(err, "byte_extract: invalid offset 'x'");
+    EXPECT_EQ(err, "byte_extract: invalid offset 'x' (-65535 to 65535)");
     EXPECT_FALSE(add(kw::parse_byte_extract, "1,0,v,multiplier 0"));
-    EXPECT_EQ(err, "byte_extract: invalid multiplier 'multiplier 0'");
+    EXPECT_EQ(err, "byte_extract: invalid multiplier 'multiplier 0' (1 to 65535)");
     EXPECT_FALSE(add(kw::parse_byte_extract, "1,0,v,bogus"));
     EXPECT_EQ(err, "byte_extract: unknown option 'bogus'");
     EXPECT_TRUE(st.byte_vars.empty());

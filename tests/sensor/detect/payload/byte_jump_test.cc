@@ -103,13 +103,17 @@ TEST_F(ByteJumpKeyword, ParseErrors) {
     EXPECT_FALSE(add(kw::parse_byte_jump, "", false));
     EXPECT_EQ(err, "byte_jump: expected <bytes>,<offset>[,flags]");
     EXPECT_FALSE(add(kw::parse_byte_jump, "x,0"));
-    EXPECT_EQ(err, "byte_jump: invalid number of bytes 'x'");
+    EXPECT_EQ(err,
+              "byte_jump: invalid number of bytes 'x' (0 to 8, up to 23 with string, or a "
+              "byte_extract/byte_math variable)");
     EXPECT_FALSE(add(kw::parse_byte_jump, "1,70000"));
-    EXPECT_EQ(err, "byte_jump: invalid offset '70000'");
+    EXPECT_EQ(
+        err,
+        "byte_jump: invalid offset '70000' (-65535 to 65535 or a byte_extract/byte_math variable)");
     EXPECT_FALSE(add(kw::parse_byte_jump, "1,0,multiplier 0"));
-    EXPECT_EQ(err, "byte_jump: invalid multiplier 'multiplier 0'");
+    EXPECT_EQ(err, "byte_jump: invalid multiplier 'multiplier 0' (1 to 65535)");
     EXPECT_FALSE(add(kw::parse_byte_jump, "1,0,post_offset x"));
-    EXPECT_EQ(err, "byte_jump: invalid post_offset 'post_offset x'");
+    EXPECT_EQ(err, "byte_jump: invalid post_offset 'post_offset x' (-65535 to 65535)");
     EXPECT_FALSE(add(kw::parse_byte_jump, "1,0,bogus"));
     EXPECT_EQ(err, "byte_jump: unknown option 'bogus'");
     EXPECT_TRUE(rule.buffers.empty());

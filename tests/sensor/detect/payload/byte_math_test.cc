@@ -47,7 +47,7 @@ TEST_F(ByteMathKeyword, ParseErrors) {
     EXPECT_FALSE(add(kw::parse_byte_math, "", false));
     EXPECT_EQ(err, "byte_math: needs arguments");
     EXPECT_FALSE(add(kw::parse_byte_math, "bytes x, offset 0, oper +, rvalue 1, result z"));
-    EXPECT_EQ(err, "byte_math: invalid bytes 'x'");
+    EXPECT_EQ(err, "byte_math: invalid bytes 'x' (1 to 10 or a byte_extract/byte_math variable)");
     EXPECT_FALSE(add(kw::parse_byte_math, "bytes 1, offset 0, oper +, rvalue 1, result 9z"));
     EXPECT_EQ(err, "byte_math: invalid result name '9z'");
     EXPECT_FALSE(add(kw::parse_byte_math, "bytes 1, offset 0, oper +, rvalue 1, result z, dce"));

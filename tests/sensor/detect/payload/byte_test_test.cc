@@ -69,7 +69,9 @@ TEST_F(ByteTestKeyword, ByteTestRelativeAndErrors) {
     EXPECT_FALSE(add(kw::parse_byte_test, "1,=,1,0,hex"));
     EXPECT_EQ(err, "byte_test: hex/dec/oct need 'string'");
     EXPECT_FALSE(add(kw::parse_byte_test, "1,=,nosuchvar,0"));
-    EXPECT_EQ(err, "byte_test: invalid value 'nosuchvar'");
+    EXPECT_EQ(err,
+              "byte_test: invalid value 'nosuchvar' (0 to 18446744073709551615 or a "
+              "byte_extract/byte_math variable)");
 }
 
 }  // namespace

@@ -33,9 +33,11 @@ TEST_F(DsizeKeyword, Dsize) {
         uint16_t len;
         bool want;
     };
-    const Case cases[] = {{"!9", 0, false},  {"!9", 10, true}, {"!9", 9, false},
-                          {">=0", 0, false}, {">=0", 1, true}, {"<10", 0, true},
-                          {"<=10", 0, true}, {"0", 0, true},   {"10", 10, true}};
+    const Case cases[] = {{"!9", 0, false},   {"!9", 10, true},  {"!9", 9, false},
+                          {">=1", 0, false},  {">=1", 1, true},  {"<10", 0, true},
+                          {"<=10", 0, true},  {"0", 0, true},    {"10", 10, true},
+                          {"!1-5", 0, false}, {"!1-5", 6, true}, {"!1-5", 3, false},
+                          {"0x0a", 10, true}};
     for (const Case& c : cases) {
         reset();
         ok(kw::parse_dsize, c.arg);
@@ -44,9 +46,7 @@ TEST_F(DsizeKeyword, Dsize) {
     }
     reset();
     EXPECT_FALSE(add(kw::parse_dsize, "70000"));
-    EXPECT_EQ(err,
-              "dsize: invalid value '70000' (expected N, <N, <=N, >N, >=N, !N or N<>M, at most "
-              "65535)");
+    EXPECT_EQ(err, "dsize: value out of range 0-65535 in '70000'");
 }
 
 TEST_F(DsizeKeyword, ComparisonForms) {
@@ -72,13 +72,17 @@ TEST_F(DsizeKeyword, ComparisonForms) {
 }
 
 TEST_F(DsizeKeyword, ParseErrors) {
-    const char* forms = "' (expected N, <N, <=N, >N, >=N, !N or N<>M, at most 65535)";
     EXPECT_FALSE(add(kw::parse_dsize, "", false));
-    EXPECT_EQ(err, std::string("dsize: invalid value '") + forms);
+    EXPECT_EQ(err, "dsize: a value is required");
     EXPECT_FALSE(add(kw::parse_dsize, "abc"));
-    EXPECT_EQ(err, std::string("dsize: invalid value 'abc") + forms);
+    EXPECT_EQ(err,
+              "dsize: invalid value 'abc' (expected N, !N, <N, <=N, >N, >=N, N-M, N<>M or !N-M "
+              "with N from 0 to 65535)");
     EXPECT_FALSE(add(kw::parse_dsize, "9<>2"));
-    EXPECT_EQ(err, std::string("dsize: invalid value '9<>2") + forms);
+    EXPECT_EQ(err, "dsize: invalid range '9<>2' (the first value must be below the second)");
+    // >=0 always matches: refused like every integer keyword's (it was accepted before #22).
+    EXPECT_FALSE(add(kw::parse_dsize, ">=0"));
+    EXPECT_EQ(err, "dsize: '>=0' always matches (values are 0-65535)");
     EXPECT_TRUE(rule.header_options.empty());
     EXPECT_TRUE(rule.buffers.empty());
 }

@@ -26,7 +26,9 @@ TEST_F(IsdataatKeyword, Isdataat) {
     EXPECT_FALSE(match("abc"));
     EXPECT_TRUE(match("abc ab"));  // backtracks to the last "ab"
     EXPECT_FALSE(add(kw::parse_isdataat, "x"));
-    EXPECT_EQ(err, "isdataat: invalid value 'x'");
+    EXPECT_EQ(err,
+              "isdataat: invalid value 'x' (expected [!]N with N from 0 to 65535 or a "
+              "byte_extract/byte_math variable)");
 }
 
 TEST_F(IsdataatKeyword, NegatedAbsolute) {
@@ -40,9 +42,13 @@ TEST_F(IsdataatKeyword, ParseErrors) {
     EXPECT_FALSE(add(kw::parse_isdataat, "", false));
     EXPECT_EQ(err, "isdataat: needs a value");
     EXPECT_FALSE(add(kw::parse_isdataat, "70000"));
-    EXPECT_EQ(err, "isdataat: invalid value '70000'");
+    EXPECT_EQ(err,
+              "isdataat: invalid value '70000' (expected [!]N with N from 0 to 65535 or a "
+              "byte_extract/byte_math variable)");
     EXPECT_FALSE(add(kw::parse_isdataat, "!y,relative"));
-    EXPECT_EQ(err, "isdataat: invalid value '!y'");
+    EXPECT_EQ(err,
+              "isdataat: invalid value '!y' (expected [!]N with N from 0 to 65535 or a "
+              "byte_extract/byte_math variable)");
     EXPECT_FALSE(add(kw::parse_isdataat, "4,bogus"));
     EXPECT_EQ(err, "isdataat: unknown option 'bogus'");
     EXPECT_TRUE(rule.buffers.empty());
