@@ -988,7 +988,7 @@ TEST(HttpEvader, LoneCrAndOddHeadEnds) {
               "body");
     EXPECT_EQ(evader_body("HTTP/1.1 200 ok\n\rContent-length: 4\n\r\r\nbody"), "body");
     // Junk before the status line (390, 482, 490, 495).
-    EXPECT_EQ(evader_body(std::string("\0HTTP/1.1 200 ok\r\nContent-length: 2\r\n\r\nab", 42)),
+    EXPECT_EQ(evader_body(std::string("\0HTTP/1.1 200 ok\r\nContent-length: 2\r\n\r\nab", 41)),
               "ab");
     EXPECT_EQ(evader_body(" \t\r\n\r\rHTTP/1.1 200 ok\r\nContent-length: 2\r\n\r\nab"), "ab");
 }
