@@ -167,7 +167,20 @@ void ParserAccess::headless(const uint8_t* data, size_t len, size_t* pos) {
             // The status line of the next response: its start stays in d.line, where
             // take_line goes on collecting it.
             cur_pos = *pos >= d.line.size() ? *pos - d.line.size() : 0;
-            complete();
+            HttpTx* t = d.tx;
+            if (t->response_line.empty() && t->status == 0) {
+                // A response that had no status line yet (junk where one was due): libhtp
+                // stays in RES_LINE when the data goes on after a body line, so this status
+                // line is the same transaction's (http-evader 487: " foobar\r\n" then the
+                // real answer, whose file is the request's). Here whatever the segmentation
+                // (libhtp ends the transaction if its data ended right after the junk).
+                std::string start;
+                start.swap(d.line);
+                d.reset_message();
+                d.line.swap(start);
+            } else {
+                complete();
+            }
             d.line_len = d.line.size();
             d.line_last = static_cast<uint8_t>(d.line.back());
             d.line_overflow = false;
