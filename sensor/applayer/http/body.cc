@@ -24,6 +24,18 @@ size_t ParserAccess::layers_of(const std::vector<Header>& l) {
                        : std::min(cfg.decompress_layer_limit, kMaxLayers);
     size_t n = 0;
     std::string_view v = h->value;
+    // libhtp's fast path: the whole value, case and NUL bytes ignored, is one coding
+    // ("gz\0ip" is gzip); anything else is split into tokens matched as they are.
+    std::string bare;
+    for (char c : v) {
+        if (c != '\0') {
+            bare.push_back(c);
+        }
+    }
+    if (limit > 0 && (iequals(bare, "gzip") || iequals(bare, "x-gzip") ||
+                      iequals(bare, "deflate") || iequals(bare, "x-deflate"))) {
+        return 1;
+    }
     while (!v.empty() && n < limit) {
         size_t e = v.find_first_of(", ");
         std::string_view tok = v.substr(0, e);

@@ -223,7 +223,7 @@ void ParserAccess::end_of_head() {
         } else {
             fill_response_fields(t);
         }
-        complete();
+        finish_response();
         return;
     }
     if (request()) {
@@ -305,11 +305,11 @@ void ParserAccess::end_of_head() {
     bool framed = find_header_loose(rl, "transfer-encoding") != nullptr ||
                   (s == 204 && find_header_loose(rl, "content-length") != nullptr);
     if (iequals(t->method, "HEAD") || ((s == 204 || s == 304) && !framed)) {
-        complete();
+        finish_response();
         return;
     }
     if (!start_body(t->response_header_list, t)) {
-        complete();
+        finish_response();
     }
 }
 

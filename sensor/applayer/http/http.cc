@@ -196,9 +196,50 @@ void ParserAccess::complete() {
     d.next_resp_id = t->id + 1;
 }
 
+// Bytes of this feed after the current position, less a CR LF the head's end swallows.
+size_t ParserAccess::feed_left() const {
+    if (feed_data == nullptr || cur_pos >= feed_len) {
+        return 0;
+    }
+    size_t n = feed_len - cur_pos;
+    const uint8_t* b = feed_data + cur_pos;
+    if (d.swallow_crlf == 2 && b[0] == '\r') {
+        return n - ((n > 1 && b[1] == '\n') ? 2 : 1);
+    }
+    return d.swallow_crlf == 1 && b[0] == '\n' ? n - 1 : n;
+}
+
+// A message complete by its framing. A response is not done yet when more data follows in
+// the same feed: libhtp (RES_FINALIZE) reads on, and a line that does not start with "HTTP"
+// is more body of this response ("Unexpected response body"): the rest of a body longer than
+// its Content-Length, bytes after a 204. Such lines are read as a head-less body of the same
+// transaction (headless()), which a line starting with "HTTP" ends. With nothing more in the
+// feed the response completes at once, as in libhtp.
+void ParserAccess::finish_response() {
+    if (request() || feed_left() == 0) {
+        complete();
+        return;
+    }
+    d.st = St::kBodyHeadless;
+    d.headless_mid_line = false;
+    d.line.clear();
+    d.line_len = 0;
+}
+
 void ParserAccess::run(const uint8_t* data, size_t len) {
     size_t pos = 0;
+    feed_data = data;
+    feed_len = len;
     while (pos < len && !p.failed_ && !p.tunnel_) {
+        if (d.swallow_crlf != 0) {
+            // After "\n\r" + "\r\n" ended a head: a CR, then a LF, are part of it.
+            uint8_t want = d.swallow_crlf == 2 ? '\r' : '\n';
+            d.swallow_crlf = data[pos] == want && want == '\r' ? 1 : 0;
+            if (data[pos] == want) {
+                ++pos;
+                continue;
+            }
+        }
         cur_pos = pos;
         switch (d.st) {
             case St::kIgnore:
@@ -312,7 +353,7 @@ void ParserAccess::body_part_done() {
     if (d.st == St::kChunkData) {
         d.st = St::kChunkDataEnd;
     } else {
-        complete();
+        finish_response();
     }
 }
 
@@ -431,6 +472,13 @@ FeedResult HttpParser::on_close(Dir dir) {
     if (failed_ || tunnel_) {
         return a.result();
     }
+    // In a response head cut by the close, an unterminated last line that does not start with
+    // "HTTP" is body (libhtp's RES_FINALIZE at the close): "HTTP\nX5O!...", or a head whose
+    // lines all end with lone CRs (which end lines in libhtp: they are parsed first).
+    std::string tail;
+    if (dir == Dir::kToClient && (d.st == St::kStartLine || d.st == St::kHeaders)) {
+        tail = a.close_head_tail();
+    }
     if (d.tx != nullptr && d.st != St::kIgnore) {
         if (d.st == St::kBodyHeadless && !d.line.empty()) {
             // A line start still being looked at: it is body.
@@ -447,9 +495,13 @@ FeedResult HttpParser::on_close(Dir dir) {
             }
         }
         if (d.st == St::kHeaders) {
-            // Cut inside the head: publish what was collected.
+            // Cut inside the head: publish what was collected (and the tail above).
+            HttpTx* t = d.tx;
             a.cur_pos = 0;
             a.end_of_head();
+            if (!tail.empty()) {
+                a.trailing_body(t, tail);
+            }
             if (d.tx != nullptr) {
                 a.complete();
             }

@@ -339,6 +339,10 @@ struct HttpParser::DirState {
     uint64_t next_resp_id = 0;       // to_client: the transaction the next response answers
     bool connect_wait = false;       // to_server: CONNECT sent, answer pending
     bool headless_mid_line = false;  // kBodyHeadless: inside a line (else at a line start)
+    // to_client: a head ended by "\n\r" + "\r\n" swallows a CR LF that follows (libhtp reads
+    // "\n\r\r\n\r\n" as two line ends); 2: a CR then a LF may follow, 1: a LF. Not reset
+    // with the message: the head may have completed a response without body.
+    uint8_t swallow_crlf = 0;
     size_t boundary = 0;
     Multipart mp;
 
@@ -456,6 +460,14 @@ struct ParserAccess {
         }
     }
     bool request() const { return dir == Dir::kToServer; }
+    // The data of the feed() being parsed (null in on_close / on_gap): what libhtp looks at
+    // beyond a line (the byte after it, what follows a complete response).
+    const uint8_t* feed_data = nullptr;
+    size_t feed_len = 0;
+    // The byte after the current line is in this feed and is not LF (libhtp's next_no_lf).
+    bool next_byte_not_lf() const {
+        return feed_data != nullptr && cur_pos < feed_len && feed_data[cur_pos] != '\n';
+    }
 
     // http.cc: transactions and the feed loop
     HttpTx* new_tx();
@@ -463,6 +475,8 @@ struct ParserAccess {
     void check_crlf();
     void complete_request();
     void complete();
+    void finish_response();
+    size_t feed_left() const;
     size_t cur_pos = 0;
     void run(const uint8_t* data, size_t len);
     void body(const uint8_t* data, size_t n);
@@ -482,6 +496,8 @@ struct ParserAccess {
     void headless(const uint8_t* data, size_t len, size_t* pos);
     bool partial_status_not_http() const;
     void response_head_line(std::string_view line);
+    std::string close_head_tail();
+    void trailing_body(HttpTx* t, std::string_view bytes);
     void status_line(std::string_view line);
 
     // headers.cc

@@ -167,7 +167,20 @@ void ParserAccess::headless(const uint8_t* data, size_t len, size_t* pos) {
             // The status line of the next response: its start stays in d.line, where
             // take_line goes on collecting it.
             cur_pos = *pos >= d.line.size() ? *pos - d.line.size() : 0;
-            complete();
+            HttpTx* t = d.tx;
+            if (t->response_line.empty() && t->status == 0) {
+                // A response that had no status line yet (junk where one was due): libhtp
+                // stays in RES_LINE when the data goes on after a body line, so this status
+                // line is the same transaction's (http-evader 487: " foobar\r\n" then the
+                // real answer, whose file is the request's). Here whatever the segmentation
+                // (libhtp ends the transaction if its data ended right after the junk).
+                std::string start;
+                start.swap(d.line);
+                d.reset_message();
+                d.line.swap(start);
+            } else {
+                complete();
+            }
             d.line_len = d.line.size();
             d.line_last = static_cast<uint8_t>(d.line.back());
             d.line_overflow = false;
@@ -189,14 +202,21 @@ bool ParserAccess::partial_status_not_http() const {
 // whitespace-only line ("\n \n", "\n\t\n") ends the head.
 void ParserAccess::response_head_line(std::string_view line) {
     const bool had_cr = d.line_cr;
-    // "\n\r" ends a line as one terminator: the CR after a bare LF is dropped.
+    // "\n\r" ends a line as one terminator: the CR after a bare LF is dropped. An empty line
+    // right after it ("\n\r" "\r\n") also takes a CR LF that follows: libhtp reads
+    // "\n\r\r\n\r\n" as two line ends, so the body starts after all six bytes.
+    bool lfcr_empty = false;
     if (d.prev_bare_lf && !line.empty() && line.front() == '\r') {
         line.remove_prefix(1);
+        lfcr_empty = line.empty() && had_cr;
     }
     d.prev_bare_lf = !had_cr;
     // Only an empty line or a lone SP/HT before a bare LF ("\n \n", libhtp's
-    // htp_connp_is_line_terminator) ends the head; " \r\n" or "\r\r\n" do not.
-    const bool terminator = line.empty() || (line.size() == 1 && is_ws(line[0]) && !had_cr);
+    // htp_connp_is_line_terminator) ends the head; " \r\n" or "\r\r\n" do not, nor does
+    // " \n" right before another LF (or at the end of the data): "\n \n\n" ends the head at
+    // the last LF (libhtp's next_no_lf), a gzip body after it starts with no stray LF.
+    const bool terminator =
+        line.empty() || (line.size() == 1 && is_ws(line[0]) && !had_cr && next_byte_not_lf());
     size_t start = 0;
     while (!p.failed_) {
         size_t cr = line.find('\r', start);
@@ -229,6 +249,9 @@ void ParserAccess::response_head_line(std::string_view line) {
             if (last && terminator) {
                 d.raw.append(seg);
                 d.raw.append(d.line_cr ? "\r\n" : "\n");
+                if (lfcr_empty) {
+                    d.swallow_crlf = 2;
+                }
                 end_of_head();
                 break;
             }
@@ -243,6 +266,46 @@ void ParserAccess::response_head_line(std::string_view line) {
         }
     }
     d.line_cr = had_cr;
+}
+
+// At the close, the unterminated line of a response head (d.line): its pieces ended by lone
+// CRs are header lines; what follows the last CR is returned when it is body: libhtp's
+// RES_FINALIZE passes the data buffered at the close to the body unless it starts with "HTTP"
+// (after whitespace and NULs). Empty when there is no such tail.
+std::string ParserAccess::close_head_tail() {
+    if (d.line.empty() || d.line_overflow) {
+        return std::string();
+    }
+    std::string line;
+    line.swap(d.line);
+    d.line_len = 0;
+    size_t cr = line.rfind('\r');
+    std::string_view tail(line);
+    if (cr != std::string::npos) {
+        d.line_cr = true;
+        response_head_line(std::string_view(line).substr(0, cr));
+        tail.remove_prefix(cr + 1);
+    }
+    if (d.st != St::kHeaders || d.tx == nullptr) {
+        return std::string();
+    }
+    std::string_view l = skip_start_junk(tail);
+    if (l.empty() || (l.size() >= 4 && istarts_with(l, "HTTP"))) {
+        return std::string();
+    }
+    return std::string(tail);
+}
+
+// Body bytes for transaction t after its head was published (and maybe completed, which
+// resets the direction's state): they are appended as libhtp appends them.
+void ParserAccess::trailing_body(HttpTx* t, std::string_view bytes) {
+    if (t == nullptr) {
+        return;
+    }
+    HttpTx* cur = d.tx;
+    d.tx = t;
+    body(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    d.tx = cur;
 }
 
 void ParserAccess::status_line(std::string_view line) {
