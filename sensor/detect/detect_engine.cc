@@ -518,6 +518,9 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
         if (has_xbit_actions(r)) {
             apply_xbit_actions(r, p);
         }
+        if (!r.tags.empty()) {
+            apply_tags(r, p, f, flow_state_->impl().pool);  // tag.h: the packets that follow
+        }
         if (action == Action::kPass) {
             // A pass rule (or a rate_filter's new_action pass) ends the packet's inspection:
             // the rules after it in the evaluation order (the actions after pass in the

@@ -116,6 +116,7 @@ void FlowbitStore::clear() {
     std::memset(words, 0, sizeof(uint64_t) * nwords);
     tcp = TcpSeqState{};
     ints = FlowintValues{};
+    tags = SessionTags{};
 }
 
 void tcp_seq_note(TcpSeqState& s, const decode::Packet& p, flow::Direction dir) {
