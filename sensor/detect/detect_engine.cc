@@ -557,6 +557,9 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
         if (has_xbit_actions(r)) {
             apply_xbit_actions(r, p);
         }
+        if (!r.tags.empty()) {
+            apply_tags(r, p, f, flow_state_->impl().pool);  // tag.h: the packets that follow
+        }
         // Suricata applies a drop or pass to the flow for these matches, else to the packet:
         // a transaction or stream match, an IP-only rule, an app-layer rule with no packet
         // condition (alert http any any -> any any (...);, Suricata's app_layer type; with

@@ -202,6 +202,7 @@ void FlowbitStore::clear() {
     tcp = TcpSeqState{};
     ints = FlowintValues{};
     vars = nullptr;  // a released store gave its block back (FlowbitPool::release)
+    tags = SessionTags{};
 }
 
 void tcp_seq_note(TcpSeqState& s, const decode::Packet& p, flow::Direction dir) {

@@ -18,6 +18,7 @@
 
 #include "common/counter.h"
 #include "sensor/detect/rule.h"
+#include "sensor/detect/tag.h"
 #include "sensor/flow/flow.h"
 
 namespace picket::sensor::detect {
@@ -120,6 +121,7 @@ struct FlowbitStore {
     TcpSeqState tcp;                    // stream_size (tcp_seq_note); cleared with the bits
     FlowintValues ints;                 // flowint; cleared with the bits
     VarSet* vars = nullptr;  // flowvar values: a block of the pool's (FlowbitPool::vars_of)
+    SessionTags tags;                   // tag:session (tag.h); cleared with the bits
 
     uint32_t capacity() const { return nwords * 64; }
     bool test(uint32_t id) const {

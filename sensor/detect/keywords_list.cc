@@ -172,7 +172,6 @@ std::vector<KeywordInfo> list_keywords() {
     };
     // Registered keywords that do part of what Suricata does.
     static constexpr std::pair<const char*, const char*> kPartly[] = {
-        {"tag", "partly: parsed and checked; tagged packets are not logged"},
         {"xbits", "partly: track tx (Suricata 8) is refused"},
         {"hostbits", "partly: direction both is refused"},
         {"ftpbounce", "partly: PORT lines of to-server payload (no FTP parser)"},

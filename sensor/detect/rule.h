@@ -211,6 +211,20 @@ struct XbitOp {
     uint32_t expire_s = 30;  // set/toggle: seconds the bit lives (Suricata's default 30)
 };
 
+// tag (tag.h): once the rule matched, the packets that follow on its flow (session) or from or
+// to one of its packet's addresses (host) are tagged until a limit of packets, bytes or
+// seconds; tagged packets are logged as EVE "packet" records.
+enum class TagScope : uint8_t { kSession, kHost };
+inline constexpr size_t kMaxRuleTags = 8;  // tag keywords in one rule
+enum class TagMetric : uint8_t { kPackets, kSeconds, kBytes };
+struct TagSpec {
+    TagScope scope = TagScope::kSession;
+    TagMetric metric = TagMetric::kPackets;
+    uint32_t count = 256;   // Suricata's default: 256 packets
+    bool host_src = false;  // host: the alerting packet's source address (default: destination)
+    bool operator==(const TagSpec&) const = default;
+};
+
 // flowint (flowbits.h): integer flow variables. A rule's ops run in rule order on the flow's
 // values once its other options matched (run_flowints); a failed comparison stops the rule.
 enum class FlowintCmd : uint8_t { kSet, kAdd, kSub, kEq, kNe, kLt, kLe, kGt, kGe, kIsset, kNotset };
@@ -305,6 +319,7 @@ struct Rule {
     // pcre captures into variables, by capture slot (PayloadScratch::cap_*): stored when the
     // rule matched (flowbits.h, store_captures).
     std::vector<VarCapture> var_captures;
+    std::vector<TagSpec> tags;  // tag keywords in rule order (at most kMaxRuleTags)
     bool noalert = false;
     bool has_threshold = false;
     ThresholdSpec threshold;

@@ -310,6 +310,10 @@ private:
     void emit_alerts(WorkerContext& w, const decode::Packet& p, flow::Flow* f, flow::Direction dir,
                      uint32_t n, uint32_t link_len, PacketVerdict verdict,
                      const detect::StreamView* stream = nullptr, bool tx = false);
+    // A packet the tag keyword tagged (detect/tag.h): Suricata's EVE "packet" record, through
+    // the worker's alert queue as Suricata's alert logger writes it (tagged-packets).
+    void emit_tagged_packet(WorkerContext& w, const decode::Packet& p, const flow::Flow* f,
+                            uint32_t link_len);
     // End of input (offline files, an idle DPDK replay): every active flow's held stream data
     // is flushed into the app layer and detection, its directions get the app layer's end of
     // stream, and its app state is released (TLS/DNS count truncated messages), before the

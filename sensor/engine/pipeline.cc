@@ -8,6 +8,7 @@
 
 #include "common/strings.h"
 #include "sensor/detect/flowbits.h"
+#include "sensor/detect/tag.h"
 #include "sensor/engine/engine_internal.h"
 
 namespace picket::sensor::engine {
@@ -683,6 +684,43 @@ void Engine::emit_alerts(WorkerContext& w, const decode::Packet& p, flow::Flow* 
     }
 }
 
+void Engine::emit_tagged_packet(WorkerContext& w, const decode::Packet& p, const flow::Flow* f,
+                                uint32_t link_len) {
+    const uint8_t* packet = p.data;
+    uint32_t packet_len = p.caplen;
+    if (p.has(decode::kFlagReassembled)) {
+        // As for its alerts: the last fragment's link header and the whole datagram.
+        w.alert_packet.resize(link_len + p.l3_len);
+        std::memcpy(w.alert_packet.data(), p.data, link_len);
+        std::memcpy(w.alert_packet.data() + link_len, p.l3, p.l3_len);
+        packet = w.alert_packet.data();
+        packet_len = static_cast<uint32_t>(w.alert_packet.size());
+    }
+    output::AlertEvent ev;
+    ev.tagged = true;
+    ev.ts_ns = p.ts_ns;
+    ev.flow_id = f != nullptr ? f->flow_id : 0;
+    ev.pcap_cnt = p.pcap_cnt;
+    ev.src = p.src;
+    ev.dst = p.dst;
+    ev.linktype = p.linktype;
+    ev.sport = p.sport;
+    ev.dport = p.dport;
+    ev.vlan_count = p.vlan_count;
+    ev.vlan_id[0] = p.vlan_id[0];
+    ev.vlan_id[1] = p.vlan_id[1];
+    ev.in_iface = config_.iface.empty() ? output::kNoInterface : 0;
+    ev.ip_version = p.ip_version;
+    ev.proto = p.proto;
+    ev.icmp_type = p.icmp_type;
+    ev.icmp_code = p.icmp_code;
+    ev.origin = p.has(decode::kFlagReassembled) ? output::PacketOrigin::kDefrag
+                                                : output::PacketOrigin::kWire;
+    if (!w.alerts->push(ev, packet, packet_len, nullptr, 0)) {
+        ++w.flow_state->counters().alerts_dropped;
+    }
+}
+
 capture::Verdict Engine::process_packet(WorkerContext& w, const capture::RawPacket& raw,
                                         int64_t now_ns) {
     decode::DecodeResult dr = decode::DecodeResult::kOk;
@@ -772,7 +810,14 @@ capture::Verdict Engine::process_decoded(WorkerContext& w, decode::Packet& p,
                 return Verdict::kDrop;
             }
             if (f == nullptr || f->action != flow::FlowAction::kPass) {
+                // Checked before the packet's own inspection: the packet whose alert installs
+                // a tag is not tagged by it (Suricata's tag counts the packets that follow).
+                const bool tagged = w.active && config_.eve_enabled && config_.eve.types.alert &&
+                                    config_.eve.alert.tagged_packets && detect::tag_packet(p, f);
                 fv = inspect_flow_packet(w, p, f, dir, link_len, now_ns);
+                if (tagged) {
+                    emit_tagged_packet(w, p, f, link_len);
+                }
             }
             if (f != nullptr && w.app && !w.app->records().empty()) {
                 emit_app_records(w, *f, p.ts_ns, p.pcap_cnt);

@@ -57,7 +57,7 @@ void Engine::drain_alerts() {
     for (output::AlertQueue* q : o.queues) {
         q->drain([&](const output::AlertEvent& ev) {
             o.sink->write(ev);
-            if (alert_tap_) {
+            if (alert_tap_ && !ev.tagged) {  // a tagged packet is no alert for the manager
                 alert_tap_(ev);
             }
         });

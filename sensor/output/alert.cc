@@ -50,6 +50,19 @@ const char* linktype_name(int32_t linktype) {
     return name_of(kNames, linktype);
 }
 
+// "packet_info":{"linktype":N,"linktype_name":"..."} with its leading comma.
+void append_packet_info(std::string& out, int32_t linktype) {
+    append_key(out, "packet_info");
+    out += "{\"linktype\":";
+    append_uint(out, static_cast<uint32_t>(linktype));
+    if (const char* name = linktype_name(linktype)) {
+        out += ",\"linktype_name\":\"";
+        out += name;
+        out.push_back('"');
+    }
+    out.push_back('}');
+}
+
 void append_metadata(std::string& out, const AlertMeta& m) {
     // {"key": ["v1", "v2"]}: keys in order of first appearance, values in rule order. Rules
     // carry a handful of pairs, so the quadratic scan is cheaper than a map.
@@ -323,15 +336,7 @@ void append_alert_json(const AlertEvent& ev, const AlertOutputOptions& options, 
     if (options.packet) {
         append_key(out, "packet");
         append_base64(out, ev.packet, ev.packet_len);
-        append_key(out, "packet_info");
-        out += "{\"linktype\":";
-        append_uint(out, static_cast<uint32_t>(ev.linktype));
-        if (const char* name = linktype_name(ev.linktype)) {
-            out += ",\"linktype_name\":\"";
-            out += name;
-            out.push_back('"');
-        }
-        out.push_back('}');
+        append_packet_info(out, ev.linktype);
     }
     if (ev.verdict != AlertVerdict::kNone) {
         // Suricata 7's EveAddVerdict: a reject is a drop in IPS mode, with its target and the
@@ -355,12 +360,93 @@ void append_alert_json(const AlertEvent& ev, const AlertOutputOptions& options, 
     out.push_back('}');
 }
 
+void append_packet_json(const AlertEvent& ev, const AlertOutputOptions& options, std::string& out) {
+    // Suricata 7's CreateEveHeader (LOG_DIR_PACKET) then EvePacket.
+    out += "{\"timestamp\":";
+    append_timestamp(out, ev.ts_ns);
+    if (ev.flow_id != 0) {
+        append_key(out, "flow_id");
+        append_uint(out, ev.flow_id);
+    }
+    if (ev.in_iface != kNoInterface && ev.in_iface < options.interfaces.size()) {
+        append_key(out, "in_iface");
+        append_json_string(out, options.interfaces[ev.in_iface]);
+    }
+    if (ev.pcap_cnt != 0) {
+        append_key(out, "pcap_cnt");
+        append_uint(out, ev.pcap_cnt);
+    }
+    out += ",\"event_type\":\"packet\"";
+    append_vlan(out, ev.vlan_id, ev.vlan_count);
+    if (ev.ip_version != 0) {
+        char ip[46];
+        append_key(out, "src_ip");
+        append_json_string(out, format_address(ev.src, ip));
+        if (has_ports(ev.proto)) {
+            append_key(out, "src_port");
+            append_uint(out, ev.sport);
+        }
+        append_key(out, "dest_ip");
+        append_json_string(out, format_address(ev.dst, ip));
+        if (has_ports(ev.proto)) {
+            append_key(out, "dest_port");
+            append_uint(out, ev.dport);
+        }
+        append_key(out, "proto");
+        out.push_back('"');
+        if (const char* name = proto_name(ev.proto)) {
+            out += name;
+        } else {
+            append_uint(out, ev.proto);
+        }
+        out.push_back('"');
+        if (is_icmp(ev.proto)) {
+            append_key(out, "icmp_type");
+            append_uint(out, ev.icmp_type);
+            append_key(out, "icmp_code");
+            append_uint(out, ev.icmp_code);
+        }
+    }
+    append_key(out, "pkt_src");
+    append_json_string(out, pkt_src_name(ev.origin));
+    if (options.community_id && ev.ip_version != 0) {
+        const bool icmp = is_icmp(ev.proto);
+        append_community_id(ev.src, ev.dst, icmp ? ev.icmp_type : ev.sport,
+                            icmp ? ev.icmp_code : ev.dport, ev.proto, options.community_id_seed,
+                            out);
+    }
+    if (options.ethernet && ev.linktype == 1 && ev.packet_len >= 14) {
+        char mac[64];
+        const uint8_t* m = ev.packet;
+        std::snprintf(mac, sizeof(mac),
+                      ",\"ether\":{\"src_mac\":\"%02x:%02x:%02x:%02x:%02x:%02x\",", m[6], m[7],
+                      m[8], m[9], m[10], m[11]);
+        out += mac;
+        std::snprintf(mac, sizeof(mac), "\"dest_mac\":\"%02x:%02x:%02x:%02x:%02x:%02x\"}", m[0],
+                      m[1], m[2], m[3], m[4], m[5]);
+        out += mac;
+    }
+    append_key(out, "packet");
+    append_base64(out, ev.packet, ev.packet_len);
+    append_packet_info(out, ev.linktype);
+    out.push_back('}');
+}
+
 AlertSink::AlertSink(EveWriter* eve, FastLogWriter* fast, AlertOutputOptions options)
     : eve_(eve), fast_(fast), options_(std::move(options)) {
     json_.reserve(4096);
 }
 
 void AlertSink::write(const AlertEvent& ev) {
+    if (ev.tagged) {
+        if (eve_ != nullptr) {
+            json_.clear();
+            append_packet_json(ev, options_, json_);
+            eve_->write_line(json_);
+            ++tagged_written_;
+        }
+        return;
+    }
     if (eve_ != nullptr) {
         json_.clear();
         append_alert_json(ev, options_, json_);

@@ -184,6 +184,10 @@ struct AlertEvent {
     // "action" in the flow object: "drop" / "pass" when a rule set the flow's action, null
     // when none (a static string).
     const char* flow_action = nullptr;
+    // Not an alert: a packet the tag keyword tagged (tagged-packets), written by the alert
+    // sink as Suricata's EVE "packet" record (append_packet_json) and nowhere else. meta,
+    // payload and the alert fields are unused.
+    bool tagged = false;
 };
 
 // Per-worker alert queue: one single-producer (the worker) single-consumer (the output
@@ -282,6 +286,12 @@ struct AlertOutputOptions {
 // Suricata 7's eve.json. Reuses out's capacity: no allocation once out is large enough.
 void append_alert_json(const AlertEvent& ev, const AlertOutputOptions& options, std::string& out);
 
+// Appends the EVE record of a tagged packet (ev.tagged), as Suricata 7's alert logger writes
+// it with tagged-packets on: the common header with "event_type":"packet" (addresses as in
+// the packet, pkt_src, community_id and ether as configured), then "packet" (the frame in
+// base64) and "packet_info": {"linktype", "linktype_name"}.
+void append_packet_json(const AlertEvent& ev, const AlertOutputOptions& options, std::string& out);
+
 // An address as Suricata prints it: IPv4 dotted quad, IPv6 as eight 4-digit lowercase hex
 // groups without zero compression ("fe80:0000:0000:0000:020c:29ff:faf2:ab42"). buf must hold
 // 46 bytes; returns buf.
@@ -316,10 +326,12 @@ class AlertSink {
 public:
     // Either writer may be null (that output is off). The writers must outlive the sink.
     AlertSink(EveWriter* eve, FastLogWriter* fast, AlertOutputOptions options);
+    // An alert goes to eve.json and fast.log; a tagged packet (ev.tagged) to eve.json only.
     void write(const AlertEvent& ev);
     // Drains every queue (up to max_per_queue records each); returns alerts written.
     size_t drain(const std::vector<AlertQueue*>& queues, size_t max_per_queue = SIZE_MAX);
-    uint64_t written() const { return written_; }
+    uint64_t written() const { return written_; }  // alerts (tagged packets not counted)
+    uint64_t tagged_written() const { return tagged_written_; }
     const AlertOutputOptions& options() const { return options_; }
 
 private:
@@ -328,6 +340,7 @@ private:
     AlertOutputOptions options_;
     std::string json_;
     uint64_t written_ = 0;
+    uint64_t tagged_written_ = 0;
 };
 
 }  // namespace picket::sensor::output

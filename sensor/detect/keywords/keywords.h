@@ -51,7 +51,7 @@ PICKET_KEYWORD(parse_flowbits);
 PICKET_KEYWORD(parse_xbits);
 PICKET_KEYWORD(parse_flowint);      // flowint.cc        // xbits.cc
 PICKET_KEYWORD(parse_stream_size);  // stream_size.cc
-PICKET_KEYWORD(parse_tag);          // tag.cc (parsed only)
+PICKET_KEYWORD(parse_tag);          // tag.cc
 PICKET_KEYWORD(parse_noalert);
 PICKET_KEYWORD(parse_flags);
 PICKET_KEYWORD(parse_ttl);

@@ -50,8 +50,7 @@ TEST(KeywordsListTest, ExactEntries) {
     expect(all, "suricata", "base64_decode", "option", "supported");
     expect(all, "suricata", "base64_data", "option", "supported");
     expect(all, "suricata", "xbits", "option", "partly: track tx (Suricata 8) is refused");
-    expect(all, "suricata", "tag", "option",
-           "partly: parsed and checked; tagged packets are not logged");
+    expect(all, "suricata", "tag", "option", "supported");
     expect(all, "suricata", "asn1", "option", "supported");
     expect(all, "suricata", "ftpbounce", "option",
            "partly: PORT lines of to-server payload (no FTP parser)");

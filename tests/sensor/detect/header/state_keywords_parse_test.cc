@@ -1,5 +1,6 @@
-// Parsing of stream_size, xbits and tag (Suricata 7's grammar: what loads and what is refused
-// with which reason), and stream_size / xbits evaluation on hand-built packet contexts.
+// Parsing of stream_size and xbits (Suricata 7's grammar: what loads and what is refused with
+// which reason), and stream_size / xbits evaluation on hand-built packet contexts. tag: see
+// tag_test.cc.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -150,25 +151,6 @@ TEST(XbitsMatchTest, HostBitsExpireByPacketTime) {
     back.ts_ns = 6000000000;
     EXPECT_FALSE(by_src.match(ctx(back)));
     EXPECT_EQ(xbits_dropped(), 0u);
-}
-
-TEST(TagParseTest, AcceptsAndRefuses) {
-    for (const char* v : {"session", "session,5,packets", "host,10,seconds,src",
-                          "host, 100, bytes, dst", "session,0,packets"}) {
-        Fixture f;
-        EXPECT_TRUE(f.parse(parse_tag, v)) << v << ": " << f.error;
-    }
-    EXPECT_EQ(parse_error(parse_tag, "", false),
-              "tag: expected <session|host>[,<count>,<packets|seconds|bytes>[,<src|dst>]]");
-    EXPECT_EQ(parse_error(parse_tag, "flow,5,packets"),
-              "tag: invalid type 'flow' (session or host)");
-    EXPECT_EQ(parse_error(parse_tag, "session,5"),
-              "tag: a count needs a metric (packets, seconds or bytes)");
-    EXPECT_EQ(parse_error(parse_tag, "session,x,packets"), "tag: invalid count 'x'");
-    EXPECT_EQ(parse_error(parse_tag, "session,5,pkts"),
-              "tag: invalid metric 'pkts' (packets, seconds or bytes)");
-    EXPECT_EQ(parse_error(parse_tag, "host,5,packets,both"),
-              "tag: invalid direction 'both' (src or dst)");
 }
 
 TEST(FlowintParseTest, AcceptsDocumentedForms) {
