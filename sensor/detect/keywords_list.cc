@@ -66,7 +66,6 @@ std::vector<KeywordInfo> list_keywords() {
     static constexpr std::pair<const char*, const char*> kPartly[] = {
         {"tag", "partly: parsed and checked; tagged packets are not logged"},
         {"xbits", "partly: track tx (Suricata 8) is refused"},
-        {"ftpbounce", "partly: PORT lines of to-server payload (no FTP parser)"},
     };
     for (const KeywordDef& k : keyword_table()) {
         std::string status = "supported";

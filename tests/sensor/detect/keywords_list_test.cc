@@ -53,8 +53,9 @@ TEST(KeywordsListTest, ExactEntries) {
     expect(all, "suricata", "tag", "option",
            "partly: parsed and checked; tagged packets are not logged");
     expect(all, "suricata", "asn1", "option", "supported");
-    expect(all, "suricata", "ftpbounce", "option",
-           "partly: PORT lines of to-server payload (no FTP parser)");
+    expect(all, "suricata", "ftpbounce", "option", "supported");
+    expect(all, "suricata", "ftp.command", "sticky buffer", "supported");
+    expect(all, "suricata", "ftp.command_data", "sticky buffer", "supported");
     expect(all, "suricata", "ipopts", "option", "not supported: unsupported keyword 'ipopts'");
     expect(all, "snort3", "stream_size", "option", "supported");
 }
