@@ -37,13 +37,15 @@ void take_probe(Result r, AppProto proto, AppProto* found, bool* need_more) {
 // Shared by every worker: nothing writes them after construction.
 static AppLayer::FlowState* marker(AppProto proto, bool failed) {
     static AppLayer::FlowState* const markers = [] {
-        auto* m = new AppLayer::FlowState[5];
+        auto* m = new AppLayer::FlowState[7];
         m[0].failed = true;
         m[1].proto = AppProto::kHttp;
         m[2].proto = AppProto::kDns;
         m[3].proto = AppProto::kTls;
         m[4].proto = AppProto::kSsh;
-        for (int i = 0; i < 5; ++i) {
+        m[5].proto = AppProto::kFtp;
+        m[6].proto = AppProto::kFtpData;
+        for (int i = 0; i < 7; ++i) {
             m[i].marker = true;
         }
         return m;
@@ -60,12 +62,19 @@ static AppLayer::FlowState* marker(AppProto proto, bool failed) {
             return &markers[3];
         case AppProto::kSsh:
             return &markers[4];
+        case AppProto::kFtp:
+            return &markers[5];
+        case AppProto::kFtpData:
+            return &markers[6];
         default:
             return &markers[0];
     }
 }
 
-AppLayer::AppLayer(const AppLayerConfig& config) : config_(config) {}
+AppLayer::AppLayer(const AppLayerConfig& config)
+    : config_(config),
+      ftp_expect_(config.ftp_expect != nullptr ? config.ftp_expect
+                                               : std::make_shared<ftp::ExpectTable>()) {}
 
 AppLayer::~AppLayer() {
     if (magic_ != nullptr) {
@@ -154,6 +163,13 @@ void AppLayer::account(FlowState* s) {
     if (s->ssh) {
         n += s->ssh->memory();
     }
+    if (s->ftp) {
+        n += s->ftp->memory();
+    }
+    if (s->ftpdata) {
+        n += sizeof(FtpDataState) + heap(s->ftpdata->kept) +
+             (s->ftpdata->file ? sizeof(FileLog) + heap(s->ftpdata->file->head) + 768 : 0);
+    }
     memuse_ = memuse_ - s->mem + n;
     s->mem = n;
     if (memuse_ > config_.memcap) {
@@ -198,6 +214,10 @@ void AppLayer::release_flow(flow::Flow& f) {
             }
             if (s->tls) {
                 s->tls->finish();
+            }
+            if (s->ftp) {
+                // Suricata drops a control connection's expectations when it ends.
+                ftp_expect_->remove_owner(reinterpret_cast<uintptr_t>(&f));
             }
             unlink(s);
             delete s;
@@ -272,6 +292,12 @@ void AppLayer::detect_proto(FlowState& s, flow::Flow& f, flow::Direction dir, co
         }
         return;
     }
+    // A data connection an FTP control connection announced: decided by its addresses and
+    // port before any byte is looked at (its bytes are a file, whatever they look like).
+    if (s.probe[0].empty() && s.probe[1].empty() && !s.said_no[0] && !s.said_no[1] &&
+        ftp_match_expectation(s, f)) {
+        return;
+    }
     std::string& buf = s.probe[d];
     size_t take = std::min<size_t>(
         len, config_.probe_bytes - std::min<size_t>(buf.size(), config_.probe_bytes));
@@ -310,6 +336,11 @@ void AppLayer::detect_proto(FlowState& s, flow::Flow& f, flow::Direction dir, co
     if (s.proto == AppProto::kUnknown && config_.tls) {
         take_probe(tls::probe(b, buf.size()), AppProto::kTls, &s.proto, &need_more);
     }
+    // FTP before DNS: a greeting "220 " would read as a DNS-over-TCP length that needs more.
+    if (s.proto == AppProto::kUnknown && config_.ftp) {
+        take_probe(ftp::probe(static_cast<ftp::Dir>(d), b, buf.size(), f.server_port == 21),
+                   AppProto::kFtp, &s.proto, &need_more);
+    }
     if (s.proto == AppProto::kUnknown && config_.dns) {
         take_probe(dns::probe(b, buf.size(), true), AppProto::kDns, &s.proto, &need_more);
     }
@@ -336,6 +367,10 @@ void AppLayer::detect_proto(FlowState& s, flow::Flow& f, flow::Direction dir, co
         case AppProto::kSsh:
             s.ssh = std::make_unique<ssh::SshParser>(config_.ssh_config, &ssh_counters_);
             ++flows_ssh_;
+            return;
+        case AppProto::kFtp:
+            s.ftp = std::make_unique<ftp::FtpParser>(config_.ftp_config, &ftp_counters_);
+            ++flows_ftp_;
             return;
         default:
             break;
@@ -627,6 +662,10 @@ uint32_t AppLayer::on_data(flow::Flow& f, flow::Direction dir, const uint8_t* da
             ssh_view(s, dir, out[0].view);
             return 1;
         }
+        case AppProto::kFtp:
+            return s.ftp ? ftp_on_data(s, f, dir, data, len, out, cap) : 0;
+        case AppProto::kFtpData:
+            return s.ftpdata ? ftpdata_on_data(s, dir, data, len, out, cap) : 0;
         case AppProto::kDns: {
             if (!s.dns) {
                 return 0;
@@ -715,6 +754,9 @@ void AppLayer::on_gap(flow::Flow& f, flow::Direction dir) {
         retire_failed(f, s);
         return;
     }
+    if (s->ftpdata && s->ftpdata->file_dir == dir) {
+        s->ftpdata->gaps = true;
+    }
     if (s->http) {
         const auto pd = static_cast<http::Dir>(s->reversed ? flip(dir) : dir);
         s->http->on_gap(pd);
@@ -733,6 +775,10 @@ void AppLayer::on_gap(flow::Flow& f, flow::Direction dir) {
 
 uint32_t AppLayer::on_eof(flow::Flow& f, flow::Direction dir, TxUpdate* out, uint32_t cap) {
     auto* s = AppSlot::get(f);
+    if (s != nullptr && !s->failed && !s->marker && s->ftpdata) {
+        ftpdata_on_eof(*s, dir);
+        return 0;
+    }
     if (s == nullptr || s->failed || s->marker || !s->http) {
         return 0;
     }
@@ -773,8 +819,12 @@ void AppLayer::defer_all(flow::Flow& f) {
         if (s->proto == AppProto::kHttp && s->http && s->http->tx_count() != 0) {
             defer_tx(f, d, s->http->tx_at(0).id);
             defer_tx(f, d, s->http->tx_at(s->http->tx_count() - 1).id);
+        } else if (s->proto == AppProto::kFtp && s->ftp && s->ftp->tx_count() != 0) {
+            defer_tx(f, d, s->ftp->tx_at(0).id);
+            defer_tx(f, d, s->ftp->tx_at(s->ftp->tx_count() - 1).id);
         } else if ((s->proto == AppProto::kTls && s->tls) ||
-                   (s->proto == AppProto::kSsh && s->ssh)) {
+                   (s->proto == AppProto::kSsh && s->ssh) ||
+                   (s->proto == AppProto::kFtpData && s->ftpdata)) {
             defer_tx(f, d, 0);
         } else if (s->proto == AppProto::kDns && !s->dns_meta.empty()) {
             defer_tx(f, d, s->dns_meta.front().tx_id);
@@ -855,6 +905,15 @@ uint32_t AppLayer::take_deferred(flow::Flow& f, flow::Direction dir, TxUpdate* o
             }
             ssh_view(*s, dir, out[0].view);
             return 1;
+        case AppProto::kFtp:
+            return s->ftp ? ftp_views(*s, dir, lo, hi, out, cap) : 0;
+        case AppProto::kFtpData:
+            if (!s->ftpdata || dir != s->ftpdata->file_dir ||
+                !ftp::is_file(s->ftpdata->exp.command)) {
+                return 0;
+            }
+            ftpdata_view(*s, out[0].view);
+            return 1;
         case AppProto::kDns: {
             // The transaction's metadata: opcode, and the question for a query.
             uint32_t n = 0;
@@ -886,6 +945,11 @@ void AppLayer::export_stats(StatsSnapshot& out) const {
         {"app_layer.flow.http", &AppLayer::flows_http_},
         {"app_layer.flow.tls", &AppLayer::flows_tls_},
         {"app_layer.flow.ssh", &AppLayer::flows_ssh_},
+        {"app_layer.flow.ftp", &AppLayer::flows_ftp_},
+        {"app_layer.flow.ftp_data", &AppLayer::flows_ftpdata_},
+        {"app_layer.tx.ftp", &AppLayer::tx_ftp_},
+        {"app_layer.ftp.expectations", &AppLayer::ftp_expectations_},
+        {"app_layer.ftp.expectations_full", &AppLayer::ftp_expect_full_},
         {"app_layer.flow.dns_tcp", &AppLayer::flows_dns_tcp_},
         {"app_layer.flow.dns_udp", &AppLayer::flows_dns_udp_},
         {"app_layer.flow.failed_tcp", &AppLayer::flows_failed_tcp_},
@@ -904,6 +968,7 @@ void AppLayer::export_stats(StatsSnapshot& out) const {
     dns::export_stats(dns_counters_, out);
     tls::export_stats(tls_counters_, out);
     ssh::export_stats(ssh_counters_, out);
+    ftp::export_stats(ftp_counters_, out);
 }
 
 }  // namespace picket::sensor::applayer

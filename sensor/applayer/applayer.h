@@ -16,6 +16,8 @@
 #include "common/counter.h"
 #include "common/stats.h"
 #include "sensor/applayer/dns/dns.h"
+#include "sensor/applayer/ftp/expect.h"
+#include "sensor/applayer/ftp/ftp.h"
 #include "sensor/applayer/http/http.h"
 #include "sensor/applayer/ssh/ssh.h"
 #include "sensor/applayer/tls/tls.h"
@@ -26,6 +28,8 @@ struct magic_set;  // libmagic's handle (magic_t), for file records
 
 namespace picket::sensor::applayer {
 
+struct FileLog;  // records.h: one file being hashed for EVE fileinfo
+
 // Which protocol records the app layer writes for EVE (outputs eve-log types http, dns, tls,
 // files, anomaly) and their options; all off unless the sensor's output asks.
 struct AppLogConfig {
@@ -33,7 +37,8 @@ struct AppLogConfig {
     bool dns = false;
     bool tls = false;
     bool ssh = false;
-    bool files = false;    // fileinfo for HTTP bodies
+    bool ftp = false;      // ftp and ftp_data records
+    bool files = false;    // fileinfo for HTTP bodies and ftp-data files
     bool anomaly = false;  // app-layer parser events as "anomaly" records
     // http: extended fields; dump-all-headers.
     bool http_extended = true;
@@ -66,7 +71,8 @@ struct AppLogConfig {
 // One EVE record the app layer finished (a logged transaction, a file, a parser event). The
 // worker adds the envelope (timestamp, flow_id, addresses, ...) and hands it to the output.
 struct AppRecord {
-    // "http", "dns", "tls", "ssh", "fileinfo", "anomaly": EVE's event_type (a static string).
+    // "http", "dns", "tls", "ssh", "ftp", "ftp_data", "fileinfo", "anomaly": EVE's event_type
+    // (a static string).
     const char* event_type = nullptr;
     // Whose addresses are src_*: kToServer = the client's (Suricata's flow direction for
     // http and tls; the packet's direction for dns and fileinfo).
@@ -85,10 +91,16 @@ struct AppLayerConfig {
     bool dns = true;   // app-layer.protocols.dns.enabled (UDP and TCP)
     bool tls = true;   // app-layer.protocols.tls.enabled
     bool ssh = true;   // app-layer.protocols.ssh.enabled
+    bool ftp = true;   // app-layer.protocols.ftp.enabled (ftp and ftp-data)
     http::HttpConfig http_config;
     dns::DnsConfig dns_config;
     tls::TlsConfig tls_config;
     ssh::SshConfig ssh_config;
+    ftp::FtpConfig ftp_config;
+    // The FTP data-channel expectations, shared by every worker's AppLayer (a data connection
+    // may land on another worker than its control connection): the engine makes one for the
+    // sensor; an AppLayer given none makes its own.
+    std::shared_ptr<ftp::ExpectTable> ftp_expect;
     // Bytes per direction looked at before giving up on detection (Suricata's
     // app-layer.protocols detection window): the flow's app_proto becomes "failed".
     uint32_t probe_bytes = 4096;
@@ -217,6 +229,19 @@ private:
                      uint32_t cap);
     static void tls_view(const FlowState& s, flow::Direction dir, inspect::AppView& v);
     static void ssh_view(const FlowState& s, flow::Direction dir, inspect::AppView& v);
+    // applayer_ftp.cc: FTP control and data flows (see "FTP" in README.md).
+    bool ftp_match_expectation(FlowState& s, flow::Flow& f);
+    uint32_t ftp_on_data(FlowState& s, flow::Flow& f, flow::Direction dir, const uint8_t* data,
+                         size_t len, TxUpdate* out, uint32_t cap);
+    uint32_t ftpdata_on_data(FlowState& s, flow::Direction dir, const uint8_t* data, size_t len,
+                             TxUpdate* out, uint32_t cap);
+    void ftpdata_on_eof(FlowState& s, flow::Direction dir);
+    uint32_t ftp_views(FlowState& s, flow::Direction dir, uint64_t lo, uint64_t hi, TxUpdate* out,
+                       uint32_t cap);
+    static void ftpdata_view(const FlowState& s, inspect::AppView& v);
+    void log_ftp(FlowState& s, bool force);
+    void log_ftpdata(FlowState& s);
+    void write_fileinfo(FileLog& fl, bool closed, uint64_t tx_id, std::string* out);
     void detect_proto(FlowState& s, flow::Flow& f, flow::Direction dir, const uint8_t* data,
                       size_t len, bool is_tcp);
 
@@ -227,6 +252,9 @@ private:
     dns::DnsCounters dns_counters_;
     tls::TlsCounters tls_counters_;
     ssh::SshCounters ssh_counters_;
+    ftp::FtpCounters ftp_counters_;
+    std::shared_ptr<ftp::ExpectTable> ftp_expect_;
+    Counter flows_ftp_, flows_ftpdata_, tx_ftp_, ftp_expectations_, ftp_expect_full_;
     Counter flows_http_, flows_tls_, flows_ssh_, flows_dns_tcp_, flows_dns_udp_, flows_failed_tcp_,
         flows_failed_udp_;
     Counter tx_dns_tcp_, tx_dns_udp_, tx_tls_;

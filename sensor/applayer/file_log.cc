@@ -90,8 +90,13 @@ FileLog* FileTracker::open_file(const http::HttpTx& tx, http::Dir dir, int file)
     f->file = file;
     f->filename = file >= 0 ? tx.request_files[static_cast<size_t>(file)].name
                             : std::string(http_file_name(tx, dir));
+    file_log_start(f, *log_);
+    return f;
+}
+
+void file_log_start(FileLog* f, const AppLogConfig& log) {
     const EVP_MD* kinds[3] = {EVP_md5(), EVP_sha1(), EVP_sha256()};
-    const bool want[3] = {log_->file_md5, log_->file_sha1, log_->file_sha256};
+    const bool want[3] = {log.file_md5, log.file_sha1, log.file_sha256};
     for (int i = 0; i < 3; ++i) {
         if (want[i]) {
             f->md[i] = EVP_MD_CTX_new();
@@ -101,10 +106,9 @@ FileLog* FileTracker::open_file(const http::HttpTx& tx, http::Dir dir, int file)
             }
         }
     }
-    return f;
 }
 
-void FileTracker::add(FileLog* f, const uint8_t* data, size_t len) {
+void file_log_add(FileLog* f, const AppLogConfig& log, const uint8_t* data, size_t len) {
     if (len == 0) {
         return;
     }
@@ -114,10 +118,14 @@ void FileTracker::add(FileLog* f, const uint8_t* data, size_t len) {
             EVP_DigestUpdate(c, data, len);
         }
     }
-    if (log_->file_magic && f->head.size() < kMagicBytes) {
+    if (log.file_magic && f->head.size() < kMagicBytes) {
         f->head.append(reinterpret_cast<const char*>(data),
                        std::min(len, kMagicBytes - f->head.size()));
     }
+}
+
+void FileTracker::add(FileLog* f, const uint8_t* data, size_t len) {
+    file_log_add(f, *log_, data, len);
 }
 
 void FileTracker::on_body(const http::HttpTx& tx, http::Dir dir, const uint8_t* data, size_t len) {
@@ -168,48 +176,54 @@ void AppLayer::log_files(FlowState& s, bool all) {
             render_http(*tx, true, false, false, out);
             out->push_back(',');
         }
-        *out += "\"app_proto\":\"http\",\"fileinfo\":{";
-        bool first = true;
-        json::member(out, &first, "filename", fl.filename);
-        if (config_.log.file_magic && !fl.head.empty()) {
-            if (magic_ == nullptr && !magic_failed_) {
-                magic_ = magic_open(MAGIC_NONE);
-                if (magic_ != nullptr && magic_load(magic_, nullptr) != 0) {
-                    magic_close(magic_);
-                    magic_ = nullptr;
-                }
-                magic_failed_ = magic_ == nullptr;
-            }
-            const char* m =
-                magic_ != nullptr ? magic_buffer(magic_, fl.head.data(), fl.head.size()) : nullptr;
-            if (m != nullptr) {
-                json::member(out, &first, "magic", m);
-            }
-        }
-        json::member_bool(out, &first, "gaps", fl.gaps);
-        json::member(out, &first, "state", closed ? "CLOSED" : "TRUNCATED");
-        static const char* const kNames[3] = {"md5", "sha1", "sha256"};
-        for (int k = 0; k < 3; ++k) {
-            // md5 and sha1 only of a closed file, as Suricata.
-            if (fl.md[k] == nullptr || (k < 2 && !closed)) {
-                continue;
-            }
-            unsigned char md[EVP_MAX_MD_SIZE];
-            unsigned int n = 0;
-            if (EVP_DigestFinal_ex(fl.md[k], md, &n) == 1) {
-                json::key(out, &first, kNames[k]);
-                out->push_back('"');
-                append_hex(out, md, n);
-                out->push_back('"');
-            }
-        }
-        json::member_bool(out, &first, "stored", false);
-        json::member_num(out, &first, "size", fl.size);
-        json::member_num(out, &first, "tx_id", fl.tx_id);
-        out->push_back('}');
+        *out += "\"app_proto\":\"http\",";
+        write_fileinfo(fl, closed, fl.tx_id, out);
         record_end();
         open.erase(open.begin() + static_cast<std::ptrdiff_t>(i));
     }
+}
+
+// `"fileinfo":{...}` of one file (Suricata's EveFileInfo).
+void AppLayer::write_fileinfo(FileLog& fl, bool closed, uint64_t tx_id, std::string* out) {
+    *out += "\"fileinfo\":{";
+    bool first = true;
+    json::member(out, &first, "filename", fl.filename);
+    if (config_.log.file_magic && !fl.head.empty()) {
+        if (magic_ == nullptr && !magic_failed_) {
+            magic_ = magic_open(MAGIC_NONE);
+            if (magic_ != nullptr && magic_load(magic_, nullptr) != 0) {
+                magic_close(magic_);
+                magic_ = nullptr;
+            }
+            magic_failed_ = magic_ == nullptr;
+        }
+        const char* m =
+            magic_ != nullptr ? magic_buffer(magic_, fl.head.data(), fl.head.size()) : nullptr;
+        if (m != nullptr) {
+            json::member(out, &first, "magic", m);
+        }
+    }
+    json::member_bool(out, &first, "gaps", fl.gaps);
+    json::member(out, &first, "state", closed ? "CLOSED" : "TRUNCATED");
+    static const char* const kNames[3] = {"md5", "sha1", "sha256"};
+    for (int k = 0; k < 3; ++k) {
+        // md5 and sha1 only of a closed file, as Suricata.
+        if (fl.md[k] == nullptr || (k < 2 && !closed)) {
+            continue;
+        }
+        unsigned char md[EVP_MAX_MD_SIZE];
+        unsigned int n = 0;
+        if (EVP_DigestFinal_ex(fl.md[k], md, &n) == 1) {
+            json::key(out, &first, kNames[k]);
+            out->push_back('"');
+            append_hex(out, md, n);
+            out->push_back('"');
+        }
+    }
+    json::member_bool(out, &first, "stored", false);
+    json::member_num(out, &first, "size", fl.size);
+    json::member_num(out, &first, "tx_id", tx_id);
+    out->push_back('}');
 }
 
 }  // namespace picket::sensor::applayer

@@ -44,6 +44,19 @@ inline size_t heap(const std::string& s) {
     return s.capacity() > std::string().capacity() ? s.capacity() + 1 : 0;
 }
 
+// An ftp-data flow: the expectation it matched (command, file name, mode) and its file.
+struct FtpDataState {
+    ftp::Expectation exp;
+    flow::Direction file_dir = flow::Direction::kToClient;  // the direction the file's bytes go
+    std::string kept;   // the file's first bytes, for file.data (at most file_inspect_limit)
+    uint64_t size = 0;  // bytes seen in file_dir
+    bool gaps = false;
+    bool closed = false;  // file_dir ended (FIN): the file is complete
+    bool viewed_name = false;
+    bool eve_logged = false;        // ftp_data and fileinfo written
+    std::unique_ptr<FileLog> file;  // hashes and magic head, when log.files
+};
+
 struct AppLayer::FlowState {
     AppProto proto = AppProto::kUnknown;
     bool failed = false;
@@ -64,6 +77,8 @@ struct AppLayer::FlowState {
     std::unique_ptr<dns::DnsParser> dns;
     std::unique_ptr<tls::TlsParser> tls;
     std::unique_ptr<ssh::SshParser> ssh;
+    std::unique_ptr<ftp::FtpParser> ftp;
+    std::unique_ptr<FtpDataState> ftpdata;     // applayer_ftp.cc
     std::unique_ptr<inspect::TxAlertLog> log;  // created when the first alert is recorded
     // DNS: transaction ids by message id (queries open a transaction, responses join it), and
     // what EVE says of each.

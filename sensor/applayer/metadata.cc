@@ -108,6 +108,18 @@ void AppLayer::render_metadata(const flow::Flow& f, uint64_t tx_id, std::string*
             }
             return;
         }
+        case AppProto::kFtp: {
+            const ftp::FtpTx* t = s->ftp ? s->ftp->find_tx(tx_id) : nullptr;
+            if (t != nullptr) {
+                render_ftp(*t, out);
+            }
+            return;
+        }
+        case AppProto::kFtpData:
+            if (s->ftpdata) {
+                render_ftp_data(s->ftpdata->exp, out);
+            }
+            return;
         case AppProto::kDns: {
             for (const auto& m : s->dns_meta) {
                 if (m.tx_id != tx_id) {

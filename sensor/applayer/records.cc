@@ -660,6 +660,12 @@ void AppLayer::finish_records(flow::Flow& f) {
     if (s->ssh) {
         log_ssh(*s, flow::Direction::kToServer, true);
     }
+    if (s->ftp && (config_.log.ftp || config_.log.anomaly)) {
+        log_ftp(*s, true);
+    }
+    if (s->ftpdata) {
+        log_ftpdata(*s);
+    }
 }
 
 }  // namespace picket::sensor::applayer

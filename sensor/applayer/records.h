@@ -77,6 +77,10 @@ std::string dns_event_name(dns::Event e);
 std::string tls_event_name(tls::Event e);
 // `"ssh":{"client":{...},"server":{...}}` (Suricata's rs_ssh_log_json).
 void render_ssh(const ssh::SshParser& p, std::string* out);
+// `"ftp":{...}` of a transaction (Suricata's EVE ftp), `"ftp_data":{filename, command}` of a data
+// connection (applayer_ftp.cc).
+void render_ftp(const ftp::FtpTx& t, std::string* out);
+void render_ftp_data(const ftp::Expectation& e, std::string* out);
 // "NOERROR", "NXDOMAIN", ... (decimal when unnamed).
 std::string dns_rcode_name(uint8_t rcode);
 
@@ -97,6 +101,11 @@ struct FileLog {
 };
 
 inline constexpr size_t kMagicBytes = 4096;
+
+// A file's hashes (the ones log asks for) and magic head, fed as its bytes come (file_log.cc;
+// HTTP bodies and ftp-data files).
+void file_log_start(FileLog* f, const AppLogConfig& log);
+void file_log_add(FileLog* f, const AppLogConfig& log, const uint8_t* data, size_t len);
 
 // The files of one HTTP flow: opened on a body's first byte, fed every body byte the parser
 // decodes, closed (logged) by the app layer when the body ends.

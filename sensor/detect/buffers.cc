@@ -60,6 +60,9 @@ constexpr std::array<BufferDef, kNumBuffers> kBuffers = {{
     {B::kSshHasshString, "ssh.hassh.string", nullptr, nullptr, A::kSsh},
     {B::kSshHasshServer, "ssh.hassh.server", nullptr, nullptr, A::kSsh},
     {B::kSshHasshServerString, "ssh.hassh.server.string", nullptr, nullptr, A::kSsh},
+    {B::kFtpCommand, "ftp.command", nullptr, nullptr, A::kFtp},
+    {B::kFtpCommandData, "ftp.command_data", nullptr, nullptr, A::kFtp},
+    // HTTP's, or ftp-data's on a rule whose header says ftp-data (rule_app, engine_build.cc).
     {B::kFileData, "file.data", "file_data", nullptr, A::kHttp},
     {B::kFileName, "file.name", nullptr, nullptr, A::kHttp},
 }};

@@ -137,6 +137,11 @@ namespace {
 AppProto rule_app(const Rule& r) {
     for (const auto& bm : r.buffers) {
         if (bm.buffer != BufferId::kPacket) {
+            // file.data / file.name are HTTP's, or ftp-data's on an ftp-data rule.
+            if ((bm.buffer == BufferId::kFileData || bm.buffer == BufferId::kFileName) &&
+                r.proto.app == AppProto::kFtpData) {
+                return AppProto::kFtpData;
+            }
             return buffer_def(bm.buffer).app;
         }
     }

@@ -137,7 +137,6 @@ constexpr Why kWhy[] = {
     {"frame", "protocol frames are not exposed to rules"},
     {"smtp.", "no SMTP parser"},
     {"email.", "no SMTP/MIME parser"},
-    {"ftpdata_command", "the ftp-data direction is not exposed to rules"},
 };
 
 const char* why_unsupported(std::string_view name) {
@@ -174,7 +173,6 @@ std::vector<KeywordInfo> list_keywords() {
     static constexpr std::pair<const char*, const char*> kPartly[] = {
         {"xbits", "partly: track tx (Suricata 8) is refused"},
         {"hostbits", "partly: direction both is refused"},
-        {"ftpbounce", "partly: PORT lines of to-server payload (no FTP parser)"},
     };
     for (const KeywordDef& k : keyword_table()) {
         std::string status = "supported";

@@ -61,7 +61,7 @@ constexpr const char* kUnsupported[] = {
     "snmp.usm", "mqtt.type", "mqtt.flags", "mqtt.qos", "mqtt.connect.clientid",
     "mqtt.publish.topic", "mqtt.publish.message", "rfb.name", "rfb.secresult", "rfb.sectype",
     "dhcp.leasetime", "modbus", "dnp3_func", "dnp3_ind", "dnp3_obj", "dnp3_data",
-    "enip_command", "cip_service", "ftpdata_command", "nfs_procedure", "nfs.version",
+    "enip_command", "cip_service", "nfs_procedure", "nfs.version",
     "ike.init_spi", "ike.resp_spi", "ike.chosen_sa_attribute", "ike.exchtype", "ike.vendor",
     "ike.key_exchange_payload", "ike.nonce_payload", "quic.sni", "quic.ua", "quic.version",
     "quic.cyu.hash", "quic.cyu.string", "bittorrent-dht.node_id", "pgsql.query", "frame",
@@ -75,7 +75,7 @@ constexpr const char* kUnsupported[] = {
 };
 
 constexpr const char* kUnsupportedProtocols[] = {
-    "http2", "ftp-data", "sctp", "nfs", "ntp", "dhcp", "krb5", "snmp", "sip", "rfb", "mqtt",
+    "http2", "sctp", "nfs", "ntp", "dhcp", "krb5", "snmp", "sip", "rfb", "mqtt",
     "rdp", "modbus", "dnp3", "enip", "ike", "ikev2", "quic", "tftp", "imap", "pop3",
     "bittorrent-dht", "telnet", "pgsql", "ldap", "websocket", "pkthdr", "nntp", "irc",
     "ssl", "doh2", "template",
@@ -277,7 +277,7 @@ bool parse_proto(std::string_view name, ProtoSpec* p, Failure* f) {
         {"tls", L::kTcp, AppProto::kTls, 0},         {"smtp", L::kTcp, AppProto::kSmtp, 0},
         {"ftp", L::kTcp, AppProto::kFtp, 0},         {"ssh", L::kTcp, AppProto::kSsh, 0},
         {"smb", L::kTcp, AppProto::kSmb, 0},         {"dns", L::kIp, AppProto::kDns, 0},
-        {"dcerpc", L::kIp, AppProto::kDcerpc, 0},
+        {"dcerpc", L::kIp, AppProto::kDcerpc, 0},    {"ftp-data", L::kTcp, AppProto::kFtpData, 0},
     };
     for (const Entry& e : kProtos) {
         if (n == e.name) {

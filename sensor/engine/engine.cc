@@ -50,6 +50,7 @@ void apply_eve_config(SensorConfig& c) {
     l.dns = on && e.types.dns;
     l.tls = on && e.types.tls;
     l.ssh = on && e.types.ssh;
+    l.ftp = on && e.types.ftp;
     l.files = on && e.types.files;
     l.anomaly = on && e.types.anomaly && e.anomaly.applayer;
     l.http_extended = e.http.extended;
@@ -80,7 +81,7 @@ bool wants_records(const SensorConfig& c) {
         return false;
     }
     const applayer::AppLogConfig& l = c.app_layer.log;
-    return l.http || l.dns || l.tls || l.ssh || l.files || l.anomaly || e.types.flow ||
+    return l.http || l.dns || l.tls || l.ssh || l.ftp || l.files || l.anomaly || e.types.flow ||
            (e.types.drop && c.ips()) || (e.types.anomaly && (e.anomaly.decode || e.anomaly.stream));
 }
 
@@ -95,6 +96,9 @@ Engine::Engine(SensorConfig config) : config_(std::move(config)), output_(new Ou
         log::warning(warning);
     }
     config_.workers = sources_->workers();
+    // One table of FTP data-channel expectations for every worker's app layer: the data
+    // connection usually hashes to another worker than its control connection.
+    config_.app_layer.ftp_expect = std::make_shared<applayer::ftp::ExpectTable>();
     for (uint32_t i = 0; i < c.workers; ++i) {
         auto w = std::make_unique<WorkerContext>(i, c);
         const capture::WorkerSource& ws = sources_->worker(i);

@@ -17,26 +17,16 @@ namespace {
 using Names = std::initializer_list<std::string_view>;
 
 // The EVE types Picket writes, sorted (the order error messages list them in).
-constexpr std::string_view kTypes[] = {"alert", "anomaly", "dns", "drop",  "files",
-                                       "flow",  "http",    "ssh", "stats", "tls"};
+constexpr std::string_view kTypes[] = {"alert", "anomaly", "dns", "drop",  "files", "flow",
+                                       "ftp",   "http",    "ssh", "stats", "tls"};
 // Suricata 7/8 eve-log types Picket does not write: a real suricata.yaml lists them, so they
 // are warned about, not refused. A name in neither list is a typo and an error.
-constexpr std::string_view kSuricataOnlyTypes[] = {"arp",      "bittorrent-dht",
-                                                   "dcerpc",   "dhcp",
-                                                   "dnp3",     "doh2",
-                                                   "enip",     "frame",
-                                                   "ftp",      "http2",
-                                                   "ike",      "krb5",
-                                                   "ldap",     "metadata",
-                                                   "modbus",   "mqtt",
-                                                   "netflow",  "nfs",
-                                                   "pgsql",    "pop3",
-                                                   "quic",     "rdp",
-                                                   "rfb",      "sdp",
-                                                   "sip",      "smb",
-                                                   "smtp",     "snmp",
-                                                   "template", "tftp",
-                                                   "websocket"};
+constexpr std::string_view kSuricataOnlyTypes[] = {
+    "arp",      "bittorrent-dht", "dcerpc", "dhcp",     "dnp3", "doh2",
+    "enip",     "frame",          "http2",  "ike",      "krb5", "ldap",
+    "metadata", "modbus",         "mqtt",   "netflow",  "nfs",  "pgsql",
+    "pop3",     "quic",           "rdp",    "rfb",      "sdp",  "sip",
+    "smb",      "smtp",           "snmp",   "template", "tftp", "websocket"};
 
 std::string lower(std::string s) {
     for (auto& ch : s) {
@@ -356,7 +346,7 @@ bool read_type(Reader& r, std::string_view name, const YAML::Node& node, const s
         e->tls.extended = r.get_bool(node, path, "extended", e->tls.extended);
         e->tls.ja3 = r.get_bool(node, path, "ja3", e->tls.ja3);
         e->tls.ja3s = r.get_bool(node, path, "ja3s", e->tls.ja3s);
-    } else if (name == "ssh") {
+    } else if (name == "ssh" || name == "ftp") {
         r.check_keys(node, path, {"enabled"});
     } else if (name == "files") {
         r.check_keys(node, path, {"enabled", "force-magic", "force-hash"});
@@ -405,6 +395,9 @@ bool* type_flag(output::EveTypes* t, std::string_view name) {
     }
     if (name == "ssh") {
         return &t->ssh;
+    }
+    if (name == "ftp") {
+        return &t->ftp;
     }
     if (name == "files") {
         return &t->files;

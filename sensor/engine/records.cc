@@ -43,6 +43,7 @@ output::RecordType record_type_of(const char* event_type) {
         {"http", RecordType::kHttp},       {"dns", RecordType::kDns},
         {"tls", RecordType::kTls},         {"fileinfo", RecordType::kFileinfo},
         {"anomaly", RecordType::kAnomaly}, {"ssh", RecordType::kSsh},
+        {"ftp", RecordType::kFtp},         {"ftp_data", RecordType::kFtpData},
     };
     for (const auto& [name, t] : kTypes) {
         if (std::strcmp(name, event_type) == 0) {

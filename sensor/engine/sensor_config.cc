@@ -377,6 +377,9 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
     s.app_layer.http = proto_enabled("app-layer.protocols.http.enabled");
     s.app_layer.tls = proto_enabled("app-layer.protocols.tls.enabled");
     s.app_layer.ssh = proto_enabled("app-layer.protocols.ssh.enabled");
+    s.app_layer.ftp = proto_enabled("app-layer.protocols.ftp.enabled");
+    s.app_layer.ftp_config.max_line = static_cast<uint32_t>(
+        c.get_size("app-layer.protocols.ftp.max-line-length", s.app_layer.ftp_config.max_line));
     s.app_layer.dns = proto_enabled("app-layer.protocols.dns.enabled");
     // The sensor's total for per-flow app state (parsers, buffers); each worker gets its share.
     s.app_layer.memcap = c.get_size("app-layer.memcap", s.app_layer.memcap);

@@ -24,6 +24,8 @@ const char* app_proto_name(AppProto p) {
             return "ssh";
         case AppProto::kDcerpc:
             return "dcerpc";
+        case AppProto::kFtpData:
+            return "ftp-data";
     }
     return "unknown";
 }
@@ -32,7 +34,7 @@ namespace {
 
 using P = AppProto;
 
-// Suricata's names (rules/{http,dns,tls,ssh}-events.rules) on Picket's parser events. Picket's
+// Suricata's names (rules/{http,dns,tls,ssh,ftp}-events.rules) on Picket's parser events. Picket's
 // HTTP events do not say the direction: a request and a response name share one event, and
 // the rule's flow direction (or the view's) tells them apart. Suricata names Picket's parsers
 // never raise are not listed: a rule naming one is refused, not silently dead.
@@ -84,6 +86,8 @@ constexpr AppEventName kAppEvents[] = {
     {P::kSsh, "ssh.long_banner", 1, "long_banner"},
     {P::kSsh, "ssh.invalid_record", 2, "invalid_record"},
     {P::kSsh, "ssh.long_kex_record", 3, "long_kex_record"},
+    {P::kFtp, "ftp.request_command_too_long", 0, "request_command_too_long"},
+    {P::kFtp, "ftp.response_command_too_long", 1, "response_command_too_long"},
 };
 
 }  // namespace

@@ -61,19 +61,33 @@ enum class BufferId : uint8_t {
     kSshHasshString,
     kSshHasshServer,  // server KEXINIT (to_client)
     kSshHasshServerString,
+    kFtpCommand,      // ftp.command: the command's verb (upper-cased), to_server
+    kFtpCommandData,  // ftp.command_data: what follows the verb and its SP, to_server
     // file.data / file_data and file.name: one file of an HTTP transaction (to_client: the
-    // response body; to_server: a multipart upload's file part, or a POST / PUT body). A
-    // transaction with several files gives one AppView per file (Suricata's file.data is a
-    // multi-buffer: a rule matches when one file matches).
+    // response body; to_server: a multipart upload's file part, or a POST / PUT body), or the
+    // file of an ftp-data flow (its bytes in the transfer's direction, named by the STOR /
+    // RETR argument). A transaction with several files gives one AppView per file (Suricata's
+    // file.data is a multi-buffer: a rule matches when one file matches).
     kFileData,
     kFileName,
     kCount
 };
 inline constexpr size_t kNumBuffers = static_cast<size_t>(BufferId::kCount);
 
-enum class AppProto : uint8_t { kUnknown, kHttp, kDns, kTls, kSmtp, kFtp, kSmb, kSsh, kDcerpc };
-inline constexpr size_t kNumAppProtos = 9;
-// "http", "dns", "tls", ... ("unknown" for kUnknown): EVE's app_proto.
+enum class AppProto : uint8_t {
+    kUnknown,
+    kHttp,
+    kDns,
+    kTls,
+    kSmtp,
+    kFtp,
+    kSmb,
+    kSsh,
+    kDcerpc,
+    kFtpData,  // an FTP data connection announced on its control connection
+};
+inline constexpr size_t kNumAppProtos = 10;
+// "http", "dns", "tls", "ftp-data", ... ("unknown" for kUnknown): EVE's app_proto.
 const char* app_proto_name(AppProto p);
 
 // One app-layer transaction as detection sees it, in the direction of the packet being
@@ -90,7 +104,15 @@ struct AppView {
     // flow (DNS message, TLS and SSH session), bit (1 << the parser's Event value); the names
     // are in app_event_table().
     uint64_t events = 0;
+    // ftpbounce: the transaction is a PORT / EPRT command whose address is not the control
+    // connection's client (Suricata's ftpbounce).
+    bool ftp_bounce = false;
+    // ftpdata_command: the transfer command of an ftp-data flow, kFtpRetr or kFtpStor (0:
+    // another one, or not ftp-data).
+    uint8_t ftpdata_command = 0;
 };
+inline constexpr uint8_t kFtpRetr = 1;
+inline constexpr uint8_t kFtpStor = 2;
 
 // app-layer-event names as Suricata writes them ("http.missing_host_header") and the
 // AppView::events bit of each: the parser's Event value (sensor/applayer/<proto>/<proto>.h,

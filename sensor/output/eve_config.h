@@ -58,6 +58,7 @@ struct EveTypes {
     bool dns = true;
     bool tls = true;
     bool ssh = true;
+    bool ftp = true;    // ftp and ftp_data
     bool files = true;  // fileinfo
     bool drop = true;   // IPS modes only
     bool flow = true;

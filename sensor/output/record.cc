@@ -18,8 +18,8 @@ using namespace json_util;
 using strings::append_json_string;
 
 const char* record_type_name(RecordType t) {
-    static constexpr const char* kNames[] = {"http",    "dns",  "tls",  "fileinfo",
-                                             "anomaly", "flow", "drop", "ssh"};
+    static constexpr const char* kNames[] = {"http", "dns",  "tls", "fileinfo", "anomaly",
+                                             "flow", "drop", "ssh", "ftp",      "ftp_data"};
     const auto i = static_cast<size_t>(t);
     return i < std::size(kNames) ? kNames[i] : "unknown";
 }

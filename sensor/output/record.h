@@ -28,10 +28,13 @@ enum class RecordType : uint8_t {
     kFlow,
     kDrop,
     kSsh,
+    kFtp,
+    kFtpData,
     kCount
 };
 inline constexpr size_t kRecordTypes = static_cast<size_t>(RecordType::kCount);
-// EVE's event_type: "http", "dns", "tls", "fileinfo", "anomaly", "flow", "drop", "ssh".
+// EVE's event_type: "http", "dns", "tls", "fileinfo", "anomaly", "flow", "drop", "ssh", "ftp",
+// "ftp_data".
 const char* record_type_name(RecordType t);
 
 // The flow's end (RecordType::kFlow): Suricata's "flow" and "tcp" objects.

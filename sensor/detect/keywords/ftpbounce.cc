@@ -2,11 +2,15 @@
 // 4.1.2: `PORT SP h1,h2,h3,h4,p1,p2 CRLF`) naming an address other than the client's, which
 // asks the server to open its data connection to a third host.
 //
-// Picket has no FTP parser, so the keyword reads the bytes pkt_data is matched against (the
-// packet's payload or the stream window) on to-server packets of a flow not identified as
-// another protocol: every complete line (ending in LF) that starts with PORT (any case)
-// followed by a blank is a command, and the keyword matches when one of them carries an IPv4
-// address h1.h2.h3.h4 different from the flow's client (the packet's source without a flow).
+// Inspected with an FTP transaction (an FTP rule: one with ftp.command / ftp.command_data or
+// another FTP app-layer keyword), it reads the FTP parser's transaction: the PORT (or EPRT)
+// command whose address differs from the flow's client (AppView::ftp_bounce, set by the app
+// layer). In a packet rule (ET's `alert tcp ... content:"PORT"; ftpbounce; pcre:...`, whose
+// content is matched on the packet or stream), it reads the same bytes pkt_data is matched
+// against on to-server packets of a flow that is FTP or not identified: every complete line
+// (ending in LF) that starts with PORT (any case) followed by a blank is a command, and the
+// keyword matches when one of them carries an IPv4 address h1.h2.h3.h4 different from the
+// flow's client (the packet's source without a flow). Both read PORT as the parser does.
 // As Suricata, only the address is read (four numbers, each followed by a comma, blanks
 // allowed before the comma), not the port; an address that is not four numbers of 0-255 is no
 // match (Suricata lets 256 through, and shifts it into the next byte). A client on IPv6 never
@@ -78,6 +82,9 @@ class FtpbounceOption final : public HeaderOption {
 public:
     const char* keyword() const override { return "ftpbounce"; }
     bool match(const PacketContext& pc) const override {
+        if (pc.view != nullptr) {
+            return pc.view->proto == AppProto::kFtp && pc.view->ftp_bounce;
+        }
         if (pc.flow != nullptr && pc.dir != flow::Direction::kToServer) {
             return false;
         }

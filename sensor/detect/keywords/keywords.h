@@ -93,6 +93,8 @@ PICKET_KEYWORD(parse_sip_stat_code);
 
 // FTP bounce (ftpbounce.cc): a PORT command naming another host than the client.
 PICKET_KEYWORD(parse_ftpbounce);
+// ftpdata_command (ftpdata_command.cc): the transfer command of an ftp-data flow.
+PICKET_KEYWORD(parse_ftpdata_command);
 
 // Variables (flowvar.cc): flowvar:<name>,<content>; pktvar:<name>,<content>.
 PICKET_KEYWORD(parse_flowvar);

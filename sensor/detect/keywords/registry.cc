@@ -95,8 +95,9 @@ constexpr KeywordDef kKeywords[] = {
     // SIP start line (sip.cc).
     {"sip_method", parse_sip_method},
     {"sip_stat_code", parse_sip_stat_code},
-    // FTP (ftpbounce.cc).
+    // FTP (ftpbounce.cc, ftpdata_command.cc).
     {"ftpbounce", parse_ftpbounce},
+    {"ftpdata_command", parse_ftpdata_command},
 };
 
 }  // namespace

@@ -698,6 +698,65 @@ TEST(SshRecords, BannersOnlyLoggedAtFlowEndAndEventsAsAnomalies) {
     keep(h);
 }
 
+// ---- ftp
+
+TEST(FtpRecords, OneRecordPerTransactionWhenItsFinalReplyCame) {
+    AppLogConfig l;
+    l.ftp = true;
+    Harness h(l);
+    h.feed(Direction::kToClient, std::string("220 FTP server ready\r\n"));
+    ASSERT_EQ(h.recs.size(), 1u);
+    EXPECT_EQ(h.recs[0].type, "ftp");
+    EXPECT_EQ(h.recs[0].dir, Direction::kToServer);
+    EXPECT_TRUE(h.recs[0].has_tx);
+    EXPECT_EQ(h.recs[0].tx, 0u);
+    EXPECT_EQ(h.recs[0].json,
+              "\"ftp\":{\"reply\":[\"FTP server ready\"],\"completion_code\":[\"220\"],"
+              "\"reply_received\":\"yes\",\"command_truncated\":false,"
+              "\"reply_truncated\":false}");
+    h.feed(Direction::kToServer, std::string("PASV\r\n"));
+    EXPECT_EQ(h.recs.size(), 1u);
+    h.feed(Direction::kToClient, std::string("227 Entering Passive Mode (1,2,3,4,4,1).\r\n"));
+    ASSERT_EQ(h.recs.size(), 2u);
+    EXPECT_EQ(h.recs[1].tx, 1u);
+    EXPECT_EQ(h.recs[1].json,
+              "\"ftp\":{\"command\":\"PASV\",\"reply\":[\"Entering Passive Mode "
+              "(1,2,3,4,4,1).\"],\"completion_code\":[\"227\"],\"dynamic_port\":1025,"
+              "\"mode\":\"passive\",\"reply_received\":\"yes\",\"command_truncated\":false,"
+              "\"reply_truncated\":false}");
+    h.feed(Direction::kToServer, std::string("RETR a.txt\r\n"));
+    h.feed(Direction::kToClient, std::string("150 Opening\r\n"));
+    EXPECT_EQ(h.recs.size(), 2u);  // 150 is preliminary
+    h.finish();
+    ASSERT_EQ(h.recs.size(), 3u);
+    EXPECT_EQ(h.recs[2].json,
+              "\"ftp\":{\"command\":\"RETR\",\"command_data\":\"a.txt\",\"reply\":["
+              "\"Opening\"],\"completion_code\":[\"150\"],\"reply_received\":\"yes\","
+              "\"command_truncated\":false,\"reply_truncated\":false}");
+    keep(h);
+}
+
+TEST(FtpRecords, LongCommandIsAnAnomalyAndTruncated) {
+    AppLogConfig l;
+    l.ftp = true;
+    l.anomaly = true;
+    Harness h(l);
+    h.feed(Direction::kToClient, std::string("220 FTP\r\n"));
+    h.feed(Direction::kToServer, "CWD " + std::string(5000, 'a') + "\r\n");
+    ASSERT_EQ(h.recs.size(), 2u);
+    EXPECT_EQ(h.recs[1].type, "anomaly");
+    EXPECT_EQ(h.recs[1].json,
+              "\"anomaly\":{\"app_proto\":\"ftp\",\"type\":\"applayer\","
+              "\"event\":\"REQUEST_COMMAND_TOO_LONG\",\"layer\":\"proto_parser\"}");
+    h.finish();
+    ASSERT_EQ(h.recs.size(), 3u);
+    EXPECT_EQ(h.recs[2].json, "\"ftp\":{\"command\":\"CWD\",\"command_data\":\"" +
+                                  std::string(4092, 'a') +
+                                  "\",\"reply_received\":\"no\",\"command_truncated\":true,"
+                                  "\"reply_truncated\":false}");
+    keep(h);
+}
+
 // ---- schema
 
 TEST(RecordsSchema, EveryRecordValidates) {
@@ -724,8 +783,9 @@ TEST(RecordsSchema, EveryRecordValidates) {
             ++lines;
         }
     }
-    // 1+1+1+2+1 http, 3 fileinfo, 1 anomaly, 2+1+2+2 dns, 2 tls, 1+2 ssh (one an anomaly).
-    EXPECT_EQ(lines, 22u);
+    // 1+1+1+2+1 http, 3 fileinfo, 1 anomaly, 2+1+2+2 dns, 2 tls, 1+2 ssh (one an anomaly),
+    // 3+3 ftp (one an anomaly).
+    EXPECT_EQ(lines, 28u);
     const std::string cmd =
         "python3 -c 'import json, sys, jsonschema\n"
         "s = json.load(open(sys.argv[1]))\n"

@@ -52,8 +52,9 @@ TEST(KeywordsListTest, ExactEntries) {
     expect(all, "suricata", "xbits", "option", "partly: track tx (Suricata 8) is refused");
     expect(all, "suricata", "tag", "option", "supported");
     expect(all, "suricata", "asn1", "option", "supported");
-    expect(all, "suricata", "ftpbounce", "option",
-           "partly: PORT lines of to-server payload (no FTP parser)");
+    expect(all, "suricata", "ftpbounce", "option", "supported");
+    expect(all, "suricata", "ftp.command", "sticky buffer", "supported");
+    expect(all, "suricata", "ftp.command_data", "sticky buffer", "supported");
     expect(all, "suricata", "ipopts", "option",
            "not supported: unsupported keyword 'ipopts' (IPv4 options are not decoded into "
            "flags)");

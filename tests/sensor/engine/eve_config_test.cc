@@ -456,10 +456,10 @@ outputs:
 TEST(EveConfigTest, ErrorsNameTheKeyTheValueAndWhatIsAllowed) {
     EXPECT_EQ(error_of("outputs: [eve-log: {types: [htpp]}]"),
               "s.yaml: outputs.eve-log.types: unknown type 'htpp' (known: alert, anomaly, dns, "
-              "drop, files, flow, http, ssh, stats, tls)");
+              "drop, files, flow, ftp, http, ssh, stats, tls)");
     EXPECT_EQ(error_of("outputs: {eve: {types: [flows]}}"),
               "s.yaml: outputs.eve.types: unknown type 'flows' (known: alert, anomaly, dns, "
-              "drop, files, flow, http, ssh, stats, tls)");
+              "drop, files, flow, ftp, http, ssh, stats, tls)");
     EXPECT_EQ(error_of("outputs: [eve-log: {types: [http: {dump-all-header: both}]}]"),
               "s.yaml: outputs.eve-log.types.http: unknown option 'dump-all-header' (known: "
               "custom, dump-all-headers, enabled, extended)");
@@ -556,7 +556,7 @@ TEST(EveConfigTest, SensorConfigFailsOnAnUnknownType) {
     EXPECT_EQ(
         error_from([] { load_sensor_config(with_input("outputs: [eve-log: {types: [htpp]}]")); }),
         "s.yaml: outputs.eve-log.types: unknown type 'htpp' (known: alert, anomaly, dns, "
-        "drop, files, flow, http, ssh, stats, tls)");
+        "drop, files, flow, ftp, http, ssh, stats, tls)");
 }
 
 // Shapes no real configuration has (found by thinking like tests/fuzz/config_fuzz): each is a
@@ -847,8 +847,6 @@ TEST(EveConfigTest, Suricata7OutputsLoadWithWarningsOnly) {
               "picket: warning: s.yaml: outputs.eve-log.pcap-file: not supported by Picket; "
               "ignored\n"
               "picket: warning: s.yaml: outputs.eve-log.types: 'smtp' is not supported by "
-              "Picket; ignored\n"
-              "picket: warning: s.yaml: outputs.eve-log.types: 'ftp' is not supported by "
               "Picket; ignored\n"
               "picket: warning: s.yaml: outputs.eve-log.types: 'rdp' is not supported by "
               "Picket; ignored\n"

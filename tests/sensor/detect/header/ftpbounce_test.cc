@@ -1,5 +1,7 @@
-// ftpbounce (keywords/ftpbounce.cc): a to-server PORT command naming an IPv4 address other than
-// the client's, in the lines of the bytes pkt_data is matched against.
+// ftpbounce (keywords/ftpbounce.cc): with an FTP transaction, the one the app layer flagged as a
+// PORT / EPRT naming another host (AppView::ftp_bounce); in a packet rule, a to-server PORT
+// command naming an IPv4 address other than the client's, in the bytes pkt_data is matched
+// against. Then ftpdata_command.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -124,9 +126,51 @@ TEST(FtpbounceTest, ReadsTheMatchedBytes) {
     EXPECT_TRUE(f.match(pc));
 }
 
+TEST(FtpbounceTest, MatchesTheFlaggedFtpTransactionOnly) {
+    test::Fixture f;
+    ASSERT_TRUE(f.parse(parse_ftpbounce, "", false));
+    EXPECT_EQ(f.rule.app_needed, AppProto::kUnknown);  // packet rules keep working
+    decode::Packet p = test::tcp_packet(0x18);
+    PacketContext pc = test::ctx(p);
+    EXPECT_FALSE(f.match(pc));  // no transaction, no payload
+    AppView v;
+    v.proto = AppProto::kFtp;
+    pc.view = &v;
+    EXPECT_FALSE(f.match(pc));  // a PORT to the client itself, or another command
+    v.ftp_bounce = true;
+    EXPECT_TRUE(f.match(pc));
+    v.proto = AppProto::kHttp;
+    EXPECT_FALSE(f.match(pc));
+}
+
 TEST(FtpbounceTest, Errors) {
     EXPECT_EQ(parse_error(parse_ftpbounce, "x"), "ftpbounce: takes no value, got 'x'");
     EXPECT_EQ(parse_error(parse_ftpbounce, ""), "ftpbounce: takes no value, got ''");
+}
+
+// ftpdata_command (keywords/ftpdata_command.cc): the ftp-data flow's transfer command.
+TEST(FtpdataCommandTest, ParseAndMatch) {
+    test::Fixture f;
+    ASSERT_TRUE(f.parse(parse_ftpdata_command, "STOR"));
+    EXPECT_EQ(f.rule.app_needed, AppProto::kFtpData);
+    decode::Packet p = test::tcp_packet(0x18);
+    PacketContext pc = test::ctx(p);
+    EXPECT_FALSE(f.match(pc));
+    AppView v;
+    v.proto = AppProto::kFtpData;
+    v.ftpdata_command = inspect::kFtpRetr;
+    pc.view = &v;
+    EXPECT_FALSE(f.match(pc));
+    v.ftpdata_command = inspect::kFtpStor;
+    EXPECT_TRUE(f.match(pc));
+    v.proto = AppProto::kFtp;
+    EXPECT_FALSE(f.match(pc));
+    EXPECT_EQ(parse_error(parse_ftpdata_command, "list"),
+              "ftpdata_command: invalid value 'list' (expected retr or stor)");
+    test::Fixture g;
+    g.rule.proto.app = AppProto::kFtp;
+    EXPECT_FALSE(g.parse(parse_ftpdata_command, "retr"));
+    EXPECT_EQ(g.error, "ftpdata_command: not usable on a rule for another app-layer protocol");
 }
 
 }  // namespace

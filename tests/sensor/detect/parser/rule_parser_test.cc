@@ -77,6 +77,7 @@ TEST(RuleHeader, Protocols) {
         {"smb", ProtoSpec::kTcp, AppProto::kSmb, 0, false, false},
         {"dns", ProtoSpec::kIp, AppProto::kDns, 0, false, false},
         {"dcerpc", ProtoSpec::kIp, AppProto::kDcerpc, 0, false, false},
+        {"ftp-data", ProtoSpec::kTcp, AppProto::kFtpData, 0, false, false},
     };
     for (const Case& c : cases) {
         auto r = parse(std::string("alert ") + c.proto + " any any -> any any (sid:1;)");
@@ -125,9 +126,9 @@ TEST(RuleHeader, Errors) {
     d = parse_fail("alert foo any any -> any any (sid:4;)");
     EXPECT_EQ(d.category, "bad header");
     EXPECT_EQ(d.reason, "unknown protocol 'foo'");
-    d = parse_fail("alert ftp-data any any -> any any (sid:5;)");
+    d = parse_fail("alert http2 any any -> any any (sid:5;)");
     EXPECT_EQ(d.category, "unsupported protocol");
-    EXPECT_EQ(d.reason, "unsupported protocol 'ftp-data'");
+    EXPECT_EQ(d.reason, "unsupported protocol 'http2'");
     d = parse_fail("alert tcp 10.0.0.300 any -> any any (sid:6;)");
     EXPECT_EQ(d.category, "bad address");
     EXPECT_EQ(d.reason, "bad address '10.0.0.300'");
