@@ -486,6 +486,11 @@ void append_vars_metadata(const FlowbitStore* flow, const VarSet* pkt, const Var
     *out += start == 0 ? "\"metadata\":{" : ",\"metadata\":{";
     const size_t body = out->size();
     bool first = true;
+    // Suricata's traffic tagging: a flowbit named traffic/id/NAME or traffic/label/NAME is
+    // not listed with the flowbits but as NAME in the record's "traffic" object.
+    static constexpr std::string_view kTrafficId = "traffic/id/";
+    static constexpr std::string_view kTrafficLabel = "traffic/label/";
+    std::string traffic_id, traffic_label;
     if (flow != nullptr) {
         bool open = false;
         for (uint32_t i = 0; i < flow->nwords; ++i) {
@@ -494,9 +499,18 @@ void append_vars_metadata(const FlowbitStore* flow, const VarSet* pkt, const Var
                 if (id >= names.flowbits.size()) {
                     continue;  // a name newer than this generation
                 }
+                const std::string_view name = names.flowbits[id];
+                if (name.starts_with(kTrafficId) || name.starts_with(kTrafficLabel)) {
+                    const bool is_id = name.starts_with(kTrafficId);
+                    std::string& list = is_id ? traffic_id : traffic_label;
+                    list += list.empty() ? "" : ",";
+                    strings::append_json_string(
+                        list, name.substr(is_id ? kTrafficId.size() : kTrafficLabel.size()));
+                    continue;
+                }
                 *out += open ? "," : "\"flowbits\":[";
                 open = true;
-                strings::append_json_string(*out, names.flowbits[id]);
+                strings::append_json_string(*out, name);
             }
         }
         if (open) {
@@ -523,9 +537,20 @@ void append_vars_metadata(const FlowbitStore* flow, const VarSet* pkt, const Var
     append_var_array("pktvars", pkt, names.pktvars, &first, out);
     if (out->size() == body) {
         out->resize(start);  // nothing to print: no "metadata"
-        return;
+    } else {
+        out->push_back('}');
     }
-    out->push_back('}');
+    if (!traffic_id.empty() || !traffic_label.empty()) {
+        *out += out->empty() ? "\"traffic\":{" : ",\"traffic\":{";
+        if (!traffic_id.empty()) {
+            *out += "\"id\":[" + traffic_id + "]";
+        }
+        if (!traffic_label.empty()) {
+            *out += traffic_id.empty() ? "\"label\":[" : ",\"label\":[";
+            *out += traffic_label + "]";
+        }
+        out->push_back('}');
+    }
 }
 
 std::vector<std::string> flowbit_warnings(const std::vector<const Rule*>& rules,

@@ -121,7 +121,7 @@ struct FlowbitStore {
     TcpSeqState tcp;                    // stream_size (tcp_seq_note); cleared with the bits
     FlowintValues ints;                 // flowint; cleared with the bits
     VarSet* vars = nullptr;  // flowvar values: a block of the pool's (FlowbitPool::vars_of)
-    SessionTags tags;                   // tag:session (tag.h); cleared with the bits
+    SessionTags tags;        // tag:session (tag.h); cleared with the bits
 
     uint32_t capacity() const { return nwords * 64; }
     bool test(uint32_t id) const {
@@ -254,6 +254,8 @@ VarNames snapshot_var_names(const FlowbitRegistry& reg);
 // "pktvars":[{name:value}]} (Suricata's EveAddMetadata order; bits and ints by id, variables in
 // the order first set; values printable as payload_printable). Appended to out (',' first when
 // out is not empty); nothing when there is nothing to print. Allocates only while out grows.
+// Flowbits named traffic/id/NAME and traffic/label/NAME (Suricata 7's traffic tagging) are not
+// listed as flowbits: they follow as "traffic":{"id":[NAME...],"label":[NAME...]}.
 void append_vars_metadata(const FlowbitStore* flow, const VarSet* pkt, const VarNames& names,
                           std::string* out);
 

@@ -251,5 +251,34 @@ TEST(VarsMetadataTest, SuricataShapeAndOrder) {
     pool.release(empty);
 }
 
+TEST(VarsMetadataTest, TrafficFlowbitsGoToTheTrafficObject) {
+    // Suricata 7's traffic tagging: flowbits traffic/id/NAME and traffic/label/NAME are the
+    // record's "traffic" ids and labels, not flowbits.
+    FlowbitRegistry reg;
+    const uint32_t label = reg.intern("traffic/label/cli-http");
+    const uint32_t id = reg.intern("traffic/id/curl");
+    const uint32_t junk = reg.intern("junkbit");
+    const uint32_t label2 = reg.intern("traffic/label/tools");
+    const VarNames names = snapshot_var_names(reg);
+    FlowbitPool pool(4);
+    FlowbitStore* s = pool.acquire();
+    s->set(label);
+    s->set(id);
+    s->set(junk);
+    std::string out;
+    append_vars_metadata(s, nullptr, names, &out);
+    EXPECT_EQ(out,
+              "\"metadata\":{\"flowbits\":[\"junkbit\"]},"
+              "\"traffic\":{\"id\":[\"curl\"],\"label\":[\"cli-http\"]}");
+    // Only traffic bits: no "metadata", the traffic object alone (after other members).
+    s->unset(junk);
+    s->unset(id);
+    s->set(label2);
+    out = "\"http\":{}";
+    append_vars_metadata(s, nullptr, names, &out);
+    EXPECT_EQ(out, "\"http\":{},\"traffic\":{\"label\":[\"cli-http\",\"tools\"]}");
+    pool.release(s);
+}
+
 }  // namespace
 }  // namespace picket::sensor::detect
