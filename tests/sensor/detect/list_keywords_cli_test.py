@@ -6,8 +6,11 @@
 - Names both languages: snort3 http_uri and suricata content are there.
 - An unknown flag still fails (non-zero exit, an error naming it), with or without
   --list-keywords.
+- docs/keywords.md is what the binary prints, as a table (regenerate it with --write after a
+  keyword changes status).
 
 Usage: list_keywords_cli_test.py --build BUILD_DIR
+       list_keywords_cli_test.py --build BUILD_DIR --write   (rewrites docs/keywords.md)
 """
 import os
 import re
@@ -20,6 +23,37 @@ import picket_test  # noqa: E402  (tests/support: how a suite exits, skips apart
 import picket_e2e  # noqa: E402
 
 STATUS = re.compile(r"^(supported|partly: .+|not supported: .+)$")
+DOC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "docs",
+                   "keywords.md")
+DOC_HEAD = """# Rule keywords: what Picket supports
+
+Generated from `picket-sensor --list-keywords` (every Suricata 7 keyword, sticky buffer and
+content modifier Picket knows of, and the Snort 3 front-end's options and buffers), by
+`tests/sensor/detect/list_keywords_cli_test.py --build BUILD --write`; the test
+`e2e_list_keywords_cli` fails when this page and the binary differ. Status: **supported**,
+**partly** (what is missing), or **not supported** (the reason a rule using it is skipped, and
+why). What each supported keyword does: [rules.md](rules.md).
+"""
+
+
+def render_doc(listing):
+    """The Markdown page for --list-keywords output."""
+    out = [DOC_HEAD]
+    titles = {"suricata": "Suricata", "snort3": "Snort 3"}
+    for lang in ("suricata", "snort3"):
+        rows = [l.split("\t") for l in listing.splitlines() if l.startswith(lang + "\t")]
+        counts = {}
+        for _, _, _, status in rows:
+            key = status.split(":")[0]
+            counts[key] = counts.get(key, 0) + 1
+        out.append("\n## %s (%s)\n" % (titles[lang], ", ".join(
+            "%d %s" % (counts[k], k) for k in ("supported", "partly", "not supported")
+            if k in counts)))
+        out.append("| keyword | kind | status |")
+        out.append("|---|---|---|")
+        for _, name, kind, status in rows:
+            out.append("| `%s` | %s | %s |" % (name, kind, status.replace("|", "\\|")))
+    return "\n".join(out) + "\n"
 
 
 def sensor(*args):
@@ -55,6 +89,12 @@ class ListKeywordsTest(unittest.TestCase):
         self.assertIn("suricata\tcontent\toption\tsupported", lines)
         self.assertTrue(any(l.startswith("snort3\tcontent.fast_pattern_offset\t") for l in lines))
 
+    def test_the_keywords_page_is_what_the_binary_prints(self):
+        with open(DOC) as f:
+            doc = f.read()
+        self.assertEqual(doc, render_doc(self.run_.stdout),
+                         "docs/keywords.md is stale: rerun this test with --write")
+
     def test_unknown_flag_fails(self):
         for args in (["--no-such-flag"], ["--list-keywords", "--no-such-flag"]):
             r = sensor(*args)
@@ -64,7 +104,18 @@ class ListKeywordsTest(unittest.TestCase):
 
 
 def main():
+    write = "--write" in sys.argv
+    if write:
+        sys.argv.remove("--write")
     _, argv = picket_e2e.parse_args()
+    if write:
+        r = sensor("--list-keywords")
+        if r.returncode != 0:
+            sys.exit("picket-sensor --list-keywords failed: " + r.stderr)
+        with open(DOC, "w") as f:
+            f.write(render_doc(r.stdout))
+        print("wrote " + os.path.normpath(DOC))
+        return
     picket_test.main(argv)
 
 
