@@ -332,7 +332,7 @@ class Detection(unittest.TestCase):
         self.assertEqual(r.stderr.splitlines(), [
             "picket: warning: %s: outputs: 'pcap-log' is not supported by Picket; ignored" % cfg,
             "picket-sensor: config error: %s: outputs.eve-log.types: unknown type 'htpp' "
-            "(known: alert, anomaly, dns, drop, files, flow, http, ssh, stats, tls)" % cfg,
+            "(known: alert, anomaly, dns, drop, files, flow, ftp, http, ssh, stats, tls)" % cfg,
         ])
 
     def test_check_mode_reads_the_acl_file(self):
