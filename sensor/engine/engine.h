@@ -304,6 +304,10 @@ private:
     // flow's drop mark when one of them applies to the flow.
     void apply_silent_drop(WorkerContext& w, flow::Flow* f, const detect::InspectExtras& extras,
                            FlowVerdict& out);
+    // The packet's part of an alert or packet record: time, flow id, addresses, ports, vlan,
+    // interface, protocol, ICMP type and code.
+    void set_packet_fields(output::AlertEvent& ev, const decode::Packet& p,
+                           const flow::Flow* f) const;
     // Alerts w.alert_buf[0, n) of packet p, whose verdict so far is `verdict`. stream: the
     // stream window alerts that matched on the stream report as their payload; tx: they come
     // from a transaction of f.

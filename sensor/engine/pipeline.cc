@@ -560,6 +560,26 @@ void Engine::end_flow(WorkerContext& w, flow::Flow& f, bool release_app) {
     }
 }
 
+void Engine::set_packet_fields(output::AlertEvent& ev, const decode::Packet& p,
+                               const flow::Flow* f) const {
+    ev.ts_ns = p.ts_ns;
+    ev.flow_id = f != nullptr ? f->flow_id : 0;
+    ev.pcap_cnt = p.pcap_cnt;
+    ev.src = p.src;
+    ev.dst = p.dst;
+    ev.linktype = p.linktype;
+    ev.sport = p.sport;
+    ev.dport = p.dport;
+    ev.vlan_count = p.vlan_count;
+    ev.vlan_id[0] = p.vlan_id[0];
+    ev.vlan_id[1] = p.vlan_id[1];
+    ev.in_iface = config_.iface.empty() ? output::kNoInterface : 0;
+    ev.ip_version = p.ip_version;
+    ev.proto = p.proto;
+    ev.icmp_type = p.icmp_type;
+    ev.icmp_code = p.icmp_code;
+}
+
 void Engine::emit_alerts(WorkerContext& w, const decode::Packet& p, flow::Flow* f,
                          flow::Direction dir, uint32_t n, uint32_t link_len, PacketVerdict verdict,
                          const detect::StreamView* stream, bool tx) {
@@ -580,23 +600,8 @@ void Engine::emit_alerts(WorkerContext& w, const decode::Packet& p, flow::Flow* 
     for (uint32_t i = 0; i < n; ++i) {
         const detect::AlertRecord& a = w.alert_buf[i];
         output::AlertEvent ev;
-        ev.ts_ns = p.ts_ns;
-        ev.flow_id = f != nullptr ? f->flow_id : 0;
-        ev.pcap_cnt = p.pcap_cnt;
+        set_packet_fields(ev, p, f);
         ev.meta = &w.active->metas[a.rule_index];
-        ev.src = p.src;
-        ev.dst = p.dst;
-        ev.linktype = p.linktype;
-        ev.sport = p.sport;
-        ev.dport = p.dport;
-        ev.vlan_count = p.vlan_count;
-        ev.vlan_id[0] = p.vlan_id[0];
-        ev.vlan_id[1] = p.vlan_id[1];
-        ev.in_iface = config_.iface.empty() ? output::kNoInterface : 0;
-        ev.ip_version = p.ip_version;
-        ev.proto = p.proto;
-        ev.icmp_type = p.icmp_type;
-        ev.icmp_code = p.icmp_code;
         if (f != nullptr) {
             ev.has_flow = true;
             for (int d = 0; d < 2; ++d) {
@@ -698,22 +703,7 @@ void Engine::emit_tagged_packet(WorkerContext& w, const decode::Packet& p, const
     }
     output::AlertEvent ev;
     ev.tagged = true;
-    ev.ts_ns = p.ts_ns;
-    ev.flow_id = f != nullptr ? f->flow_id : 0;
-    ev.pcap_cnt = p.pcap_cnt;
-    ev.src = p.src;
-    ev.dst = p.dst;
-    ev.linktype = p.linktype;
-    ev.sport = p.sport;
-    ev.dport = p.dport;
-    ev.vlan_count = p.vlan_count;
-    ev.vlan_id[0] = p.vlan_id[0];
-    ev.vlan_id[1] = p.vlan_id[1];
-    ev.in_iface = config_.iface.empty() ? output::kNoInterface : 0;
-    ev.ip_version = p.ip_version;
-    ev.proto = p.proto;
-    ev.icmp_type = p.icmp_type;
-    ev.icmp_code = p.icmp_code;
+    set_packet_fields(ev, p, f);
     ev.origin = p.has(decode::kFlagReassembled) ? output::PacketOrigin::kDefrag
                                                 : output::PacketOrigin::kWire;
     if (!w.alerts->push(ev, packet, packet_len, nullptr, 0)) {

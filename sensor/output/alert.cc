@@ -167,8 +167,12 @@ size_t xff_client_ip(std::string_view value, bool reverse, char* out) {
     return ip.size();
 }
 
-void append_alert_json(const AlertEvent& ev, const AlertOutputOptions& options, std::string& out) {
-    // Field order follows Suricata 7's CreateEveHeader + AlertJson.
+namespace {
+
+// The record's start, as Suricata 7's CreateEveHeader writes it: timestamp, flow_id, in_iface,
+// pcap_cnt, event_type, vlan.
+void append_eve_header(const AlertEvent& ev, const AlertOutputOptions& options,
+                       const char* event_type, std::string& out) {
     out += "{\"timestamp\":";
     append_timestamp(out, ev.ts_ns);
     if (ev.flow_id != 0) {
@@ -183,8 +187,17 @@ void append_alert_json(const AlertEvent& ev, const AlertOutputOptions& options, 
         append_key(out, "pcap_cnt");
         append_uint(out, ev.pcap_cnt);
     }
-    out += ",\"event_type\":\"alert\"";
+    out += ",\"event_type\":\"";
+    out += event_type;
+    out.push_back('"');
     append_vlan(out, ev.vlan_id, ev.vlan_count);
+}
+
+}  // namespace
+
+void append_alert_json(const AlertEvent& ev, const AlertOutputOptions& options, std::string& out) {
+    // Field order follows Suricata 7's CreateEveHeader + AlertJson.
+    append_eve_header(ev, options, "alert", out);
     if (ev.ip_version != 0) {
         char ip[46];
         // xff overwrite: the client side's address is the one the proxy reported.
@@ -362,22 +375,7 @@ void append_alert_json(const AlertEvent& ev, const AlertOutputOptions& options, 
 
 void append_packet_json(const AlertEvent& ev, const AlertOutputOptions& options, std::string& out) {
     // Suricata 7's CreateEveHeader (LOG_DIR_PACKET) then EvePacket.
-    out += "{\"timestamp\":";
-    append_timestamp(out, ev.ts_ns);
-    if (ev.flow_id != 0) {
-        append_key(out, "flow_id");
-        append_uint(out, ev.flow_id);
-    }
-    if (ev.in_iface != kNoInterface && ev.in_iface < options.interfaces.size()) {
-        append_key(out, "in_iface");
-        append_json_string(out, options.interfaces[ev.in_iface]);
-    }
-    if (ev.pcap_cnt != 0) {
-        append_key(out, "pcap_cnt");
-        append_uint(out, ev.pcap_cnt);
-    }
-    out += ",\"event_type\":\"packet\"";
-    append_vlan(out, ev.vlan_id, ev.vlan_count);
+    append_eve_header(ev, options, "packet", out);
     if (ev.ip_version != 0) {
         char ip[46];
         append_key(out, "src_ip");
