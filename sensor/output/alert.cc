@@ -193,6 +193,28 @@ void append_eve_header(const AlertEvent& ev, const AlertOutputOptions& options,
     append_vlan(out, ev.vlan_id, ev.vlan_count);
 }
 
+// community_id and the ether object, when on: the same in alert and packet records.
+void append_community_id_and_ether(const AlertEvent& ev, const AlertOutputOptions& options,
+                                   std::string& out) {
+    if (options.community_id && ev.ip_version != 0) {
+        const bool icmp = is_icmp(ev.proto);
+        append_community_id(ev.src, ev.dst, icmp ? ev.icmp_type : ev.sport,
+                            icmp ? ev.icmp_code : ev.dport, ev.proto, options.community_id_seed,
+                            out);
+    }
+    if (options.ethernet && ev.linktype == 1 && ev.packet_len >= 14) {
+        char mac[64];
+        const uint8_t* m = ev.packet;
+        std::snprintf(mac, sizeof(mac),
+                      ",\"ether\":{\"src_mac\":\"%02x:%02x:%02x:%02x:%02x:%02x\",", m[6], m[7],
+                      m[8], m[9], m[10], m[11]);
+        out += mac;
+        std::snprintf(mac, sizeof(mac), "\"dest_mac\":\"%02x:%02x:%02x:%02x:%02x:%02x\"}", m[0],
+                      m[1], m[2], m[3], m[4], m[5]);
+        out += mac;
+    }
+}
+
 }  // namespace
 
 void append_alert_json(const AlertEvent& ev, const AlertOutputOptions& options, std::string& out) {
@@ -239,23 +261,7 @@ void append_alert_json(const AlertEvent& ev, const AlertOutputOptions& options, 
         append_key(out, "tx_id");
         append_uint(out, ev.tx_id);
     }
-    if (options.community_id && ev.ip_version != 0) {
-        const bool icmp = is_icmp(ev.proto);
-        append_community_id(ev.src, ev.dst, icmp ? ev.icmp_type : ev.sport,
-                            icmp ? ev.icmp_code : ev.dport, ev.proto, options.community_id_seed,
-                            out);
-    }
-    if (options.ethernet && ev.linktype == 1 && ev.packet_len >= 14) {
-        char mac[64];
-        const uint8_t* m = ev.packet;
-        std::snprintf(mac, sizeof(mac),
-                      ",\"ether\":{\"src_mac\":\"%02x:%02x:%02x:%02x:%02x:%02x\",", m[6], m[7],
-                      m[8], m[9], m[10], m[11]);
-        out += mac;
-        std::snprintf(mac, sizeof(mac), "\"dest_mac\":\"%02x:%02x:%02x:%02x:%02x:%02x\"}", m[0],
-                      m[1], m[2], m[3], m[4], m[5]);
-        out += mac;
-    }
+    append_community_id_and_ether(ev, options, out);
 
     append_key(out, "alert");
     out += "{\"action\":";
@@ -407,23 +413,7 @@ void append_packet_json(const AlertEvent& ev, const AlertOutputOptions& options,
     }
     append_key(out, "pkt_src");
     append_json_string(out, pkt_src_name(ev.origin));
-    if (options.community_id && ev.ip_version != 0) {
-        const bool icmp = is_icmp(ev.proto);
-        append_community_id(ev.src, ev.dst, icmp ? ev.icmp_type : ev.sport,
-                            icmp ? ev.icmp_code : ev.dport, ev.proto, options.community_id_seed,
-                            out);
-    }
-    if (options.ethernet && ev.linktype == 1 && ev.packet_len >= 14) {
-        char mac[64];
-        const uint8_t* m = ev.packet;
-        std::snprintf(mac, sizeof(mac),
-                      ",\"ether\":{\"src_mac\":\"%02x:%02x:%02x:%02x:%02x:%02x\",", m[6], m[7],
-                      m[8], m[9], m[10], m[11]);
-        out += mac;
-        std::snprintf(mac, sizeof(mac), "\"dest_mac\":\"%02x:%02x:%02x:%02x:%02x:%02x\"}", m[0],
-                      m[1], m[2], m[3], m[4], m[5]);
-        out += mac;
-    }
+    append_community_id_and_ether(ev, options, out);
     append_key(out, "packet");
     append_base64(out, ev.packet, ev.packet_len);
     append_packet_info(out, ev.linktype);
