@@ -109,8 +109,10 @@ DetectWorker::DetectWorker(std::shared_ptr<const DetectEngine> engine, WorkerFlo
     : engine_(std::move(engine)), flow_state_(flow_state), scratch_(new Scratch) {
     const auto& d = engine_->impl();
     for (const auto& part : d.parts) {
-        if (part.db != nullptr && hs_alloc_scratch(part.db, &scratch_->hs) != HS_SUCCESS) {
-            throw std::runtime_error("hyperscan: cannot allocate scratch");
+        for (hs_database_t* db : {part.db, part.pkt_db}) {
+            if (db != nullptr && hs_alloc_scratch(db, &scratch_->hs) != HS_SUCCESS) {
+                throw std::runtime_error("hyperscan: cannot allocate scratch");
+            }
         }
     }
     for (const auto& set : d.app_sets) {
@@ -264,6 +266,24 @@ static bool fp_ends_in_new(const FastPattern& fp, const StreamView& sv) {
     return false;
 }
 
+namespace {
+
+// The three scans of inspect_packet, out of line so that profiles tell them apart.
+[[gnu::noinline]] void scan_payload(const hs_database_t* db, const decode::Packet& p,
+                                    hs_scratch_t* hs, ScanContext* sc) {
+    hs_scan(db, reinterpret_cast<const char*>(p.payload), p.payload_len, 0, hs, on_hs_match, sc);
+}
+[[gnu::noinline]] void scan_stream(const hs_database_t* db, const uint8_t* data, uint32_t len,
+                                   hs_scratch_t* hs, ScanContext* sc) {
+    hs_scan(db, reinterpret_cast<const char*>(data), len, 0, hs, on_hs_match, sc);
+}
+[[gnu::noinline]] void scan_app_buffer(const hs_database_t* db, std::string_view buf,
+                                       hs_scratch_t* hs, ScanContext* sc) {
+    hs_scan(db, buf.data(), static_cast<unsigned>(buf.size()), 0, hs, on_hs_match, sc);
+}
+
+}  // namespace
+
 template <bool kProfile>
 uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, flow::Direction dir,
                                       AlertRecord* out, uint32_t out_cap,
@@ -314,10 +334,14 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
             if (part.ip_only && ip_only_now) {
                 add_ip_only_candidates(part, p, &s.acl_matches, &s.candidates, &s.seen);
             }
-            if (part.db != nullptr && p.payload_len > 0) {
-                ScanContext sc{&part.pattern_rules, &s.candidates, &s.seen};
-                hs_scan(part.db, reinterpret_cast<const char*>(p.payload), p.payload_len, 0, s.hs,
-                        on_hs_match, &sc);
+            // A packet whose data went into the stream: only the patterns of the rules that
+            // still read its payload (Part::pkt_split).
+            const bool split = pkt_in_stream && part.pkt_split;
+            hs_database_t* pkt_db = split ? part.pkt_db : part.db;
+            if (pkt_db != nullptr && p.payload_len > 0) {
+                ScanContext sc{split ? &part.pkt_pattern_rules : &part.pattern_rules, &s.candidates,
+                               &s.seen};
+                scan_payload(pkt_db, p, s.hs, &sc);
             }
             if (part.db != nullptr && stream != nullptr) {
                 // Only the new bytes and the tail a pattern may straddle from.
@@ -325,8 +349,7 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
                     stream->new_off > part.max_pattern ? stream->new_off - part.max_pattern : 0;
                 ScanContext sc{&part.pattern_rules, &s.candidates, &s.seen, stream->new_off - from,
                                &s.stream_hit};
-                hs_scan(part.db, reinterpret_cast<const char*>(stream->data + from),
-                        stream->len - from, 0, s.hs, on_hs_match, &sc);
+                scan_stream(part.db, stream->data + from, stream->len - from, s.hs, &sc);
             }
         }
     } else {
@@ -345,8 +368,7 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
                 continue;
             }
             ScanContext sc{&adb.pattern_rules, &s.candidates, &s.seen};
-            hs_scan(adb.db, buf.data(), static_cast<unsigned>(buf.size()), 0, s.hs, on_hs_match,
-                    &sc);
+            scan_app_buffer(adb.db, buf, s.hs, &sc);
         }
     }
     counters().prefilter_candidates += s.candidates.size();

@@ -324,18 +324,35 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
     std::vector<DbJob> jobs;
     AclCache acl_cache;
     std::vector<std::pair<uint32_t, DbUse>> part_uses;  // part index, its database
+    std::vector<std::pair<uint32_t, DbUse>> pkt_uses;   // part index, its pkt_db
     auto plan = [&](const std::vector<uint32_t>& ids, bool tcp) {
-        std::vector<Part*> ps;
-        std::vector<uint32_t> fresh;
+        std::vector<std::vector<PatternKey>*> ps, pkt_ps;
+        std::vector<uint32_t> fresh, pkt_fresh;
         for (uint32_t id : ids) {
-            if (id != kNoGroup && !d.parts[id].patterns.empty()) {
-                ps.push_back(&d.parts[id]);
-                fresh.push_back(id);
+            if (id == kNoGroup || d.parts[id].patterns.empty()) {
+                continue;
             }
+            Part& part = d.parts[id];
+            // Part::pkt_split: on TCP, when some of the part's patterns are only the stream's.
+            part.pkt_split = tcp && part.pkt_patterns.size() < part.patterns.size();
+            if (part.pkt_split && !part.pkt_patterns.empty()) {
+                pkt_ps.push_back(&part.pkt_patterns);
+                pkt_fresh.push_back(id);
+            } else {
+                std::vector<PatternKey>().swap(part.pkt_patterns);
+                std::vector<std::vector<uint32_t>>().swap(part.pkt_pattern_rules);
+            }
+            ps.push_back(&part.patterns);
+            fresh.push_back(id);
         }
         std::vector<DbUse> uses = plan_part_databases(ps, tcp, &jobs);
         for (size_t i = 0; i < fresh.size(); ++i) {
             part_uses.emplace_back(fresh[i], std::move(uses[i]));
+        }
+        // First matches are enough on a payload (no stream window to place them in).
+        uses = plan_part_databases(pkt_ps, false, &jobs);
+        for (size_t i = 0; i < pkt_fresh.size(); ++i) {
+            pkt_uses.emplace_back(pkt_fresh[i], std::move(uses[i]));
         }
     };
     auto part_of = [&](std::vector<uint32_t> members, bool tcp) {
@@ -474,6 +491,11 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
         Part& part = d.parts[id];
         part.db = jobs[use.job].db.get();
         remap_pattern_rules(use, jobs[use.job].patterns.size(), &part.pattern_rules);
+    }
+    for (auto& [id, use] : pkt_uses) {
+        Part& part = d.parts[id];
+        part.pkt_db = jobs[use.job].db.get();
+        remap_pattern_rules(use, jobs[use.job].patterns.size(), &part.pkt_pattern_rules);
     }
     for (size_t a = 0; a < kNumAppProtos; ++a) {
         for (size_t k = 0; k < app_uses[a].size(); ++k) {

@@ -98,6 +98,15 @@ struct Part {
     // While loading: the part's own fast patterns (pattern id = index); moved out when its
     // database is planned.
     std::vector<PatternKey> patterns;
+    // TCP parts: a packet whose data went into the stream (InspectExtras::pkt_in_stream) is
+    // matched only by the rules that do not read the stream (Rule::stream_capable off, Snort 3
+    // packet rules): the others' payload candidates would all be skipped. Such a packet's
+    // payload is scanned with pkt_db, the fast patterns of those rules alone (null: none),
+    // when pkt_split; otherwise (they are all of the part's rules) with db.
+    bool pkt_split = false;
+    hs_database_t* pkt_db = nullptr;
+    std::vector<std::vector<uint32_t>> pkt_pattern_rules;
+    std::vector<PatternKey> pkt_patterns;  // while loading, as patterns
 };
 
 // The rules of one app-layer protocol that inspect its buffers: one Hyperscan database per
@@ -186,12 +195,15 @@ struct DbUse {
     std::vector<uint32_t> id_map;  // own pattern id -> the database's pattern id
 };
 
-// Plans the databases of a set of parts compiled with the same match mode: a part whose
-// patterns are almost all in an earlier database of the set (a few more, the result not much
-// larger than the part) shares it, so that port groups differing by a rule or two compile
-// once. Appends the jobs; returns each part's use, in the order given.
-std::vector<DbUse> plan_part_databases(std::vector<Part*>& parts, bool all_matches,
-                                       std::vector<DbJob>* jobs);
+// Plans the databases of a set of parts (their patterns, moved out) compiled with the same match
+// mode: a part whose patterns are almost all in an earlier database of the set (a few more, the
+// result not much larger than the part) shares it, so that port groups differing by a rule or two
+// compile once. Appends the jobs; returns each part's use, in the order given.
+std::vector<DbUse> plan_part_databases(const std::vector<std::vector<PatternKey>*>& parts,
+                                       bool all_matches, std::vector<DbJob>* jobs);
+// Whether a rule of a TCP part can match the payload of a packet whose data went into the
+// stream (see Part::pkt_split).
+bool matches_in_stream_payload(const Rule& r);
 // App-layer rules, per protocol: fast patterns from app buffers only (a rule's packet content
 // cannot prefilter a transaction), one database per (buffer, transform chain). Fills
 // d.app_sets but their databases; appends the jobs and per database its use (app_uses[a][k]).

@@ -331,8 +331,17 @@ double compile_databases(std::vector<DbJob>* jobs, uint32_t threads, bool reuse)
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-std::vector<DbUse> plan_part_databases(std::vector<Part*>& parts, bool all_matches,
-                                       std::vector<DbJob>* jobs) {
+bool matches_in_stream_payload(const Rule& r) {
+    // Mirrors DetectWorker::inspect_packet's skip_payload: a stream-capable rule prefiltered
+    // on the stream finds its in-stream bytes there; a Snort 3 rule without only_stream reads
+    // every packet.
+    const bool snort3_packets =
+        r.syntax == RuleSyntax::kSnort3 && (r.flow_flags & kFlowOnlyStream) == 0;
+    return !r.stream_capable || !r.stream_prefiltered || snort3_packets;
+}
+
+std::vector<DbUse> plan_part_databases(const std::vector<std::vector<PatternKey>*>& parts,
+                                       bool all_matches, std::vector<DbJob>* jobs) {
     struct Shared {
         size_t job;
         std::unordered_map<PatternKey, uint32_t, PatternKeyHash> ids;
@@ -341,8 +350,8 @@ std::vector<DbUse> plan_part_databases(std::vector<Part*>& parts, bool all_match
     std::vector<Shared> shared;
     std::vector<DbUse> uses(parts.size());
     for (size_t p = 0; p < parts.size(); ++p) {
-        std::vector<PatternKey> pats = std::move(parts[p]->patterns);
-        parts[p]->patterns.clear();
+        std::vector<PatternKey> pats = std::move(*parts[p]);
+        parts[p]->clear();
         if (pats.empty()) {
             uses[p].job = SIZE_MAX;
             continue;
@@ -398,7 +407,7 @@ void build_part(const std::vector<std::unique_ptr<Rule>>& rules,
                 const std::vector<FastPattern>& fps, const std::vector<bool>& has_fp,
                 const std::vector<uint32_t>& members, MpmAlgo mpm, bool ip_only_acl, Part& part,
                 uint64_t* memory, AclCache* acl_cache) {
-    std::unordered_map<PatternKey, uint32_t, PatternKeyHash> ids;
+    std::unordered_map<PatternKey, uint32_t, PatternKeyHash> ids, pkt_ids;
     std::vector<uint32_t> src_indexed, dst_indexed;
     std::vector<filter::AclRule> acl_rules;
     part.rule_count = static_cast<uint32_t>(members.size());
@@ -427,6 +436,16 @@ void build_part(const std::vector<std::unique_ptr<Rule>>& rules,
                 part.patterns.push_back(key);
             }
             part.pattern_rules[it->second].push_back(ri);
+            if (matches_in_stream_payload(*rules[ri])) {
+                auto pit = pkt_ids.find(key);
+                if (pit == pkt_ids.end()) {
+                    pit =
+                        pkt_ids.emplace(key, static_cast<uint32_t>(part.pkt_patterns.size())).first;
+                    part.pkt_pattern_rules.emplace_back();
+                    part.pkt_patterns.push_back(key);
+                }
+                part.pkt_pattern_rules[pit->second].push_back(ri);
+            }
             continue;
         }
         switch (index_side(*rules[ri])) {

@@ -122,6 +122,36 @@ TEST_F(AppStreamTest, OnlyStreamAndNoStream) {
     EXPECT_EQ(run_stream("", "ATTACK"), (std::vector<uint32_t>{1, 2, 3, 4}));
 }
 
+// A packet whose data went into the stream: its payload is scanned with the patterns of the
+// rules that still read it (dsize, no_stream, tcp-pkt), not those of the stream-capable rules,
+// which see the bytes on the stream (Part::pkt_split); the alerts are those of a full scan.
+TEST_F(AppStreamTest, InStreamPacketScansOnlyThePacketRulesPatterns) {
+    load(
+        "alert tcp any any -> any any (content:\"ATTACK\"; sid:1;)\n"
+        "alert tcp any any -> any any (dsize:>0; content:\"ATTACK\"; sid:2;)\n"
+        "alert tcp any any -> any any (flow:no_stream; content:\"ATTACK\"; sid:3;)\n"
+        "alert tcp-pkt any any -> any any (content:\"ATTACK\"; sid:4;)\n"
+        "alert tcp any any -> any any (content:\"STREAMONLY\"; sid:5;)\n");
+    auto run = [&](const std::string& payload, bool in_stream, uint64_t* candidates) {
+        decode(payload);
+        InspectExtras x;
+        x.pkt_in_stream = in_stream;
+        AlertRecord out[16];
+        const uint64_t before = worker_->counters().prefilter_candidates.get();
+        uint32_t n = worker_->inspect(p_, f_, dir_, out, 16, &x);
+        *candidates = worker_->counters().prefilter_candidates.get() - before;
+        return sids(out, n);
+    };
+    uint64_t candidates = 0;
+    // Not in the stream: every rule reads the payload.
+    EXPECT_EQ(run("xxATTACKxxSTREAMONLY", false, &candidates),
+              (std::vector<uint32_t>{1, 2, 3, 4, 5}));
+    EXPECT_EQ(candidates, 5u);
+    // In the stream (no stream view yet): the packet rules alone, and only they are candidates.
+    EXPECT_EQ(run("xxATTACKxxSTREAMONLY", true, &candidates), (std::vector<uint32_t>{2, 3, 4}));
+    EXPECT_EQ(candidates, 3u);
+}
+
 TEST_F(AppStreamTest, HttpBuffersMatchOnTheTransaction) {
     load(
         "alert http any any -> any any (http.uri; content:\"/admin/\"; sid:1;)\n"
