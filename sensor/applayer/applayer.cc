@@ -624,12 +624,23 @@ uint32_t AppLayer::on_data(flow::Flow& f, flow::Direction dir, const uint8_t* da
             if (!s.tls || s.tls->failed()) {
                 return 0;
             }
+            if (s.bypassed) {
+                return 0;
+            }
             uint32_t upd = s.tls->feed(static_cast<tls::Dir>(d), data, len);
+            if ((upd & tls::kAppDataBegin) != 0 &&
+                config_.tls_config.encryption != tls::EncryptionHandling::kFull) {
+                s.payload_off = true;
+                s.bypassed = config_.tls_config.encryption == tls::EncryptionHandling::kBypass;
+            }
             if (config_.log.tls || config_.log.anomaly) {
                 log_tls(s, upd, dir, false);
             }
             account(&s);
-            if ((upd & tls::kAppData) != 0) {
+            if ((upd & tls::kRecordEnd) != 0) {
+                // Suricata's TLS parser asks for the raw stream at the end of every record (and
+                // of each handshake message): the bytes are inspected before the session turns
+                // encrypted and its payload inspection goes off.
                 s.raw_trigger |= static_cast<uint8_t>(1u << d);
             }
             if ((upd & (tls::kClientHello | tls::kServerHello | tls::kCertificate)) == 0 ||
@@ -862,6 +873,16 @@ bool AppLayer::take_raw_trigger(flow::Flow& f, flow::Direction dir) {
     }
     s->raw_trigger = static_cast<uint8_t>(s->raw_trigger & ~bit);
     return true;
+}
+
+bool AppLayer::payload_inspection_off(const flow::Flow& f) const {
+    const auto* s = AppSlot::get(f);
+    return s != nullptr && s->payload_off;
+}
+
+bool AppLayer::bypassed(const flow::Flow& f) const {
+    const auto* s = AppSlot::get(f);
+    return s != nullptr && s->bypassed;
 }
 
 bool AppLayer::has_deferred(const flow::Flow& f, flow::Direction dir) const {

@@ -145,9 +145,14 @@ public:
     void defer_all(flow::Flow& f);
     uint32_t take_deferred(flow::Flow& f, flow::Direction dir, TxUpdate* out, uint32_t cap);
     // Whether a message of direction dir ended since the last call (an HTTP request or
-    // response completed, a TLS application data record): Suricata then inspects that
+    // response completed, a TLS record): Suricata then inspects that
     // direction's raw stream at once (stream::StreamTracker::trigger_raw()). Clears it.
     bool take_raw_trigger(flow::Flow& f, flow::Direction dir);
+    // tls::TlsConfig::encryption: the flow's TLS handshake is done and its payload (packets and
+    // raw stream) is no longer inspected (Suricata's APP_LAYER_PARSER_NO_INSPECTION_PAYLOAD);
+    // bypassed: nothing more of the flow is inspected (encryption-handling: bypass).
+    bool payload_inspection_off(const flow::Flow& f) const;
+    bool bypassed(const flow::Flow& f) const;
     // The protocol could not be told or its parser gave up ("failed" in EVE).
     bool failed(const flow::Flow& f) const;
     // detect.guess-applayer-tx: the transaction a packet or stream alert on this flow is

@@ -67,6 +67,10 @@ struct AppLayer::FlowState {
     bool said_no[2] = {false, false};
     // Bit 1 << (flow direction): a message of that direction ended (take_raw_trigger()).
     uint8_t raw_trigger = 0;
+    // TlsConfig::encryption: the TLS handshake is done and the flow's payload is no longer
+    // inspected (payload_inspection_off()); bypassed: nor anything else (bypassed()).
+    bool payload_off = false;
+    bool bypassed = false;
     // A session picked up midstream whose first bytes "to the server" are an HTTP response:
     // the flow's directions are the wrong way round (Suricata reverses such a flow when the
     // protocol is detected in the other direction). The parsers and views get the flipped

@@ -257,6 +257,11 @@ struct InspectExtras {
     // The packet's TCP data went into the stream (stream::kEventStreamAdd, IDS timing):
     // stream-capable rules (Rule::stream_capable) do not match its payload.
     bool pkt_in_stream = false;
+    // The flow's payload is no longer inspected (a TLS session past its handshake,
+    // app-layer.protocols.tls.encryption-handling): no rule that reads the packet payload or
+    // the stream is checked (Suricata's PKT_NOPAYLOAD_INSPECTION); header-only and app-layer
+    // rules still are.
+    bool no_payload = false;
     // An end-of-flow pseudo packet: only the stream view is inspected (rules that cannot
     // match it are not checked).
     bool stream_only = false;

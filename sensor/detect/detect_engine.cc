@@ -307,6 +307,10 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
         stream = nullptr;
     }
     const bool pkt_in_stream = extras != nullptr && extras->pkt_in_stream;
+    const bool no_payload = extras != nullptr && extras->no_payload;
+    if (no_payload) {
+        stream = nullptr;
+    }
     const bool stream_only = extras != nullptr && extras->stream_only;
     const bool unacked_end = extras != nullptr && extras->unacked_end;
     const bool pdu = extras != nullptr && extras->snort3_pdu && stream != nullptr;
@@ -338,7 +342,7 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
             // still read its payload (Part::pkt_split).
             const bool split = pkt_in_stream && part.pkt_split;
             hs_database_t* pkt_db = split ? part.pkt_db : part.db;
-            if (pkt_db != nullptr && p.payload_len > 0) {
+            if (pkt_db != nullptr && p.payload_len > 0 && !no_payload) {
                 ScanContext sc{split ? &part.pkt_pattern_rules : &part.pattern_rules, &s.candidates,
                                &s.seen};
                 scan_payload(pkt_db, p, s.hs, &sc);
@@ -454,6 +458,9 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
         const Rule& r = *d.rules[ri];
         if (r.ip_only && !ip_only_now) {
             continue;  // IP-only: the direction's first packet only (mpm none, over budget)
+        }
+        if (no_payload && r.packet_buffer) {
+            continue;  // InspectExtras::no_payload
         }
         if (log != nullptr && log->seen(view->tx_id, r.sid)) {
             continue;  // this transaction already alerted on this rule

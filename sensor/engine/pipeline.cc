@@ -71,6 +71,9 @@ FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& 
     detect::StreamView sv;
     bool have_stream = false;
     bool pkt_in_stream = false;
+    // Taken before this packet's data reaches the app layer, as Suricata flags the packet from
+    // its flow: the packet whose data ends a TLS handshake is still inspected in full.
+    const bool payload_off = f != nullptr && w.app && w.app->payload_inspection_off(*f);
     uint32_t ntx = 0;
     applayer::TxUpdate* txs = w.tx_buf.data();
     const uint32_t tx_cap = static_cast<uint32_t>(w.tx_buf.size());
@@ -125,7 +128,7 @@ FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& 
                     }
                 }
                 const uint32_t k = w.feed_app(*f, d, u.app_data(d), txs + ntx, tx_cap - ntx);
-                if (w.active && !acl_skip_detect &&
+                if (w.active && !acl_skip_detect && !payload_off &&
                     u.app_data(d).new_len() + u.app_data(d).gap != 0) {
                     if (detect::PduCutter* pc = snort3_pdu_cutter(w, *f, d); pc != nullptr) {
                         out.verdict = inspect_snort3_pdus(w, d == dir ? &p : nullptr, *f, d, *pc,
@@ -166,8 +169,9 @@ FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& 
     }
     detect::InspectExtras extras;
     extras.app = f != nullptr && w.app ? w.app->proto(*f) : detect::AppProto::kUnknown;
-    extras.stream = have_stream ? &sv : nullptr;
+    extras.stream = have_stream && !payload_off ? &sv : nullptr;
     extras.pkt_in_stream = pkt_in_stream;
+    extras.no_payload = payload_off;
     // Made on the first packet of a PDU direction, before its data is acknowledged and cut:
     // its only_stream Snort 3 rules then read the PDUs and not the raw chunks, and its wire
     // alerts are recorded for the PDU that follows.
@@ -308,6 +312,9 @@ PacketVerdict Engine::apply_actions(WorkerContext& w, flow::Flow* f, uint32_t n)
 PacketVerdict Engine::inspect_stream_chunk(WorkerContext& w, const decode::Packet& p, flow::Flow& f,
                                            flow::Direction d, const stream::StreamChunk& c,
                                            uint32_t link_len, PacketVerdict verdict) {
+    if (w.app && w.app->payload_inspection_off(f)) {
+        return verdict;  // tls encryption-handling: the raw stream is no longer inspected
+    }
     const detect::StreamView sv = view_of(c);
     detect::InspectExtras extras;
     extras.app = w.app ? w.app->proto(f) : detect::AppProto::kUnknown;
@@ -377,7 +384,8 @@ PacketVerdict Engine::inspect_snort3_pdus(WorkerContext& w, const decode::Packet
     f.pkt_established = true;
     f.pkt_midstream = false;
     auto inspect = [&](const uint8_t* data, uint32_t len) {
-        if (f.action == flow::FlowAction::kDrop || f.action == flow::FlowAction::kPass) {
+        if (f.action == flow::FlowAction::kDrop || f.action == flow::FlowAction::kPass ||
+            (w.app && w.app->payload_inspection_off(f))) {
             return;
         }
         const decode::Packet& pkt = p != nullptr ? *p : pseudo_packet(w, f, d);
@@ -799,7 +807,9 @@ capture::Verdict Engine::process_decoded(WorkerContext& w, decode::Packet& p,
                 log_drop(w, p, f, "flow drop");
                 return Verdict::kDrop;
             }
-            if (f == nullptr || f->action != flow::FlowAction::kPass) {
+            // tls encryption-handling: bypass: nothing more of the flow is looked at.
+            const bool bypassed = f != nullptr && w.app && w.app->bypassed(*f);
+            if ((f == nullptr || f->action != flow::FlowAction::kPass) && !bypassed) {
                 // Checked before the packet's own inspection: the packet whose alert installs
                 // a tag is not tagged by it (Suricata's tag counts the packets that follow).
                 const bool tagged = w.active && config_.eve_enabled && config_.eve.types.alert &&

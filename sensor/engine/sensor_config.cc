@@ -376,6 +376,15 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
     };
     s.app_layer.http = proto_enabled("app-layer.protocols.http.enabled");
     s.app_layer.tls = proto_enabled("app-layer.protocols.tls.enabled");
+    {
+        // What happens once a TLS handshake is done (tls::EncryptionHandling).
+        const std::string v = c.get_choice("app-layer.protocols.tls.encryption-handling", "default",
+                                           {"default", "bypass", "full"});
+        s.app_layer.tls_config.encryption = v == "full" ? applayer::tls::EncryptionHandling::kFull
+                                            : v == "bypass"
+                                                ? applayer::tls::EncryptionHandling::kBypass
+                                                : applayer::tls::EncryptionHandling::kDefault;
+    }
     s.app_layer.ssh = proto_enabled("app-layer.protocols.ssh.enabled");
     s.app_layer.ftp = proto_enabled("app-layer.protocols.ftp.enabled");
     s.app_layer.ftp_config.max_line = static_cast<uint32_t>(

@@ -1,5 +1,6 @@
 #include "sensor/applayer/tls/tls.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <iterator>
@@ -166,6 +167,11 @@ void TlsParser::raise(Event e) {
     events_ |= bit;
 }
 
+bool TlsParser::early_data() const {
+    return has_ch_ && !has_sh_ &&
+           std::find(ch_.extensions.begin(), ch_.extensions.end(), 42) != ch_.extensions.end();
+}
+
 uint32_t TlsParser::feed(Dir dir, const uint8_t* data, size_t len) {
     update_ = 0;
     Side& s = side_[static_cast<size_t>(dir)];
@@ -218,6 +224,9 @@ uint32_t TlsParser::feed(Dir dir, const uint8_t* data, size_t len) {
                 s.hs_skip = 0;
                 update_ |= kEncrypted;
             }
+            if (s.type == kApplicationData && !early_data()) {
+                update_ |= kAppDataBegin;
+            }
             if (rec_len == 0 && s.type == kHandshake) {
                 raise(Event::kInvalidRecordLength);
             }
@@ -233,8 +242,8 @@ uint32_t TlsParser::feed(Dir dir, const uint8_t* data, size_t len) {
         data += take;
         len -= take;
         s.body_left -= static_cast<uint32_t>(take);
-        if (s.body_left == 0 && !s.sslv2 && s.type == kApplicationData) {
-            update_ |= kAppData;
+        if (s.body_left == 0 && !s.sslv2) {
+            update_ |= kRecordEnd | (s.type == kApplicationData ? kAppData : kNone);
         }
         if (s.body_left == 0 && s.sslv2) {
             s.sslv2 = false;

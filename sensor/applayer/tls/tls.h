@@ -112,9 +112,18 @@ struct TlsCounters {
 // "app_layer.tls.events.<name>".
 void export_stats(const TlsCounters& c, StatsSnapshot& out);
 
+// app-layer.protocols.tls.encryption-handling (Suricata's): what happens to a session once its
+// handshake is done (an application data record began, TlsParser's kAppDataBegin).
+//   kDefault: the parser keeps tracking it (events, tls.* buffers), but the flow's payload and
+//             raw stream are no longer inspected: rules with content on the payload stop matching.
+//   kBypass:  as kDefault, and nothing more of the flow is parsed or inspected.
+//   kFull:    inspected like any other protocol.
+enum class EncryptionHandling : uint8_t { kDefault, kBypass, kFull };
+
 struct TlsConfig {
     uint32_t max_handshake_message = 64 * 1024;  // bigger messages are skipped (event)
     uint32_t max_certificates = 16;              // certificates kept per chain
+    EncryptionHandling encryption = EncryptionHandling::kDefault;
 };
 
 // What feed() made newly available.
@@ -125,6 +134,11 @@ enum Update : uint32_t {
     kCertificate = 1U << 2,
     kEncrypted = 1U << 3,  // this direction's handshake turned encrypted (CCS / TLS 1.3)
     kAppData = 1U << 4,    // an application data record (type 23) ended
+    // An application data record began (its header read): the handshake is done, as Suricata
+    // takes it, unless it is TLS 1.3 early data (the ClientHello offered early_data and no
+    // ServerHello yet).
+    kAppDataBegin = 1U << 5,
+    kRecordEnd = 1U << 6,  // a record (any type) ended
 };
 
 class TlsParser {
@@ -180,6 +194,9 @@ private:
     ClientHello ch_;
     ServerHello sh_;
     CertInfo cert_;
+    // TLS 1.3 0-RTT: the ClientHello offered early_data (extension 42) and the server has
+    // not answered yet, so an application data record is no sign of a finished handshake.
+    bool early_data() const;
     bool has_ch_ = false, has_sh_ = false, has_cert_ = false;
     bool failed_ = false;
     uint32_t events_ = 0;

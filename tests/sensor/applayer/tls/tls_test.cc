@@ -126,7 +126,7 @@ TEST(TlsClientHello, Ja3ReadmeExample) {
     TlsCounters c;
     TlsParser p(TlsConfig{}, &c);
     Bytes stream = records(22, handshake(1, ja3_readme_client_hello()));
-    EXPECT_EQ(p.feed(Dir::kToServer, stream.data(), stream.size()), kClientHello);
+    EXPECT_EQ(p.feed(Dir::kToServer, stream.data(), stream.size()), kClientHello | kRecordEnd);
     ASSERT_NE(p.client_hello(), nullptr);
     const ClientHello& ch = *p.client_hello();
     EXPECT_EQ(ch.sni, "example.org");
@@ -166,7 +166,7 @@ TEST(TlsClientHello, SameResultWhateverTheSplit) {
             EXPECT_EQ(p.client_hello(), nullptr) << i;
         }
     }
-    EXPECT_EQ(updates, kClientHello);
+    EXPECT_EQ(updates, kClientHello | kRecordEnd);
     ASSERT_NE(p.client_hello(), nullptr);
     EXPECT_EQ(p.client_hello()->ja3_hash, "76d1087a673aa13a11cccd79e3574bdb");
     EXPECT_EQ(p.events(), 0u);
@@ -211,7 +211,7 @@ TEST(TlsServerHello, Ja3sAndVersion) {
     Bytes stream = records(22, handshake(2, body));
     TlsCounters c;
     TlsParser p(TlsConfig{}, &c);
-    EXPECT_EQ(p.feed(Dir::kToClient, stream.data(), stream.size()), kServerHello);
+    EXPECT_EQ(p.feed(Dir::kToClient, stream.data(), stream.size()), kServerHello | kRecordEnd);
     ASSERT_NE(p.server_hello(), nullptr);
     EXPECT_EQ(p.server_hello()->ja3s, "771,49199,65281-0-11-16");
     EXPECT_EQ(p.server_hello()->ja3s_hash, "ae53107a2e47ea20c72ac44821a728bf");
@@ -430,7 +430,7 @@ TEST(TlsOpenssl, Tls12ServerCertificate) {
     EXPECT_EQ(p.feed(Dir::kToServer, cap.to_server.data(), cap.to_server.size()) & kClientHello,
               kClientHello);
     EXPECT_EQ(p.feed(Dir::kToClient, cap.to_client.data(), cap.to_client.size()),
-              kServerHello | kCertificate | kEncrypted);
+              kServerHello | kCertificate | kEncrypted | kRecordEnd);
     ASSERT_NE(p.client_hello(), nullptr);
     EXPECT_EQ(p.client_hello()->sni, "test.example");
     EXPECT_EQ(p.client_hello()->ja3.substr(0, 4), "771,");
@@ -475,12 +475,48 @@ TEST(TlsOpenssl, Tls13CertificateIsEncrypted) {
     p.feed(Dir::kToServer, cap.to_server.data(), cap.to_server.size());
     // TLS 1.3 sends the rest of its handshake in application data records (type 23).
     EXPECT_EQ(p.feed(Dir::kToClient, cap.to_client.data(), cap.to_client.size()),
-              kServerHello | kEncrypted | kAppData);
+              kServerHello | kEncrypted | kAppData | kAppDataBegin | kRecordEnd);
     EXPECT_EQ(p.client_hello()->sni, "v13.example");
     EXPECT_EQ(version_string(p.version()), "TLS 1.3");
     EXPECT_EQ(p.server_hello()->selected_version, 0x0304);
     EXPECT_EQ(p.cert(), nullptr);
     EXPECT_EQ(p.events(), 0u);
+}
+
+// Suricata's handshake end: the first application data record (its header is enough), but
+// not TLS 1.3 early data before the ServerHello; every record's end asks for the raw stream.
+TEST(TlsAppData, HandshakeEndsWithTheFirstApplicationDataRecord) {
+    TlsCounters c;
+    TlsParser p(TlsConfig{}, &c);
+    const Bytes ch = records(22, handshake(1, ja3_readme_client_hello()));
+    EXPECT_EQ(p.feed(Dir::kToServer, ch.data(), ch.size()), kClientHello | kRecordEnd);
+    Bytes app = records(23, Bytes(40, 0xab));
+    // The header alone: the handshake is done; the record's end comes with its last byte.
+    EXPECT_EQ(p.feed(Dir::kToServer, app.data(), 5), kAppDataBegin);
+    EXPECT_EQ(p.feed(Dir::kToServer, app.data() + 5, app.size() - 6), kNone);
+    EXPECT_EQ(p.feed(Dir::kToServer, app.data() + app.size() - 1, 1), kAppData | kRecordEnd);
+}
+
+TEST(TlsAppData, EarlyDataBeforeTheServerHelloDoesNotEndTheHandshake) {
+    TlsCounters c;
+    TlsParser p(TlsConfig{}, &c);
+    const Bytes ch = records(
+        22,
+        handshake(1, client_hello_body(0x0303, {0x1301}, {{0, sni_ext("e.example")}, {42, {}}})));
+    EXPECT_EQ(p.feed(Dir::kToServer, ch.data(), ch.size()), kClientHello | kRecordEnd);
+    const Bytes early = records(23, Bytes(20, 0xcd));
+    EXPECT_EQ(p.feed(Dir::kToServer, early.data(), early.size()), kAppData | kRecordEnd);
+    Bytes sh_body;
+    put16(sh_body, 0x0303);
+    sh_body.insert(sh_body.end(), 32, 0x22);
+    put8(sh_body, 0);
+    put16(sh_body, 0x1301);
+    put8(sh_body, 0);
+    put16(sh_body, 0);
+    const Bytes sh = records(22, handshake(2, sh_body));
+    EXPECT_EQ(p.feed(Dir::kToClient, sh.data(), sh.size()), kServerHello | kRecordEnd);
+    EXPECT_EQ(p.feed(Dir::kToServer, early.data(), early.size()),
+              kAppDataBegin | kAppData | kRecordEnd);
 }
 
 TEST(TlsCert, GarbageDerIsInvalidCertificate) {
@@ -491,7 +527,7 @@ TEST(TlsCert, GarbageDerIsInvalidCertificate) {
     Bytes stream = records(22, handshake(11, certs));
     TlsCounters c;
     TlsParser p(TlsConfig{}, &c);
-    EXPECT_EQ(p.feed(Dir::kToClient, stream.data(), stream.size()), kCertificate);
+    EXPECT_EQ(p.feed(Dir::kToClient, stream.data(), stream.size()), kCertificate | kRecordEnd);
     ASSERT_NE(p.cert(), nullptr);
     EXPECT_FALSE(p.cert()->parsed);
     EXPECT_EQ(p.cert()->chain.size(), 1u);

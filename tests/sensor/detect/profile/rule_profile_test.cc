@@ -210,10 +210,11 @@ TEST_F(RuleProfileTest, ExactChecksAndMatchesWithHyperscan) {
 TEST_F(RuleProfileTest, ExactChecksAndMatchesWithoutPrefilter) {
     // Raw content per packet (stream.raw-on-ack=no): every TCP packet is then one check of
     // each content rule. (With Suricata's chunk timing a packet whose data waits for its
-    // chunk is no check; ExactChecksAndMatchesWithHyperscan counts that mode.)
-    Engine e(
-        config("counts.rules", "none", 2,
-               {"profiling.rules.enabled=yes", "detect.mpm-algo=none", "stream.raw-on-ack=no"}));
+    // chunk is no check; ExactChecksAndMatchesWithHyperscan counts that mode.) TLS sessions
+    // are inspected in full: by default their encrypted packets are no check either.
+    Engine e(config("counts.rules", "none", 2,
+                    {"profiling.rules.enabled=yes", "detect.mpm-algo=none", "stream.raw-on-ack=no",
+                     "app-layer.protocols.tls.encryption-handling=full"}));
     EXPECT_EQ(e.load_summary().hs_databases, 0u);
     const engine::RunResult r = e.run();
     ASSERT_EQ(r.exit_code, 0) << r.error;
