@@ -2,7 +2,8 @@
 // (Suricata 7): bits per host or per address pair with an expiry, kept in the process-wide
 // table of ../flowbits.h. set/unset/toggle are recorded in Rule::xbits and applied by the
 // engine after the rule matched (apply_xbit_actions); isset/isnotset also become a
-// HeaderOption. expire defaults to 30 seconds and must be above 0.
+// HeaderOption. expire defaults to 30 seconds and must be above 0; track and expire may come in
+// either order, as Suricata reads them by their word.
 // xbits:<set|isset>,<name>,track tx (Suricata 8): bits of the app-layer transaction the rule is
 // inspected on, kept in the flow's store. Other commands are refused (Suricata 8 has these
 // two); an expire is accepted and has no effect (Suricata 8 parses it and never reads it). A tx
@@ -86,6 +87,13 @@ void add_xbit_op(ParseState& st, XbitOp op, std::string_view name) {
         st.rule->has_xbit_actions = true;
     }
     st.rule->xbits.push_back(op);
+}
+
+// "word <value>": a is the word, blanks, then something.
+bool word_then_value(std::string_view a, std::string_view word) {
+    return a.size() > word.size() + 1 && a.starts_with(word) &&
+           (a[word.size()] == ' ' || a[word.size()] == '\t') &&
+           !trim_blanks(a.substr(word.size())).empty();
 }
 
 bool parse_command(std::string_view kw, std::string_view cmd, FlowbitCmd* out, std::string* error) {
@@ -205,17 +213,35 @@ bool parse_xbits(ParseState& st, std::string_view value, bool has_value, std::st
         *error = "xbits: invalid bit name '" + std::string(n < 2 ? "" : parts[1]) + "'";
         return false;
     }
-    if (n < 3) {
+    // track and expire, in either order (Suricata reads them by their word).
+    std::string_view track;
+    std::string_view expire;
+    for (int i = 2; i < n; ++i) {
+        const std::string_view a = parts[i];
+        if (word_then_value(a, "track")) {
+            if (!track.empty()) {
+                *error = "xbits: track given twice ('" + std::string(a) + "')";
+                return false;
+            }
+            track = trim_blanks(a.substr(5));
+        } else if (word_then_value(a, "expire")) {
+            if (!expire.empty()) {
+                *error = "xbits: expire given twice ('" + std::string(a) + "')";
+                return false;
+            }
+            expire = trim_blanks(a.substr(6));
+        } else {
+            *error = track.empty()
+                         ? "xbits: expected 'track <ip_src|ip_dst|ip_pair|tx>', got '" +
+                               std::string(a) + "'"
+                         : "xbits: expected 'expire <seconds>', got '" + std::string(a) + "'";
+            return false;
+        }
+    }
+    if (track.empty()) {
         *error = "xbits: track <ip_src|ip_dst|ip_pair|tx> is required";
         return false;
     }
-    std::string_view track = parts[2];
-    if (!track.starts_with("track") || track.size() < 6 || (track[5] != ' ' && track[5] != '\t')) {
-        *error =
-            "xbits: expected 'track <ip_src|ip_dst|ip_pair|tx>', got '" + std::string(track) + "'";
-        return false;
-    }
-    track = trim_blanks(track.substr(5));
     if (track == "ip_src") {
         op.track = XbitTrack::kIpSrc;
     } else if (track == "ip_dst") {
@@ -234,16 +260,11 @@ bool parse_xbits(ParseState& st, std::string_view value, bool has_value, std::st
             "xbits: invalid track '" + std::string(track) + "' (ip_src, ip_dst, ip_pair or tx)";
         return false;
     }
-    if (n == 4) {
-        std::string_view ex = parts[3];
-        if (!ex.starts_with("expire") || ex.size() < 7 || (ex[6] != ' ' && ex[6] != '\t')) {
-            *error = "xbits: expected 'expire <seconds>', got '" + std::string(ex) + "'";
-            return false;
-        }
+    if (!expire.empty()) {
         uint64_t secs = 0;
-        if (!parse_decimal(trim_blanks(ex.substr(6)), UINT32_MAX, &secs) || secs == 0) {
+        if (!parse_decimal(expire, UINT32_MAX, &secs) || secs == 0) {
             *error = "xbits: expire must be a number of seconds above 0, got '" +
-                     std::string(trim_blanks(ex.substr(6))) + "'";
+                     std::string(expire) + "'";
             return false;
         }
         op.expire_s = static_cast<uint32_t>(secs);

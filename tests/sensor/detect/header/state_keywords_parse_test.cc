@@ -105,6 +105,20 @@ TEST(XbitsParseTest, AcceptsDocumentedForms) {
     EXPECT_FALSE(c.rule.has_xbit_actions);
 }
 
+TEST(XbitsParseTest, TakesTrackAndExpireInEitherOrder) {
+    Fixture f;
+    ASSERT_TRUE(f.parse(parse_xbits, "set,a,expire 60,track ip_pair")) << f.error;
+    ASSERT_EQ(f.rule.xbits.size(), 1u);
+    EXPECT_EQ(f.rule.xbits[0].track, XbitTrack::kIpPair);
+    EXPECT_EQ(f.rule.xbits[0].expire_s, 60u);
+    EXPECT_EQ(parse_error(parse_xbits, "set,a,expire 60"),
+              "xbits: track <ip_src|ip_dst|ip_pair|tx> is required");
+    EXPECT_EQ(parse_error(parse_xbits, "set,a,track ip_src,track ip_dst"),
+              "xbits: track given twice ('track ip_dst')");
+    EXPECT_EQ(parse_error(parse_xbits, "set,a,expire 5,expire 6"),
+              "xbits: expire given twice ('expire 6')");
+}
+
 TEST(XbitsParseTest, AcceptsTrackTx) {
     Fixture f;
     ASSERT_TRUE(f.parse(parse_xbits, "set,ET.req,track tx")) << f.error;
