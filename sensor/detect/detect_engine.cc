@@ -584,7 +584,12 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
             }
         }
         if (has_xbit_actions(r)) {
-            apply_xbit_actions(r, p);
+            // track tx bits go on the transaction this match is on (none for a packet rule).
+            if (view != nullptr && f != nullptr && has_tx_xbit_sets(r)) {
+                bits = flowbits_acquire(*f, flow_state_->impl().pool);
+                pc.flowbits = bits;
+            }
+            apply_xbit_actions(r, p, view != nullptr ? bits : nullptr, view);
         }
         if (!r.tags.empty()) {
             apply_tags(r, p, f, flow_state_->impl().pool);  // tag.h: the packets that follow

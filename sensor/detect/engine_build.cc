@@ -259,7 +259,10 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
 
     // Evaluation order (Suricata's signature ordering): by action in the configured
     // action-order, then flowbit setters first (so a bit set by one rule is visible to a
-    // checker of the same action on the same packet), then file order. Stable.
+    // checker of the same action on the same packet), then xbits / hostbits setters first
+    // (Suricata orders host and ip_pair bit setters before their readers, and a tx bit set on
+    // a transaction is then seen by the checkers inspecting that transaction in the same
+    // pass), then file order. Stable.
     d.action_rank = action_ranks(config.action_order);
     std::stable_sort(loaded.rules.begin(), loaded.rules.end(),
                      [&d](const std::unique_ptr<Rule>& a, const std::unique_ptr<Rule>& b) {
@@ -268,7 +271,11 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
                          if (ra != rb) {
                              return ra < rb;
                          }
-                         return rule_sets_flowbits(*a) && !rule_sets_flowbits(*b);
+                         const bool fa = rule_sets_flowbits(*a);
+                         if (fa != rule_sets_flowbits(*b)) {
+                             return fa;
+                         }
+                         return a->has_xbit_actions && !b->has_xbit_actions;
                      });
     d.rules = std::move(loaded.rules);
     for (size_t i = 0; i < d.rules.size(); ++i) {

@@ -203,6 +203,7 @@ void FlowbitStore::clear() {
     ints = FlowintValues{};
     vars = nullptr;  // a released store gave its block back (FlowbitPool::release)
     tags = SessionTags{};
+    tx_bits = TxBits{};
 }
 
 void tcp_seq_note(TcpSeqState& s, const decode::Packet& p, flow::Direction dir) {
@@ -626,28 +627,29 @@ uint64_t addr_hash(uint64_t h, const decode::Address& a) {
     return mix64(mix64(h, lo), hi);
 }
 
-// The table key of op for packet p; never 0.
-uint64_t xbit_key(const XbitOp& op, const decode::Packet& p) {
-    // ip_src and ip_dst name the same host table (a bit set on the destination is seen on
-    // that host as a source); address pairs are a table of their own.
-    uint64_t h = mix64(op.name_hash, op.track == XbitTrack::kIpPair ? 2 : 1);
-    switch (op.track) {
-        case XbitTrack::kIpSrc:
-            h = addr_hash(h, p.src);
-            break;
-        case XbitTrack::kIpDst:
-            h = addr_hash(h, p.dst);
-            break;
-        case XbitTrack::kIpPair: {
-            // Unordered: the pair is the same bit in both directions.
-            const bool src_first = std::memcmp(p.src.b, p.dst.b, 16) <= 0;
-            h = addr_hash(h, src_first ? p.src : p.dst);
-            h = addr_hash(h, src_first ? p.dst : p.src);
-            break;
-        }
-    }
+uint64_t finish_key(uint64_t h) {
     h ^= h >> 29;
     return h == 0 ? 1 : h;
+}
+
+// The host table key of bit name_hash on host a; never 0. ip_src and ip_dst (and hostbits'
+// both) name the same host table (a bit set on the destination is seen on that host as a
+// source); address pairs are a table of their own.
+uint64_t host_key(uint64_t name_hash, const decode::Address& a) {
+    return finish_key(addr_hash(mix64(name_hash, 1), a));
+}
+
+// The table key of a host or ip_pair op for packet p (kIpBoth: the source's); never 0.
+uint64_t xbit_key(const XbitOp& op, const decode::Packet& p) {
+    if (op.track != XbitTrack::kIpPair) {
+        return host_key(op.name_hash, op.track == XbitTrack::kIpDst ? p.dst : p.src);
+    }
+    // Unordered: the pair is the same bit in both directions.
+    const bool src_first = std::memcmp(p.src.b, p.dst.b, 16) <= 0;
+    uint64_t h = mix64(op.name_hash, 2);
+    h = addr_hash(h, src_first ? p.src : p.dst);
+    h = addr_hash(h, src_first ? p.dst : p.src);
+    return finish_key(h);
 }
 
 XbitSlot* xbit_find(uint64_t key) {
@@ -699,27 +701,85 @@ void xbit_unset(uint64_t key) {
 }  // namespace
 
 bool xbit_isset(const XbitOp& op, const decode::Packet& p) {
+    if (op.track == XbitTrack::kIpBoth) {
+        return xbit_live(xbit_find(host_key(op.name_hash, p.src)), p.ts_ns) &&
+               xbit_live(xbit_find(host_key(op.name_hash, p.dst)), p.ts_ns);
+    }
     return xbit_live(xbit_find(xbit_key(op, p)), p.ts_ns);
 }
 
-void apply_xbit_actions(const Rule& r, const decode::Packet& p) {
+bool xbit_condition(const XbitOp& op, const decode::Packet& p, const FlowbitStore* flow,
+                    const AppView* view) {
+    bool set = false;
+    if (op.track == XbitTrack::kTx) {
+        set = flow != nullptr && view != nullptr &&
+              flow->tx_bits.test(tx_bit_key(op.name_hash, *view));
+    } else if (op.track == XbitTrack::kIpBoth && op.cmd == FlowbitCmd::kIsnotset) {
+        // Neither host has the bit.
+        return !xbit_live(xbit_find(host_key(op.name_hash, p.src)), p.ts_ns) &&
+               !xbit_live(xbit_find(host_key(op.name_hash, p.dst)), p.ts_ns);
+    } else {
+        set = xbit_isset(op, p);
+    }
+    return op.cmd == FlowbitCmd::kIsnotset ? !set : set;
+}
+
+uint64_t tx_bit_key(uint64_t name_hash, const AppView& view) {
+    // The protocol is part of the key: a flow that changes protocol (STARTTLS, an HTTP
+    // CONNECT tunnel) numbers its new transactions from 0 again.
+    return finish_key(
+        mix64(mix64(mix64(name_hash, 3), static_cast<uint64_t>(view.proto)), view.tx_id));
+}
+
+bool has_tx_xbit_sets(const Rule& r) {
     for (const XbitOp& op : r.xbits) {
-        const uint64_t key = xbit_key(op, p);
-        switch (op.cmd) {
-            case FlowbitCmd::kSet:
-                xbit_set(key, p.ts_ns, op.expire_s);
-                break;
-            case FlowbitCmd::kUnset:
+        if (op.track == XbitTrack::kTx && op.cmd == FlowbitCmd::kSet) {
+            return true;
+        }
+    }
+    return false;
+}
+
+namespace {
+
+void apply_host_op(const XbitOp& op, uint64_t key, int64_t now_ns) {
+    switch (op.cmd) {
+        case FlowbitCmd::kSet:
+            xbit_set(key, now_ns, op.expire_s);
+            break;
+        case FlowbitCmd::kUnset:
+            xbit_unset(key);
+            break;
+        case FlowbitCmd::kToggle:
+            if (xbit_live(xbit_find(key), now_ns)) {
                 xbit_unset(key);
-                break;
-            case FlowbitCmd::kToggle:
-                if (xbit_live(xbit_find(key), p.ts_ns)) {
-                    xbit_unset(key);
-                } else {
-                    xbit_set(key, p.ts_ns, op.expire_s);
+            } else {
+                xbit_set(key, now_ns, op.expire_s);
+            }
+            break;
+        default:
+            break;
+    }
+}
+
+}  // namespace
+
+void apply_xbit_actions(const Rule& r, const decode::Packet& p, FlowbitStore* flow,
+                        const AppView* view) {
+    for (const XbitOp& op : r.xbits) {
+        switch (op.track) {
+            case XbitTrack::kTx:
+                // Suricata 8 has set alone for transactions (the parser refuses the rest).
+                if (op.cmd == FlowbitCmd::kSet && flow != nullptr && view != nullptr) {
+                    flow->tx_bits.set(tx_bit_key(op.name_hash, *view));
                 }
                 break;
+            case XbitTrack::kIpBoth:
+                apply_host_op(op, host_key(op.name_hash, p.src), p.ts_ns);
+                apply_host_op(op, host_key(op.name_hash, p.dst), p.ts_ns);
+                break;
             default:
+                apply_host_op(op, xbit_key(op, p), p.ts_ns);
                 break;
         }
     }

@@ -111,6 +111,30 @@ struct FlowintValues {
 // option of the rule matched (Suricata evaluates its packet-match list after the payload).
 bool run_flowints(const std::vector<FlowintOp>& ops, FlowintValues& vals);
 
+// xbits with track tx (Suricata 8): the bits of the flow's app-layer transactions. An entry is
+// a hash of (bit name, app protocol, transaction id), never 0; when all kTxBitSlots are taken
+// the oldest entry goes (the bits of a transaction are set and read while it is inspected,
+// so the oldest belong to finished transactions). Fixed size: no allocation.
+inline constexpr uint32_t kTxBitSlots = 8;
+struct TxBits {
+    uint64_t key[kTxBitSlots] = {};  // 0 = free
+    uint8_t next = 0;                // the slot the next new entry takes
+    bool test(uint64_t k) const {
+        for (uint64_t e : key) {
+            if (e == k) {
+                return true;
+            }
+        }
+        return false;
+    }
+    void set(uint64_t k) {
+        if (!test(k)) {
+            key[next] = k;
+            next = static_cast<uint8_t>((next + 1) % kTxBitSlots);
+        }
+    }
+};
+
 // The bits of one flow. Ids at or above capacity() read as unset and cannot be set (a store
 // from before a reload that added names; see FlowbitPool::grow_bits).
 struct FlowbitStore {
@@ -122,6 +146,7 @@ struct FlowbitStore {
     FlowintValues ints;                 // flowint; cleared with the bits
     VarSet* vars = nullptr;  // flowvar values: a block of the pool's (FlowbitPool::vars_of)
     SessionTags tags;        // tag:session (tag.h); cleared with the bits
+    TxBits tx_bits;          // xbits track tx; cleared with the bits
 
     uint32_t capacity() const { return nwords * 64; }
     bool test(uint32_t id) const {
@@ -274,9 +299,29 @@ std::vector<std::string> flowbit_warnings(const std::vector<const Rule*>& rules,
 // allocation. A set that finds no free or expired slot in its probe window is dropped and
 // counted (xbits_dropped()).
 
+//
+// track tx bits live in the flow's FlowbitStore (TxBits), keyed by the transaction of the
+// AppView being inspected: set when the rule matched on that transaction, read by isset on the
+// same transaction (another direction's inspection included), unseen by the flow's other
+// transactions. A rule matched without a transaction (a packet rule) sets nothing, as Suricata.
+// kIpBoth: set/unset/toggle act on the source and the destination host; isset is true when
+// both hosts have the bit, isnotset when neither has it.
+
+// isset (true) / isnotset (false) of a host or ip_pair op on packet p.
 bool xbit_isset(const XbitOp& op, const decode::Packet& p);
-// Applies r's xbits set/unset/toggle operations in rule order. Call after r matched.
-void apply_xbit_actions(const Rule& r, const decode::Packet& p);
+// The condition of op (kIsset or kIsnotset, any track) for packet p, the flow's store (nullptr:
+// no bit set) and the transaction being inspected (nullptr: none, so a tx bit reads unset).
+bool xbit_condition(const XbitOp& op, const decode::Packet& p, const FlowbitStore* flow,
+                    const AppView* view);
+// The TxBits key of a tx op's bit on transaction view; never 0.
+uint64_t tx_bit_key(uint64_t name_hash, const AppView& view);
+// Applies r's xbits set/unset/toggle operations in rule order. Call after r matched. Tx sets
+// need flow (the flow's store, acquired by the caller) and view (the transaction r matched
+// on); without them they do nothing.
+void apply_xbit_actions(const Rule& r, const decode::Packet& p, FlowbitStore* flow = nullptr,
+                        const AppView* view = nullptr);
+// True when r sets a track tx bit (the engine acquires the flow's store for it).
+bool has_tx_xbit_sets(const Rule& r);
 inline bool has_xbit_actions(const Rule& r) {
     return r.has_xbit_actions;
 }

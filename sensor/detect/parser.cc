@@ -3,6 +3,7 @@
 #include "sensor/detect/parser.h"
 
 #include "sensor/detect/content_inspect.h"
+#include "sensor/detect/keywords/keywords.h"
 #include "sensor/detect/snort3.h"
 
 #include <algorithm>
@@ -599,6 +600,9 @@ std::unique_ptr<Rule> parse_suricata_rule(std::string_view text, const ParseEnv&
     std::erase_if(rule->buffers, [](const BufferMatch& m) { return m.options.empty(); });
     for (BufferMatch& m : rule->buffers) {
         link_payload_options(m);
+    }
+    if (std::string error; !keywords::finish_xbits(*rule, &error)) {
+        return fail({"bad xbits", error});
     }
     return rule;
 }

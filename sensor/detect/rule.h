@@ -202,8 +202,10 @@ struct FlowbitOp {
 };
 
 // xbits (hostbits / ip_pair bits, flowbits.h). name_hash identifies the bit (names are not
-// interned: the table is keyed by a hash of track, name and address).
-enum class XbitTrack : uint8_t { kIpSrc, kIpDst, kIpPair };
+// interned: the table is keyed by a hash of track, name and address). kIpBoth (hostbits'
+// direction both) is the source and the destination host at once; kTx (Suricata 8's track tx)
+// is the app-layer transaction being inspected, kept in the flow's FlowbitStore.
+enum class XbitTrack : uint8_t { kIpSrc, kIpDst, kIpPair, kIpBoth, kTx };
 struct XbitOp {
     FlowbitCmd cmd = FlowbitCmd::kSet;  // kSet, kUnset, kToggle, kIsset, kIsnotset
     XbitTrack track = XbitTrack::kIpSrc;

@@ -99,10 +99,15 @@ PICKET_KEYWORD(parse_ftpdata_command);
 // Variables (flowvar.cc): flowvar:<name>,<content>; pktvar:<name>,<content>.
 PICKET_KEYWORD(parse_flowvar);
 PICKET_KEYWORD(parse_pktvar);
-// hostbits (xbits.cc): hostbits:<cmd>,<name>[,<src|dst>[,expire <s>]], the xbits host table.
+// hostbits (xbits.cc): hostbits:<cmd>,<name>[,<src|dst|both>[,expire <s>]], the xbits host
+// table; hostbits:noalert.
 PICKET_KEYWORD(parse_hostbits);
 
 #undef PICKET_KEYWORD
+
+// End of a rule's parse (xbits.cc): a rule with xbits track tx becomes an app-layer rule of its
+// header's protocol; false with *error when it has neither that nor an app-layer buffer.
+bool finish_xbits(Rule& r, std::string* error);
 
 // A content pattern as written ("abc|41 42|d\"e", with its quotes and an optional '!') into
 // its bytes (content.cc); kw names the keyword in *error.

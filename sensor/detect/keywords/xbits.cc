@@ -2,13 +2,24 @@
 // (Suricata 7): bits per host or per address pair with an expiry, kept in the process-wide
 // table of ../flowbits.h. set/unset/toggle are recorded in Rule::xbits and applied by the
 // engine after the rule matched (apply_xbit_actions); isset/isnotset also become a
-// HeaderOption. expire defaults to 30 seconds and must be above 0. Suricata 8's "track tx"
-// is refused (Suricata 7 has no transaction bits).
+// HeaderOption. expire defaults to 30 seconds and must be above 0; track and expire may come in
+// either order, as Suricata reads them by their word.
+// xbits:<set|isset>,<name>,track tx (Suricata 8): bits of the app-layer transaction the rule is
+// inspected on, kept in the flow's store. Other commands are refused (Suricata 8 has these
+// two); an expire is accepted and has no effect (Suricata 8 parses it and never reads it). A tx
+// rule must be inspected on transactions: finish_xbits (end of the rule's parse) makes a rule
+// whose header names an app-layer protocol an app-layer rule (Rule::app_needed) and refuses one
+// with neither such a protocol nor an app-layer buffer. Suricata 8 also wants an explicit
+// firewall hook on a tx isset; Picket has no hooks and reads the bit on the transaction
+// inspected.
 //
-// hostbits:<cmd>,<name>[,<src|dst>[,expire <s>]] (Suricata 7's per-host bits, "no difference
-// from xbits with track ip_<src|dst>"): the same host table as xbits, so hostbits:set,x,dst and
-// xbits:isset,x,track ip_src name one bit. Direction src by default; 'both' is refused; the
-// expire may also be a bare number of seconds (default 30, above 0).
+// hostbits:<cmd>,<name>[,<src|dst|both>[,[expire ]<s>]] (Suricata 7's per-host bits, "no
+// difference from xbits with track ip_<src|dst>"): the same host table as xbits, so
+// hostbits:set,x,dst and xbits:isset,x,track ip_src name one bit. Direction src by default.
+// hostbits:noalert is the rule's noalert, as in Suricata. Suricata 7 refuses 'both' ("not
+// implemented") and any expire, and gives every host bit 300 seconds; Picket keeps that default
+// and also takes 'both' (both hosts: set/unset/toggle act on each, isset wants the bit on both,
+// isnotset on neither) and an expire.
 #include <memory>
 
 #include "sensor/detect/flowbits.h"
@@ -24,11 +35,10 @@ public:
     explicit XbitsOption(XbitOp op) : op_(op) {}
     const char* keyword() const override { return "xbits"; }
     bool match(const PacketContext& pc) const override {
-        if (pc.p == nullptr || pc.p->ip_version == 0) {
+        if (pc.p == nullptr || (pc.p->ip_version == 0 && op_.track != XbitTrack::kTx)) {
             return false;
         }
-        const bool set = xbit_isset(op_, *pc.p);
-        return op_.cmd == FlowbitCmd::kIsset ? set : !set;
+        return xbit_condition(op_, *pc.p, pc.flowbits, pc.view);
     }
     uint64_t hash() const override {
         uint64_t h = hash_mix(hash_str("xbits"), static_cast<uint64_t>(op_.cmd));
@@ -43,6 +53,9 @@ public:
 private:
     XbitOp op_;
 };
+
+// Suricata 7's lifetime of a host bit set by hostbits (xbits' default is 30 seconds).
+constexpr uint32_t kHostbitsExpire = 300;
 
 bool valid_name(std::string_view n) {
     if (n.empty()) {
@@ -76,6 +89,13 @@ void add_xbit_op(ParseState& st, XbitOp op, std::string_view name) {
     st.rule->xbits.push_back(op);
 }
 
+// "word <value>": a is the word, blanks, then something.
+bool word_then_value(std::string_view a, std::string_view word) {
+    return a.size() > word.size() + 1 && a.starts_with(word) &&
+           (a[word.size()] == ' ' || a[word.size()] == '\t') &&
+           !trim_blanks(a.substr(word.size())).empty();
+}
+
 bool parse_command(std::string_view kw, std::string_view cmd, FlowbitCmd* out, std::string* error) {
     static constexpr struct {
         const char* text;
@@ -92,7 +112,8 @@ bool parse_command(std::string_view kw, std::string_view cmd, FlowbitCmd* out, s
         }
     }
     *error = std::string(kw) + ": unknown command '" + std::string(cmd) +
-             "' (set, unset, toggle, isset or isnotset)";
+             (kw == "hostbits" ? "' (set, unset, toggle, isset, isnotset or noalert)"
+                               : "' (set, unset, toggle, isset or isnotset)");
     return false;
 }
 
@@ -101,7 +122,7 @@ bool parse_command(std::string_view kw, std::string_view cmd, FlowbitCmd* out, s
 bool parse_hostbits(ParseState& st, std::string_view value, bool has_value, std::string* error) {
     std::string_view s = unquote(value);
     if (!has_value || s.empty()) {
-        *error = "hostbits: expected <cmd>,<name>[,<src|dst>[,expire <seconds>]]";
+        *error = "hostbits: expected <cmd>,<name>[,<src|dst|both>[,expire <seconds>]]";
         return false;
     }
     std::string_view parts[4];
@@ -109,7 +130,16 @@ bool parse_hostbits(ParseState& st, std::string_view value, bool has_value, std:
     if (n == 0) {
         return false;
     }
+    if (parts[0] == "noalert") {
+        if (n > 1) {
+            *error = "hostbits: noalert takes no bit name, got '" + std::string(parts[1]) + "'";
+            return false;
+        }
+        st.rule->noalert = true;
+        return true;
+    }
     XbitOp op;
+    op.expire_s = kHostbitsExpire;
     if (!parse_command("hostbits", parts[0], &op.cmd, error)) {
         return false;
     }
@@ -123,10 +153,14 @@ bool parse_hostbits(ParseState& st, std::string_view value, bool has_value, std:
         } else if (parts[2] == "dst") {
             op.track = XbitTrack::kIpDst;
         } else if (parts[2] == "both") {
-            *error = "hostbits: direction 'both' is not supported (src or dst)";
+            op.track = XbitTrack::kIpBoth;
+        } else if (parts[2].starts_with("track")) {
+            *error = "hostbits: invalid direction '" + std::string(parts[2]) +
+                     "' (src, dst or both; 'track <ip_src|ip_dst>' is xbits' syntax)";
             return false;
         } else {
-            *error = "hostbits: invalid direction '" + std::string(parts[2]) + "' (src or dst)";
+            *error =
+                "hostbits: invalid direction '" + std::string(parts[2]) + "' (src, dst or both)";
             return false;
         }
     }
@@ -150,7 +184,7 @@ bool parse_hostbits(ParseState& st, std::string_view value, bool has_value, std:
 bool parse_xbits(ParseState& st, std::string_view value, bool has_value, std::string* error) {
     std::string_view s = unquote(value);
     if (!has_value || s.empty()) {
-        *error = "xbits: expected <cmd>,<name>,track <ip_src|ip_dst|ip_pair>[,expire <seconds>]";
+        *error = "xbits: expected <cmd>,<name>,track <ip_src|ip_dst|ip_pair|tx>[,expire <seconds>]";
         return false;
     }
     std::string_view parts[4];
@@ -179,17 +213,35 @@ bool parse_xbits(ParseState& st, std::string_view value, bool has_value, std::st
         *error = "xbits: invalid bit name '" + std::string(n < 2 ? "" : parts[1]) + "'";
         return false;
     }
-    if (n < 3) {
-        *error = "xbits: track <ip_src|ip_dst|ip_pair> is required";
+    // track and expire, in either order (Suricata reads them by their word).
+    std::string_view track;
+    std::string_view expire;
+    for (int i = 2; i < n; ++i) {
+        const std::string_view a = parts[i];
+        if (word_then_value(a, "track")) {
+            if (!track.empty()) {
+                *error = "xbits: track given twice ('" + std::string(a) + "')";
+                return false;
+            }
+            track = trim_blanks(a.substr(5));
+        } else if (word_then_value(a, "expire")) {
+            if (!expire.empty()) {
+                *error = "xbits: expire given twice ('" + std::string(a) + "')";
+                return false;
+            }
+            expire = trim_blanks(a.substr(6));
+        } else {
+            *error = track.empty()
+                         ? "xbits: expected 'track <ip_src|ip_dst|ip_pair|tx>', got '" +
+                               std::string(a) + "'"
+                         : "xbits: expected 'expire <seconds>', got '" + std::string(a) + "'";
+            return false;
+        }
+    }
+    if (track.empty()) {
+        *error = "xbits: track <ip_src|ip_dst|ip_pair|tx> is required";
         return false;
     }
-    std::string_view track = parts[2];
-    if (!track.starts_with("track") || track.size() < 6 || (track[5] != ' ' && track[5] != '\t')) {
-        *error =
-            "xbits: expected 'track <ip_src|ip_dst|ip_pair>', got '" + std::string(track) + "'";
-        return false;
-    }
-    track = trim_blanks(track.substr(5));
     if (track == "ip_src") {
         op.track = XbitTrack::kIpSrc;
     } else if (track == "ip_dst") {
@@ -197,28 +249,54 @@ bool parse_xbits(ParseState& st, std::string_view value, bool has_value, std::st
     } else if (track == "ip_pair") {
         op.track = XbitTrack::kIpPair;
     } else if (track == "tx") {
-        *error = "xbits: track tx is not supported (transaction bits are Suricata 8's)";
-        return false;
-    } else {
-        *error = "xbits: invalid track '" + std::string(track) + "' (ip_src, ip_dst or ip_pair)";
-        return false;
-    }
-    if (n == 4) {
-        std::string_view ex = parts[3];
-        if (!ex.starts_with("expire") || ex.size() < 7 || (ex[6] != ' ' && ex[6] != '\t')) {
-            *error = "xbits: expected 'expire <seconds>', got '" + std::string(ex) + "'";
+        if (op.cmd != FlowbitCmd::kSet && op.cmd != FlowbitCmd::kIsset) {
+            *error = "xbits: track tx takes set or isset only, not '" + std::string(cmd) +
+                     "' (Suricata 8 has no other transaction bit command)";
             return false;
         }
+        op.track = XbitTrack::kTx;
+    } else {
+        *error =
+            "xbits: invalid track '" + std::string(track) + "' (ip_src, ip_dst, ip_pair or tx)";
+        return false;
+    }
+    if (!expire.empty()) {
         uint64_t secs = 0;
-        if (!parse_decimal(trim_blanks(ex.substr(6)), UINT32_MAX, &secs) || secs == 0) {
+        if (!parse_decimal(expire, UINT32_MAX, &secs) || secs == 0) {
             *error = "xbits: expire must be a number of seconds above 0, got '" +
-                     std::string(trim_blanks(ex.substr(6))) + "'";
+                     std::string(expire) + "'";
             return false;
         }
         op.expire_s = static_cast<uint32_t>(secs);
     }
     add_xbit_op(st, op, parts[1]);
     return true;
+}
+
+bool finish_xbits(Rule& r, std::string* error) {
+    bool tx = false;
+    for (const XbitOp& op : r.xbits) {
+        tx = tx || op.track == XbitTrack::kTx;
+    }
+    if (!tx) {
+        return true;
+    }
+    for (const BufferMatch& bm : r.buffers) {
+        if (bm.buffer != BufferId::kPacket) {
+            return true;  // an app-layer buffer: inspected on transactions
+        }
+    }
+    if (r.app_needed != AppProto::kUnknown) {
+        return true;
+    }
+    if (r.proto.app != AppProto::kUnknown) {
+        r.app_needed = r.proto.app;  // alert http ... (xbits:isset,x,track tx;): a tx rule
+        return true;
+    }
+    *error =
+        "xbits: track tx needs an app-layer rule (an app-layer protocol in the header, such "
+        "as http or dns, or an app-layer buffer)";
+    return false;
 }
 
 }  // namespace picket::sensor::detect::keywords

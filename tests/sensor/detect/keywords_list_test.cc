@@ -49,7 +49,7 @@ TEST(KeywordsListTest, ExactEntries) {
     expect(all, "suricata", "flowint", "option", "supported");
     expect(all, "suricata", "base64_decode", "option", "supported");
     expect(all, "suricata", "base64_data", "option", "supported");
-    expect(all, "suricata", "xbits", "option", "partly: track tx (Suricata 8) is refused");
+    expect(all, "suricata", "xbits", "option", "supported");
     expect(all, "suricata", "tag", "option", "supported");
     expect(all, "suricata", "asn1", "option", "supported");
     expect(all, "suricata", "ftpbounce", "option", "supported");
@@ -62,7 +62,7 @@ TEST(KeywordsListTest, ExactEntries) {
     // Variables and hostbits (issue #22).
     expect(all, "suricata", "flowvar", "option", "supported");
     expect(all, "suricata", "pktvar", "option", "supported");
-    expect(all, "suricata", "hostbits", "option", "partly: direction both is refused");
+    expect(all, "suricata", "hostbits", "option", "supported");
 }
 
 // Every Snort 3 keyword of issue #20's list is there, with a status, whatever that status is.

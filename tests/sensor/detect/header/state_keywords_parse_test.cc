@@ -105,21 +105,136 @@ TEST(XbitsParseTest, AcceptsDocumentedForms) {
     EXPECT_FALSE(c.rule.has_xbit_actions);
 }
 
+TEST(XbitsParseTest, TakesTrackAndExpireInEitherOrder) {
+    Fixture f;
+    ASSERT_TRUE(f.parse(parse_xbits, "set,a,expire 60,track ip_pair")) << f.error;
+    ASSERT_EQ(f.rule.xbits.size(), 1u);
+    EXPECT_EQ(f.rule.xbits[0].track, XbitTrack::kIpPair);
+    EXPECT_EQ(f.rule.xbits[0].expire_s, 60u);
+    EXPECT_EQ(parse_error(parse_xbits, "set,a,expire 60"),
+              "xbits: track <ip_src|ip_dst|ip_pair|tx> is required");
+    EXPECT_EQ(parse_error(parse_xbits, "set,a,track ip_src,track ip_dst"),
+              "xbits: track given twice ('track ip_dst')");
+    EXPECT_EQ(parse_error(parse_xbits, "set,a,expire 5,expire 6"),
+              "xbits: expire given twice ('expire 6')");
+}
+
+TEST(XbitsParseTest, AcceptsTrackTx) {
+    Fixture f;
+    ASSERT_TRUE(f.parse(parse_xbits, "set,ET.req,track tx")) << f.error;
+    ASSERT_TRUE(f.parse(parse_xbits, "isset, ET.req, track tx")) << f.error;
+    ASSERT_TRUE(f.parse(parse_xbits, "set,b,track tx,expire 60")) << f.error;  // no effect
+    ASSERT_EQ(f.rule.xbits.size(), 3u);
+    EXPECT_EQ(f.rule.xbits[0].track, XbitTrack::kTx);
+    EXPECT_EQ(f.rule.xbits[0].cmd, FlowbitCmd::kSet);
+    EXPECT_EQ(f.rule.xbits[1].track, XbitTrack::kTx);
+    EXPECT_EQ(f.rule.xbits[1].cmd, FlowbitCmd::kIsset);
+    EXPECT_EQ(f.rule.xbits[0].name_hash, f.rule.xbits[1].name_hash);
+    EXPECT_EQ(f.rule.header_options.size(), 1u);  // the isset
+    EXPECT_TRUE(f.rule.has_xbit_actions);
+    EXPECT_TRUE(has_tx_xbit_sets(f.rule));
+    Fixture host;
+    ASSERT_TRUE(host.parse(parse_xbits, "set,a,track ip_src"));
+    EXPECT_FALSE(has_tx_xbit_sets(host.rule));
+}
+
+TEST(XbitsMatchTest, TxBitsBelongToOneTransaction) {
+    Fixture setter;
+    ASSERT_TRUE(setter.parse(parse_xbits, "set,req,track tx"));
+    Fixture check;
+    ASSERT_TRUE(check.parse(parse_xbits, "isset,req,track tx"));
+    Fixture other;
+    ASSERT_TRUE(other.parse(parse_xbits, "isset,another,track tx"));
+    decode::Packet p = tcp_packet(0x18);
+    AppView tx1;
+    tx1.proto = AppProto::kHttp;
+    tx1.tx_id = 1;
+    AppView tx2 = tx1;
+    tx2.tx_id = 2;
+    AppView dns1;
+    dns1.proto = AppProto::kDns;
+    dns1.tx_id = 1;
+    FlowbitPool pool(64);
+    FlowbitStore* s = pool.acquire();
+    ASSERT_NE(s, nullptr);
+    PacketContext pc = ctx(p);
+    pc.flowbits = s;
+    pc.view = &tx1;
+    EXPECT_FALSE(check.match(pc));
+    apply_xbit_actions(setter.rule, p, s, &tx1);
+    EXPECT_TRUE(check.match(pc));   // the same transaction
+    EXPECT_FALSE(other.match(pc));  // another bit
+    pc.view = &tx2;
+    EXPECT_FALSE(check.match(pc));  // another transaction of the flow
+    pc.view = &dns1;
+    EXPECT_FALSE(check.match(pc));  // the same id in another protocol
+    pc.view = nullptr;
+    EXPECT_FALSE(check.match(pc));  // no transaction: a packet rule
+    pc.view = &tx1;
+    pc.flowbits = nullptr;
+    EXPECT_FALSE(check.match(pc));  // no flow state
+    // Without a transaction or a store a set does nothing.
+    apply_xbit_actions(setter.rule, p, s, nullptr);
+    apply_xbit_actions(setter.rule, p, nullptr, &tx2);
+    pc.flowbits = s;
+    pc.view = &tx2;
+    EXPECT_FALSE(check.match(pc));
+    pool.release(s);
+}
+
+TEST(XbitsMatchTest, TxBitsKeepTheLatestEightEntries) {
+    Fixture setter;
+    ASSERT_TRUE(setter.parse(parse_xbits, "set,req,track tx"));
+    Fixture check;
+    ASSERT_TRUE(check.parse(parse_xbits, "isset,req,track tx"));
+    decode::Packet p = tcp_packet(0x18);
+    FlowbitPool pool(64);
+    FlowbitStore* s = pool.acquire();
+    ASSERT_NE(s, nullptr);
+    AppView v;
+    v.proto = AppProto::kHttp;
+    for (uint64_t id = 0; id < kTxBitSlots + 1; ++id) {  // transactions 0..8
+        v.tx_id = id;
+        apply_xbit_actions(setter.rule, p, s, &v);
+        apply_xbit_actions(setter.rule, p, s, &v);  // a second set takes no new entry
+    }
+    PacketContext pc = ctx(p);
+    pc.flowbits = s;
+    pc.view = &v;
+    v.tx_id = 0;
+    EXPECT_FALSE(check.match(pc));  // the oldest went
+    v.tx_id = 1;
+    EXPECT_TRUE(check.match(pc));
+    v.tx_id = 8;
+    EXPECT_TRUE(check.match(pc));
+    s->clear();
+    EXPECT_FALSE(check.match(pc));
+    pool.release(s);
+}
+
 TEST(XbitsParseTest, RefusesWithReason) {
     EXPECT_EQ(parse_error(parse_xbits, "", false),
-              "xbits: expected <cmd>,<name>,track <ip_src|ip_dst|ip_pair>[,expire <seconds>]");
+              "xbits: expected <cmd>,<name>,track <ip_src|ip_dst|ip_pair|tx>[,expire <seconds>]");
     EXPECT_EQ(parse_error(parse_xbits, "flip,a,track ip_src"),
               "xbits: unknown command 'flip' (set, unset, toggle, isset or isnotset)");
     EXPECT_EQ(parse_error(parse_xbits, "set"), "xbits: invalid bit name ''");
     EXPECT_EQ(parse_error(parse_xbits, "set,a b,track ip_src"), "xbits: invalid bit name 'a b'");
     EXPECT_EQ(parse_error(parse_xbits, "set,a"),
-              "xbits: track <ip_src|ip_dst|ip_pair> is required");
+              "xbits: track <ip_src|ip_dst|ip_pair|tx> is required");
     EXPECT_EQ(parse_error(parse_xbits, "set,a,ip_src"),
-              "xbits: expected 'track <ip_src|ip_dst|ip_pair>', got 'ip_src'");
+              "xbits: expected 'track <ip_src|ip_dst|ip_pair|tx>', got 'ip_src'");
     EXPECT_EQ(parse_error(parse_xbits, "set,a,track flow"),
-              "xbits: invalid track 'flow' (ip_src, ip_dst or ip_pair)");
-    EXPECT_EQ(parse_error(parse_xbits, "set,a,track tx"),
-              "xbits: track tx is not supported (transaction bits are Suricata 8's)");
+              "xbits: invalid track 'flow' (ip_src, ip_dst, ip_pair or tx)");
+    // Suricata 8 has set and isset alone for transactions.
+    EXPECT_EQ(parse_error(parse_xbits, "unset,a,track tx"),
+              "xbits: track tx takes set or isset only, not 'unset' (Suricata 8 has no other "
+              "transaction bit command)");
+    EXPECT_EQ(parse_error(parse_xbits, "toggle,a,track tx"),
+              "xbits: track tx takes set or isset only, not 'toggle' (Suricata 8 has no other "
+              "transaction bit command)");
+    EXPECT_EQ(parse_error(parse_xbits, "isnotset,a,track tx"),
+              "xbits: track tx takes set or isset only, not 'isnotset' (Suricata 8 has no other "
+              "transaction bit command)");
     EXPECT_EQ(parse_error(parse_xbits, "set,a,track ip_src,expire 0"),
               "xbits: expire must be a number of seconds above 0, got '0'");
     EXPECT_EQ(parse_error(parse_xbits, "set,a,track ip_src,expire x"),

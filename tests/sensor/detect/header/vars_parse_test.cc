@@ -84,7 +84,7 @@ TEST(HostbitsParseTest, AcceptsDocumentedForms) {
     ASSERT_TRUE(f.parse(parse_hostbits, "isnotset,a,src,120")) << f.error;
     ASSERT_EQ(f.rule.xbits.size(), 5u);
     EXPECT_EQ(f.rule.xbits[0].track, XbitTrack::kIpSrc);  // src by default
-    EXPECT_EQ(f.rule.xbits[0].expire_s, 30u);
+    EXPECT_EQ(f.rule.xbits[0].expire_s, 300u);            // Suricata 7's hostbits lifetime
     EXPECT_EQ(f.rule.xbits[2].track, XbitTrack::kIpDst);
     EXPECT_EQ(f.rule.xbits[3].expire_s, 60u);
     EXPECT_EQ(f.rule.xbits[4].expire_s, 120u);
@@ -95,19 +95,39 @@ TEST(HostbitsParseTest, AcceptsDocumentedForms) {
     Fixture x;
     ASSERT_TRUE(x.parse(parse_xbits, "set,scanner,track ip_src"));
     EXPECT_EQ(x.rule.xbits[0].name_hash, f.rule.xbits[0].name_hash);
+    EXPECT_EQ(x.rule.xbits[0].expire_s, 30u);  // xbits' default stays 30
+}
+
+TEST(HostbitsParseTest, AcceptsBothAndNoalert) {
+    Fixture f;
+    ASSERT_TRUE(f.parse(parse_hostbits, "set,pair,both")) << f.error;
+    ASSERT_TRUE(f.parse(parse_hostbits, "isset , pair , both ")) << f.error;
+    ASSERT_TRUE(f.parse(parse_hostbits, "toggle,pair,both,expire 9")) << f.error;
+    ASSERT_EQ(f.rule.xbits.size(), 3u);
+    EXPECT_EQ(f.rule.xbits[0].track, XbitTrack::kIpBoth);
+    EXPECT_EQ(f.rule.xbits[1].track, XbitTrack::kIpBoth);
+    EXPECT_EQ(f.rule.xbits[2].expire_s, 9u);
+    EXPECT_FALSE(f.rule.noalert);
+    ASSERT_TRUE(f.parse(parse_hostbits, "noalert")) << f.error;
+    EXPECT_TRUE(f.rule.noalert);
+    EXPECT_EQ(f.rule.xbits.size(), 3u);  // noalert adds no bit
 }
 
 TEST(HostbitsParseTest, RefusesWithReason) {
     EXPECT_EQ(parse_error(parse_hostbits, "", false),
-              "hostbits: expected <cmd>,<name>[,<src|dst>[,expire <seconds>]]");
+              "hostbits: expected <cmd>,<name>[,<src|dst|both>[,expire <seconds>]]");
     EXPECT_EQ(parse_error(parse_hostbits, "mark,a"),
-              "hostbits: unknown command 'mark' (set, unset, toggle, isset or isnotset)");
+              "hostbits: unknown command 'mark' (set, unset, toggle, isset, isnotset or noalert)");
+    EXPECT_EQ(parse_error(parse_hostbits, "noalert,a"),
+              "hostbits: noalert takes no bit name, got 'a'");
     EXPECT_EQ(parse_error(parse_hostbits, "set"), "hostbits: invalid bit name ''");
     EXPECT_EQ(parse_error(parse_hostbits, "set,a|b"), "hostbits: invalid bit name 'a|b'");
-    EXPECT_EQ(parse_error(parse_hostbits, "set,a,both"),
-              "hostbits: direction 'both' is not supported (src or dst)");
     EXPECT_EQ(parse_error(parse_hostbits, "set,a,ip_src"),
-              "hostbits: invalid direction 'ip_src' (src or dst)");
+              "hostbits: invalid direction 'ip_src' (src, dst or both)");
+    // Suricata's hostbits take a bare direction; the track form is xbits'.
+    EXPECT_EQ(parse_error(parse_hostbits, "set,a,track ip_src"),
+              "hostbits: invalid direction 'track ip_src' (src, dst or both; 'track "
+              "<ip_src|ip_dst>' is xbits' syntax)");
     EXPECT_EQ(parse_error(parse_hostbits, "set,a,src,expire 0"),
               "hostbits: expire must be a number of seconds above 0, got '0'");
     EXPECT_EQ(parse_error(parse_hostbits, "set,a,src,soon"),
@@ -137,6 +157,44 @@ TEST(HostbitsMatchTest, PerHostAcrossDirectionsAndExpiry) {
     EXPECT_TRUE(by_src.match(ctx(back)));
     back.ts_ns = 11000000000;  // 10 s after the set
     EXPECT_FALSE(by_src.match(ctx(back)));
+}
+
+TEST(HostbitsMatchTest, BothMarksAndChecksEachHost) {
+    xbits_clear();
+    Fixture setter;
+    ASSERT_TRUE(setter.parse(parse_hostbits, "set,pair,both,expire 10"));
+    Fixture both;
+    ASSERT_TRUE(both.parse(parse_hostbits, "isset,pair,both"));
+    Fixture neither;
+    ASSERT_TRUE(neither.parse(parse_hostbits, "isnotset,pair,both"));
+    Fixture by_src;
+    ASSERT_TRUE(by_src.parse(parse_hostbits, "isset,pair,src"));
+    Fixture unset_both;
+    ASSERT_TRUE(unset_both.parse(parse_hostbits, "unset,pair,both"));
+    decode::Packet p = tcp_packet(0x18);  // 10.0.0.1 -> 10.0.0.2
+    p.ts_ns = 1000000000;
+    EXPECT_FALSE(both.match(ctx(p)));
+    EXPECT_TRUE(neither.match(ctx(p)));
+    apply_xbit_actions(setter.rule, p);  // marks 10.0.0.1 and 10.0.0.2
+    EXPECT_TRUE(both.match(ctx(p)));
+    EXPECT_FALSE(neither.match(ctx(p)));
+    // Each host carries the bit on its own: 10.0.0.2 as a source to a third host,
+    // and 10.0.0.1 as a source too.
+    decode::Packet from_dst = tcp_packet(0x18);
+    from_dst.src = test::v4("10.0.0.2");
+    from_dst.dst = test::v4("10.0.0.9");
+    from_dst.ts_ns = 2000000000;
+    EXPECT_TRUE(by_src.match(ctx(from_dst)));
+    EXPECT_FALSE(both.match(ctx(from_dst)));     // 10.0.0.9 is not marked
+    EXPECT_FALSE(neither.match(ctx(from_dst)));  // 10.0.0.2 is
+    decode::Packet from_src = from_dst;
+    from_src.src = test::v4("10.0.0.1");
+    EXPECT_TRUE(by_src.match(ctx(from_src)));
+    // unset both clears each host.
+    apply_xbit_actions(unset_both.rule, p);
+    EXPECT_FALSE(by_src.match(ctx(from_dst)));
+    EXPECT_FALSE(by_src.match(ctx(from_src)));
+    EXPECT_TRUE(neither.match(ctx(p)));
 }
 
 }  // namespace
