@@ -198,6 +198,7 @@ struct alignas(kCacheLine) WorkerContext {
         // stream.raw-on-ack: raw stream inspection likewise (Suricata's StreamReassembleRaw in
         // IDS mode: chunks of acknowledged data on the sender's own packets).
         s.raw_on_ack = s.app_on_ack && c.stream_raw_on_ack;
+        s.async_oneside = c.stream_async_oneside;
         return s;
     }
 

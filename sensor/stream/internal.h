@@ -142,6 +142,11 @@ struct Session {
     uint8_t wscale[2] = {0xff, 0xff};  // option each side sent on its SYN (0xff none)
     uint8_t shift[2] = {0, 0};         // scale applied to the windows each side advertises
     bool closed_cleanup = false;       // buffers freed after the closing flush
+    // The client's half (flow::Direction of the SYN's sender, or of the receiver of the
+    // SYN/ACK a midstream session was picked up from), and whether it was picked up from a
+    // SYN/ACK (Suricata's MIDSTREAM_SYNACK): the syn_recv checks depend on both.
+    uint8_t client = 0;
+    bool synack_pickup = false;
     // app_on_ack: the directions (bit 1 << d) whose acknowledged data this call and its
     // next() calls may hand to the app layer.
     uint8_t app_allow = 0;
@@ -471,6 +476,16 @@ struct StreamTracker::Impl {
     void list_unlink(Session* s);
     bool reclaim_half_open();
     Session* create(const decode::Packet& p, flow::Flow& f, flow::Direction dir, StreamUpdate& u);
+    // Suricata's state NONE: whether a packet starts a session (a SYN; a SYN/ACK with
+    // midstream or async_oneside; an ACK, or a FIN with data, with midstream), and the events
+    // of one that does not.
+    bool starts_session(const decode::Packet& p) const;
+    uint32_t no_session_events(const decode::Packet& p) const;
+    // Suricata's SYN_SENT and SYN_RECV checks of an ACK (no SYN, RST or FIN): true when it
+    // establishes the session; false (with the event, if Suricata raises one) when the packet
+    // is to be ignored.
+    bool syn_sent_ack(Session& s, int d, const decode::Packet& p, StreamUpdate& u) const;
+    bool syn_recv_ack(const Session& s, int d, const decode::Packet& p, StreamUpdate& u) const;
     void on_syn(Session& s, int d, const decode::Packet& p);
     void finish(Session& s, StreamUpdate& u);
     void housekeeping(Session& s);

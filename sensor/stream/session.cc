@@ -67,17 +67,47 @@ bool StreamTracker::Impl::reclaim_half_open() {
     return false;
 }
 
+bool StreamTracker::Impl::starts_session(const decode::Packet& p) const {
+    const uint8_t fl = p.tcp_flags;
+    // In Suricata's order: RST, FIN, SYN/ACK, SYN, ACK; anything else starts nothing.
+    if ((fl & kRst) != 0) {
+        return false;
+    }
+    if ((fl & kFin) != 0) {
+        return cfg.midstream && p.payload_len > 0;
+    }
+    if ((fl & (kSyn | kAck)) == (kSyn | kAck)) {
+        return cfg.midstream || cfg.async_oneside;
+    }
+    if ((fl & kSyn) != 0) {
+        return true;
+    }
+    return (fl & kAck) != 0 && cfg.midstream;
+}
+
+uint32_t StreamTracker::Impl::no_session_events(const decode::Packet& p) const {
+    if ((p.tcp_flags & kRst) != 0) {
+        return kEventRstNoSession;
+    }
+    if ((p.tcp_flags & kFin) != 0 && (!cfg.midstream || p.payload_len == 0)) {
+        return kEventFinNoSession;
+    }
+    return 0;
+}
+
 Session* StreamTracker::Impl::create(const decode::Packet& p, flow::Flow& f, flow::Direction dir,
                                      StreamUpdate& u) {
     const uint8_t fl = p.tcp_flags;
-    const bool syn = (fl & kSyn) != 0;
+    const bool syn = (fl & kSyn) != 0 && (fl & (kRst | kFin)) == 0;
     const bool ack = (fl & kAck) != 0;
     const bool pure_syn = syn && !ack;
-    if (!pure_syn && (!cfg.midstream || (fl & kRst) != 0)) {
+    if (!starts_session(p)) {
         if (!cfg.midstream) {
+            // Only a SYN (or, with async_oneside, a SYN/ACK) can start this flow's session
+            // now: later packets are turned away with one compare.
             SessionSlot::set(f, &g_untracked);
         }
-        u.events |= kEventNotTracked;
+        u.events |= kEventNotTracked | no_session_events(p);
         return nullptr;
     }
     while (memuse + sizeof(Session) > cfg.memcap && reclaim_half_open()) {
@@ -105,6 +135,7 @@ Session* StreamTracker::Impl::create(const decode::Packet& p, flow::Flow& f, flo
     Half& r = s->half[o];
     h.policy = policy_for(p.dst);
     r.policy = policy_for(p.src);
+    s->client = static_cast<uint8_t>(d);
     if (pure_syn) {
         s->state = SessionState::kSynSent;
         h.base_seq = p.tcp_seq + 1;
@@ -119,6 +150,8 @@ Session* StreamTracker::Impl::create(const decode::Packet& p, flow::Flow& f, flo
     s->shift[0] = s->shift[1] = kMaxWscale;
     if (syn) {  // SYN/ACK: the sender is the server
         s->state = SessionState::kSynRecv;
+        s->client = static_cast<uint8_t>(o);
+        s->synack_pickup = true;
         h.base_seq = p.tcp_seq + 1;
         h.known = true;
         r.base_seq = p.tcp_ack;

@@ -286,6 +286,73 @@ void StreamTracker::Impl::on_syn(Session& s, int d, const decode::Packet& p) {
     r.ack_known = true;
 }
 
+bool StreamTracker::Impl::syn_sent_ack(Session& s, int d, const decode::Packet& p,
+                                       StreamUpdate& u) const {
+    if (!cfg.async_oneside) {
+        return false;  // no event: Suricata just waits for the SYN/ACK
+    }
+    // One side only: the client's ACK must follow its SYN (and any SYN data) exactly.
+    Half& c = s.half[s.client];
+    if (d != s.client || p.tcp_seq != c.seq_of(c.delivered)) {
+        u.events |= kEventAsyncWrongSeq;
+        return false;
+    }
+    Half& sv = s.half[1 - s.client];
+    if (!sv.known) {  // the ACK names the server's ISN + 1
+        sv.base_seq = p.tcp_ack;
+        sv.known = true;
+    }
+    return true;
+}
+
+bool StreamTracker::Impl::syn_recv_ack(const Session& s, int d, const decode::Packet& p,
+                                       StreamUpdate& u) const {
+    const Half& c = s.half[s.client];
+    const Half& sv = s.half[1 - s.client];
+    if (c.syn_data != 0 || sv.syn_data != 0) {
+        return true;  // TCP Fast Open: the SYN/ACK already settled what was acknowledged
+    }
+    const bool from_client = d == s.client;
+    if (!from_client && !s.synack_pickup && cfg.inline_mode) {
+        // An IPS sees every packet: the server speaking before the handshake's last ACK is
+        // injection, not loss.
+        u.events |= kEventAckInWrongDir;
+        return false;
+    }
+    auto after = [](uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) > 0; };
+    const uint32_t seq = p.tcp_seq;
+    const uint32_t ack = p.tcp_ack;
+    const uint32_t c_next = c.seq_of(c.delivered);
+    const uint32_t s_next = sv.seq_of(sv.delivered);
+    // Suricata's StreamTcpPacketStateSynRecv, in its order.
+    if (seq == c_next && ack == s_next) {
+        return true;  // the handshake's ACK (or the client's first data)
+    }
+    if (cfg.async_oneside && seq == s_next) {
+        return true;  // one side only: the server's first segment
+    }
+    if (seq == c_next) {
+        u.events |= kEventRightSeqWrongAck;
+        return false;
+    }
+    // The server's data after packets we missed. Suricata compares the server's sequence
+    // number with the client's next one (two different sequence spaces), so whether this
+    // holds depends on the ISNs; we do the same.
+    if (!from_client && !cfg.inline_mode && after(seq, c_next) && after(ack, c.last_ack)) {
+        return true;
+    }
+    // The client's data after a segment we missed, within the window the SYN/ACK gave.
+    if (after(seq, c_next) && !after(seq, c.last_ack + c.rwnd) && ack == s_next) {
+        return true;
+    }
+    // The server's first segment after a handshake ACK we missed.
+    if (!from_client && !s.synack_pickup && ack == c.last_ack && seq == s_next) {
+        return true;
+    }
+    u.events |= kEventWrongSeqWrongAck;
+    return false;
+}
+
 void StreamTracker::Impl::handle_syn_data(Session& s, Half& h, const decode::Packet& p,
                                           flow::Direction dir, StreamUpdate& u) {
     // Only the SYN that set the side's ISN (a SYN with another ISN, or one the state
@@ -344,8 +411,8 @@ StreamUpdate StreamTracker::Impl::process(const decode::Packet& p, flow::Flow& f
         return u;
     }
     if (slot == &g_untracked) {
-        if ((p.tcp_flags & (kSyn | kAck)) != kSyn) {
-            u.events |= kEventNotTracked;
+        if ((p.tcp_flags & (kSyn | kRst | kFin)) != kSyn || !starts_session(p)) {
+            u.events |= kEventNotTracked | no_session_events(p);
             return u;
         }
         SessionSlot::set(f, nullptr);
@@ -406,27 +473,16 @@ StreamUpdate StreamTracker::Impl::process(const decode::Packet& p, flow::Flow& f
     }
     const bool ack = (fl & kAck) != 0;
     if (ss.state == SessionState::kSynSent) {
-        if (!ack) {
+        // Suricata's SYN_SENT: only a SYN/ACK moves on (above), or with async_oneside the
+        // client's ACK; a FIN, or an ACK without async_oneside, is ignored, its data too.
+        if (!ack || (fl & kFin) != 0 || !syn_sent_ack(ss, d, p, u)) {
             finish(ss, u);
             return u;
         }
-        if (!h.known) {
-            // The server answered with something other than a SYN/ACK (its SYN/ACK was
-            // not captured): its stream starts here if it acknowledges our SYN.
-            if (!r.known || p.tcp_ack != r.base_seq) {
-                finish(ss, u);
-                return u;
-            }
-            h.base_seq = p.tcp_seq;
-            h.known = true;
-        } else if (!r.known) {
-            // The client's ACK of a SYN/ACK we missed names the server's ISN + 1.
-            r.base_seq = p.tcp_ack;
-            r.known = true;
-        }
         ss.state = SessionState::kEstablished;
     } else if (ss.state == SessionState::kSynRecv) {
-        if (!ack) {
+        // A FIN is taken as in established (Suricata's StreamTcpHandleFin); an ACK must fit.
+        if (!ack || ((fl & kFin) == 0 && !syn_recv_ack(ss, d, p, u))) {
             finish(ss, u);
             return u;
         }

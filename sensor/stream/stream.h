@@ -77,6 +77,12 @@ struct StreamConfig {
     // (trigger_raw()), the depth was reached, the session closed, or at flush(). Off: chunk
     // is the data as soon as it is contiguous.
     bool raw_on_ack = false;
+    // Suricata's stream.async-oneside: only one side of a session may be seen. A client ACK
+    // after its SYN (the SYN/ACK not seen) establishes the session, a SYN/ACK starts one even
+    // without midstream, and a SYN/ACK pickup establishes on the server's next segment. Off
+    // (Suricata's default), a session whose SYN/ACK was not seen is never established: its
+    // packets are not reassembled (see README "One-sided captures").
+    bool async_oneside = false;
 };
 
 // Suricata's TCP states, folded: kClosing covers FIN_WAIT1/2, CLOSE_WAIT, CLOSING and
@@ -133,6 +139,15 @@ enum UpdateEvent : uint32_t {
     kEventStreamAdd = 1u << 11,       // raw_on_ack: the packet's data is part of the stream
                                       // and waits for raw inspection (Suricata's
                                       // PKT_STREAM_ADD): kept, delivered or a retransmission
+    // Suricata's stream events for packets its TCP state machine refuses (named after them);
+    // the packet is not reassembled.
+    kEventRstNoSession = 1u << 12,      // stream.rst_but_no_session: RST, no session
+    kEventFinNoSession = 1u << 13,      // stream.fin_but_no_session: FIN, no session picked up
+    kEventAsyncWrongSeq = 1u << 14,     // stream.3whs_async_wrong_seq: async-oneside, the
+                                        // ACK after the SYN is not at ISN + 1
+    kEventWrongSeqWrongAck = 1u << 15,  // stream.3whs_wrong_seq_wrong_ack: in syn_recv
+    kEventRightSeqWrongAck = 1u << 16,  // stream.3whs_right_seq_wrong_ack_evasion: syn_recv
+    kEventAckInWrongDir = 1u << 17,     // stream.3whs_ack_in_wrong_dir: inline, syn_recv
 };
 
 // Bytes delivered for one direction. window[0, window_len) is one contiguous piece of the

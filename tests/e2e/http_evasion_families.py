@@ -739,6 +739,19 @@ def broken():
                        ("HTT", b"HTT"), ("HTTX", b"HTTX"), ("HTTXY", b"HTTXY")):
         add("before-%s" % label, "%r before the status line, chunked" % pre,
             R(before=pre, extra=TE, framing="chunked"))
+    # libhtp drops a junk line where the status line is due only when the data at hand goes
+    # on with 'H' (http-evader 487, in one segment: the file keeps its Content-Disposition
+    # name). Cut inside the junk, the line ends in the next segment: dropped too. Alone in its
+    # segment it is body (the file is named after the URI; libhtp would end that transaction
+    # there and take the answer as the next one's).
+    pre = b" foobar\r\n"
+    resp = R(before=pre, extra=TE, framing="chunked")
+    out.append(Variant("broken", "before-space-foobar-crlf-alone",
+                       "%r alone in a segment before the status line, chunked" % pre, resp,
+                       split=[len(pre)]))
+    out.append(Variant("broken", "before-space-foobar-crlf-cut",
+                       "%r before the status line, cut after 4 bytes, chunked" % pre, resp,
+                       split=[4]))
     return out
 
 

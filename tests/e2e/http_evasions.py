@@ -48,12 +48,13 @@ FILE_FIELDS = (b"Content-type: application/octet-stream\r\n"
 
 
 class Variant:
-    def __init__(self, family, name, desc, response, libhtp=None):
+    def __init__(self, family, name, desc, response, libhtp=None, split=None):
         self.family = family
         self.name = name
         self.desc = desc
         self.response = response  # the server's bytes; the server closes after them
         self.libhtp = libhtp  # None: libhtp decodes it; else why it does not
+        self.split = split  # offsets where the answer is cut into segments (None: 1400 bytes)
 
     @property
     def key(self):
@@ -137,7 +138,8 @@ def variants(family=None):
 
 def write_pcap(vs, path):
     """One connection per variant: client port PORT_BASE + index, the GET, the answer in
-    segments of at most 1400 bytes, then both sides close."""
+    segments of at most 1400 bytes (or cut at the variant's `split` offsets, each piece
+    acknowledged by the client), then both sides close."""
     w = pc.PcapWriter()
     for i, v in enumerate(vs):
         c = pc.TcpConn(w, "10.22.0.1", PORT_BASE + i, "10.22.0.2", 80)
@@ -145,7 +147,13 @@ def write_pcap(vs, path):
         target = "/%s/eicar.txt/%s" % (v.family, re.sub(r"[^A-Za-z0-9._-]", "_", v.name))
         c.send(b"GET %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target.encode(), HOST.encode()))
         c.ack_client()
-        c.reply_segments(v.response)
+        if v.split:
+            cuts = [0] + list(v.split) + [len(v.response)]
+            for a, b in zip(cuts, cuts[1:]):
+                c.reply(v.response[a:b])
+                c.ack_server()  # the app layer gets each piece on its own (IDS timing)
+        else:
+            c.reply_segments(v.response)
         c.close()
     w.save(path)
     return w

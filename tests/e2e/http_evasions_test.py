@@ -11,6 +11,7 @@ either (there the expected counts are given, with the reason).
 Usage: http_evasions_test.py --build BUILD_DIR   (or --sensor PATH, or $PICKET_SENSOR)
 """
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -137,6 +138,25 @@ class HttpEvasions(unittest.TestCase):
                 wrong.append("%s: sid1=%d sid2=%d, want %s (%s)" % (v.key, o.sid1, o.sid2, want,
                                                                    v.desc))
         self.assertEqual(wrong, [], "\n".join(wrong))
+
+    def test_file_names_of_junk_before_the_status_line(self):
+        # Junk where the status line is due: libhtp drops it when the data at hand goes on
+        # with 'H' (or it is at most 2 bytes, or blank), and the file keeps the name from
+        # Content-Disposition (http-evader 487); taken as body it is named after the URI.
+        as_body = {"before-H", "before-HT", "before-HTT", "before-HTTX", "before-HTTXY",
+                   "before-space-foobar-crlf-alone"}
+        checked = 0
+        wrong = []
+        for v, o in zip(self.vs, self.outs):
+            if v.family != "broken" or not v.name.startswith("before-"):
+                continue
+            checked += 1
+            uri = "/broken/eicar.txt/" + re.sub(r"[^A-Za-z0-9._-]", "_", v.name)
+            want = [uri] if v.name in as_body else ["eicar.txt"]
+            if o.files != want:
+                wrong.append("%s: %s, want %s" % (v.key, o.files, want))
+        self.assertEqual(wrong, [], "\n".join(wrong))
+        self.assertEqual(checked, 24)
 
     def test_families_all_present(self):
         self.assertEqual(sorted({v.family for v in self.vs}),

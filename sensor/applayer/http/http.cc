@@ -266,8 +266,10 @@ void ParserAccess::run(const uint8_t* data, size_t len) {
             }
             default: {
                 if (!take_line(data, len, &pos)) {
+                    // A start that cannot be a status line streams on as body once it
+                    // is longer than a junk line libhtp would wait for (and maybe drop).
                     if (!request() && d.st == St::kStartLine && !d.line_overflow &&
-                        partial_status_not_http()) {
+                        d.line.size() > kHeadlessProbeMax && partial_status_not_http()) {
                         std::string partial;
                         partial.swap(d.line);
                         d.line_len = 0;

@@ -495,6 +495,7 @@ struct ParserAccess {
     static constexpr size_t kHeadlessProbeMax = 64;
     void headless(const uint8_t* data, size_t len, size_t* pos);
     bool partial_status_not_http() const;
+    bool status_junk_ignored(std::string_view line) const;
     void response_head_line(std::string_view line);
     std::string close_head_tail();
     void trailing_body(HttpTx* t, std::string_view bytes);

@@ -189,6 +189,20 @@ void ParserAccess::headless(const uint8_t* data, size_t len, size_t* pos) {
     }
 }
 
+// libhtp's RES_LINE, for a complete line where the status line is due that is not one
+// (htp_treat_response_line_as_body): it is dropped, not taken as a head-less body, when the
+// data at hand goes on for at least two more bytes and either the next one is 'H' (the real
+// status line is likely to follow) or the line, without its end, is at most 2 bytes
+// (libhtp's response_ignored_lines). " foobar\r\nHTTP/1.1 200 ok" in one segment is thus
+// the response with its head (http-evader 487: the file keeps its Content-Disposition
+// name); with the segment ending after the junk, the junk is body.
+bool ParserAccess::status_junk_ignored(std::string_view line) const {
+    if (feed_data == nullptr || cur_pos >= feed_len || feed_len - cur_pos < 2) {
+        return false;
+    }
+    return feed_data[cur_pos] == 'H' || line.size() <= 2;
+}
+
 // A partial line where a status line is due that can no longer start with "HTTP".
 bool ParserAccess::partial_status_not_http() const {
     std::string_view l = skip_start_junk(d.line);
@@ -238,6 +252,9 @@ void ParserAccess::response_head_line(std::string_view line) {
             }
             d.crlf_event = false;
             if (!istarts_with(l, "HTTP")) {
+                if (seg_start == 0 && status_junk_ignored(line)) {
+                    break;  // still waiting for the status line
+                }
                 std::string bytes(line.substr(seg_start));
                 bytes.append(had_cr ? "\r\n" : "\n");
                 response_without_head(bytes, true);
@@ -274,6 +291,15 @@ void ParserAccess::response_head_line(std::string_view line) {
 // (after whitespace and NULs). Empty when there is no such tail.
 std::string ParserAccess::close_head_tail() {
     if (d.line.empty() || d.line_overflow) {
+        return std::string();
+    }
+    if (d.st == St::kStartLine && partial_status_not_http()) {
+        // A short junk line still waiting for its end where the status line is due: at the
+        // close libhtp takes it as a line, and as body (nothing follows it).
+        std::string partial;
+        partial.swap(d.line);
+        d.line_len = 0;
+        response_without_head(partial, false);
         return std::string();
     }
     std::string line;
