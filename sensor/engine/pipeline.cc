@@ -437,8 +437,9 @@ const decode::Packet& Engine::pseudo_packet(WorkerContext& w, const flow::Flow& 
     p.flags = (p.ip_version == 6 ? decode::kFlagIpv6 : decode::kFlagIpv4) |
               (f.proto == IPPROTO_TCP ? decode::kFlagTcp : decode::kFlagUdp);
     p.linktype = f.linktype;
-    p.vlan_id[0] = f.key.vlan;
-    p.vlan_count = f.key.vlan != 0 ? 1 : 0;
+    p.vlan_id[0] = f.vlan_id[0];
+    p.vlan_id[1] = f.vlan_id[1];
+    p.vlan_count = f.vlan_count;
     return p;
 }
 
@@ -810,7 +811,7 @@ capture::Verdict Engine::process_decoded(WorkerContext& w, decode::Packet& p,
                 }
             }
             if (f != nullptr && w.app && !w.app->records().empty()) {
-                emit_app_records(w, *f, p.ts_ns, p.pcap_cnt);
+                emit_app_records(w, *f, p.ts_ns, p.pcap_cnt, &p);
             }
         }
     }
