@@ -250,7 +250,11 @@ void Engine::apply_silent_drop(WorkerContext& w, flow::Flow* f, const detect::In
         }
         return;
     }
-    // "drop ... noalert;": the verdict stands without an alert (Suricata's IPS idiom).
+    // "drop ... noalert;": the verdict stands without an alert (Suricata's IPS idiom). The rule
+    // still names the drop in the drop record (Suricata logs its PacketAlerts.drop there).
+    if (w.drop_meta == nullptr && extras.silent_drop_rule != detect::InspectExtras::kNoSilentRule) {
+        w.drop_meta = &w.active->metas[extras.silent_drop_rule];
+    }
     out.verdict =
         stronger(out.verdict, extras.silent_reject ? PacketVerdict::kReject : PacketVerdict::kDrop);
     w.reject_to = detect::RejectTo(static_cast<uint8_t>(w.reject_to) |

@@ -213,10 +213,11 @@ void Engine::log_drop(WorkerContext& w, const decode::Packet& p, flow::Flow* f,
     }
     if (f != nullptr) {
         // flows: start (Suricata's default) logs the first dropped packet of each direction
-        // of a flow; flows: all every one.
+        // of a flow, and every packet a rule dropped itself; flows: all every one.
         const bool to_server = p.src == f->client_addr && p.sport == f->client_port;
         const uint8_t bit = to_server ? 1 : 2;
-        if (!config_.eve.drop.flows_all && (f->eve_drop_logged & bit) != 0) {
+        if (!config_.eve.drop.flows_all && (f->eve_drop_logged & bit) != 0 &&
+            w.drop_meta == nullptr) {
             return;
         }
         f->eve_drop_logged |= bit;
@@ -243,7 +244,9 @@ void Engine::log_drop(WorkerContext& w, const decode::Packet& p, flow::Flow* f,
         d.udplen = static_cast<uint16_t>(p.l4_len);
     }
     d.reason = reason;
-    ev.rule = w.drop_meta;
+    // alerts: the rule that dropped this packet (with or without noalert), as the "alert"
+    // object; none on the later packets of a dropped flow (no rule ran on them).
+    ev.rule = config_.eve.drop.alerts ? w.drop_meta : nullptr;
     w.records->push(ev);
 }
 

@@ -8,6 +8,10 @@ with pcapcraft.py and the real picket-sensor run offline on them:
   VLANs): the client's packets are tagged, the server's are not. One flow; the flow record
   names the first packet's VLAN, the http and fileinfo records the VLAN of the packet that
   logged them (the client's ACK of the response), the alert on the server's packet none.
+- Drop records of a noalert drop (`--simulate-ips`, `drop tcp any any -> any any (noalert;)`
+  beside a pass rule for port 22): no alert; every packet of the dropped flow has a drop
+  record (`flows: all`), the first names the rule in its `alert` object (`alerts: yes`), the
+  flow record has `flow.action: drop`; the passed flow has no drop record.
 
 Usage: eve_parity_test.py --build BUILD_DIR   (or --sensor PATH, or $PICKET_SENSOR)
 """
@@ -31,7 +35,7 @@ import picket_e2e  # noqa: E402
 SENSOR = None
 
 
-def run_sensor(tmp, name, w, rules, args=()):
+def run_sensor(tmp, name, w, rules, args=(), config=None):
     """Writes the pcap and rules under tmp/name-*, runs the sensor; (process, eve records)."""
     d = tempfile.mkdtemp(prefix=name + "-", dir=tmp)
     pcap = os.path.join(d, name + ".pcap")
@@ -42,6 +46,11 @@ def run_sensor(tmp, name, w, rules, args=()):
     logdir = os.path.join(d, "log")
     os.makedirs(logdir)
     cmd = [SENSOR, "-r", pcap, "-S", rules_path, "-l", logdir, "-k", "none", "--workers", "1"]
+    if config is not None:
+        cfg = os.path.join(d, "sensor.yaml")
+        with open(cfg, "w") as f:
+            f.write(config)
+        cmd += ["-c", cfg]
     proc = subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=120)
     eve = []
     path = os.path.join(logdir, "eve.json")
@@ -134,6 +143,74 @@ class VlanWithoutTrackingTest(unittest.TestCase):
         http = of_type(self.tracked_eve, "http")
         self.assertEqual(len(http), 1)
         self.assertNotIn("status", http[0]["http"])
+
+
+DROP_RULES = """\
+pass tcp any any -> any 22 (sid:2; gid:10000003;)
+drop tcp any any -> any any (noalert; sid:1; rev:1;)
+"""
+
+DROP_CONFIG = """\
+outputs:
+  - eve-log:
+      enabled: yes
+      filetype: regular
+      filename: eve.json
+      types:
+        - alert
+        - drop:
+            flows: all
+            alerts: yes
+        - flow
+"""
+
+
+class NoalertDropRecordsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="picket-e2e-eveparity-")
+        w = pc.PcapWriter()
+        web = pc.TcpConn(w, "10.2.0.1", 41000, "10.2.0.2", 80)
+        web.handshake()
+        web.send(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        web.reply(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+        web.close()
+        cls.web_packets = len(w.frames)
+        ssh = pc.TcpConn(w, "10.2.0.1", 41001, "10.2.0.2", 22)
+        ssh.handshake()
+        ssh.send(b"SSH-2.0-test\r\n")
+        ssh.close()
+        cls.proc, cls.eve = run_sensor(cls.tmp, "drop", w, DROP_RULES, ["--simulate-ips"],
+                                       DROP_CONFIG)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_runs_ok(self):
+        self.assertEqual(self.proc.returncode, 0, self.proc.stderr)
+
+    def test_no_alert(self):
+        self.assertEqual(of_type(self.eve, "alert"), [])
+
+    def test_every_packet_of_the_dropped_flow_has_a_record(self):
+        drops = of_type(self.eve, "drop")
+        self.assertEqual([d["pcap_cnt"] for d in drops], list(range(1, self.web_packets + 1)))
+        self.assertEqual({d["dest_port"] for d in drops if d["src_ip"] == "10.2.0.1"}, {80})
+
+    def test_the_first_drop_names_the_noalert_rule(self):
+        drops = of_type(self.eve, "drop")
+        self.assertEqual(drops[0]["drop"]["reason"], "rules")
+        self.assertEqual(drops[0]["alert"]["signature_id"], 1)
+        self.assertEqual(drops[0]["alert"]["action"], "blocked")
+        self.assertEqual([d["drop"]["reason"] for d in drops[1:]],
+                         ["flow drop"] * (len(drops) - 1))
+        self.assertEqual([d for d in drops[1:] if "alert" in d], [])
+
+    def test_flow_records(self):
+        flows = {f["dest_port"]: f for f in of_type(self.eve, "flow")}
+        self.assertEqual(flows[80]["flow"]["action"], "drop")
+        self.assertEqual(flows[22]["flow"]["action"], "pass")
 
 
 if __name__ == "__main__":
