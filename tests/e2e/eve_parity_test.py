@@ -12,6 +12,12 @@ with pcapcraft.py and the real picket-sensor run offline on them:
   beside a pass rule for port 22): no alert; every packet of the dropped flow has a drop
   record (`flows: all`), the first names the rule in its `alert` object (`alerts: yes`), the
   flow record has `flow.action: drop`; the passed flow has no drop record.
+- A response body that runs to the close (no Content-Length): the transaction completes, and
+  its http and fileinfo records are written, on the packet that closes the session (both FINs
+  acknowledged), as Suricata's IDS timing tells the app layer of a stream's end only then;
+  with detect.guess-applayer-tx a raw stream rule's alert carries the transaction.
+- DNS over TCP in the v3 format (`- dns: {version: 3}`): a message whose header and question
+  come in two segments is one `request` record; a message the flow's end cuts short is none.
 
 Usage: eve_parity_test.py --build BUILD_DIR   (or --sensor PATH, or $PICKET_SENSOR)
 """
@@ -211,6 +217,125 @@ class NoalertDropRecordsTest(unittest.TestCase):
         flows = {f["dest_port"]: f for f in of_type(self.eve, "flow")}
         self.assertEqual(flows[80]["flow"]["action"], "drop")
         self.assertEqual(flows[22]["flow"]["action"], "pass")
+
+
+CLOSE_RULES = """\
+alert tcp any 80 -> any any (msg:"raw"; flow:to_client,established; content:"realm"; sid:5;)
+"""
+
+
+class BodyUntilCloseTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="picket-e2e-eveparity-")
+        w = pc.PcapWriter()
+        conn = pc.TcpConn(w, "10.3.0.1", 42000, "10.3.0.2", 80)
+        conn.handshake()
+        conn.send(b"GET /page.html HTTP/1.1\r\nHost: close.example\r\n\r\n")
+        conn.reply(b"HTTP/1.1 401 Unauthorized\r\nConnection: close\r\n"
+                   b"WWW-Authenticate: Basic realm=\"x\"\r\n\r\n")
+        conn.reply(b"b" * 700)
+        # The server closes first (bug-130's shape): its FIN, the client's ACK of it (the
+        # body's end is acknowledged here), the client's FIN, the server's ACK (closed).
+        conn.sack = conn.cnext
+        conn._s(conn.snext, pc.FIN | pc.ACK)
+        conn.cack = conn.snext + 1
+        cls.fin_acked_cnt = conn._c(conn.cnext, pc.ACK)
+        conn._c(conn.cnext, pc.FIN | pc.ACK)
+        conn.sack = conn.cnext + 1
+        cls.closed_cnt = conn._s(conn.snext + 1, pc.ACK)
+        cls.proc, cls.eve = run_sensor(cls.tmp, "close", w, CLOSE_RULES,
+                                       ["--set", "detect.guess-applayer-tx=true"])
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_runs_ok(self):
+        self.assertEqual(self.proc.returncode, 0, self.proc.stderr)
+
+    def test_records_come_with_the_close(self):
+        http = of_type(self.eve, "http")
+        self.assertEqual(len(http), 1)
+        self.assertEqual(http[0]["pcap_cnt"], self.closed_cnt)
+        self.assertEqual(self.closed_cnt, self.fin_acked_cnt + 2)
+        self.assertEqual(http[0]["http"]["status"], 401)
+        self.assertEqual(http[0]["http"]["length"], 700)
+        files = of_type(self.eve, "fileinfo")
+        self.assertEqual([(f["pcap_cnt"], f["fileinfo"]["size"], f["fileinfo"]["state"])
+                          for f in files], [(self.closed_cnt, 700, "CLOSED")])
+
+    def test_guessed_transaction_in_the_raw_alert(self):
+        alerts = of_type(self.eve, "alert")
+        self.assertEqual(len(alerts), 1)
+        self.assertEqual(alerts[0]["http"]["status"], 401)
+        self.assertEqual(alerts[0]["http"]["url"], "/page.html")
+        self.assertEqual(alerts[0]["app_proto"], "http")
+
+
+DNS_CONFIG = """\
+outputs:
+  - eve-log:
+      enabled: yes
+      filetype: regular
+      filename: eve.json
+      types:
+        - alert
+        - dns:
+            version: 3
+"""
+
+DNS_RULES = """\
+alert dns any any -> any any (msg:"q"; dns.query; content:"split.example"; nocase; sid:6;)
+"""
+
+
+def dns_query(txid, name, qtype=16):
+    q = b"".join(bytes([len(p)]) + p.encode() for p in name.split(".")) + b"\x00"
+    return struct.pack("!HHHHHH", txid, 0x0100, 1, 0, 0, 0) + q + struct.pack("!HH", qtype, 1)
+
+
+class DnsTcpSplitAndCutShortTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="picket-e2e-eveparity-")
+        w = pc.PcapWriter()
+        conn = pc.TcpConn(w, "10.4.0.1", 43000, "10.4.0.2", 53)
+        conn.handshake()
+        msg = dns_query(0x1032, "split.example")
+        framed = struct.pack("!H", len(msg)) + msg
+        conn.send(framed[:14])  # length and header only
+        conn.ack_client()
+        conn.send(framed[14:])  # the question
+        conn.ack_client()
+        conn.close()
+        cut = pc.TcpConn(w, "10.4.0.1", 43001, "10.4.0.2", 53)
+        cut.handshake()
+        msg = dns_query(0x2042, "cut.example")
+        framed = struct.pack("!H", len(msg)) + msg
+        cut.send(framed[:20])  # the flow ends before the rest
+        cut.close()
+        cls.proc, cls.eve = run_sensor(cls.tmp, "dns", w, DNS_RULES, config=DNS_CONFIG)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_runs_ok(self):
+        self.assertEqual(self.proc.returncode, 0, self.proc.stderr)
+
+    def test_split_message_is_one_request(self):
+        dns = of_type(self.eve, "dns")
+        self.assertEqual(len(dns), 1)
+        self.assertEqual(dns[0]["dns"]["version"], 3)
+        self.assertEqual(dns[0]["dns"]["type"], "request")
+        self.assertEqual(dns[0]["dns"]["id"], 0x1032)
+        self.assertEqual(dns[0]["dns"]["queries"], [{"rrname": "split.example", "rrtype": "TXT"}])
+        self.assertEqual(dns[0]["src_port"], 43000)
+
+    def test_alert_on_the_split_message(self):
+        alerts = of_type(self.eve, "alert")
+        self.assertEqual([a["alert"]["signature_id"] for a in alerts], [6])
 
 
 if __name__ == "__main__":
