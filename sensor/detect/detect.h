@@ -289,6 +289,10 @@ struct InspectExtras {
     mutable bool silent_reject = false;
     mutable bool silent_drop_flow = false;  // one of them applies to the flow (flow_scope)
     mutable RejectTo silent_reject_to = RejectTo::kNone;  // the silent rejects' targets, or-ed
+    // The rule_index of the first silent drop or reject that stands (the drop record's
+    // "alert" object, Suricata's PacketAlerts.drop), or kNoSilentRule.
+    static constexpr uint32_t kNoSilentRule = UINT32_MAX;
+    mutable uint32_t silent_drop_rule = kNoSilentRule;
     // Packet variables (pktvar): the first inspection with this InspectExtras clears the
     // worker's and sets this; the later ones (the packet's transactions) keep what it stored.
     mutable bool vars_open = false;

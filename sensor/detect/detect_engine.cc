@@ -625,6 +625,7 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
                     if (rp < d.action_rank[static_cast<size_t>(Action::kDrop)]) {
                         extras->silent_drop = false;
                         extras->silent_drop_flow = false;
+                        extras->silent_drop_rule = InspectExtras::kNoSilentRule;
                     }
                 }
             }
@@ -635,6 +636,9 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
             if (extras != nullptr && (action == Action::kDrop || action == Action::kReject)) {
                 extras->silent_drop = true;
                 extras->silent_drop_flow = extras->silent_drop_flow || flow_scope;
+                if (extras->silent_drop_rule == InspectExtras::kNoSilentRule) {
+                    extras->silent_drop_rule = r.index;
+                }
                 extras->silent_reject = extras->silent_reject || action == Action::kReject;
                 if (action == Action::kReject) {
                     extras->silent_reject_to =

@@ -329,7 +329,10 @@ private:
 
     // EVE records (records.cc), pushed to w.records; nothing when the type is off.
     // The app layer's finished records (http, dns, tls, fileinfo, app-layer anomaly) of f.
-    void emit_app_records(WorkerContext& w, const flow::Flow& f, int64_t ts_ns, uint64_t pcap_cnt);
+    // p: the packet that produced the records (its VLAN tags go into them), or null at the
+    // flow's end (the flow's own tags).
+    void emit_app_records(WorkerContext& w, const flow::Flow& f, int64_t ts_ns, uint64_t pcap_cnt,
+                          const decode::Packet* p = nullptr);
     // The end of f: its unlogged transactions, then its flow record; once per flow.
     void log_flow_end(WorkerContext& w, flow::Flow& f, flow::FlowEndReason reason);
     // Decoder anomalies of p, and the stream anomalies of its update (stream::UpdateEvent bits).

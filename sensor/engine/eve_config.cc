@@ -443,11 +443,23 @@ void read_eve_log(Reader& r, const YAML::Node& node, const std::string& path, bo
         "enabled",  "filetype",          "filename", "facility",     "level",
         "identity", "syslog-socket",     "redis",    "community-id", "community-id-seed",
         "ethernet", "record-queue-size", "xff",      "types"};
-    const Names known_legacy = {
-        "enabled",  "filetype",          "filename", "facility",     "level",
-        "identity", "syslog-socket",     "redis",    "community-id", "community-id-seed",
-        "ethernet", "record-queue-size", "xff",      "types",        "alert",
-        "drop"};
+    const Names known_legacy = {"enabled",
+                                "filetype",
+                                "filename",
+                                "facility",
+                                "level",
+                                "identity",
+                                "syslog-socket",
+                                "redis",
+                                "community-id",
+                                "community-id-seed",
+                                "ethernet",
+                                "record-queue-size",
+                                "xff",
+                                "types",
+                                "alert",
+                                "drop",
+                                "dns"};
     r.check_keys(node, path, legacy ? known_legacy : known,
                  {"threaded", "prefix", "pcap-file", "metadata"});
     e->enabled = r.get_bool(node, path, "enabled", true);
@@ -539,6 +551,11 @@ void read_eve_log(Reader& r, const YAML::Node& node, const std::string& path, bo
         const YAML::Node drop = Reader::value(node, "drop");
         if (drop.IsDefined()) {
             read_drop(r, drop, path + ".drop", e);
+        }
+        // outputs.eve.dns: the dns type's options ({version: 3, ...}), as `- dns:` takes them.
+        const YAML::Node dns = Reader::value(node, "dns");
+        if (dns.IsDefined()) {
+            e->types.dns = read_type(r, "dns", dns, path + ".dns", e);
         }
     }
 }

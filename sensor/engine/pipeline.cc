@@ -254,7 +254,11 @@ void Engine::apply_silent_drop(WorkerContext& w, flow::Flow* f, const detect::In
         }
         return;
     }
-    // "drop ... noalert;": the verdict stands without an alert (Suricata's IPS idiom).
+    // "drop ... noalert;": the verdict stands without an alert (Suricata's IPS idiom). The rule
+    // still names the drop in the drop record (Suricata logs its PacketAlerts.drop there).
+    if (w.drop_meta == nullptr && extras.silent_drop_rule != detect::InspectExtras::kNoSilentRule) {
+        w.drop_meta = &w.active->metas[extras.silent_drop_rule];
+    }
     out.verdict =
         stronger(out.verdict, extras.silent_reject ? PacketVerdict::kReject : PacketVerdict::kDrop);
     w.reject_to = detect::RejectTo(static_cast<uint8_t>(w.reject_to) |
@@ -445,8 +449,9 @@ const decode::Packet& Engine::pseudo_packet(WorkerContext& w, const flow::Flow& 
     p.flags = (p.ip_version == 6 ? decode::kFlagIpv6 : decode::kFlagIpv4) |
               (f.proto == IPPROTO_TCP ? decode::kFlagTcp : decode::kFlagUdp);
     p.linktype = f.linktype;
-    p.vlan_id[0] = f.key.vlan;
-    p.vlan_count = f.key.vlan != 0 ? 1 : 0;
+    p.vlan_id[0] = f.vlan_id[0];
+    p.vlan_id[1] = f.vlan_id[1];
+    p.vlan_count = f.vlan_count;
     return p;
 }
 
@@ -820,7 +825,7 @@ capture::Verdict Engine::process_decoded(WorkerContext& w, decode::Packet& p,
                 }
             }
             if (f != nullptr && w.app && !w.app->records().empty()) {
-                emit_app_records(w, *f, p.ts_ns, p.pcap_cnt);
+                emit_app_records(w, *f, p.ts_ns, p.pcap_cnt, &p);
             }
         }
     }

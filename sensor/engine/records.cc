@@ -3,6 +3,7 @@
 // fields into their RecordQueue (no lock, no I/O); the output thread renders and writes.
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <string>
@@ -64,8 +65,9 @@ void fill_from_flow(output::RecordEvent& ev, const flow::Flow& f, flow::Directio
     ev.dport = ts ? f.server_port : f.client_port;
     ev.ip_version = f.key.ip_version;
     ev.proto = f.proto;
-    ev.vlan_id[0] = f.key.vlan;
-    ev.vlan_count = f.key.vlan != 0 ? 1 : 0;
+    ev.vlan_id[0] = f.vlan_id[0];
+    ev.vlan_id[1] = f.vlan_id[1];
+    ev.vlan_count = f.vlan_count;
 }
 
 void fill_from_packet(output::RecordEvent& ev, const decode::Packet& p) {
@@ -104,7 +106,7 @@ const char* flow_state_name(const flow::Flow& f) {
 }  // namespace
 
 void Engine::emit_app_records(WorkerContext& w, const flow::Flow& f, int64_t ts_ns,
-                              uint64_t pcap_cnt) {
+                              uint64_t pcap_cnt, const decode::Packet* p) {
     if (!w.app) {
         return;
     }
@@ -116,6 +118,13 @@ void Engine::emit_app_records(WorkerContext& w, const flow::Flow& f, int64_t ts_
         output::RecordEvent ev;
         ev.type = record_type_of(r.event_type);
         fill_from_flow(ev, f, r.dir);
+        if (p != nullptr) {
+            // Suricata's transaction records carry the VLAN tags of the packet that logs them
+            // (with vlan.use-for-tracking false the two directions may differ).
+            ev.vlan_count = std::min<uint8_t>(p->vlan_count, 2);
+            ev.vlan_id[0] = p->vlan_id[0];
+            ev.vlan_id[1] = p->vlan_id[1];
+        }
         ev.ts_ns = ts_ns;
         ev.pcap_cnt = pcap_cnt;
         ev.in_iface = w.iface_index;
@@ -204,10 +213,11 @@ void Engine::log_drop(WorkerContext& w, const decode::Packet& p, flow::Flow* f,
     }
     if (f != nullptr) {
         // flows: start (Suricata's default) logs the first dropped packet of each direction
-        // of a flow; flows: all every one.
+        // of a flow, and every packet a rule dropped itself; flows: all every one.
         const bool to_server = p.src == f->client_addr && p.sport == f->client_port;
         const uint8_t bit = to_server ? 1 : 2;
-        if (!config_.eve.drop.flows_all && (f->eve_drop_logged & bit) != 0) {
+        if (!config_.eve.drop.flows_all && (f->eve_drop_logged & bit) != 0 &&
+            w.drop_meta == nullptr) {
             return;
         }
         f->eve_drop_logged |= bit;
@@ -234,7 +244,9 @@ void Engine::log_drop(WorkerContext& w, const decode::Packet& p, flow::Flow* f,
         d.udplen = static_cast<uint16_t>(p.l4_len);
     }
     d.reason = reason;
-    ev.rule = w.drop_meta;
+    // alerts: the rule that dropped this packet (with or without noalert), as the "alert"
+    // object; none on the later packets of a dropped flow (no rule ran on them).
+    ev.rule = config_.eve.drop.alerts ? w.drop_meta : nullptr;
     w.records->push(ev);
 }
 

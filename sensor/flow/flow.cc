@@ -344,6 +344,9 @@ struct alignas(64) FlowTable::Impl {
         f->server_port = k.port[1 - ci];
         f->proto = k.proto;
         f->linktype = static_cast<uint16_t>(p.linktype);
+        f->vlan_count = std::min<uint8_t>(p.vlan_count, 2);
+        f->vlan_id[0] = p.vlan_id[0];
+        f->vlan_id[1] = p.vlan_id[1];
         f->state = FlowState::kNew;
         f->first_ts_ns = p.ts_ns;
         f->last_ts_ns = p.ts_ns;

@@ -83,6 +83,11 @@ struct Flow {
     bool pkt_midstream = false;
     uint8_t tcp_flags_seen[2] = {0, 0};  // OR of TCP flags per direction
     uint16_t linktype = 1;  // of the packet that created it (alerts on end-of-flow pseudo packets)
+    // The VLAN tags of the packet that created it (EVE records about the flow, Suricata's
+    // flow vlan_id[]), kept whether or not the key uses them: with vlan.use-for-tracking false
+    // the key's VLAN is 0 but the flow record still names the first packet's VLAN.
+    uint16_t vlan_id[2] = {0, 0};
+    uint8_t vlan_count = 0;
     int64_t first_ts_ns = 0;
     int64_t last_ts_ns = 0;
     uint64_t pkts[2] = {0, 0};   // indexed by Direction

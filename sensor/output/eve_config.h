@@ -108,7 +108,7 @@ struct AnomalyLogOptions {
 
 // types: - drop: {alerts, flows: all | start}
 struct DropLogOptions {
-    bool alerts = true;      // alerts: log the alerts of dropped packets as well
+    bool alerts = true;      // alerts: the rule that dropped the packet as an "alert" object
     bool flows_all = false;  // flows: all (every dropped packet) | start (first per flow)
 };
 

@@ -790,8 +790,11 @@ void StreamTracker::Impl::finish(Session& s, StreamUpdate& u) {
         if (app_deliverable(h, app_all(s, h))) {
             u.more = true;
         } else if (!h.app.eof_reported && h.app.done >= h.delivered && h.app.gap_len == 0 &&
-                   ((h.fin && h.app.done >= h.fin_off) ||
+                   ((h.fin && h.app.done >= h.fin_off && h.flush_all) ||
                     (s.state == SessionState::kClosed && h.nheld == 0))) {
+            // Suricata's IDS timing: the app layer hears of a direction's end when the session
+            // is closed (both FINs acknowledged, or a RST) or the flow ends, not when its FIN
+            // is acknowledged; a response body that runs to the close completes then.
             h.app.eof_reported = true;
             u.app[d].eof = true;
         }

@@ -387,6 +387,9 @@ def suricata_yaml_sets(case_dir, etc_dir):
                         if key in t["alert"]:
                             on = t["alert"][key] in (True, "yes", "on", "true")
                             seen["outputs.eve.alert." + key] = "yes" if on else "no"
+                if isinstance(t, dict) and isinstance(t.get("dns"), dict):
+                    if str(t["dns"].get("version", "")) in ("2", "3"):
+                        seen["outputs.eve.dns.version"] = str(t["dns"]["version"])
                 if isinstance(t, dict) and isinstance(t.get("drop"), dict):
                     d = t["drop"]
                     if "flows" in d:
@@ -409,6 +412,30 @@ def suricata_yaml_sets(case_dir, etc_dir):
     for k, v in seen.items():
         sets += ["--set", "%s=%s" % (k, v)]
     return sets
+
+
+# Defaults that changed between Suricata versions, as --set assignments: a case that requires
+# at least the version (min-version) was written against the new default, unless its own
+# suricata.yaml sets the option. Suricata 8 logs DNS in the v3 format (v2 in 7, Picket's
+# default).
+VERSION_DEFAULTS = (
+    ((8,), "outputs.eve.dns.version", "3"),
+)
+
+
+def version_default_sets(requires, sets):
+    """--set assignments for VERSION_DEFAULTS that the case's requires: min-version reaches and
+    `sets` (its suricata.yaml's) does not already set."""
+    minimum = (requires or {}).get("min-version")
+    if minimum is None:
+        return []
+    have = {sets[i + 1].split("=", 1)[0] for i in range(len(sets) - 1) if sets[i] == "--set"}
+    out = []
+    for since, key, value in VERSION_DEFAULTS:
+        if _filled(parse_version(minimum)) >= _filled(since + (0,) * (3 - len(since))) and \
+                key not in have:
+            out += ["--set", "%s=%s" % (key, value)]
+    return out
 
 
 def case_args(config, name, sensor_help):
@@ -540,7 +567,9 @@ class Runner:
         pcap = resolve_input(case_dir, config, "pcap", ("*.pcap", "*.pcapng"), "pcap")
         rules = resolve_input(case_dir, config, "rules", ("*.rules",), "rules")
         extra = case_args(config, name, self.help_text)
-        sets = self.common_sets() + suricata_yaml_sets(case_dir, self.etc_dir)
+        case_sets = suricata_yaml_sets(case_dir, self.etc_dir)
+        sets = (self.common_sets() + case_sets +
+                version_default_sets(config.get("requires"), case_sets))
 
         out = os.path.join(self.outdir, name)
         shutil.rmtree(out, ignore_errors=True)

@@ -114,6 +114,18 @@ class Requires(unittest.TestCase):
         self.assertIsNone(rc.unmet_requirement({"version": "9"}, self.V))
         self.assertIsNotNone(rc.unmet_requirement({"version": "9.1"}, self.V))
 
+    def test_version_defaults(self):
+        # Suricata 8 logs DNS as v3: a case requiring 8 or later gets it unless its own
+        # suricata.yaml chose a version; earlier or unversioned cases keep Picket's default.
+        v3 = ["--set", "outputs.eve.dns.version=3"]
+        self.assertEqual(rc.version_default_sets({"min-version": 8}, []), v3)
+        self.assertEqual(rc.version_default_sets({"min-version": "8.0.1"}, ["-k", "none"]), v3)
+        self.assertEqual(rc.version_default_sets({"min-version": "7.0.3"}, []), [])
+        self.assertEqual(rc.version_default_sets({"lt-version": 9}, []), [])
+        self.assertEqual(rc.version_default_sets(None, []), [])
+        self.assertEqual(rc.version_default_sets(
+            {"min-version": 8}, ["--set", "outputs.eve.dns.version=2"]), [])
+
     def test_features_and_unknown(self):
         self.assertEqual(rc.unmet_requirement({"features": ["HAVE_LUA"]}, self.V),
                          "requires feature HAVE_LUA")
@@ -318,6 +330,16 @@ class EndToEnd(unittest.TestCase):
         self.assertEqual(rc.suricata_yaml_sets(d, os.path.join(self.cases, "_upstream-etc")), [
             "--set", "outputs.eve.alert.payload=no",
             "--set", "outputs.eve.alert.verdict=yes",
+        ])
+
+    def test_eve_dns_version_setting_becomes_a_set(self):
+        d = os.path.join(self.cases, "dns-v2")
+        os.makedirs(d)
+        with open(os.path.join(d, "suricata.yaml"), "w") as f:
+            f.write('%YAML 1.1\n---\noutputs:\n  - eve-log:\n      types:\n        - dns:\n'
+                    '            version: 2\n')
+        self.assertEqual(rc.suricata_yaml_sets(d, os.path.join(self.cases, "_upstream-etc")), [
+            "--set", "outputs.eve.dns.version=2",
         ])
 
     def test_ips_cases_skip_until_the_sensor_supports_simulate_ips(self):

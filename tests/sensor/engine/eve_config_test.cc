@@ -341,6 +341,19 @@ TEST(EveConfigTest, MapLayoutTakesTheDropOptions) {
               "s.yaml: outputs.eve.drop: unknown option 'flow' (known: alerts, enabled, flows)");
 }
 
+// outputs.eve.dns (what `--set outputs.eve.dns.version=3` writes): the dns type's options.
+TEST(EveConfigTest, MapLayoutTakesTheDnsOptions) {
+    EXPECT_EQ(read("").dns.version, 2);
+    const EveConfig e = read("outputs: {eve: {dns: {version: 3, requests: no}}}");
+    EXPECT_EQ(e.dns.version, 3);
+    EXPECT_FALSE(e.dns.requests);
+    EXPECT_TRUE(e.dns.responses);
+    EXPECT_TRUE(e.types.dns);
+    EXPECT_FALSE(read("outputs: {eve: {dns: {enabled: no}}}").types.dns);
+    EXPECT_EQ(error_of("outputs: {eve: {dns: {version: 4}}}"),
+              "s.yaml: outputs.eve.dns.version: expected 2 or 3, got '4'");
+}
+
 TEST(EveConfigTest, PlainTypesAndNullOptionsAreOnWithDefaults) {
     const EveConfig e = read(R"(
 outputs:
@@ -475,11 +488,12 @@ TEST(EveConfigTest, ErrorsNameTheKeyTheValueAndWhatIsAllowed) {
               "community-id-seed, enabled, ethernet, facility, filename, filetype, identity, "
               "level, metadata, pcap-file, prefix, record-queue-size, redis, syslog-socket, "
               "threaded, types, xff)");
-    EXPECT_EQ(error_of("outputs: {eve: {alerts: {payload: yes}}}"),
-              "s.yaml: outputs.eve: unknown option 'alerts' (known: alert, community-id, "
-              "community-id-seed, drop, enabled, ethernet, facility, filename, filetype, identity, "
-              "level, metadata, pcap-file, prefix, record-queue-size, redis, syslog-socket, "
-              "threaded, types, xff)");
+    EXPECT_EQ(
+        error_of("outputs: {eve: {alerts: {payload: yes}}}"),
+        "s.yaml: outputs.eve: unknown option 'alerts' (known: alert, community-id, "
+        "community-id-seed, dns, drop, enabled, ethernet, facility, filename, filetype, identity, "
+        "level, metadata, pcap-file, prefix, record-queue-size, redis, syslog-socket, "
+        "threaded, types, xff)");
     EXPECT_EQ(error_of("outputs: [eve-log: {filetype: kafka}]"),
               "s.yaml: outputs.eve-log.filetype: expected one of regular, file, unix_stream, "
               "unix_dgram, syslog, redis, got 'kafka'");

@@ -218,6 +218,53 @@ TEST(FlowTable, VlanSeparatesFlowsAndUsesInnermostTag) {
     EXPECT_EQ(t.active(), 3u);
 }
 
+// The flow keeps the VLAN tags of the packet that created it (EVE flow records), both tags of
+// a QinQ packet, whether or not the key uses them.
+TEST(FlowTable, FlowKeepsItsFirstPacketsVlanTags) {
+    FlowTable t(config_with_pool(16));
+    Packet qinq = udp(kA, 1000, kB, 53, 0);
+    qinq.vlan_count = 2;
+    qinq.vlan_id[0] = 100;
+    qinq.vlan_id[1] = 10;
+    Flow* f = t.lookup(qinq, nullptr);
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(f->key.vlan, 10);
+    EXPECT_EQ(f->vlan_count, 2);
+    EXPECT_EQ(f->vlan_id[0], 100);
+    EXPECT_EQ(f->vlan_id[1], 10);
+}
+
+// vlan.use-for-tracking: false: a request tagged 3136 and an untagged reply are one flow, whose
+// key has no VLAN and whose recorded tags are the first packet's.
+TEST(FlowTable, WithoutVlanTrackingBothDirectionsShareAFlowThatKeepsTheFirstTag) {
+    FlowConfig c = config_with_pool(16);
+    c.use_vlan = false;
+    FlowTable t(c);
+    Packet req = udp(kA, 1000, kB, 53, 0);
+    req.vlan_count = 1;
+    req.vlan_id[0] = 3136;
+    const Packet reply = udp(kB, 53, kA, 1000, 1);
+    Direction d = Direction::kToClient;
+    Flow* f = t.lookup(req, &d);
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(d, Direction::kToServer);
+    EXPECT_EQ(t.lookup(reply, &d), f);
+    EXPECT_EQ(d, Direction::kToClient);
+    EXPECT_EQ(f->key.vlan, 0);
+    EXPECT_EQ(f->vlan_count, 1);
+    EXPECT_EQ(f->vlan_id[0], 3136);
+    EXPECT_EQ(t.active(), 1u);
+
+    // The other way round: an untagged first packet leaves the flow without tags.
+    Packet tagged_reply = udp(kB, 53, kC, 2000, 2);
+    tagged_reply.vlan_count = 1;
+    tagged_reply.vlan_id[0] = 7;
+    Flow* g = t.lookup(udp(kC, 2000, kB, 53, 3), nullptr);
+    ASSERT_NE(g, nullptr);
+    EXPECT_EQ(t.lookup(tagged_reply, nullptr), g);
+    EXPECT_EQ(g->vlan_count, 0);
+}
+
 TEST(FlowTable, IcmpEchoRequestAndReplyShareOneFlow) {
     FlowTable t(config_with_pool(16));
     Direction d = Direction::kToClient;

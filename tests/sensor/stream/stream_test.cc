@@ -535,7 +535,9 @@ TEST(StreamAppOnAck, CloseAndFlushHandOverWhatWasNeverAcknowledged) {
     EXPECT_EQ(rig2.eofs(kTs), 0);
 }
 
-TEST(StreamAppOnAck, FinReachesTheAppLayerWithItsLastAcknowledgedByte) {
+// Suricata's IDS timing (STREAM_EOF only once the session is closed): the acknowledged FIN
+// hands the app layer the data before it, and the end of the direction waits for the close.
+TEST(StreamAppOnAck, AppLayerEndComesWithTheCloseNotWithTheAcknowledgedFin) {
     Rig rig(app_on_ack_config());
     rig.handshake(kIsnC, kIsnS);
     rig.send({false, kIsnS + 1, kIsnC + 1, kAck | kPsh, "body until close"});
@@ -544,7 +546,29 @@ TEST(StreamAppOnAck, FinReachesTheAppLayerWithItsLastAcknowledgedByte) {
     EXPECT_EQ(rig.app_eofs(kTc), 0);
     rig.send({true, kIsnC + 1, kIsnS + 18, kAck});
     EXPECT_EQ(rig.app(kTc), "body until close");
+    EXPECT_EQ(rig.app_eofs(kTc), 0);  // acknowledged, but the session is not closed
+    rig.send({true, kIsnC + 1, kIsnS + 18, kAck | kFin});
+    EXPECT_EQ(rig.app_eofs(kTc), 0);
+    EXPECT_EQ(rig.app_eofs(kTs), 0);
+    rig.send({false, kIsnS + 18, kIsnC + 2, kAck});  // both FINs acknowledged: closed
     EXPECT_EQ(rig.app_eofs(kTc), 1);
+    EXPECT_EQ(rig.app_eofs(kTs), 1);
+    EXPECT_EQ(rig.app(kTc), "body until close");
+}
+
+// A flow that ends (flush) after a FIN the other side acknowledged, without the close: the
+// flush ends that direction for the app layer.
+TEST(StreamAppOnAck, FlushEndsADirectionWhoseFinWasAcknowledged) {
+    Rig rig(app_on_ack_config());
+    rig.handshake(kIsnC, kIsnS);
+    rig.send({false, kIsnS + 1, kIsnC + 1, kAck | kPsh, "half closed"});
+    rig.send({false, kIsnS + 12, kIsnC + 1, kAck | kFin});
+    rig.send({true, kIsnC + 1, kIsnS + 13, kAck});
+    EXPECT_EQ(rig.app_eofs(kTc), 0);
+    rig.flush();
+    EXPECT_EQ(rig.app(kTc), "half closed");
+    EXPECT_EQ(rig.app_eofs(kTc), 1);
+    EXPECT_EQ(rig.app_eofs(kTs), 0);
 }
 
 TEST(StreamAppOnAck, AtTheReassemblyMemcapTheAppLayerStillGetsInOrderData) {
