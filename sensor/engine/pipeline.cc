@@ -187,7 +187,11 @@ FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& 
         if (n != 0) {
             dropped = dropped || any_drop(w, n);
             out.verdict = stronger(out.verdict, apply_actions(w, f, n));
-            emit_alerts(w, p, f, dir, n, link_len, out.verdict, extras.stream);
+            // Suricata finalises a packet's alerts as one queue: the pass found in it marks
+            // the packet, so the alerts queued before it are logged with verdict "pass"
+            // (unless a drop or reject of theirs stands: drop wins).
+            emit_alerts(w, p, f, dir, n, link_len, stronger(out.verdict, PacketVerdict::kPass),
+                        extras.stream);
         }
         apply_silent_drop(w, f, extras, out);
         out.verdict = stronger(out.verdict, PacketVerdict::kPass);
@@ -217,7 +221,10 @@ FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& 
         if (n != 0) {
             dropped = dropped || any_drop(w, n);
             out.verdict = stronger(out.verdict, apply_actions(w, f, n));
-            emit_alerts(w, p, f, tx_dir[i], n, link_len, out.verdict, extras.stream, true);
+            // A pass rule on this transaction: the alerts ordered before it carry its verdict.
+            emit_alerts(w, p, f, tx_dir[i], n, link_len,
+                        extras.passed ? stronger(out.verdict, PacketVerdict::kPass) : out.verdict,
+                        extras.stream, true);
         }
     }
     dropped = dropped || extras.silent_drop;
@@ -329,7 +336,8 @@ PacketVerdict Engine::inspect_stream_chunk(WorkerContext& w, const decode::Packe
     }
     if (kept != 0) {
         verdict = stronger(verdict, apply_actions(w, &f, kept));
-        emit_alerts(w, p, &f, d, kept, link_len, verdict, &sv);
+        emit_alerts(w, p, &f, d, kept, link_len,
+                    extras.passed ? stronger(verdict, PacketVerdict::kPass) : verdict, &sv);
     }
     if (extras.pass_flow && f.action == flow::FlowAction::kNone) {
         f.action = flow::FlowAction::kPass;  // the first of drop and pass wins
