@@ -82,7 +82,6 @@ constexpr Why kWhy[] = {
     {"udpv6-csum", "checksum validity is a decoder setting (-k), not a rule option"},
     {"icmpv4-csum", "checksum validity is a decoder setting (-k), not a rule option"},
     {"icmpv6-csum", "checksum validity is a decoder setting (-k), not a rule option"},
-    {"app-layer-protocol", "use the app-layer protocol in the rule header (alert http ...)"},
     {"app-layer-state", "parser states are not exposed to rules"},
     {"decode-event", "decoder events go to EVE anomaly records; rules on them are not matched"},
     {"stream-event", "stream events go to EVE anomaly records; rules on them are not matched"},
@@ -199,6 +198,8 @@ std::vector<KeywordInfo> list_keywords() {
     static constexpr std::pair<const char*, const char*> kPartly[] = {
         {"xbits", "partly: track tx (Suricata 8) is refused"},
         {"hostbits", "partly: direction both is refused"},
+        {"app-layer-protocol",
+         "partly: protocols Picket does not detect and Suricata 8's modes are refused"},
     };
     for (const KeywordDef& k : keyword_table()) {
         std::string status = "supported";

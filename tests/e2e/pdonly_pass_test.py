@@ -1,11 +1,18 @@
 #!/usr/bin/env python3
-"""End-to-end: how pass and alert finalise on one packet, through the real pipeline in IPS mode
-(--simulate-ips) on an HTTP flow built here with pcapcraft.py. As Suricata, the alerts of one
-packet are one queue ordered by action-order; a pass in it ends the queue, and the alerts
-before it are logged with "verdict": {"action": "pass"}; the pass of an app-layer rule then
-passes the flow, whose later packets are not inspected.
+"""End-to-end: protocol-detection-only rules and how pass and alert finalise on one packet,
+through the real pipeline on an HTTP flow and a DNS exchange built here with pcapcraft.py.
 
-action-order: [alert, pass, drop, reject] and the rules
+Protocol-detection-only rules (Suricata's pd_only: app-layer-protocol and nothing else but
+flow:to_server/to_client) match once per direction, on the packet where that direction's
+protocol detection finished: inline (--simulate-ips) the request and the response themselves;
+passive (IDS), where TCP data reaches the app layer when it is acknowledged, the first packet of
+each direction after that; UDP (DNS) the query and the answer. A rule with another condition
+(ttl:64) matches every packet once its direction's protocol is known.
+
+Pass and alert, IPS mode: the alerts of one packet are one queue ordered by action-order; a
+pass in it ends the queue, and the alerts before it are logged with
+"verdict": {"action": "pass"}; the pass of an app-layer rule then passes the flow, whose later
+packets are not inspected. action-order: [alert, pass, drop, reject] and the rules
 
     alert http any any -> any any (sid:1;)                 app-layer rule, per packet
     drop http any any -> any any (content:"OK"; sid:2;)    would match the response
@@ -15,13 +22,12 @@ action-order: [alert, pass, drop, reject] and the rules
 give: sid 3 on the SYN and the SYN/ACK (verdict alert), sid 1 on the request with verdict pass
 (sid 4 matched there and is not logged), nothing on the response (the flow is passed: sid 2
 neither alerts nor drops), the flow record with action pass, no packet blocked. With the
-default action-order (pass first) the request has no alert at all. A flow without the pass
-rule keeps alerting sid 1 on each packet where the flow is HTTP, with verdict alert, and sid 2
-drops the response.
+default action-order (pass first) the request has no alert at all. Without the pass rule sid 1
+alerts on each packet where the flow is HTTP, with verdict alert, and sid 2 drops the response.
 
-    picket-sensor -r FILE.pcap -S RULES -l OUTDIR -k none --workers 1 --simulate-ips -c CONFIG
+    picket-sensor -r FILE.pcap -S RULES -l OUTDIR -k none --workers 1 [--simulate-ips] -c CONFIG
 
-Usage: pass_verdict_test.py --build BUILD_DIR   (or --sensor PATH, or $PICKET_SENSOR)
+Usage: pdonly_pass_test.py --build BUILD_DIR   (or --sensor PATH, or $PICKET_SENSOR)
 """
 import json
 import os
@@ -77,8 +83,36 @@ RESPONSE = (b"HTTP/1.1 200 OK\r\nServer: e2e\r\nContent-Type: text/plain\r\n"
             b"Content-Length: 5\r\n\r\nhello")
 
 
-def build_pcap():
-    """One HTTP flow; returns the writer and the pcap_cnt of each packet that matters."""
+PD_RULES = """\
+alert tcp any any -> any any (msg:"pd http"; app-layer-protocol:http; sid:10;)
+alert tcp any any -> any any (msg:"pd http to server"; flow:to_server; \
+app-layer-protocol:http; sid:11;)
+alert ip any any -> any any (msg:"pd not tls"; app-layer-protocol:!tls; sid:12;)
+alert tcp any any -> any any (msg:"not pd"; ttl:64; app-layer-protocol:http; sid:13;)
+alert udp any any -> any any (msg:"pd dns"; app-layer-protocol:dns; sid:14;)
+"""
+
+PD_CONFIG = """\
+outputs:
+  - eve-log:
+      enabled: yes
+      filetype: regular
+      filename: eve.json
+      types:
+        - alert
+"""
+
+# A DNS query for example.test (id 0x4242, one question, type A class IN) and its answer.
+DNS_QUERY = (b"\x42\x42\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00"
+             b"\x07example\x04test\x00\x00\x01\x00\x01")
+DNS_ANSWER = (b"\x42\x42\x81\x80\x00\x01\x00\x01\x00\x00\x00\x00"
+              b"\x07example\x04test\x00\x00\x01\x00\x01"
+              b"\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\x00\x04\x0a\x00\x05\x09")
+
+
+def build_pcap(with_dns=False):
+    """One HTTP flow (and a DNS exchange); returns the writer and the pcap_cnt of each packet
+    that matters."""
     w = pc.PcapWriter()
     conn = pc.TcpConn(w, "10.0.5.1", 40123, "10.0.5.2", 80)
     at = {}
@@ -87,12 +121,16 @@ def build_pcap():
     at["request"] = conn.send(REQUEST)
     at["ack"] = conn.ack_client()
     at["response"] = conn.reply(RESPONSE)
-    conn.close()
+    at["last"] = conn.close()
+    at["client_fin"], at["server_fin"] = at["last"] - 2, at["last"] - 1
+    if with_dns:
+        at["query"] = w.udp("10.0.6.1", 53001, "10.0.6.2", 53, DNS_QUERY)
+        at["answer"] = w.udp("10.0.6.2", 53, "10.0.6.1", 53001, DNS_ANSWER, to_server=False)
     at["total"] = len(w.frames)
     return w, at
 
 
-def run_sensor(tmp, name, w, rules, config):
+def run_sensor(tmp, name, w, rules, config, ips=True):
     d = tempfile.mkdtemp(prefix=name + "-", dir=tmp)
     pcap = os.path.join(d, "http.pcap")
     w.save(pcap)
@@ -105,7 +143,7 @@ def run_sensor(tmp, name, w, rules, config):
     logdir = os.path.join(d, "log")
     os.makedirs(logdir)
     args = [SENSOR, "-r", pcap, "-S", rules_path, "-l", logdir, "-k", "none", "--workers", "1",
-            "--simulate-ips", "-c", cfg]
+            "-c", cfg] + (["--simulate-ips"] if ips else [])
     proc = subprocess.run(args, capture_output=True, text=True, timeout=120)
     eve = []
     path = os.path.join(logdir, "eve.json")
@@ -113,6 +151,15 @@ def run_sensor(tmp, name, w, rules, config):
         with open(path) as f:
             eve = [json.loads(line) for line in f]
     return proc, eve
+
+
+def sids_at(eve):
+    """{sid: [pcap_cnt, ...]} of the alerts."""
+    out = {}
+    for e in eve:
+        if e["event_type"] == "alert":
+            out.setdefault(e["alert"]["signature_id"], []).append(e["pcap_cnt"])
+    return out
 
 
 def alerts_of(eve):
@@ -172,6 +219,53 @@ class PassVerdictTest(unittest.TestCase):
                                    (at["request"], 1, "alert"), (at["ack"], 1, "alert")])
         self.assertEqual(got[4:6], [(at["response"], 1, "drop"), (at["response"], 2, "drop")])
         self.assertEqual(len(got), 6)
+
+
+class PdOnlyTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="picket-e2e-pdonly-")
+        cls.w, cls.at = build_pcap(with_dns=True)
+        cls.runs = {
+            "ips": run_sensor(cls.tmp, "ips", cls.w, PD_RULES, PD_CONFIG, ips=True),
+            "ids": run_sensor(cls.tmp, "ids", cls.w, PD_RULES, PD_CONFIG, ips=False),
+        }
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def sids(self, name):
+        proc, eve = self.runs[name]
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return sids_at(eve)
+
+    def test_inline_each_direction_once_where_detection_finished(self):
+        at = self.at
+        got = self.sids("ips")
+        self.assertEqual(got[10], [at["request"], at["response"]])
+        self.assertEqual(got[11], [at["request"]])
+        # Every protocol but tls: the HTTP flow's two directions and the DNS exchange's.
+        self.assertEqual(got[12], [at["request"], at["response"], at["query"], at["answer"]])
+        self.assertEqual(got[14], [at["query"], at["answer"]])
+
+    def test_passive_the_next_packet_of_the_direction_after_acknowledgement(self):
+        # The request reaches the app layer with the server's ACK (a to-client packet): the
+        # next to-server packet (the client's FIN) carries the to-server detection; the
+        # response reaches it with that FIN, and the server's FIN carries the to-client one.
+        at = self.at
+        got = self.sids("ids")
+        self.assertEqual(got[10], [at["client_fin"], at["server_fin"]])
+        self.assertEqual(got[11], [at["client_fin"]])
+        self.assertEqual(got[14], [at["query"], at["answer"]])
+
+    def test_with_another_condition_every_packet_once_known(self):
+        at = self.at
+        self.assertEqual(self.sids("ips")[13],
+                         [at["request"], at["response"], at["client_fin"], at["server_fin"],
+                          at["last"]])
+        # Passive: the server's ACK before the response has its direction still unknown.
+        self.assertEqual(self.sids("ids")[13], [at["client_fin"], at["server_fin"], at["last"]])
 
 
 if __name__ == "__main__":
