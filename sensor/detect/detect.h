@@ -277,6 +277,10 @@ struct InspectExtras {
     // inspect them: Snort 3 fills its service buffers only from data its stream flushed on
     // acknowledgement (IDS mode), while Suricata's pseudo packets do inspect it.
     bool unacked_end = false;
+    // Protocol detection finished for the packet's direction with this packet (Suricata's
+    // PKT_PROTO_DETECT_TS/TC_DONE; flow::Flow::proto_detect): protocol-detection-only rules
+    // (Rule::pd_only) are checked on such packets only.
+    bool proto_detect_pkt = false;
     mutable bool passed = false;  // out: a pass rule matched (the packet's inspection ended)
     // out: that pass applies to the flow: it matched on the stream or a transaction, or the
     // rule is an app-layer rule (alert http ...) or header-only (addresses, ports and

@@ -462,6 +462,9 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
         if (no_payload && r.packet_buffer) {
             continue;  // InspectExtras::no_payload
         }
+        if (r.pd_only && (extras == nullptr || !extras->proto_detect_pkt)) {
+            continue;  // protocol-detection-only: where the direction's detection finished
+        }
         if (log != nullptr && log->seen(view->tx_id, r.sid)) {
             continue;  // this transaction already alerted on this rule
         }
@@ -604,8 +607,8 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
         // (Suricata's inline stream): a stream-capable rule's match there is a stream match.
         const bool inline_stream = stream != nullptr && !stream_only && established &&
                                    r.stream_capable && r.syntax != RuleSyntax::kSnort3;
-        const bool flow_scope =
-            view != nullptr || pc.from_stream || inline_stream || r.ip_only || app_only;
+        const bool flow_scope = view != nullptr || pc.from_stream || inline_stream || r.ip_only ||
+                                r.pd_only || app_only;
         if (action == Action::kPass) {
             // A pass rule (or a rate_filter's new_action pass) ends the packet's inspection:
             // the rules after it in the evaluation order (the actions after pass in the

@@ -176,6 +176,35 @@ bool rule_sets_flowbits(const Rule& r) {
     return false;
 }
 
+// Suricata's protocol-detection-only rule (SIG_TYPE_PDONLY): no protocol in the header, no
+// buffer, and app-layer-protocol as its only match besides flow:to_server/to_client and
+// flowbits:set (docs/rules.md, "Protocol-only rules").
+bool is_pd_only(const Rule& r) {
+    if (r.proto.app != AppProto::kUnknown || r.app_needed != AppProto::kUnknown ||
+        !r.buffers.empty() || r.header_options.empty() || !r.flowints.empty() || !r.xbits.empty() ||
+        (r.flow_flags & ~(kFlowToServer | kFlowToClient)) != 0) {
+        return false;
+    }
+    bool pd = false;
+    for (const auto& h : r.header_options) {
+        const std::string_view k = h->keyword();
+        if (k == "app-layer-protocol") {
+            pd = true;
+        } else if (k != "flow") {  // flow: only to_server / to_client (flow_flags above)
+            return false;
+        }
+    }
+    if (!pd) {
+        return false;
+    }
+    for (const auto& op : r.flowbits) {
+        if (op.cmd != FlowbitCmd::kSet && op.cmd != FlowbitCmd::kNoalert) {
+            return false;
+        }
+    }
+    return true;
+}
+
 }  // namespace
 
 DetectEngine::DetectEngine() : impl_(new Impl) {}
@@ -284,6 +313,7 @@ std::shared_ptr<const DetectEngine> DetectEngine::load(const DetectConfig& confi
         // Only the header (addresses, ports, protocol) decides whether it can match.
         r.ip_only = r.buffers.empty() && r.header_options.empty() && r.flow_flags == 0 &&
                     r.app_needed == AppProto::kUnknown && r.proto.app == AppProto::kUnknown;
+        r.pd_only = is_pd_only(r);
         r.packet_buffer = false;
         for (const BufferMatch& b : r.buffers) {
             r.packet_buffer = r.packet_buffer || b.buffer == BufferId::kPacket;

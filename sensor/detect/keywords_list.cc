@@ -82,7 +82,6 @@ constexpr Why kWhy[] = {
     {"udpv6-csum", "checksum validity is a decoder setting (-k), not a rule option"},
     {"icmpv4-csum", "checksum validity is a decoder setting (-k), not a rule option"},
     {"icmpv6-csum", "checksum validity is a decoder setting (-k), not a rule option"},
-    {"app-layer-protocol", "use the app-layer protocol in the rule header (alert http ...)"},
     {"app-layer-state", "parser states are not exposed to rules"},
     {"decode-event", "decoder events go to EVE anomaly records; rules on them are not matched"},
     {"stream-event", "stream events go to EVE anomaly records; rules on them are not matched"},
@@ -195,9 +194,11 @@ std::vector<KeywordInfo> list_keywords() {
         }
         out.push_back({lang, std::string(name), kind, std::move(status)});
     };
-    // Registered keywords that do part of what Suricata does (none at the moment: xbits and
-    // hostbits, the last ones, take every form Suricata 7 and 8 accept).
-    const std::vector<std::pair<std::string_view, std::string>> kPartly = {};
+    // Registered keywords that do part of what Suricata does.
+    const std::vector<std::pair<std::string_view, std::string>> kPartly = {
+        {"app-layer-protocol",
+         "partly: protocols Picket does not detect and Suricata 8's modes are refused"},
+    };
     for (const KeywordDef& k : keyword_table()) {
         std::string status = "supported";
         for (const auto& [name, why] : kPartly) {

@@ -33,7 +33,7 @@ constexpr const char* kUnsupported[] = {
     "absent", "l3_proto", "pkthdr", "flow.age", "flow.pkts", "flow.bytes",
     "tcp.mss", "tcp.hdr", "udp.hdr", "ipv4.hdr", "ipv6.hdr", "icmpv4.hdr", "icmpv6.hdr",
     "icmpv6.mtu", "ipv4-csum", "tcpv4-csum", "tcpv6-csum", "udpv4-csum", "udpv6-csum",
-    "icmpv4-csum", "icmpv6-csum", "app-layer-protocol", "app-layer-state",
+    "icmpv4-csum", "icmpv6-csum", "app-layer-state",
     "decode-event", "stream-event", "engine-event",
     // Decoders and transforms.
     "to_md5", "to_sha1", "to_sha256",

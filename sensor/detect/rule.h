@@ -334,6 +334,11 @@ struct Rule {
     // (so also while the protocol is unknown, or its detection failed).
     bool service_or_ports = false;
     bool ip_only = false;  // set by the compiler: no payload, no L4 header options
+    // Set by the compiler: Suricata's protocol-detection-only rule (app-layer-protocol and
+    // nothing else but flow:to_server/to_client, flowbits:set and meta options), checked only
+    // on the packet where its direction's protocol detection finished
+    // (InspectExtras::proto_detect_pkt).
+    bool pd_only = false;
     // Set by the compiler: the rule has options on the packet payload (pkt_data), and
     // whether those may match the reassembled stream instead (Suricata's
     // SIG_FLAG_REQUIRE_STREAM; not with tcp-pkt, flow:no_stream or dsize, which need the

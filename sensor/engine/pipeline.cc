@@ -29,6 +29,28 @@ RejectTarget reject_target(detect::RejectTo to) {
     return RejectTarget::kSender;
 }
 
+// Suricata's protocol-detection-done flags (flow::Flow::proto_detect): the first data of
+// direction d handed to the app layer once the flow's protocol is known (or its detection
+// gave up) finishes d's detection. On a packet of d (inline stream, UDP) that packet carries
+// it; on one of the other direction (IDS: TCP data handed over on its acknowledgement) the
+// next packet of d does. Returns whether the packet being processed (direction dir) does.
+bool note_proto_detect(const applayer::AppLayer& app, flow::Flow& f, flow::Direction d,
+                       flow::Direction dir) {
+    if ((f.proto_detect & flow::proto_detect_done(d)) != 0) {
+        return false;
+    }
+    const bool failed = app.failed(f);
+    if (!failed && app.proto(f) == inspect::AppProto::kUnknown) {
+        return false;  // still undecided
+    }
+    f.proto_detect |= flow::proto_detect_done(d) | (failed ? flow::kProtoDetectFailed : 0);
+    if (d == dir) {
+        return true;
+    }
+    f.proto_detect |= flow::proto_detect_pending(d);
+    return false;
+}
+
 }  // namespace
 
 FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& p, flow::Flow* f,
@@ -69,6 +91,7 @@ FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& 
         }
     }
     detect::StreamView sv;
+    bool proto_detect_pkt = false;  // protocol detection finished for dir with this packet
     bool have_stream = false;
     bool pkt_in_stream = false;
     // Taken before this packet's data reaches the app layer, as Suricata flags the packet from
@@ -128,6 +151,10 @@ FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& 
                     }
                 }
                 const uint32_t k = w.feed_app(*f, d, u.app_data(d), txs + ntx, tx_cap - ntx);
+                if (w.app && u.app_data(d).new_len() != 0 &&
+                    note_proto_detect(*w.app, *f, d, dir)) {
+                    proto_detect_pkt = true;
+                }
                 if (w.active && !acl_skip_detect && !payload_off &&
                     u.app_data(d).new_len() + u.app_data(d).gap != 0) {
                     if (detect::PduCutter* pc = snort3_pdu_cutter(w, *f, d); pc != nullptr) {
@@ -160,6 +187,7 @@ FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& 
         }
     } else if (f != nullptr && w.app && p.has(decode::kFlagUdp) && p.payload_len != 0) {
         ntx = w.app->on_data(*f, dir, p.payload, p.payload_len, false, txs, tx_cap);
+        proto_detect_pkt = note_proto_detect(*w.app, *f, dir, dir);
         for (uint32_t i = 0; i < ntx; ++i) {
             tx_dir[i] = dir;
         }
@@ -169,6 +197,11 @@ FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& 
     }
     detect::InspectExtras extras;
     extras.app = f != nullptr && w.app ? w.app->proto(*f) : detect::AppProto::kUnknown;
+    if (f != nullptr && (f->proto_detect & flow::proto_detect_pending(dir)) != 0) {
+        f->proto_detect &= static_cast<uint8_t>(~flow::proto_detect_pending(dir));
+        proto_detect_pkt = true;  // finished on a packet of the other direction
+    }
+    extras.proto_detect_pkt = proto_detect_pkt;
     extras.stream = have_stream && !payload_off ? &sv : nullptr;
     extras.pkt_in_stream = pkt_in_stream;
     extras.no_payload = payload_off;
@@ -191,7 +224,11 @@ FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& 
         if (n != 0) {
             dropped = dropped || any_drop(w, n);
             out.verdict = stronger(out.verdict, apply_actions(w, f, n));
-            emit_alerts(w, p, f, dir, n, link_len, out.verdict, extras.stream);
+            // Suricata finalises a packet's alerts as one queue: the pass found in it marks
+            // the packet, so the alerts queued before it are logged with verdict "pass"
+            // (unless a drop or reject of theirs stands: drop wins).
+            emit_alerts(w, p, f, dir, n, link_len, stronger(out.verdict, PacketVerdict::kPass),
+                        extras.stream);
         }
         apply_silent_drop(w, f, extras, out);
         out.verdict = stronger(out.verdict, PacketVerdict::kPass);
@@ -221,7 +258,10 @@ FlowVerdict Engine::inspect_flow_packet(WorkerContext& w, const decode::Packet& 
         if (n != 0) {
             dropped = dropped || any_drop(w, n);
             out.verdict = stronger(out.verdict, apply_actions(w, f, n));
-            emit_alerts(w, p, f, tx_dir[i], n, link_len, out.verdict, extras.stream, true);
+            // A pass rule on this transaction: the alerts ordered before it carry its verdict.
+            emit_alerts(w, p, f, tx_dir[i], n, link_len,
+                        extras.passed ? stronger(out.verdict, PacketVerdict::kPass) : out.verdict,
+                        extras.stream, true);
         }
     }
     dropped = dropped || extras.silent_drop;
@@ -340,7 +380,8 @@ PacketVerdict Engine::inspect_stream_chunk(WorkerContext& w, const decode::Packe
     }
     if (kept != 0) {
         verdict = stronger(verdict, apply_actions(w, &f, kept));
-        emit_alerts(w, p, &f, d, kept, link_len, verdict, &sv);
+        emit_alerts(w, p, &f, d, kept, link_len,
+                    extras.passed ? stronger(verdict, PacketVerdict::kPass) : verdict, &sv);
     }
     if (extras.pass_flow && f.action == flow::FlowAction::kNone) {
         f.action = flow::FlowAction::kPass;  // the first of drop and pass wins

@@ -65,6 +65,18 @@ struct FlowStorage {
     static T* take(Flow& f);
 };
 
+// Flow::proto_detect bits. Done: the direction's first data reached the app layer with the
+// flow's protocol known (or its detection failed). Pending: that happened on a packet of the
+// other direction (TCP data handed over on its acknowledgement), so the next packet of the
+// direction carries it. Failed: protocol detection gave up.
+inline constexpr uint8_t proto_detect_done(Direction d) {
+    return static_cast<uint8_t>(1u << static_cast<unsigned>(d));
+}
+inline constexpr uint8_t proto_detect_pending(Direction d) {
+    return static_cast<uint8_t>(4u << static_cast<unsigned>(d));
+}
+inline constexpr uint8_t kProtoDetectFailed = 16;
+
 struct Flow {
     FlowKey key;
     uint64_t flow_id = 0;
@@ -102,6 +114,9 @@ struct Flow {
     bool client_is_first = true;  // client_addr == key.addr[0] (direction without compares)
     // Set by the engine (the flow table leaves it alone); see FlowAction.
     FlowAction action = FlowAction::kNone;
+    // Protocol detection per direction, set by the engine (Suricata's
+    // PKT_PROTO_DETECT_TS/TC_DONE): see kProtoDetect* below.
+    uint8_t proto_detect = 0;
     // Set by the engine when a rule alerted on the flow (EVE flow records' "alerted").
     bool alerted = false;
     // Why the table removed the flow; set before on_free (EVE flow records' "reason").

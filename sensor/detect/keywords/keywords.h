@@ -86,6 +86,7 @@ PICKET_KEYWORD(parse_dns_opcode);
 PICKET_KEYWORD(parse_ssh_protoversion);
 PICKET_KEYWORD(parse_ssh_softwareversion);
 PICKET_KEYWORD(parse_app_layer_event);
+PICKET_KEYWORD(parse_app_layer_protocol);  // app_layer_protocol.cc
 
 // SIP start-line keywords (sip.cc): sip_method, sip_stat_code.
 PICKET_KEYWORD(parse_sip_method);

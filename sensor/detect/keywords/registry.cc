@@ -92,6 +92,7 @@ constexpr KeywordDef kKeywords[] = {
     {"ssh.protoversion", parse_ssh_protoversion},
     {"ssh.softwareversion", parse_ssh_softwareversion},
     {"app-layer-event", parse_app_layer_event},
+    {"app-layer-protocol", parse_app_layer_protocol},  // app_layer_protocol.cc
     // SIP start line (sip.cc).
     {"sip_method", parse_sip_method},
     {"sip_stat_code", parse_sip_stat_code},

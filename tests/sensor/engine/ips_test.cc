@@ -322,6 +322,64 @@ TEST_F(IpsTest, PassRuleStopsTheFlowsInspection) {
     EXPECT_EQ(alerts_[0]["pcap_cnt"], 4);
 }
 
+// Suricata finalises a packet's alerts as one queue in the action-order; a pass in it ends the
+// queue, and the alerts queued before it are logged with verdict pass. action-order [alert,
+// pass, drop, reject]: on "ok x" sid 1 alerts with verdict pass and the drop sid 3 (after the
+// pass) neither alerts nor drops; the pass was on the packet's payload, so the next "x" is
+// inspected again: sid 1 and sid 3 alert there, verdict drop (a drop wins over everything).
+TEST_F(IpsTest, AlertsQueuedBeforeAPassCarryThePassVerdict) {
+    StatsSnapshot s = run({udp_frame(1000, true, "ok x"), udp_frame(1000, true, "x")},
+                          "alert udp any any -> any any (msg:\"a\"; content:\"x\"; sid:1;)\n"
+                          "pass udp any any -> any any (content:\"ok\"; sid:2;)\n"
+                          "drop udp any any -> any any (msg:\"d\"; content:\"x\"; sid:3;)\n",
+                          /*ips=*/true, "pass", {"alert", "pass", "drop", "reject"});
+    EXPECT_EQ(s.get("ips.accepted"), 1u);
+    EXPECT_EQ(s.get("ips.blocked"), 1u);
+    std::vector<std::string> got;
+    for (const nlohmann::json& a : alerts_) {
+        got.push_back(std::to_string(a["pcap_cnt"].get<int>()) + " " +
+                      std::to_string(a["alert"]["signature_id"].get<int>()) + " " +
+                      a["verdict"]["action"].get<std::string>());
+    }
+    EXPECT_EQ(got, (std::vector<std::string>{"1 1 pass", "2 1 drop", "2 3 drop"}));
+}
+
+// A drop queued before the pass stands: action-order [drop, alert, pass, reject], both alerts
+// of the packet say drop, and the packet is dropped.
+TEST_F(IpsTest, DropQueuedBeforeAPassKeepsTheDropVerdict) {
+    StatsSnapshot s = run({udp_frame(1000, true, "Hi")},
+                          "drop udp any any -> any any (msg:\"d\"; content:\"Hi\"; sid:1;)\n"
+                          "alert udp any any -> any any (msg:\"a\"; content:\"Hi\"; sid:2;)\n"
+                          "pass udp any any -> any any (content:\"Hi\"; sid:3;)\n",
+                          /*ips=*/true, "pass", {"drop", "alert", "pass", "reject"});
+    EXPECT_EQ(s.get("ips.blocked"), 1u);
+    ASSERT_EQ(alerts_.size(), 2u);
+    EXPECT_EQ(alerts_[0]["alert"]["signature_id"], 1);
+    EXPECT_EQ(alerts_[1]["alert"]["signature_id"], 2);
+    EXPECT_EQ(alerts_[0]["verdict"], nlohmann::json::parse(R"({"action":"drop"})"));
+    EXPECT_EQ(alerts_[1]["verdict"], nlohmann::json::parse(R"({"action":"drop"})"));
+}
+
+// The same on a transaction: the DNS query's alert (sid 1, ordered first) is logged with verdict
+// pass, as the pass rule matched the same transaction; the pass of a transaction passes the
+// flow, so the second query of the flow is not inspected.
+TEST_F(IpsTest, TransactionAlertBeforeAPassCarriesThePassVerdict) {
+    Bytes query = {0x12, 0x34, 0x01, 0x00, 0,   1,   0,   0,   0,   0,   0, 0, 4, 'e', 'v',
+                   'i',  'l',  7,    'e',  'x', 'a', 'm', 'p', 'l', 'e', 0, 0, 1, 0,   1};
+    std::vector<Bytes> frames = {frame(true, frames::kUdp, frames::udp(40000, 53, query)),
+                                 frame(true, frames::kUdp, frames::udp(40000, 53, query))};
+    StatsSnapshot s = run(frames,
+                          "alert dns any any -> any any (msg:\"q\"; dns.query; "
+                          "content:\"evil\"; sid:1;)\n"
+                          "pass dns any any -> any any (dns.query; content:\"example\"; sid:2;)\n",
+                          /*ips=*/true, "pass", {"alert", "pass", "drop", "reject"});
+    EXPECT_EQ(s.get("ips.accepted"), 2u);
+    ASSERT_EQ(alerts_.size(), 1u);
+    EXPECT_EQ(alerts_[0]["pcap_cnt"], 1);
+    EXPECT_EQ(alerts_[0]["alert"]["signature_id"], 1);
+    EXPECT_EQ(alerts_[0]["verdict"], nlohmann::json::parse(R"({"action":"pass"})"));
+}
+
 TEST_F(IpsTest, PassOnAPacketsPayloadPassesThatPacketOnly) {
     // Suricata applies a pass to the flow only for stream, transaction, app-layer or header-only
     // matches: a udp content pass passes its packet, the next "x" of the flow is dropped.
