@@ -161,6 +161,12 @@ int main(int argc, char** argv) {
                 std::fprintf(stderr, "picket-sensor: profiling.rules: %s\n", error.c_str());
             }
         }
+        for (const std::string& w : result.warnings) {
+            std::fprintf(stderr,
+                         "picket-sensor: warning: %s; the rest of that file was skipped "
+                         "(pcap-file.strict: yes makes this an error)\n",
+                         w.c_str());
+        }
         if (result.exit_code != 0) {
             std::fprintf(stderr, "picket-sensor: error: %s\n", result.error.c_str());
         }

@@ -114,9 +114,13 @@ public:
     ~PcapFileReader();
     // kOk: p is filled, valid until the next call. kEof: all files done. kError: a file is
     // truncated or corrupt: error() names the file and byte offset; packets before it were
-    // returned. Reading does not continue past an error.
+    // returned. Reading does not continue past an error, unless skip_damaged() takes it.
     ReadResult next(RawPacket& p);
     std::string error() const { return error_; }
+    // After kError: when it was a damaged file (a truncated or corrupt record, not a failure
+    // to open one), clears it and returns true with the message in *what; the next next()
+    // goes on with the following file, as Suricata ends a file at a read error.
+    bool skip_damaged(std::string* what);
     // Kernel-mode BPF on a file. There is no kernel for a file: libpcap would run the program
     // in user space inside its read loop, so the reader runs the same program itself
     // (pcap_offline_filter) and can count what it rejects. Recompiled from the expression for
@@ -139,6 +143,7 @@ private:
     void* pcap_ = nullptr;  // pcap_t*
     std::string current_;
     std::string error_;
+    bool damaged_ = false;  // error_ is a truncated or corrupt record
     uint64_t packets_read_ = 0;
     uint64_t bytes_read_ = 0;
     uint64_t filtered_ = 0;

@@ -199,6 +199,7 @@ ReadResult PcapFileReader::next_mapped(RawPacket& p) {
                  std::to_string(offset_) + " after packet " + std::to_string(file_packets_) +
                  ": truncated dump file; tried to read " + std::to_string(kRecordHeaderLen) +
                  " header bytes, only got " + std::to_string(left);
+        damaged_ = true;
         return ReadResult::kError;
     }
     const uint8_t* rec = map_ + off;
@@ -211,6 +212,7 @@ ReadResult PcapFileReader::next_mapped(RawPacket& p) {
                  std::to_string(offset_) + " after packet " + std::to_string(file_packets_) +
                  ": invalid packet capture length " + std::to_string(caplen) +
                  ", bigger than maximum of " + std::to_string(kMaxCaplen);
+        damaged_ = true;
         return ReadResult::kError;
     }
     if (left - kRecordHeaderLen < caplen) {
@@ -218,6 +220,7 @@ ReadResult PcapFileReader::next_mapped(RawPacket& p) {
                  std::to_string(offset_) + " after packet " + std::to_string(file_packets_) +
                  ": truncated dump file; tried to read " + std::to_string(caplen) +
                  " captured bytes, only got " + std::to_string(left - kRecordHeaderLen);
+        damaged_ = true;
         return ReadResult::kError;
     }
     p.data = rec + kRecordHeaderLen;
@@ -267,6 +270,16 @@ bool PcapFileReader::open_next() {
     return true;
 }
 
+bool PcapFileReader::skip_damaged(std::string* what) {
+    if (!damaged_ || error_.empty()) {
+        return false;
+    }
+    *what = std::move(error_);
+    error_.clear();
+    damaged_ = false;
+    return true;
+}
+
 ReadResult PcapFileReader::next(RawPacket& p) {
     if (!error_.empty()) {
         return ReadResult::kError;
@@ -312,6 +325,7 @@ ReadResult PcapFileReader::next(RawPacket& p) {
                      ": " + pcap_geterr(handle);
             pcap_close(handle);
             pcap_ = nullptr;
+            damaged_ = true;
             return ReadResult::kError;
         }
         offset_ = std::ftell(pcap_file(handle));

@@ -231,6 +231,7 @@ RunResult Engine::run() {
     if (sources_->file_reader() != nullptr) {
         result.files = static_cast<uint32_t>(sources_->file_reader()->files().size());
     }
+    result.warnings = reader_warnings_;
     if (!reader_error_.empty()) {
         result.exit_code = 1;
         result.error = reader_error_;

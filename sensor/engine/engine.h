@@ -87,8 +87,12 @@ struct SensorConfig {
     // and the reader drops packets for a full worker queue (capture.queue_drops) instead of
     // waiting, as a live capture does.
     bool pcap_replay = false;
-    uint64_t pcap_loops = 1;     // passes over the files; 0 = until stopped
-    double pcap_rate_pps = 0;    // packets per second over all workers; 0 = unpaced
+    uint64_t pcap_loops = 1;   // passes over the files; 0 = until stopped
+    double pcap_rate_pps = 0;  // packets per second over all workers; 0 = unpaced
+    // pcap-file.strict: a truncated or corrupt capture file ends the run with exit status 1.
+    // Off (default, as Suricata): it ends that file, with a warning naming file and offset
+    // (RunResult::warnings), and the run goes on with the next file.
+    bool pcap_strict = false;
     std::string metrics_listen;  // metrics.listen: HOST:PORT serving /metrics; empty = off
     std::string bpf;
     capture::BpfMode bpf_mode = capture::BpfMode::kKernel;
@@ -172,6 +176,8 @@ struct WorkerTotals {
 struct RunResult {
     int exit_code = 0;  // 0 ok; 1 capture error (e.g. a truncated file) after what was readable
     std::string error;  // what went wrong, with file and offset where known
+    // Damaged capture files that were ended early (pcap-file.strict off), one line each.
+    std::vector<std::string> warnings;
     StatsSnapshot stats;
     double elapsed_sec = 0;
     uint32_t files = 0;
@@ -356,6 +362,7 @@ private:
     std::mutex done_mu_;
     std::condition_variable done_cv_;
     std::string reader_error_;
+    std::vector<std::string> reader_warnings_;  // the reader thread's, read after it joined
     // Written by the reader thread per packet, read by the stats thread: a cache line of their
     // own, so that no worker's line (stop_, config_) is invalidated per packet.
     struct alignas(64) ReaderCounters {

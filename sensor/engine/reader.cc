@@ -51,6 +51,12 @@ void Engine::reader_main() {
                 continue;
             }
             if (r == capture::ReadResult::kError) {
+                std::string damage;
+                if (!config_.pcap_strict && file_reader->skip_damaged(&damage)) {
+                    // As Suricata: a read error ends that file, the run goes on.
+                    reader_warnings_.push_back(std::move(damage));
+                    continue;
+                }
                 reader_error_ = file_reader->error();
             }
             break;

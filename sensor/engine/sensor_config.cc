@@ -253,6 +253,7 @@ SensorConfig load_sensor_config(const Config& c, bool require_input) {
     s.pcap_replay = c.has("pcap-file.loop") || c.has("pcap-file.rate");
     s.pcap_loops = static_cast<uint64_t>(c.get_int("pcap-file.loop", 1, 0, INT64_MAX));
     s.pcap_rate_pps = c.get_double("pcap-file.rate", 0);
+    s.pcap_strict = c.get_bool("pcap-file.strict", false);
     if (!(s.pcap_rate_pps >= 0 && s.pcap_rate_pps <= 1e9)) {  // also refuses NaN
         throw ConfigError(c.source() +
                           ": pcap-file.rate: must be a packet rate from 0 (unpaced) to 1e9");

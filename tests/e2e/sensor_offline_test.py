@@ -160,10 +160,24 @@ class Generated(unittest.TestCase):
             off += 16 + incl
         with open(bad, "wb") as f:
             f.write(data[:off + 20])
+        # As Suricata: the damage ends that file with a warning naming file and offset, the
+        # packets before it are processed, the run goes on with the next file and exits 0.
         logdir = tempfile.mkdtemp(dir=self.tmp)
-        r = run([sensor_bin(), "-r", bad, "-l", logdir, "--workers", "2"])
+        r = run([sensor_bin(), "-r", bad, "-r", self.pcap, "-l", logdir, "--workers", "2"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("warning: " + bad, r.stderr)
+        self.assertIn("offset %d after packet 100" % off, r.stderr)
+        self.assertIn("the rest of that file was skipped", r.stderr)
+        s = last_stats(logdir)
+        self.assertEqual(stat(s, "decoder.pkts"), 100 + self.rec["packets"])
+        self.assertIn("summary: %d packets" % (100 + self.rec["packets"]), r.stdout)
+        # pcap-file.strict: the damage is an input failure (exit status 1), nothing after it
+        # is read.
+        logdir = tempfile.mkdtemp(dir=self.tmp)
+        r = run([sensor_bin(), "-r", bad, "-r", self.pcap, "-l", logdir, "--workers", "2",
+                 "--set", "pcap-file.strict=yes"])
         self.assertEqual(r.returncode, 1, r.stderr)
-        self.assertIn(bad, r.stderr)
+        self.assertIn("error: " + bad, r.stderr)
         self.assertIn("offset %d" % off, r.stderr)
         s = last_stats(logdir)
         self.assertEqual(stat(s, "decoder.pkts"), 100)

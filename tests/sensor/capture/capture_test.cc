@@ -246,6 +246,33 @@ TEST(PcapFileReader, TruncatedFileReturnsPacketsThenError) {
     EXPECT_EQ(r.packets_read(), 2u);
 }
 
+// Suricata ends a damaged file and goes on: skip_damaged() takes the error and the next
+// file is read, pcap_cnt counting on; with nothing damaged it takes nothing.
+TEST(PcapFileReader, SkipDamagedGoesOnWithTheNextFile) {
+    TempDir dir;
+    const std::string pad(60 - 14 - 28, 'p');
+    write_pcap(dir.file("a.pcap"), {eth_udp(1, 2, pad), eth_udp(1, 2, pad)}, kEth);
+    write_pcap(dir.file("b.pcap"), {eth_udp(3, 4, pad)}, kEth);
+    fs::resize_file(dir.file("a.pcap"), 24 + 76 + 10);  // the second record's header cut
+
+    PcapFileReader r({dir.file("a.pcap"), dir.file("b.pcap")});
+    RawPacket p;
+    std::string what;
+    EXPECT_FALSE(r.skip_damaged(&what));
+    ASSERT_EQ(r.next(p), ReadResult::kOk);
+    ASSERT_EQ(r.next(p), ReadResult::kError);
+    ASSERT_TRUE(r.skip_damaged(&what));
+    EXPECT_EQ(what, dir.file("a.pcap") +
+                        ": truncated or corrupt capture at byte offset 100 after packet 1: "
+                        "truncated dump file; tried to read 16 header bytes, only got 10");
+    EXPECT_EQ(r.error(), "");
+    EXPECT_FALSE(r.skip_damaged(&what));
+    ASSERT_EQ(r.next(p), ReadResult::kOk);
+    EXPECT_EQ(p.pcap_cnt, 2u);
+    EXPECT_EQ(r.next(p), ReadResult::kEof);
+    EXPECT_EQ(r.packets_read(), 2u);
+}
+
 TEST(PcapFileReader, GarbageFileNamed) {
     TempDir dir;
     std::ofstream(dir.file("junk.pcap")) << "this is not a capture file, just some text.\n";
