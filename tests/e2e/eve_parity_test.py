@@ -91,7 +91,18 @@ alert http any any -> any any (flow:to_client; http.stat_code; content:"200"; si
 """
 
 
-class VlanWithoutTrackingTest(unittest.TestCase):
+class SensorRun:
+    """Mixin (not collected as a test): each class makes its pcap in cls.tmp and runs the sensor once (cls.proc)."""
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_runs_ok(self):
+        self.assertEqual(self.proc.returncode, 0, self.proc.stderr)
+
+
+class VlanWithoutTrackingTest(SensorRun, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="picket-e2e-eveparity-")
@@ -106,13 +117,6 @@ class VlanWithoutTrackingTest(unittest.TestCase):
         cls.proc, cls.eve = run_sensor(cls.tmp, "vlan", w, VLAN_RULES,
                                        ["--set", "vlan.use-for-tracking=false"])
         cls.tracked_proc, cls.tracked_eve = run_sensor(cls.tmp, "vlan-tracked", w, VLAN_RULES)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    def test_runs_ok(self):
-        self.assertEqual(self.proc.returncode, 0, self.proc.stderr)
 
     def test_one_flow_record_with_the_first_packets_vlan(self):
         flows = of_type(self.eve, "flow")
@@ -171,7 +175,7 @@ outputs:
 """
 
 
-class NoalertDropRecordsTest(unittest.TestCase):
+class NoalertDropRecordsTest(SensorRun, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="picket-e2e-eveparity-")
@@ -188,13 +192,6 @@ class NoalertDropRecordsTest(unittest.TestCase):
         ssh.close()
         cls.proc, cls.eve = run_sensor(cls.tmp, "drop", w, DROP_RULES, ["--simulate-ips"],
                                        DROP_CONFIG)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    def test_runs_ok(self):
-        self.assertEqual(self.proc.returncode, 0, self.proc.stderr)
 
     def test_no_alert(self):
         self.assertEqual(of_type(self.eve, "alert"), [])
@@ -224,7 +221,7 @@ alert tcp any 80 -> any any (msg:"raw"; flow:to_client,established; content:"rea
 """
 
 
-class BodyUntilCloseTest(unittest.TestCase):
+class BodyUntilCloseTest(SensorRun, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="picket-e2e-eveparity-")
@@ -246,13 +243,6 @@ class BodyUntilCloseTest(unittest.TestCase):
         cls.closed_cnt = conn._s(conn.snext + 1, pc.ACK)
         cls.proc, cls.eve = run_sensor(cls.tmp, "close", w, CLOSE_RULES,
                                        ["--set", "detect.guess-applayer-tx=true"])
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    def test_runs_ok(self):
-        self.assertEqual(self.proc.returncode, 0, self.proc.stderr)
 
     def test_records_come_with_the_close(self):
         http = of_type(self.eve, "http")
@@ -295,7 +285,7 @@ def dns_query(txid, name, qtype=16):
     return struct.pack("!HHHHHH", txid, 0x0100, 1, 0, 0, 0) + q + struct.pack("!HH", qtype, 1)
 
 
-class DnsTcpSplitAndCutShortTest(unittest.TestCase):
+class DnsTcpSplitAndCutShortTest(SensorRun, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="picket-e2e-eveparity-")
@@ -316,13 +306,6 @@ class DnsTcpSplitAndCutShortTest(unittest.TestCase):
         cut.send(framed[:20])  # the flow ends before the rest
         cut.close()
         cls.proc, cls.eve = run_sensor(cls.tmp, "dns", w, DNS_RULES, config=DNS_CONFIG)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    def test_runs_ok(self):
-        self.assertEqual(self.proc.returncode, 0, self.proc.stderr)
 
     def test_split_message_is_one_request(self):
         dns = of_type(self.eve, "dns")
