@@ -69,10 +69,29 @@ struct Address {
     }
     bool is_v4() const;
     const uint8_t* v4() const { return b + 12; }
-    bool operator==(const Address& o) const { return std::memcmp(b, o.b, 16) == 0; }
-    bool operator<(const Address& o) const { return std::memcmp(b, o.b, 16) < 0; }
+    // Byte order (memcmp's), as two big-endian words: inline, where a memcmp call cost the
+    // rules' address checks about 3 % of a worker's instructions (callgrind, ET Open).
+    bool operator==(const Address& o) const { return raw(0) == o.raw(0) && raw(1) == o.raw(1); }
+    bool operator<(const Address& o) const {
+        const uint64_t a = word(0), c = o.word(0);
+        return a != c ? a < c : word(1) < o.word(1);
+    }
     // Text form, "10.0.0.1" or "2001:db8::1"; buf must hold 46 bytes. Returns buf.
     const char* to_string(char* buf) const;
+
+private:
+    uint64_t raw(int i) const {
+        uint64_t w;
+        std::memcpy(&w, b + 8 * i, 8);
+        return w;
+    }
+    uint64_t word(int i) const {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        return __builtin_bswap64(raw(i));
+#else
+        return raw(i);
+#endif
+    }
 };
 
 enum PacketFlags : uint32_t {
