@@ -190,15 +190,25 @@ void add_ip_only_candidates(const Part& part, const decode::Packet& p,
 int on_hs_match(unsigned int id, unsigned long long, unsigned long long to, unsigned int,
                 void* ctx) {
     auto* sc = static_cast<ScanContext*>(ctx);
+    const std::vector<uint32_t>& rules = (*sc->pattern_rules)[id];
+    if (rules.empty()) {
+        return 0;  // another part's pattern (a shared database)
+    }
+    // A pattern's rules are marked all at once, and by it alone (a rule has one fast pattern
+    // and is in one part of the packet's group): a repeat of the pattern in this scan has
+    // nothing to add. The stream databases report every match (a run of "AAAA" in a mail
+    // body is thousands), so this is most of their callbacks.
     if (sc->stream_hit != nullptr) {
-        if (to <= sc->min_end) {
+        if (to <= sc->min_end || (*sc->stream_hit)[rules.front()] != 0) {
             return 0;
         }
-        for (uint32_t ri : (*sc->pattern_rules)[id]) {
+        for (uint32_t ri : rules) {
             (*sc->stream_hit)[ri] = 1;
         }
+    } else if ((*sc->seen)[rules.front()] != 0) {
+        return 0;
     }
-    add_candidates((*sc->pattern_rules)[id], sc->candidates, sc->seen);
+    add_candidates(rules, sc->candidates, sc->seen);
     return 0;
 }
 
@@ -282,6 +292,68 @@ namespace {
     hs_scan(db, buf.data(), static_cast<unsigned>(buf.size()), 0, hs, on_hs_match, sc);
 }
 
+// BoundedPattern: whether b occurs starting in [from, to) of data (to - from >= its size).
+[[gnu::always_inline]] inline bool bounded_at(const BoundedPattern& b, const uint8_t* data,
+                                              uint32_t from, uint32_t to) {
+    const auto* pat = reinterpret_cast<const uint8_t*>(b.bytes.data());
+    const uint32_t m = static_cast<uint32_t>(b.bytes.size());
+    for (uint32_t at = from; at + m <= to; ++at) {
+        uint32_t k = 0;
+        while (k < m && (b.nocase ? to_lower_ascii(data[at + k]) : data[at + k]) == pat[k]) {
+            ++k;
+        }
+        if (k == m) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// The bounded patterns on a packet's payload: a rule is a candidate when its pattern lies
+// in its bytes [lo, hi), where alone its content can match (as a database scan of the whole
+// payload, less the candidates that could not match). An in-stream packet: the rules that
+// still read it (Part::pkt_split).
+[[gnu::noinline]] void bounded_payload(const std::vector<BoundedPattern>& bounded,
+                                       bool pkt_in_stream, const uint8_t* data, uint32_t len,
+                                       std::vector<uint32_t>* candidates,
+                                       std::vector<uint8_t>* seen) {
+    for (const BoundedPattern& b : bounded) {
+        if (b.lo >= len) {
+            break;  // sorted by lo
+        }
+        const std::vector<uint32_t>& rules = pkt_in_stream ? b.pkt_rules : b.rules;
+        if (!rules.empty() && bounded_at(b, data, b.lo, std::min(b.hi, len))) {
+            add_candidates(rules, candidates, seen);
+        }
+    }
+}
+
+// The bounded patterns on a stream window, to the same effect as scan_stream with them in
+// the database: a rule is a stream hit when its pattern occurs ending in the new bytes. Only
+// a rule whose pattern lies in the window's [lo, hi) can match, so that is looked at first.
+[[gnu::noinline]] void bounded_stream(const std::vector<BoundedPattern>& bounded,
+                                      const StreamView& sv, std::vector<uint32_t>* candidates,
+                                      std::vector<uint8_t>* seen,
+                                      std::vector<uint8_t>* stream_hit) {
+    for (const BoundedPattern& b : bounded) {
+        if (b.lo >= sv.len) {
+            break;
+        }
+        const uint32_t m = static_cast<uint32_t>(b.bytes.size());
+        if (!bounded_at(b, sv.data, b.lo, std::min(b.hi, sv.len))) {
+            continue;
+        }
+        const uint32_t from = sv.new_off + 1 > m ? sv.new_off + 1 - m : 0;
+        if (!bounded_at(b, sv.data, from, sv.len)) {
+            continue;
+        }
+        for (uint32_t ri : b.rules) {
+            (*stream_hit)[ri] = 1;
+        }
+        add_candidates(b.rules, candidates, seen);
+    }
+}
+
 }  // namespace
 
 template <bool kProfile>
@@ -347,6 +419,10 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
                                &s.seen};
                 scan_payload(pkt_db, p, s.hs, &sc);
             }
+            if (!part.bounded.empty() && p.payload_len > 0 && !no_payload) {
+                bounded_payload(part.bounded, pkt_in_stream, p.payload, p.payload_len,
+                                &s.candidates, &s.seen);
+            }
             if (part.db != nullptr && stream != nullptr) {
                 // Only the new bytes and the tail a pattern may straddle from.
                 uint32_t from =
@@ -354,6 +430,9 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
                 ScanContext sc{&part.pattern_rules, &s.candidates, &s.seen, stream->new_off - from,
                                &s.stream_hit};
                 scan_stream(part.db, stream->data + from, stream->len - from, s.hs, &sc);
+            }
+            if (!part.bounded.empty() && stream != nullptr) {
+                bounded_stream(part.bounded, *stream, &s.candidates, &s.seen, &s.stream_hit);
             }
         }
     } else {

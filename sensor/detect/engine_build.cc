@@ -120,6 +120,11 @@ bool choose_fast_pattern(const Rule& r, FastPattern* out, bool app_only) {
                 out->transforms = bm.transforms;
                 out->bytes = bytes;
                 out->nocase = ci.nocase;
+                const bool bounded = bm.buffer == BufferId::kPacket && bm.transforms == 0 &&
+                                     !ci.relative && !ci.fast_pattern_only && ci.depth > 0 &&
+                                     ci.offset >= 0 && ci.depth > ci.offset;
+                out->lo = bounded ? static_cast<uint32_t>(ci.offset) : 0;
+                out->hi = bounded ? static_cast<uint32_t>(ci.depth) : 0;
                 best_len = bytes.size();
                 found = true;
                 found_explicit = found_explicit || ci.fast_pattern;

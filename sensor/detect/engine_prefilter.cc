@@ -32,6 +32,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -402,6 +403,27 @@ void remap_pattern_rules(const DbUse& use, size_t db_patterns,
     *pattern_rules = std::move(out);
 }
 
+// Files rule ri under its bounded fast pattern (one entry per bytes, case and bounds).
+void add_bounded(const FastPattern& fp, uint32_t ri, bool pkt, std::vector<BoundedPattern>* out) {
+    std::string bytes = fp.bytes;
+    if (fp.nocase) {
+        for (char& c : bytes) {
+            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        }
+    }
+    auto it = std::find_if(out->begin(), out->end(), [&](const BoundedPattern& b) {
+        return b.nocase == fp.nocase && b.lo == fp.lo && b.hi == fp.hi && b.bytes == bytes;
+    });
+    if (it == out->end()) {
+        out->push_back(BoundedPattern{std::move(bytes), fp.nocase, fp.lo, fp.hi, {}, {}});
+        it = out->end() - 1;
+    }
+    it->rules.push_back(ri);  // members are sorted: so are these lists
+    if (pkt) {
+        it->pkt_rules.push_back(ri);
+    }
+}
+
 // Builds a part from a sorted set of rule indices.
 void build_part(const std::vector<std::unique_ptr<Rule>>& rules,
                 const std::vector<FastPattern>& fps, const std::vector<bool>& has_fp,
@@ -425,6 +447,13 @@ void build_part(const std::vector<std::unique_ptr<Rule>>& rules,
                 part.max_pattern = std::max<uint32_t>(part.max_pattern,
                                                       static_cast<uint32_t>(fps[ri].bytes.size()));
             }
+            continue;
+        }
+        const FastPattern& fp = fps[ri];
+        if (has_fp[ri] && fp.hi != 0 && fp.bytes.size() <= kBoundedMaxLen &&
+            fp.hi - fp.lo <= kBoundedMaxSpan && fp.hi - fp.lo >= fp.bytes.size() &&
+            rules[ri]->syntax != RuleSyntax::kSnort3) {
+            add_bounded(fp, ri, matches_in_stream_payload(*rules[ri]), &part.bounded);
             continue;
         }
         if (has_fp[ri]) {
@@ -489,13 +518,17 @@ void build_part(const std::vector<std::unique_ptr<Rule>>& rules,
             part.ip_only_rules.clear();
         }
     }
-    if (part.patterns.empty()) {
-        return;
-    }
-    part.max_pattern = 0;
+    std::sort(part.bounded.begin(), part.bounded.end(),
+              [](const BoundedPattern& a, const BoundedPattern& b) { return a.lo < b.lo; });
+    // The stream tail kept for patterns that straddle chunks (mpm none: set above); the
+    // bounded ones count too.
     for (const PatternKey& k : part.patterns) {
         part.max_pattern =
             std::max<uint32_t>(part.max_pattern, static_cast<uint32_t>(k.bytes.size()));
+    }
+    for (const BoundedPattern& b : part.bounded) {
+        part.max_pattern =
+            std::max<uint32_t>(part.max_pattern, static_cast<uint32_t>(b.bytes.size()));
     }
 }
 

@@ -152,6 +152,108 @@ TEST_F(AppStreamTest, InStreamPacketScansOnlyThePacketRulesPatterns) {
     EXPECT_EQ(candidates, 3u);
 }
 
+// Short fast patterns held to a few bytes by offset and depth (BoundedPattern) are read at
+// their place instead of by the database: a payload or window with the pattern elsewhere
+// makes no candidate, and the alerts are those of mpm none (every rule checked everywhere).
+TEST_F(AppStreamTest, BoundedShortPatternsAreReadAtTheirPlace) {
+    load(
+        "alert tcp any any -> any any (content:\"|03|\"; offset:0; depth:1; sid:1;)\n"
+        "alert tcp any any -> any any (content:\"ab\"; nocase; offset:2; depth:4; sid:2;)\n"
+        "alert tcp any any -> any any (content:\"|00 01|\"; offset:6; depth:2; "
+        "content:\"|03|\"; sid:3;)\n"
+        "alert tcp any any -> any any (content:\"XYZW\"; sid:4;)\n");
+    auto run = [&](const std::string& payload, uint64_t* candidates) {
+        decode(payload);
+        AlertRecord out[16];
+        const uint64_t before = worker_->counters().prefilter_candidates.get();
+        uint32_t n = worker_->inspect(p_, f_, dir_, out, 16, nullptr);
+        *candidates = worker_->counters().prefilter_candidates.get() - before;
+        std::vector<uint32_t> v = sids(out, n);
+        std::sort(v.begin(), v.end());
+        return v;
+    };
+    uint64_t c = 0;
+    EXPECT_EQ(run(std::string("\x03zzzzzzz", 8), &c), std::vector<uint32_t>{1});
+    EXPECT_EQ(c, 1u);
+    // The patterns anywhere but at their place: not even candidates.
+    EXPECT_TRUE(run(std::string("zzzzz\x03"
+                                "ab\x00\x01",
+                                10),
+                    &c)
+                    .empty());
+    EXPECT_EQ(c, 0u);
+    EXPECT_EQ(run("zzzAbzz", &c), std::vector<uint32_t>{2});  // nocase, at 3 in [2, 6)
+    EXPECT_EQ(run("zzzzaB", &c), std::vector<uint32_t>{2});   // ends at the depth
+    EXPECT_TRUE(run("zzzzzaB", &c).empty());                  // one byte past it
+    EXPECT_EQ(run(std::string("\x03zzzzz\x00\x01XYZW", 12), &c), (std::vector<uint32_t>{1, 3, 4}));
+    EXPECT_EQ(c, 3u);
+}
+
+// The same rules on random payloads and stream windows, with the Hyperscan prefilter (bounded
+// patterns read at their place, the others in the database) and with mpm none: the same
+// alerts on every case. Bytes from a small alphabet, so that the patterns occur often, at and
+// away from their places, whole in the tail, straddling into the new bytes, or new.
+TEST_F(AppStreamTest, BoundedPatternsGiveTheAlertsOfMpmNone) {
+    const std::string rules =
+        "alert tcp any any -> any any (content:\"|03|\"; offset:0; depth:1; sid:1;)\n"
+        "alert tcp any any -> any any (content:\"ab\"; nocase; offset:1; depth:4; sid:2;)\n"
+        "alert tcp any any -> any any (content:\"b|03|a\"; offset:2; depth:6; sid:3;)\n"
+        "alert tcp any any -> any any (content:\"a\"; depth:3; content:\"b|03|\"; "
+        "distance:0; sid:4;)\n"
+        "alert tcp any any -> any any (flow:no_stream; content:\"|03|a\"; offset:1; depth:2; "
+        "sid:5;)\n"
+        "alert tcp any any -> any any (content:\"aabb\"; sid:6;)\n";
+    struct Case {
+        std::string tail, payload;
+    };
+    std::vector<Case> cases;
+    uint32_t x = 12345;
+    auto rnd = [&x](uint32_t n) {
+        x = x * 1103515245u + 12345u;
+        return (x >> 16) % n;
+    };
+    const char alphabet[] = {'a', 'b', 'A', 'B', '\x03', 'z'};
+    for (int i = 0; i < 3000; ++i) {
+        Case k;
+        for (uint32_t n = rnd(7); n > 0; --n) {
+            k.tail.push_back(alphabet[rnd(sizeof(alphabet))]);
+        }
+        for (uint32_t n = 1 + rnd(10); n > 0; --n) {
+            k.payload.push_back(alphabet[rnd(sizeof(alphabet))]);
+        }
+        cases.push_back(std::move(k));
+    }
+    std::vector<std::vector<uint32_t>> got[2];
+    const MpmAlgo algos[2] = {MpmAlgo::kHyperscan, MpmAlgo::kNone};
+    size_t alerted = 0;
+    for (int a = 0; a < 2; ++a) {
+        if (flows_) {
+            flows_->clear();
+        }
+        DetectConfig cfg;
+        cfg.mpm_algo = algos[a];
+        load(rules, cfg);
+        for (const Case& k : cases) {
+            // A packet alone, then the same packet with its stream window.
+            decode(k.payload);
+            AlertRecord out[16];
+            std::vector<uint32_t> s = sids(out, worker_->inspect(p_, f_, dir_, out, 16, nullptr));
+            std::sort(s.begin(), s.end());
+            s.push_back(0);
+            std::vector<uint32_t> st = run_stream(k.tail, k.payload);
+            std::sort(st.begin(), st.end());
+            s.insert(s.end(), st.begin(), st.end());
+            alerted += s.size() > 1 ? 1 : 0;
+            got[a].push_back(std::move(s));
+        }
+    }
+    ASSERT_EQ(got[0].size(), cases.size());
+    for (size_t i = 0; i < cases.size(); ++i) {
+        EXPECT_EQ(got[0][i], got[1][i]) << "case " << i;
+    }
+    EXPECT_GT(alerted, cases.size() / 2);  // the cases do exercise the rules
+}
+
 TEST_F(AppStreamTest, HttpBuffersMatchOnTheTransaction) {
     load(
         "alert http any any -> any any (http.uri; content:\"/admin/\"; sid:1;)\n"
