@@ -309,49 +309,64 @@ namespace {
     return false;
 }
 
+// Calls found(pattern index) for each of the part's bounded patterns that lies in its bytes
+// [lo, hi) of data[0, len), once per place where it does (BoundedProbe).
+template <typename Found>
+[[gnu::always_inline]] inline void bounded_lookup(const Part& part, const uint8_t* data,
+                                                  uint32_t len, Found found) {
+    for (const BoundedProbe& probe : part.bounded_probes) {
+        if (probe.min_end > len) {
+            if (probe.pos >= len) {
+                break;  // ascending pos
+            }
+            continue;
+        }
+        const uint8_t c = data[probe.pos];
+        if ((probe.first_bytes[c >> 6] & (1ull << (c & 63))) == 0) {
+            continue;
+        }
+        for (uint32_t k = probe.first; k < probe.first + probe.count; ++k) {
+            const BoundedPattern& b = part.bounded[part.bounded_at_probe[k]];
+            if (probe.pos + b.bytes.size() <= len &&
+                bounded_at(b, data, probe.pos, probe.pos + static_cast<uint32_t>(b.bytes.size()))) {
+                found(b);
+            }
+        }
+    }
+}
+
 // The bounded patterns on a packet's payload: a rule is a candidate when its pattern lies
 // in its bytes [lo, hi), where alone its content can match (as a database scan of the whole
 // payload, less the candidates that could not match). An in-stream packet: the rules that
 // still read it (Part::pkt_split).
-[[gnu::noinline]] void bounded_payload(const std::vector<BoundedPattern>& bounded,
-                                       bool pkt_in_stream, const uint8_t* data, uint32_t len,
-                                       std::vector<uint32_t>* candidates,
+[[gnu::noinline]] void bounded_payload(const Part& part, bool pkt_in_stream, const uint8_t* data,
+                                       uint32_t len, std::vector<uint32_t>* candidates,
                                        std::vector<uint8_t>* seen) {
-    for (const BoundedPattern& b : bounded) {
-        if (b.lo >= len) {
-            break;  // sorted by lo
-        }
-        const std::vector<uint32_t>& rules = pkt_in_stream ? b.pkt_rules : b.rules;
-        if (!rules.empty() && bounded_at(b, data, b.lo, std::min(b.hi, len))) {
-            add_candidates(rules, candidates, seen);
-        }
-    }
+    bounded_lookup(part, data, len, [&](const BoundedPattern& b) {
+        add_candidates(pkt_in_stream ? b.pkt_rules : b.rules, candidates, seen);
+    });
 }
 
 // The bounded patterns on a stream window, to the same effect as scan_stream with them in
 // the database: a rule is a stream hit when its pattern occurs ending in the new bytes. Only
 // a rule whose pattern lies in the window's [lo, hi) can match, so that is looked at first.
-[[gnu::noinline]] void bounded_stream(const std::vector<BoundedPattern>& bounded,
-                                      const StreamView& sv, std::vector<uint32_t>* candidates,
-                                      std::vector<uint8_t>* seen,
+[[gnu::noinline]] void bounded_stream(const Part& part, const StreamView& sv,
+                                      std::vector<uint32_t>* candidates, std::vector<uint8_t>* seen,
                                       std::vector<uint8_t>* stream_hit) {
-    for (const BoundedPattern& b : bounded) {
-        if (b.lo >= sv.len) {
-            break;
+    bounded_lookup(part, sv.data, sv.len, [&](const BoundedPattern& b) {
+        if ((*stream_hit)[b.rules.front()] != 0) {
+            return;  // found at another place of [lo, hi) already
         }
         const uint32_t m = static_cast<uint32_t>(b.bytes.size());
-        if (!bounded_at(b, sv.data, b.lo, std::min(b.hi, sv.len))) {
-            continue;
-        }
         const uint32_t from = sv.new_off + 1 > m ? sv.new_off + 1 - m : 0;
         if (!bounded_at(b, sv.data, from, sv.len)) {
-            continue;
+            return;
         }
         for (uint32_t ri : b.rules) {
             (*stream_hit)[ri] = 1;
         }
         add_candidates(b.rules, candidates, seen);
-    }
+    });
 }
 
 }  // namespace
@@ -420,8 +435,8 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
                 scan_payload(pkt_db, p, s.hs, &sc);
             }
             if (!part.bounded.empty() && p.payload_len > 0 && !no_payload) {
-                bounded_payload(part.bounded, pkt_in_stream, p.payload, p.payload_len,
-                                &s.candidates, &s.seen);
+                bounded_payload(part, pkt_in_stream, p.payload, p.payload_len, &s.candidates,
+                                &s.seen);
             }
             if (part.db != nullptr && stream != nullptr) {
                 // Only the new bytes and the tail a pattern may straddle from.
@@ -432,7 +447,7 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
                 scan_stream(part.db, stream->data + from, stream->len - from, s.hs, &sc);
             }
             if (!part.bounded.empty() && stream != nullptr) {
-                bounded_stream(part.bounded, *stream, &s.candidates, &s.seen, &s.stream_hit);
+                bounded_stream(part, *stream, &s.candidates, &s.seen, &s.stream_hit);
             }
         }
     } else {

@@ -85,16 +85,18 @@ struct AddrIndex {
 // A Hyperscan database, shared by the parts and loads that use it.
 using HsDatabase = std::shared_ptr<hs_database_t>;
 
-// A compiled set of rules: the packet-buffer prefilter and the rules checked without one.
 // A fast pattern of at most kBoundedMaxLen bytes whose content's offset and depth leave it
 // at most kBoundedMaxSpan bytes of the packet buffer: "|03|"; offset:0; depth:1, or
 // "|00 01|"; offset:6; depth:2. In a literal database such a pattern matches every few
 // hundred bytes of any traffic, and the few-byte literals slow the whole database's scan
-// (ET Open: about 12 % of a worker's instructions on app-mix); read at its place instead, it
-// costs a compare or two per packet. Suricata-syntax rules on Picket's stream windows (whose
-// offsets count from the window's start, as a packet's from the payload's); not Snort 3
-// rules, which read PDUs and the new bytes of the window from their own start.
-inline constexpr uint32_t kBoundedMaxLen = 3;
+// (ET Open: the literals of 1-4 bytes cost about 17 % of a worker's instructions on app-mix); read
+// at its place instead (BoundedProbe), it costs a byte test per packet. Longer literals are
+// cheap in the database, and many bounded ones share their first bytes at one place (ET
+// Open's 500 "|FF|SMB.." of 5-6 bytes), where the probe's compares would cost more than
+// they save. Suricata-syntax rules on Picket's stream windows (whose offsets count from the
+// window's start, as a packet's from the payload's); not Snort 3 rules, which read PDUs and
+// the new bytes of the window from their own start.
+inline constexpr uint32_t kBoundedMaxLen = 4;
 inline constexpr uint32_t kBoundedMaxSpan = 64;
 struct BoundedPattern {
     std::string bytes;  // lower case when nocase
@@ -103,7 +105,18 @@ struct BoundedPattern {
     std::vector<uint32_t> rules;      // the rules with this pattern and bounds
     std::vector<uint32_t> pkt_rules;  // those that still read an in-stream packet (Part)
 };
+// Where a part's bounded patterns may start: one probe per buffer position, with the first
+// bytes (both cases for nocase) of the patterns that may start there, so that a packet costs
+// a byte test per position (ET Open's any-port TCP part: a handful) and a compare where the
+// byte fits.
+struct BoundedProbe {
+    uint32_t pos = 0;
+    uint32_t min_end = 0;           // pos + the shortest pattern's size
+    uint64_t first_bytes[4] = {};   // bit c: some pattern here starts with byte c
+    uint32_t first = 0, count = 0;  // Part::bounded_at_probe[first, first + count)
+};
 
+// A compiled set of rules: the packet-buffer prefilter and the rules checked without one.
 struct Part {
     // May be null. Several port parts of a transport class may share one database (the union
     // of their patterns, engine_prefilter.cc): a pattern id of another part maps to no rule.
@@ -131,6 +144,8 @@ struct Part {
     // Short fast patterns bound to a few bytes at a fixed place (BoundedPattern): checked
     // there, not by the database; sorted by lo.
     std::vector<BoundedPattern> bounded;
+    std::vector<BoundedProbe> bounded_probes;  // ascending pos
+    std::vector<uint32_t> bounded_at_probe;    // indices into bounded, by probe
 };
 
 // The rules of one app-layer protocol that inspect its buffers: one Hyperscan database per

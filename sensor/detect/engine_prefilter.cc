@@ -520,6 +520,32 @@ void build_part(const std::vector<std::unique_ptr<Rule>>& rules,
     }
     std::sort(part.bounded.begin(), part.bounded.end(),
               [](const BoundedPattern& a, const BoundedPattern& b) { return a.lo < b.lo; });
+    std::map<uint32_t, std::vector<uint32_t>> at;  // start position -> patterns
+    for (uint32_t i = 0; i < part.bounded.size(); ++i) {
+        const BoundedPattern& b = part.bounded[i];
+        for (uint32_t pos = b.lo; pos + b.bytes.size() <= b.hi; ++pos) {
+            at[pos].push_back(i);
+        }
+    }
+    for (const auto& [pos, list] : at) {
+        BoundedProbe probe;
+        probe.pos = pos;
+        probe.min_end = UINT32_MAX;
+        probe.first = static_cast<uint32_t>(part.bounded_at_probe.size());
+        probe.count = static_cast<uint32_t>(list.size());
+        for (uint32_t i : list) {
+            const BoundedPattern& b = part.bounded[i];
+            probe.min_end = std::min(probe.min_end, pos + static_cast<uint32_t>(b.bytes.size()));
+            const auto c = static_cast<unsigned char>(b.bytes[0]);
+            probe.first_bytes[c >> 6] |= 1ull << (c & 63);
+            if (b.nocase) {
+                const auto u = static_cast<unsigned char>(std::toupper(c));
+                probe.first_bytes[u >> 6] |= 1ull << (u & 63);
+            }
+            part.bounded_at_probe.push_back(i);
+        }
+        part.bounded_probes.push_back(probe);
+    }
     // The stream tail kept for patterns that straddle chunks (mpm none: set above); the
     // bounded ones count too.
     for (const PatternKey& k : part.patterns) {

@@ -202,7 +202,10 @@ TEST_F(AppStreamTest, BoundedPatternsGiveTheAlertsOfMpmNone) {
         "distance:0; sid:4;)\n"
         "alert tcp any any -> any any (flow:no_stream; content:\"|03|a\"; offset:1; depth:2; "
         "sid:5;)\n"
-        "alert tcp any any -> any any (content:\"aabb\"; sid:6;)\n";
+        "alert tcp any any -> any any (content:\"aabb\"; sid:6;)\n"
+        "alert tcp any any -> any any (content:\"Ab|03|b\"; nocase; offset:1; depth:7; "
+        "sid:7;)\n"
+        "alert tcp any any -> any any (content:\"ab\"; offset:1; depth:2; sid:8;)\n";
     struct Case {
         std::string tail, payload;
     };
