@@ -254,19 +254,13 @@ static uint8_t to_lower_ascii(uint8_t c) {
     return c >= 'A' && c <= 'Z' ? static_cast<uint8_t>(c + 32) : c;
 }
 
-// mpm-algo none's stand-in for the stream prefilter: whether fp occurs ending in the view's
-// new bytes (what on_hs_match's new_off test accepts).
-static bool fp_ends_in_new(const FastPattern& fp, const StreamView& sv) {
-    const size_t m = fp.bytes.size();
-    if (m == 0 || m > sv.len) {
-        return false;
-    }
-    const auto* pat = reinterpret_cast<const uint8_t*>(fp.bytes.data());
-    const size_t first = sv.new_off >= m ? sv.new_off - m + 1 : 0;
-    for (size_t at = first; at + m <= sv.len; ++at) {
-        size_t k = 0;
-        while (k < m && (fp.nocase ? to_lower_ascii(sv.data[at + k]) == to_lower_ascii(pat[k])
-                                   : sv.data[at + k] == pat[k])) {
+// Whether pat[0, m) occurs starting in [from, to) of data (nocase: ASCII letters either case).
+static bool occurs_in(const uint8_t* pat, uint32_t m, bool nocase, const uint8_t* data,
+                      uint32_t from, uint32_t to) {
+    for (uint32_t at = from; at + m <= to; ++at) {
+        uint32_t k = 0;
+        while (k < m && (nocase ? to_lower_ascii(data[at + k]) == to_lower_ascii(pat[k])
+                                : data[at + k] == pat[k])) {
             ++k;
         }
         if (k == m) {
@@ -274,6 +268,19 @@ static bool fp_ends_in_new(const FastPattern& fp, const StreamView& sv) {
         }
     }
     return false;
+}
+
+// Whether pat occurs ending in the view's new bytes (what on_hs_match's new_off test
+// accepts in a stream scan): mpm-algo none's stand-in for the stream prefilter, and the
+// bounded patterns' stream condition.
+static bool ends_in_new(const std::string& pat, bool nocase, const StreamView& sv) {
+    const auto m = static_cast<uint32_t>(pat.size());
+    if (m == 0 || m > sv.len) {
+        return false;
+    }
+    const uint32_t first = sv.new_off >= m ? sv.new_off - m + 1 : 0;
+    return occurs_in(reinterpret_cast<const uint8_t*>(pat.data()), m, nocase, sv.data, first,
+                     sv.len);
 }
 
 namespace {
@@ -290,23 +297,6 @@ namespace {
 [[gnu::noinline]] void scan_app_buffer(const hs_database_t* db, std::string_view buf,
                                        hs_scratch_t* hs, ScanContext* sc) {
     hs_scan(db, buf.data(), static_cast<unsigned>(buf.size()), 0, hs, on_hs_match, sc);
-}
-
-// BoundedPattern: whether b occurs starting in [from, to) of data (to - from >= its size).
-[[gnu::always_inline]] inline bool bounded_at(const BoundedPattern& b, const uint8_t* data,
-                                              uint32_t from, uint32_t to) {
-    const auto* pat = reinterpret_cast<const uint8_t*>(b.bytes.data());
-    const uint32_t m = static_cast<uint32_t>(b.bytes.size());
-    for (uint32_t at = from; at + m <= to; ++at) {
-        uint32_t k = 0;
-        while (k < m && (b.nocase ? to_lower_ascii(data[at + k]) : data[at + k]) == pat[k]) {
-            ++k;
-        }
-        if (k == m) {
-            return true;
-        }
-    }
-    return false;
 }
 
 // Calls found(pattern index) for each of the part's bounded patterns that lies in its bytes
@@ -327,8 +317,9 @@ template <typename Found>
         }
         for (uint32_t k = probe.first; k < probe.first + probe.count; ++k) {
             const BoundedPattern& b = part.bounded[part.bounded_at_probe[k]];
-            if (probe.pos + b.bytes.size() <= len &&
-                bounded_at(b, data, probe.pos, probe.pos + static_cast<uint32_t>(b.bytes.size()))) {
+            const auto m = static_cast<uint32_t>(b.bytes.size());
+            if (occurs_in(reinterpret_cast<const uint8_t*>(b.bytes.data()), m, b.nocase, data,
+                          probe.pos, std::min(probe.pos + m, len))) {
                 found(b);
             }
         }
@@ -357,9 +348,7 @@ template <typename Found>
         if ((*stream_hit)[b.rules.front()] != 0) {
             return;  // found at another place of [lo, hi) already
         }
-        const uint32_t m = static_cast<uint32_t>(b.bytes.size());
-        const uint32_t from = sv.new_off + 1 > m ? sv.new_off + 1 - m : 0;
-        if (!bounded_at(b, sv.data, from, sv.len)) {
+        if (!ends_in_new(b.bytes, b.nocase, sv)) {
             return;
         }
         for (uint32_t ri : b.rules) {
@@ -584,8 +573,9 @@ uint32_t DetectWorker::inspect_packet(const decode::Packet& p, flow::Flow* f, fl
             r.syntax == RuleSyntax::kSnort3 && (r.flow_flags & kFlowOnlyStream) == 0 && !pdu;
         const bool skip_payload = (pkt_in_stream && r.stream_capable && !snort3_packets) || pdu;
         const bool unindexed = stream != nullptr && r.stream_capable && !r.stream_prefiltered;
-        const bool ref_hit = stream != nullptr && !d.ref_stream_fps.empty() &&
-                             r.stream_prefiltered && fp_ends_in_new(d.ref_stream_fps[ri], *stream);
+        const bool ref_hit =
+            stream != nullptr && !d.ref_stream_fps.empty() && r.stream_prefiltered &&
+            ends_in_new(d.ref_stream_fps[ri].bytes, d.ref_stream_fps[ri].nocase, *stream);
         stream_hit = stream_hit || ref_hit;
         const bool tx_stream = view != nullptr && stream != nullptr && r.packet_buffer;
         if ((skip_payload && !stream_hit && !unindexed && !tx_stream) ||

@@ -142,7 +142,7 @@ struct Part {
     std::vector<std::vector<uint32_t>> pkt_pattern_rules;
     std::vector<PatternKey> pkt_patterns;  // while loading, as patterns
     // Short fast patterns bound to a few bytes at a fixed place (BoundedPattern): checked
-    // there, not by the database; sorted by lo.
+    // there, not by the database; found through the probes.
     std::vector<BoundedPattern> bounded;
     std::vector<BoundedProbe> bounded_probes;  // ascending pos
     std::vector<uint32_t> bounded_at_probe;    // indices into bounded, by probe

@@ -518,8 +518,6 @@ void build_part(const std::vector<std::unique_ptr<Rule>>& rules,
             part.ip_only_rules.clear();
         }
     }
-    std::sort(part.bounded.begin(), part.bounded.end(),
-              [](const BoundedPattern& a, const BoundedPattern& b) { return a.lo < b.lo; });
     std::map<uint32_t, std::vector<uint32_t>> at;  // start position -> patterns
     for (uint32_t i = 0; i < part.bounded.size(); ++i) {
         const BoundedPattern& b = part.bounded[i];

@@ -153,8 +153,8 @@ TEST_F(AppStreamTest, InStreamPacketScansOnlyThePacketRulesPatterns) {
 }
 
 // Short fast patterns held to a few bytes by offset and depth (BoundedPattern) are read at
-// their place instead of by the database: a payload or window with the pattern elsewhere
-// makes no candidate, and the alerts are those of mpm none (every rule checked everywhere).
+// their place instead of by the database: a payload with the pattern elsewhere makes no
+// candidate; the alerts are those the rules' offsets and depths give (worked out by hand).
 TEST_F(AppStreamTest, BoundedShortPatternsAreReadAtTheirPlace) {
     load(
         "alert tcp any any -> any any (content:\"|03|\"; offset:0; depth:1; sid:1;)\n"
